@@ -1,0 +1,54 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+func system(_ name: String, pkgConfig: String, apt: String) -> Target {
+    .systemLibrary(name: name, path: "Sources/\(name)", pkgConfig: pkgConfig, providers: [.apt([apt])])
+}
+
+let package = Package(
+    name: "gatehouse",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "gatehouse", targets: ["gatehouse"]),
+    ],
+    targets: [
+        system("CPostgres", pkgConfig: "libpq", apt: "libpq-dev"),
+        system("COpenSSL", pkgConfig: "libcrypto", apt: "libssl-dev"),
+        system("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
+        system("CSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
+        system("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: "libmicrohttpd-dev"),
+        system("CArgon2", pkgConfig: "libargon2", apt: "libargon2-dev"),
+
+        .target(name: "GatehouseCrypto", dependencies: ["COpenSSL", "CArgon2"], swiftSettings: strict),
+        .target(name: "GatehouseCore", dependencies: ["GatehouseCrypto"], swiftSettings: strict),
+        .target(
+            name: "GatehouseMigrations", path: "Migrations",
+            exclude: [], resources: [.copy("sql")], swiftSettings: strict),
+        .target(name: "GatehouseSQL", dependencies: ["GatehouseCore", "GatehouseMigrations"], swiftSettings: strict),
+        .target(name: "SQLiteDriver", dependencies: ["GatehouseSQL", "CSQLite"], swiftSettings: strict),
+        .target(name: "PostgresDriver", dependencies: ["GatehouseSQL", "CPostgres"], swiftSettings: strict),
+        .target(name: "GatehouseHTTP", dependencies: ["GatehouseCore", "CMicroHTTPD"], swiftSettings: strict),
+        .target(
+            name: "GatehouseAPI",
+            dependencies: ["GatehouseCore", "GatehouseHTTP", "GatehouseSQL", "SQLiteDriver", "PostgresDriver"],
+            swiftSettings: strict),
+        .executableTarget(name: "gatehouse", dependencies: ["GatehouseAPI"], swiftSettings: strict),
+        .target(
+            name: "GatehouseTesting",
+            dependencies: ["GatehouseAPI", "CCurl"],
+            swiftSettings: strict),
+
+        .testTarget(name: "GatehouseCryptoTests", dependencies: ["GatehouseCrypto"], swiftSettings: strict),
+        .testTarget(
+            name: "GatehouseStoreTests",
+            dependencies: ["GatehouseSQL", "SQLiteDriver", "PostgresDriver", "GatehouseTesting"],
+            swiftSettings: strict),
+        .testTarget(name: "GatehouseHTTPTests", dependencies: ["GatehouseHTTP", "GatehouseTesting"], swiftSettings: strict),
+        .testTarget(name: "GatehouseAPITests", dependencies: ["GatehouseAPI", "GatehouseTesting"], swiftSettings: strict),
+    ],
+    swiftLanguageModes: [.v6]
+)
