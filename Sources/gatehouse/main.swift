@@ -1,1 +1,119 @@
-print("gatehouse")
+import Foundation
+import GatehouseAPI
+import GatehouseCore
+
+let usage = """
+    gatehouse — a multi-tenant identity server
+
+    Usage:
+      gatehouse [serve]                 start the HTTP server (the default)
+      gatehouse migrate                 apply pending database migrations and exit
+      gatehouse apps apply DIR          apply every Tenants-style *.json file in DIR (idempotent)
+      gatehouse apps create --name NAME | --settings FILE
+                                        create an app; prints its id, app key and secret key (shown once)
+      gatehouse keys rotate --app APP   rotate an app's signing key (APP is an app id or app key)
+      gatehouse --help                  this text
+
+    Configuration comes from the environment: GATEHOUSE_DATABASE_URL, GATEHOUSE_LISTEN,
+    GATEHOUSE_PUBLIC_URL, GATEHOUSE_MASTER_KEY(_FILE), GATEHOUSE_ADMIN_TOKEN, GATEHOUSE_TENANTS_DIR, …
+    (see docs/operations.md).
+    """
+
+func fail(_ message: String, code: Int32 = 1) -> Never {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+    exit(code)
+}
+
+func option(_ name: String, in args: [String]) -> String? {
+    guard let i = args.firstIndex(of: name), i + 1 < args.count else { return nil }
+    return args[i + 1]
+}
+
+func loadConfiguration() -> Configuration {
+    do { return try Configuration.fromEnvironment() } catch { fail(error.description) }
+}
+
+/// Runs the server until SIGTERM or SIGINT, then stops accepting, lets requests in flight finish, and exits 0.
+func serve() -> Never {
+    // Block the signals in every thread (the server's threads inherit this mask) and wait for them here.
+    var signals = sigset_t()
+    sigemptyset(&signals)
+    sigaddset(&signals, SIGTERM)
+    sigaddset(&signals, SIGINT)
+    pthread_sigmask(SIG_BLOCK, &signals, nil)
+
+    let configuration = loadConfiguration()
+    let gatehouse: Gatehouse
+    do { gatehouse = try Gatehouse.open(configuration: configuration) } catch { fail("gatehouse: cannot start: \(error)") }
+    let server = gatehouse.makeServer()
+    do { try server.start() } catch { fail("gatehouse: cannot listen on \(configuration.listenHost):\(configuration.listenPort): \(error)") }
+    gatehouse.log.info(
+        "listening",
+        ["address": .string("\(configuration.listenHost):\(server.port)"), "public_url": .string(configuration.publicURL),
+         "database": .string(configuration.database.kind)])
+
+    var received: Int32 = 0
+    sigwait(&signals, &received)
+    gatehouse.log.info("shutting down", ["signal": .int(Int64(received))])
+    server.shutdown()
+    gatehouse.close()
+    exit(0)
+}
+
+func withGatehouse(_ body: (Gatehouse) throws -> Void) -> Never {
+    let configuration = loadConfiguration()
+    do {
+        let gatehouse = try Gatehouse.open(configuration: configuration, log: Log(enabled: false))
+        defer { gatehouse.close() }
+        try body(gatehouse)
+    } catch let error as GatehouseError {
+        fail("gatehouse: " + ([error.detail ?? error.code.rawValue] + error.fieldErrors.map { "  \($0.field): \($0.message)" }).joined(separator: "\n"))
+    } catch {
+        fail("gatehouse: \(error)")
+    }
+    exit(0)
+}
+
+func printJSON(_ json: JSON) { print(json.serializedString) }
+
+let args = Array(CommandLine.arguments.dropFirst())
+switch args.first {
+case nil, "serve":
+    serve()
+case "--help", "-h", "help":
+    print(usage)
+case "migrate":
+    let configuration = loadConfiguration()
+    do {
+        let gatehouse = try Gatehouse.open(configuration: configuration, log: Log(enabled: false))
+        gatehouse.close()
+        print("migrations applied")
+    } catch { fail("gatehouse: \(error)") }
+case "apps" where args.count >= 3 && args[1] == "apply":
+    withGatehouse { gatehouse in
+        for line in try gatehouse.apps.applyTenants(folder: args[2], environment: ProcessInfo.processInfo.environment) { print(line) }
+    }
+case "apps" where args.count >= 2 && args[1] == "create":
+    withGatehouse { gatehouse in
+        let settings: JSON
+        if let file = option("--settings", in: args) {
+            guard let data = FileManager.default.contents(atPath: file) else { fail("gatehouse: cannot read \(file)") }
+            settings = try JSON.parse(Array(data))
+        } else if let name = option("--name", in: args) {
+            settings = ["name": .string(name)]
+        } else {
+            fail(usage, code: 2)
+        }
+        let created = try gatehouse.apps.create(settings: settings)
+        printJSON(["app_id": .string(created.app.id.rawValue), "app_key": .string(created.app.record.appKey), "secret_key": .string(created.secretKey)])
+    }
+case "keys" where args.count >= 2 && args[1] == "rotate":
+    guard let target = option("--app", in: args) else { fail(usage, code: 2) }
+    withGatehouse { gatehouse in
+        let app = try AppID(parsing: target).flatMap { try gatehouse.directory.app(id: $0) } ?? gatehouse.directory.app(key: target)
+        guard let app else { fail("gatehouse: no app with id or key \(target)") }
+        printJSON(["app_id": .string(app.id.rawValue), "kid": .string(try gatehouse.apps.rotateSigningKey(app))])
+    }
+default:
+    fail(usage, code: 2)
+}

@@ -1,0 +1,123 @@
+import Foundation
+import GatehouseCore
+import GatehouseCrypto
+import GatehouseHTTP
+
+/// Connects the HTTP server to the route table: request ids, CORS, limits, error mapping,
+/// metrics and the access log all happen here, so handlers only decode, call and encode.
+final class APIResponder: HTTPResponder {
+    static let jsonBodyLimit = 64 * 1024
+
+    private let router: Router<Route>
+    private let cors: CORSPolicy
+    private let metrics: Metrics
+    private let log: Log
+    private let accessLog: Bool
+
+    init(router: Router<Route>, cors: CORSPolicy, metrics: Metrics, log: Log, accessLog: Bool) {
+        self.router = router
+        self.cors = cors
+        self.metrics = metrics
+        self.log = log
+        self.accessLog = accessLog
+    }
+
+    func head(_ request: HTTPRequest) -> HeadDecision {
+        switch router.match(method: request.method, path: request.path) {
+        case .notFound:
+            return .respond(finish(request, route: "unmatched", start: .now, problem(.notFound, "No such route.", request)))
+        case .methodNotAllowed(let allowed):
+            if cors.isPreflight(request) {
+                return .respond(finish(request, route: "preflight", start: .now, cors.preflight(request, allowedMethods: allowed)))
+            }
+            var response = problem(.methodNotAllowed, "Use \(allowed.joined(separator: ", ")).", request)
+            response.headers.set("Allow", allowed.joined(separator: ", "))
+            return .respond(finish(request, route: "unmatched", start: .now, response))
+        case .matched(let route, _, let pattern):
+            if case .json = route.body, hasBody(request), !isJSON(request.headers["Content-Type"]) {
+                return .respond(
+                    finish(request, route: pattern, start: .now, problem(.unsupportedMediaType, "Send the body as application/json.", request)))
+            }
+            return .readBody(limit: Self.jsonBodyLimit)
+        }
+    }
+
+    func respond(to request: HTTPRequest) -> HTTPResponse {
+        let start = ContinuousClock.now
+        guard case .matched(let route, let parameters, let pattern) = router.match(method: request.method, path: request.path) else {
+            // `head` answered every other case; a route table cannot change in between.
+            return finish(request, route: "unmatched", start: start, problem(.notFound, nil, request))
+        }
+        let requestID = Self.requestID(request)
+        var response: HTTPResponse
+        do {
+            response = try route.handler(Request(http: request, parameters: parameters, requestID: requestID))
+        } catch {
+            response = Problem.response(for: error, instance: request.path, requestID: requestID, log: log)
+        }
+        return finish(request, route: pattern, start: start, response, requestID: requestID)
+    }
+
+    func bodyTooLarge(_ request: HTTPRequest) -> HTTPResponse {
+        finish(request, route: "unmatched", start: .now, problem(.payloadTooLarge, "The body is larger than \(Self.jsonBodyLimit / 1024) KiB.", request))
+    }
+
+    func headerTooLarge(_ request: HTTPRequest) -> HTTPResponse {
+        finish(request, route: "unmatched", start: .now, problem(.headersTooLarge, "The request headers are too large.", request))
+    }
+
+    func uriTooLong(_ request: HTTPRequest) -> HTTPResponse {
+        var short = request
+        short.path = String(request.path.prefix(256))
+        return finish(short, route: "unmatched", start: .now, problem(.uriTooLong, "The URL is too long.", short))
+    }
+
+    // MARK: -
+
+    private func problem(_ code: ErrorCode, _ detail: String?, _ request: HTTPRequest) -> HTTPResponse {
+        Problem.response(GatehouseError(code, detail), instance: request.path, requestID: Self.requestID(request))
+    }
+
+    /// Adds the headers every response carries, then counts and logs it.
+    private func finish(_ request: HTTPRequest, route: String, start: ContinuousClock.Instant, _ response: HTTPResponse, requestID: String? = nil) -> HTTPResponse {
+        var response = response
+        let id = requestID ?? response.headers["X-Request-Id"] ?? Self.requestID(request)
+        response.headers.set("X-Request-Id", id)
+        if !cors.isPreflight(request) { cors.decorate(&response, for: request) }
+        let elapsed = start.duration(to: .now)
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        metrics.record(method: request.method, route: route, status: response.status, seconds: seconds)
+        if accessLog {
+            log.info(
+                "request",
+                [
+                    "request_id": .string(id), "method": .string(String(request.method.prefix(16))), "route": .string(route),
+                    "path": .string(String(request.path.prefix(256))), "status": .int(Int64(response.status)),
+                    "duration_ms": .double((seconds * 1_000_000).rounded() / 1000), "ip": .string(request.remoteAddress),
+                    "bytes": .int(Int64(response.body.count)),
+                ])
+        }
+        return response
+    }
+
+    private func hasBody(_ request: HTTPRequest) -> Bool {
+        if let length = request.headers["Content-Length"] { return length != "0" }
+        return request.headers["Transfer-Encoding"] != nil
+    }
+
+    private func isJSON(_ contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let mediaType = contentType.split(separator: ";", maxSplits: 1)[0].trimmingCharacters(in: .whitespaces).lowercased()
+        return mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
+    }
+
+    /// The client's `X-Request-Id` when it is 1–128 characters of `[A-Za-z0-9._-]`, else a new one.
+    static func requestID(_ request: HTTPRequest) -> String {
+        if let given = request.headers["X-Request-Id"], (1...128).contains(given.utf8.count),
+            given.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 46 || $0 == 95 || $0 == 45 })
+        {
+            return given
+        }
+        return "req_" + Digest.hex(SecureRandom.bytes(12))
+    }
+}

@@ -1,0 +1,46 @@
+import GatehouseCore
+import GatehouseHTTP
+
+/// `/v1/admin/*`: creating apps (platform token) and configuring one's own app (secret key).
+struct AdminController {
+    let auth: Authenticator
+    let apps: AppService
+
+    func register(_ routes: inout Routes) {
+        routes.post("/v1/admin/apps", createApp)
+        routes.get("/v1/admin/app", settings)
+        routes.patch("/v1/admin/app", updateSettings)
+        routes.post("/v1/admin/app/signing-keys/rotate", body: .none, rotateSigningKey)
+        routes.post("/v1/admin/app/secret-keys", body: .none, rotateSecretKey)
+    }
+
+    func createApp(_ request: Request) throws -> HTTPResponse {
+        try auth.platform(request)
+        let created = try apps.create(settings: try request.jsonBody())
+        return HTTPResponse.data(
+            ["app": apps.adminView(created.app), "app_key": .string(created.app.record.appKey), "secret_key": .string(created.secretKey)],
+            status: 201
+        ).noStore()
+    }
+
+    func settings(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminApp(request)
+        return HTTPResponse.data(apps.adminView(app)).noStore()
+    }
+
+    func updateSettings(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminApp(request)
+        let updated = try apps.update(app, patch: try request.jsonBody())
+        return HTTPResponse.data(apps.adminView(updated)).noStore()
+    }
+
+    func rotateSigningKey(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminApp(request)
+        return HTTPResponse.data(["kid": .string(try apps.rotateSigningKey(app))])
+    }
+
+    func rotateSecretKey(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminApp(request)
+        return HTTPResponse.data(["secret_key": .string(try apps.rotateSecretKey(app))], status: 201).noStore()
+    }
+}

@@ -1,0 +1,64 @@
+import GatehouseCore
+import GatehouseHTTP
+
+/// What any client or backend may read about an app: its public settings, its JWKS and its
+/// OpenID discovery document.
+struct AppController {
+    let auth: Authenticator
+    let directory: AppDirectory
+    let publicURL: String
+
+    func register(_ routes: inout Routes) {
+        routes.get("/v1/app", publicSettings)
+        routes.get("/v1/apps/{app_id}/jwks.json", jwks)
+        routes.get("/v1/apps/{app_id}/.well-known/openid-configuration", discovery)
+    }
+
+    func publicSettings(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.app(request)
+        let s = app.settings
+        return .data([
+            "id": .string(app.id.rawValue),
+            "name": .string(s.name),
+            "require_verified_email": .bool(s.requireVerifiedEmail),
+            "sign_in_methods": .array(s.signInMethods.map(JSON.string)),
+            "password_min_length": .int(s.passwordMinLength),
+            "files": ["max_bytes": .int(s.files.maxBytes), "photo_types": .array(s.files.photoTypes.map(JSON.string))],
+        ])
+    }
+
+    func jwks(_ request: Request) throws -> HTTPResponse {
+        let app = try pathApp(request)
+        var response = HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/jwk-set+json")]), body: app.jwks)
+        response.headers.set("Cache-Control", "public, max-age=300")
+        return response
+    }
+
+    func discovery(_ request: Request) throws -> HTTPResponse {
+        let app = try pathApp(request)
+        let issuer = Issuer.url(publicURL: publicURL, app: app.id)
+        var response = HTTPResponse.json([
+            "issuer": .string(issuer),
+            "jwks_uri": .string(issuer + "/jwks.json"),
+            "id_token_signing_alg_values_supported": [.string(app.settings.signingAlgorithm.rawValue)],
+            "subject_types_supported": ["public"],
+            "response_types_supported": ["code"],
+            "token_endpoint": .string(publicURL + "/v1/auth/refresh"),
+            "claims_supported": ["iss", "aud", "sub", "sid", "iat", "exp", "auth_time", "amr", "email", "email_verified", "name", "picture"],
+        ])
+        response.headers.set("Cache-Control", "public, max-age=300")
+        return response
+    }
+
+    private func pathApp(_ request: Request) throws -> AppContext {
+        guard let id = request.parameters["app_id"].flatMap({ AppID(parsing: $0) }), let app = try directory.app(id: id) else {
+            throw GatehouseError(.notFound, "No such app.")
+        }
+        return app
+    }
+}
+
+/// Token issuers are per app: `<public_url>/v1/apps/<app_id>`.
+enum Issuer {
+    static func url(publicURL: String, app: AppID) -> String { "\(publicURL)/v1/apps/\(app.rawValue)" }
+}

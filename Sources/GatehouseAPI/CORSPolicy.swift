@@ -1,0 +1,63 @@
+import GatehouseCore
+import GatehouseHTTP
+import Synchronization
+
+/// CORS from each app's `allowed_origins`. Actual responses allow an origin only when the calling
+/// app (its `X-App-Key`) lists it. Preflights carry no app key, so they are answered for an origin
+/// that any app lists (the actual request is then checked against its own app).
+final class CORSPolicy: Sendable {
+    private let directory: AppDirectory
+    private let catalog: any AppCatalog
+    private let clock: any Clock
+    /// Preflight answers per origin, cached briefly (a preflight flood must not become a query flood).
+    private let preflightCache = Mutex<[String: (allowed: Bool, at: Int64)]>([:])
+
+    static let allowedHeaders = "X-App-Key, Authorization, Content-Type, X-Request-Id"
+    static let exposedHeaders = "X-Request-Id, Retry-After"
+
+    init(directory: AppDirectory, catalog: any AppCatalog, clock: any Clock) {
+        self.directory = directory
+        self.catalog = catalog
+        self.clock = clock
+    }
+
+    func isPreflight(_ request: HTTPRequest) -> Bool {
+        request.method == "OPTIONS" && request.headers["Origin"] != nil && request.headers["Access-Control-Request-Method"] != nil
+    }
+
+    /// Answers a preflight for a route that exists (`allowedMethods` are the route's methods).
+    func preflight(_ request: HTTPRequest, allowedMethods: [String]) -> HTTPResponse {
+        var response = HTTPResponse(status: 204)
+        response.headers.set("Vary", "Origin")
+        guard let origin = request.headers["Origin"]?.lowercased(), isAllowedByAnyApp(origin) else { return response }
+        response.headers.set("Access-Control-Allow-Origin", origin)
+        response.headers.set("Access-Control-Allow-Methods", allowedMethods.joined(separator: ", "))
+        response.headers.set("Access-Control-Allow-Headers", Self.allowedHeaders)
+        response.headers.set("Access-Control-Allow-Credentials", "true")
+        response.headers.set("Access-Control-Max-Age", "600")
+        return response
+    }
+
+    /// Adds CORS headers to an actual response when the calling app allows the request's origin.
+    func decorate(_ response: inout HTTPResponse, for request: HTTPRequest) {
+        guard let origin = request.headers["Origin"]?.lowercased() else { return }
+        response.headers.add("Vary", "Origin")
+        guard let key = request.headers["X-App-Key"], let app = try? directory.app(key: key),
+            app.settings.allowedOrigins.contains(origin)
+        else { return }
+        response.headers.set("Access-Control-Allow-Origin", origin)
+        response.headers.set("Access-Control-Allow-Credentials", "true")
+        response.headers.set("Access-Control-Expose-Headers", Self.exposedHeaders)
+    }
+
+    private func isAllowedByAnyApp(_ origin: String) -> Bool {
+        let now = clock.nowMillis()
+        if let cached = preflightCache.withLock({ $0[origin] }), now - cached.at < 5000 { return cached.allowed }
+        let allowed = (try? catalog.isOriginAllowedByAnyApp(origin)) ?? false
+        preflightCache.withLock { cache in
+            if cache.count > 10_000 { cache.removeAll() }
+            cache[origin] = (allowed, now)
+        }
+        return allowed
+    }
+}

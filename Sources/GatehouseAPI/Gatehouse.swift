@@ -1,0 +1,122 @@
+import Foundation
+import GatehouseCore
+import GatehouseCrypto
+import GatehouseHTTP
+import GatehouseMigrations
+import GatehouseSQL
+import PostgresDriver
+import SQLiteDriver
+
+/// The whole application, composed from its configuration. The executable and the tests build
+/// it the same way: `Gatehouse.open(configuration:)`, then `serve()`.
+public final class Gatehouse: Sendable {
+    public let configuration: Configuration
+    public let database: any SQLDatabase
+    public let store: SQLStore
+    public let directory: AppDirectory
+    public let apps: AppService
+    public let metrics = Metrics()
+    public let log: Log
+    public let clock: any Clock
+    let router: Router<Route>
+
+    /// Opens (and migrates) the database, loads the master key, applies `Tenants/` files and
+    /// builds the route table. Nothing listens yet.
+    public static func open(
+        configuration: Configuration, clock: any Clock = SystemClock(), environment: [String: String] = ProcessInfo.processInfo.environment,
+        log: Log? = nil
+    ) throws -> Gatehouse {
+        let log = log ?? Log(enabled: true, clock: clock)
+        let database = try openDatabase(configuration)
+        do {
+            try migrate(database)
+            let masterKey = try configuration.masterKey ?? loadOrCreateEmbeddedMasterKey(configuration, log: log)
+            let gatehouse = try Gatehouse(configuration: configuration, database: database, masterKey: masterKey, clock: clock, log: log)
+            if let folder = configuration.tenantsDirectory {
+                for line in try gatehouse.apps.applyTenants(folder: folder, environment: environment) {
+                    log.info("tenants file applied", ["result": .string(line)])
+                }
+            }
+            return gatehouse
+        } catch {
+            database.close()
+            throw error
+        }
+    }
+
+    private init(configuration: Configuration, database: any SQLDatabase, masterKey: [UInt8], clock: any Clock, log: Log) throws {
+        self.configuration = configuration
+        self.database = database
+        self.clock = clock
+        self.log = log
+        store = SQLStore(database: database)
+        let sealer = try SecretSealer(masterKey: masterKey)
+        directory = AppDirectory(store: store, sealer: sealer, clock: clock)
+        apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken)
+
+        let auth = Authenticator(directory: directory, apps: apps)
+        var routes = Routes()
+        OperationsController(auth: auth, store: store, database: database, metrics: metrics).register(&routes)
+        AppController(auth: auth, directory: directory, publicURL: configuration.publicURL).register(&routes)
+        AdminController(auth: auth, apps: apps).register(&routes)
+        router = routes.router
+    }
+
+    /// Every operation of the route table, for the OpenAPI drift test.
+    public var operations: [(method: String, pattern: String)] { router.operations }
+
+    /// An HTTP server for this application (not yet started).
+    public func makeServer(host: String? = nil, port: UInt16? = nil) -> HTTPServer {
+        var http = HTTPServer.Configuration()
+        http.host = host ?? configuration.listenHost
+        http.port = port ?? configuration.listenPort
+        http.threadCount = configuration.httpThreads
+        http.connectionLimit = configuration.connectionLimit
+        http.perIPConnectionLimit = configuration.perIPConnectionLimit
+        http.connectionTimeoutSeconds = configuration.connectionTimeoutSeconds
+        let cors = CORSPolicy(directory: directory, catalog: store.apps, clock: clock)
+        let responder = APIResponder(router: router, cors: cors, metrics: metrics, log: log, accessLog: configuration.accessLog)
+        return HTTPServer(configuration: http, responder: responder)
+    }
+
+    public func close() { database.close() }
+
+    // MARK: - Start-up steps
+
+    static func openDatabase(_ configuration: Configuration) throws -> any SQLDatabase {
+        switch configuration.database {
+        case .sqlite(let path): return try SQLiteDatabase(path: path, poolSize: configuration.databasePoolSizeResolved)
+        case .postgres(let url): return try PostgresDatabase(url: url, poolSize: configuration.databasePoolSizeResolved)
+        }
+    }
+
+    /// Applies pending migrations; refuses a changed migration or a database newer than this build.
+    @discardableResult
+    public static func migrate(_ database: any SQLDatabase) throws -> [Migration] {
+        let migrations = try Migrator.load(from: BundledMigrations.directory, dialect: database.dialect) {
+            Digest.hex(Digest.sha256(Array($0.utf8)))
+        }
+        return try Migrator(database: database, migrations: migrations).migrate()
+    }
+
+    /// Embedded mode without a configured key: use `<data>/master.key`, creating it (mode 0600) on first start.
+    static func loadOrCreateEmbeddedMasterKey(_ configuration: Configuration, log: Log) throws -> [UInt8] {
+        guard let folder = configuration.dataDirectory else {
+            throw ConfigurationError(problems: ["GATEHOUSE_MASTER_KEY or GATEHOUSE_MASTER_KEY_FILE is required."])
+        }
+        let path = (folder as NSString).appendingPathComponent("master.key")
+        if let text = try? String(contentsOfFile: path, encoding: .utf8) {
+            guard let key = MasterKey.decode(text) else { throw ConfigurationError(problems: ["\(path) does not hold a valid master key."]) }
+            return key
+        }
+        let key = SecureRandom.bytes(32)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let created = FileManager.default.createFile(
+            atPath: path, contents: Data((Base64URL.encode(key) + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        guard created else { throw ConfigurationError(problems: ["Cannot write the generated master key to \(path)."]) }
+        log.warning(
+            "generated a master key for embedded mode; back it up, or set GATEHOUSE_MASTER_KEY (secrets stored with it cannot be read without it)",
+            ["path": .string(path)])
+        return key
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Synchronization
+
+/// Request counters and latency histograms by route and status, rendered as Prometheus text.
+/// Labels come from the route table (patterns, not paths), so their number is bounded.
+public final class Metrics: Sendable {
+    static let buckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+    private struct Key: Hashable {
+        let method: String
+        let route: String
+        let status: Int
+    }
+
+    private struct Series {
+        var bucketCounts = [UInt64](repeating: 0, count: Metrics.buckets.count)
+        var count: UInt64 = 0
+        var sum: Double = 0
+    }
+
+    private let series = Mutex<[Key: Series]>([:])
+
+    public init() {}
+
+    /// Records one finished request. `route` is the matched pattern, or a fixed word for unmatched requests.
+    public func record(method: String, route: String, status: Int, seconds: Double) {
+        let key = Key(method: method, route: route, status: status)
+        series.withLock { all in
+            var s = all[key] ?? Series()
+            s.count += 1
+            s.sum += seconds
+            if let i = Metrics.buckets.firstIndex(where: { seconds <= $0 }) { s.bucketCounts[i] += 1 }
+            all[key] = s
+        }
+    }
+
+    /// The Prometheus text exposition, with `gauges` (name, help, value) appended.
+    public func render(gauges: [(name: String, help: String, value: Double)]) -> String {
+        let snapshot = series.withLock { $0 }
+        let keys = snapshot.keys.sorted { ($0.route, $0.method, $0.status) < ($1.route, $1.method, $1.status) }
+        var out = "# HELP gatehouse_http_requests_total Requests answered, by route and status.\n"
+        out += "# TYPE gatehouse_http_requests_total counter\n"
+        for key in keys {
+            out += "gatehouse_http_requests_total{\(labels(key))} \(snapshot[key]!.count)\n"
+        }
+        out += "# HELP gatehouse_http_request_duration_seconds Time from the last request byte to the response, by route and status.\n"
+        out += "# TYPE gatehouse_http_request_duration_seconds histogram\n"
+        for key in keys {
+            let s = snapshot[key]!
+            var cumulative: UInt64 = 0
+            for (i, bound) in Metrics.buckets.enumerated() {
+                cumulative += s.bucketCounts[i]
+                out += "gatehouse_http_request_duration_seconds_bucket{\(labels(key)),le=\"\(bound)\"} \(cumulative)\n"
+            }
+            out += "gatehouse_http_request_duration_seconds_bucket{\(labels(key)),le=\"+Inf\"} \(s.count)\n"
+            out += "gatehouse_http_request_duration_seconds_sum{\(labels(key))} \(s.sum)\n"
+            out += "gatehouse_http_request_duration_seconds_count{\(labels(key))} \(s.count)\n"
+        }
+        for gauge in gauges {
+            out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n\(gauge.name) \(gauge.value)\n"
+        }
+        return out
+    }
+
+    private func labels(_ key: Key) -> String {
+        "method=\"\(key.method)\",route=\"\(escape(key.route))\",status=\"\(key.status)\""
+    }
+
+    private func escape(_ s: String) -> String {
+        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+    }
+}

@@ -1,0 +1,39 @@
+import GatehouseCore
+import GatehouseHTTP
+import GatehouseSQL
+
+/// Health, readiness and metrics for operators and load balancers.
+struct OperationsController {
+    let auth: Authenticator
+    let store: any Store
+    let database: any SQLDatabase
+    let metrics: Metrics
+
+    func register(_ routes: inout Routes) {
+        routes.get("/healthz", health)
+        routes.get("/readyz", ready)
+        routes.get("/metrics", prometheus)
+    }
+
+    func health(_ request: Request) throws -> HTTPResponse {
+        .json(["status": "ok"])
+    }
+
+    func ready(_ request: Request) throws -> HTTPResponse {
+        guard store.ping() else { throw GatehouseError(.unavailable, "The database is not reachable.") }
+        return .json(["status": "ok"])
+    }
+
+    func prometheus(_ request: Request) throws -> HTTPResponse {
+        try auth.platform(request)
+        let pool = database.poolStatistics
+        let text = metrics.render(gauges: [
+            ("gatehouse_db_pool_connections", "Database connections the pool may open.", Double(pool.size)),
+            ("gatehouse_db_pool_in_use", "Database connections in use.", Double(pool.inUse)),
+            ("gatehouse_db_pool_waiting", "Requests waiting for a database connection.", Double(pool.waiting)),
+        ])
+        return HTTPResponse(
+            status: 200, headers: HTTPHeaders([("Content-Type", "text/plain; version=0.0.4; charset=utf-8"), ("Cache-Control", "no-store")]),
+            body: Array(text.utf8))
+    }
+}

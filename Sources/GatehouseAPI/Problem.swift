@@ -1,0 +1,37 @@
+import GatehouseCore
+import GatehouseHTTP
+
+/// The one place errors become responses (RFC 9457 problem+json). A `GatehouseError` shows its
+/// code, title and detail; anything else is logged with the request id and answered as a bare 500
+/// whose body says nothing about the cause.
+enum Problem {
+    static func response(for error: any Error, instance: String, requestID: String, log: Log) -> HTTPResponse {
+        if let error = error as? GatehouseError { return response(error, instance: instance, requestID: requestID) }
+        log.error("unhandled error", ["request_id": .string(requestID), "error": .string(String(describing: error))])
+        return response(GatehouseError(.internalError, "Something went wrong on our side. Quote the request id when you report it."), instance: instance, requestID: requestID)
+    }
+
+    static func response(_ error: GatehouseError, instance: String, requestID: String) -> HTTPResponse {
+        var body: [String: JSON] = [
+            "type": .string("urn:gatehouse:error:\(error.code.rawValue)"),
+            "title": .string(error.code.title),
+            "status": .int(Int64(error.code.status)),
+            "code": .string(error.code.rawValue),
+            "detail": .string(error.detail ?? error.code.title),
+            "instance": .string(instance),
+            "request_id": .string(requestID),
+        ]
+        if !error.fieldErrors.isEmpty {
+            body["errors"] = .array(error.fieldErrors.map { ["field": .string($0.field), "message": .string($0.message)] })
+        }
+        var response = HTTPResponse.json(.object(body), status: error.code.status, contentType: "application/problem+json")
+        if let retryAfter = error.retryAfter {
+            body["retry_after"] = .int(Int64(retryAfter))
+            response = HTTPResponse.json(.object(body), status: error.code.status, contentType: "application/problem+json")
+            response.headers.set("Retry-After", String(retryAfter))
+        }
+        response.headers.set("Cache-Control", "no-store")
+        response.headers.set("X-Request-Id", requestID)
+        return response
+    }
+}

@@ -1,0 +1,37 @@
+import GatehouseCore
+import GatehouseHTTP
+
+/// A handler: decode the request, call one service, encode the answer.
+public typealias Handler = @Sendable (Request) throws -> HTTPResponse
+
+/// One operation of the API.
+public struct Route: Sendable {
+    /// What the operation accepts as a body.
+    public enum Body: Sendable {
+        /// No body expected; a body, if sent, is ignored (but still capped).
+        case none
+        /// `application/json`, at most 64 KiB.
+        case json
+    }
+
+    public let body: Body
+    public let handler: Handler
+
+    public init(body: Body, handler: @escaping Handler) {
+        self.body = body
+        self.handler = handler
+    }
+}
+
+/// Builds the route table; controllers add their routes to it.
+public struct Routes {
+    public private(set) var router = Router<Route>()
+
+    public mutating func get(_ pattern: String, _ handler: @escaping Handler) { router.add("GET", pattern, Route(body: .none, handler: handler)) }
+    public mutating func delete(_ pattern: String, _ handler: @escaping Handler) { router.add("DELETE", pattern, Route(body: .none, handler: handler)) }
+    public mutating func post(_ pattern: String, body: Route.Body = .json, _ handler: @escaping Handler) {
+        router.add("POST", pattern, Route(body: body, handler: handler))
+    }
+    public mutating func patch(_ pattern: String, _ handler: @escaping Handler) { router.add("PATCH", pattern, Route(body: .json, handler: handler)) }
+    public mutating func put(_ pattern: String, _ handler: @escaping Handler) { router.add("PUT", pattern, Route(body: .json, handler: handler)) }
+}

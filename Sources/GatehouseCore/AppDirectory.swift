@@ -1,0 +1,95 @@
+import Synchronization
+
+/// Resolves app keys and ids to `AppContext`s, cached per node. A cached entry is trusted for
+/// `revalidateAfterMillis`; after that one cheap version query decides whether it is rebuilt.
+/// Changes made through this node invalidate at once; other nodes see them within that interval.
+public final class AppDirectory: Sendable {
+    private let store: any Store
+    private let sealer: SecretSealer
+    private let clock: any Clock
+    private let revalidateAfterMillis: Int64
+    private let state = Mutex(State())
+
+    private struct State {
+        var byID: [AppID: AppContext] = [:]
+        var idByKey: [String: AppID] = [:]
+        /// App keys recently found unknown, so that a flood of bad keys does not become a flood of queries.
+        var unknownKeys: [String: Int64] = [:]
+    }
+
+    public init(store: any Store, sealer: SecretSealer, clock: any Clock, revalidateAfterMillis: Int64 = 5000) {
+        self.store = store
+        self.sealer = sealer
+        self.clock = clock
+        self.revalidateAfterMillis = revalidateAfterMillis
+    }
+
+    /// The app using this public key, or nil.
+    public func app(key: String) throws -> AppContext? {
+        let now = clock.nowMillis()
+        let cached: AppContext?? = state.withLock { s in
+            if let id = s.idByKey[key] { return s.byID[id] }
+            if let at = s.unknownKeys[key], now - at < revalidateAfterMillis { return .some(nil) }
+            return nil
+        }
+        switch cached {
+        case .some(.some(let context)): return try revalidated(context, now: now)
+        case .some(.none): return nil
+        case .none:
+            guard let record = try store.apps.find(appKey: key) else {
+                state.withLock { s in
+                    if s.unknownKeys.count > 10_000 { s.unknownKeys.removeAll() }
+                    s.unknownKeys[key] = now
+                }
+                return nil
+            }
+            return try remember(record, now: now)
+        }
+    }
+
+    /// The app with this id, or nil.
+    public func app(id: AppID) throws -> AppContext? {
+        let now = clock.nowMillis()
+        if let context = state.withLock({ $0.byID[id] }) { return try revalidated(context, now: now) }
+        guard let record = try store.apps.find(id: id) else { return nil }
+        return try remember(record, now: now)
+    }
+
+    /// Forgets an app so that the next request reads it afresh.
+    public func invalidate(_ id: AppID) {
+        state.withLock { s in
+            if let context = s.byID.removeValue(forKey: id) { s.idByKey.removeValue(forKey: context.record.appKey) }
+            s.unknownKeys.removeAll()
+        }
+    }
+
+    private func revalidated(_ context: AppContext, now: Int64) throws -> AppContext? {
+        if now - context.checkedAt < revalidateAfterMillis { return context }
+        guard let version = try store.apps.version(of: context.id) else {
+            invalidate(context.id)
+            return nil
+        }
+        if version == context.record.version {
+            let refreshed = try AppContext(copying: context, checkedAt: now)
+            state.withLock { $0.byID[context.id] = refreshed }
+            return refreshed
+        }
+        guard let record = try store.apps.find(id: context.id) else { return nil }
+        return try remember(record, now: now)
+    }
+
+    private func remember(_ record: AppRecord, now: Int64) throws -> AppContext {
+        let settings = try AppSettings.decode(
+            try JSON.parse(Array(record.settingsJSON.utf8)),
+            source: .storage(unseal: { sealed, field in try self.sealer.open(sealed, app: record.id, field: field) }))
+        let keys = try store.app(record.id).signingKeys(now: now)
+        let context = try AppContext(record: record, settings: settings, keys: keys, sealer: sealer, checkedAt: now)
+        state.withLock { s in
+            if let old = s.byID[record.id], old.record.appKey != record.appKey { s.idByKey.removeValue(forKey: old.record.appKey) }
+            s.byID[record.id] = context
+            s.idByKey[record.appKey] = record.id
+            s.unknownKeys.removeValue(forKey: record.appKey)
+        }
+        return context
+    }
+}

@@ -1,0 +1,218 @@
+import Foundation
+import GatehouseCrypto
+
+/// Creating and configuring apps: the admin API, `Tenants/` files and the CLI all come here.
+public final class AppService: Sendable {
+    private let store: any Store
+    private let sealer: SecretSealer
+    private let directory: AppDirectory
+    private let clock: any Clock
+    private let adminTokenHash: [UInt8]?
+
+    /// A retired signing key stays published this long: the longest access-token lifetime an app
+    /// can set, plus five minutes of clock skew, so no token in flight loses its key.
+    public static let retiredKeyLifetimeMillis: Int64 = (86400 + 300) * 1000
+    /// How long a replaced secret key keeps working.
+    public static let previousSecretKeyLifetimeMillis: Int64 = 86400 * 1000
+
+    public init(store: any Store, sealer: SecretSealer, directory: AppDirectory, clock: any Clock, adminToken: String?) {
+        self.store = store
+        self.sealer = sealer
+        self.directory = directory
+        self.clock = clock
+        self.adminTokenHash = adminToken.map { Digest.sha256(Array($0.utf8)) }
+    }
+
+    // MARK: - Credentials
+
+    /// Checks the platform token in constant time. False when none is configured.
+    public func isPlatformToken(_ token: String) -> Bool {
+        guard let adminTokenHash else { return false }
+        return constantTimeEquals(Digest.sha256(Array(token.utf8)), adminTokenHash)
+    }
+
+    /// The app whose unexpired secret key this is, or nil.
+    public func app(secretKey: String) throws -> AppContext? {
+        guard secretKey.hasPrefix("sk_"), secretKey.utf8.count <= 128 else { return nil }
+        guard let record = try store.apps.find(secretKeyHash: Self.hash(secretKey: secretKey), now: clock.nowMillis()) else { return nil }
+        return try directory.app(id: record.id)
+    }
+
+    // MARK: - Creating
+
+    /// The result of creating an app: the secret key is shown this once and never again.
+    public struct Created: Sendable {
+        public let app: AppContext
+        public let secretKey: String
+    }
+
+    /// Creates an app from a settings object (admin API and CLI).
+    public func create(settings json: JSON) throws -> Created {
+        let settings = try AppSettings.decode(json, source: .admin(current: nil))
+        return try insert(settings: settings, appKey: Self.generateAppKey(), source: "api", sourceChecksum: nil)
+    }
+
+    private func insert(settings: AppSettings, appKey: String, source: String, sourceChecksum: String?) throws -> Created {
+        let now = clock.nowMillis()
+        let id = AppID.generate()
+        let (secretKey, secretRecord) = Self.newSecretKey(now: now)
+        let record = AppRecord(
+            id: id, appKey: appKey, settingsJSON: sealed(settings, app: id), source: source, sourceChecksum: sourceChecksum,
+            createdAt: now, updatedAt: now)
+        let keys = [
+            try newSigningKey(app: id, algorithm: settings.signingAlgorithm, state: .current, now: now),
+            try newSigningKey(app: id, algorithm: settings.signingAlgorithm, state: .next, now: now),
+        ]
+        try store.apps.insert(record, allowedOrigins: settings.allowedOrigins, secretKey: secretRecord, signingKeys: keys)
+        guard let context = try directory.app(id: id) else { throw InternalError("app \(id) vanished after insert") }
+        return Created(app: context, secretKey: secretKey)
+    }
+
+    // MARK: - Settings
+
+    /// The settings as admins see them: secrets as `{"set": true}`, plus `id` and `app_key`.
+    public func adminView(_ app: AppContext) -> JSON {
+        guard case .object(var o) = app.settings.json(secrets: .redacted) else { return .null }
+        o["id"] = .string(app.id.rawValue)
+        o["app_key"] = .string(app.record.appKey)
+        o["created_at"] = .string(rfc3339(millis: app.record.createdAt))
+        o["updated_at"] = .string(rfc3339(millis: app.record.updatedAt))
+        return .object(o)
+    }
+
+    /// Applies an RFC 7396 merge patch to the settings, validates the result whole and stores it.
+    public func update(_ app: AppContext, patch: JSON) throws -> AppContext {
+        guard case .object(var patchObject) = patch else { throw GatehouseError.validation("body", "Must be a JSON object.") }
+        // Read-only members of the admin view may be sent back unchanged (GET, edit, PATCH).
+        var readOnlyErrors: [FieldError] = []
+        let readOnly: [String: String] = [
+            "id": app.id.rawValue, "app_key": app.record.appKey, "created_at": rfc3339(millis: app.record.createdAt),
+            "updated_at": rfc3339(millis: app.record.updatedAt),
+        ]
+        for (key, value) in readOnly {
+            guard let sent = patchObject.removeValue(forKey: key) else { continue }
+            if key.hasSuffix("_at") { continue }
+            if sent != .string(value) { readOnlyErrors.append(FieldError(key, "Read-only.")) }
+        }
+        if !readOnlyErrors.isEmpty { throw GatehouseError.validation(readOnlyErrors) }
+        let merged = app.settings.json(secrets: .plain).merging(patch: .object(patchObject))
+        let settings = try AppSettings.decode(merged, source: .admin(current: app.settings))
+        if settings.signingAlgorithm != app.settings.signingAlgorithm {
+            throw GatehouseError.validation(
+                "signing_algorithm", "Set when the app is created; changing it needs a key rotation, which this version does not do.")
+        }
+        guard settings != app.settings else { return app }
+        _ = try store.app(app.id).updateSettings(json: sealed(settings, app: app.id), allowedOrigins: settings.allowedOrigins, sourceChecksum: app.record.sourceChecksum, now: clock.nowMillis())
+        return try reloaded(app.id)
+    }
+
+    // MARK: - Keys
+
+    /// Issues a new secret key; the others keep working for 24 hours.
+    public func rotateSecretKey(_ app: AppContext) throws -> String {
+        let now = clock.nowMillis()
+        let (key, record) = Self.newSecretKey(now: now)
+        try store.app(app.id).addSecretKey(record, othersExpireAt: now + Self.previousSecretKeyLifetimeMillis)
+        return key
+    }
+
+    /// Promotes the published `next` key to signing, retires the current one (kept in the JWKS
+    /// until its tokens have expired) and publishes a new `next`. Returns the new signing key's id.
+    public func rotateSigningKey(_ app: AppContext) throws -> String {
+        let now = clock.nowMillis()
+        let next = try newSigningKey(app: app.id, algorithm: app.settings.signingAlgorithm, state: .next, now: now)
+        guard let current = try store.app(app.id).rotateSigningKeys(newNext: next, retiredExpiresAt: now + Self.retiredKeyLifetimeMillis, now: now)
+        else { throw InternalError("app \(app.id) has no next signing key") }
+        directory.invalidate(app.id)
+        return current.kid
+    }
+
+    // MARK: - Tenants files
+
+    public enum ApplyOutcome: String, Sendable {
+        case created, updated, unchanged
+    }
+
+    /// Applies one `Tenants/*.json` document: creates the app with its fixed `app_key`, or replaces
+    /// its settings when the file changed since it was last applied. Idempotent.
+    public func applyTenant(_ json: JSON, directory folder: String, environment: [String: String]) throws -> (AppContext, ApplyOutcome) {
+        guard case .string(let appKey)? = json["app_key"], Self.isValidAppKey(appKey) else {
+            throw GatehouseError.validation("app_key", "Required: 16 to 128 letters, digits, '_' or '-'.")
+        }
+        let settings = try AppSettings.decode(json, source: .tenantFile(directory: folder, environment: environment), extraKeys: ["app_key"])
+        // The checksum covers the resolved settings, so a changed key file or variable counts as a change.
+        let checksum = Digest.hex(Digest.sha256(settings.json(secrets: .plain).serialized()))
+        if let existing = try store.apps.find(appKey: appKey) {
+            if existing.sourceChecksum == checksum, let context = try self.directory.app(id: existing.id) { return (context, .unchanged) }
+            guard let context = try self.directory.app(id: existing.id) else { throw InternalError("app vanished") }
+            if settings.signingAlgorithm != context.settings.signingAlgorithm {
+                throw GatehouseError.validation("signing_algorithm", "Cannot change after the app was created.")
+            }
+            _ = try store.app(existing.id).updateSettings(json: sealed(settings, app: existing.id), allowedOrigins: settings.allowedOrigins, sourceChecksum: checksum, now: clock.nowMillis())
+            return (try reloaded(existing.id), .updated)
+        }
+        return (try insert(settings: settings, appKey: appKey, source: "tenants", sourceChecksum: checksum).app, .created)
+    }
+
+    /// Applies every `*.json` file of a folder, in name order. Returns one line per file.
+    public func applyTenants(folder: String, environment: [String: String]) throws -> [String] {
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".json") }.sorted()
+        var lines: [String] = []
+        for name in names {
+            let path = (folder as NSString).appendingPathComponent(name)
+            guard let data = FileManager.default.contents(atPath: path) else { throw TenantFileError(file: name, problems: ["cannot read the file"]) }
+            do {
+                let json = try JSON.parse(Array(data))
+                let (app, outcome) = try applyTenant(json, directory: folder, environment: environment)
+                lines.append("\(name): \(outcome.rawValue) \(app.id)")
+            } catch let error as GatehouseError {
+                throw TenantFileError(file: name, problems: error.fieldErrors.isEmpty ? [error.detail ?? error.code.rawValue] : error.fieldErrors.map { "\($0.field): \($0.message)" })
+            } catch is JSON.ParseError {
+                throw TenantFileError(file: name, problems: ["not valid JSON"])
+            }
+        }
+        return lines
+    }
+
+    // MARK: - Helpers
+
+    private func reloaded(_ id: AppID) throws -> AppContext {
+        directory.invalidate(id)
+        guard let context = try directory.app(id: id) else { throw InternalError("app \(id) vanished") }
+        return context
+    }
+
+    private func sealed(_ settings: AppSettings, app: AppID) -> String {
+        settings.json(secrets: .sealed({ plaintext, field in self.sealer.seal(plaintext, app: app, field: field) })).serializedString
+    }
+
+    private func newSigningKey(app: AppID, algorithm: SignatureAlgorithm, state: SigningKeyState, now: Int64) throws -> SigningKeyRecord {
+        let key = try SigningKey.generate(algorithm)
+        let kid = Base64URL.encode(SecureRandom.bytes(12))
+        return SigningKeyRecord(
+            kid: kid, algorithm: algorithm, sealedPrivateKey: sealer.seal(key.pkcs8PEM(), app: app, field: "signing_key/\(kid)"),
+            publicJWK: key.publicJWK(kid: kid).json.serializedString, state: state, createdAt: now)
+    }
+
+    static func newSecretKey(now: Int64) -> (String, SecretKeyRecord) {
+        let key = "sk_" + SecureRandom.token(byteCount: 32)
+        return (key, SecretKeyRecord(id: SecureRandom.token(byteCount: 12), keyHash: hash(secretKey: key), hint: String(key.prefix(9)), createdAt: now))
+    }
+
+    static func hash(secretKey: String) -> String { Digest.hex(Digest.sha256(Array(secretKey.utf8))) }
+
+    static func generateAppKey() -> String { "pk_" + Base32.lowercase(SecureRandom.bytes(20)) }
+
+    /// App keys from files: 16–128 characters of letters, digits, `_` and `-`.
+    public static func isValidAppKey(_ key: String) -> Bool {
+        (16...128).contains(key.utf8.count)
+            && key.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 95 || $0 == 45 }
+    }
+}
+
+/// A `Tenants/` file that cannot be applied, with every problem found.
+public struct TenantFileError: Error, CustomStringConvertible {
+    public let file: String
+    public let problems: [String]
+    public var description: String { "\(file):\n" + problems.map { "  - \($0)" }.joined(separator: "\n") }
+}

@@ -1,0 +1,407 @@
+import Foundation
+import GatehouseCrypto
+
+/// Everything an app (tenant) configures: the same JSON in `PATCH /v1/admin/app`, in
+/// `POST /v1/admin/apps` and in a file under `Tenants/`. Secrets are held in clear in memory only;
+/// they are sealed with the master key when stored and shown to admins as `{"set": true}`.
+public struct AppSettings: Sendable, Equatable {
+    public var name: String
+    public var allowSignup = true
+    public var signInMethods: [String] = SignInMethod.all
+    public var requireVerifiedEmail = false
+    public var recentLoginSeconds: Int64 = 300
+    public var accessTokenTTLSeconds: Int64 = 900
+    public var refreshTokenTTLSeconds: Int64 = 30 * 86400
+    public var deletionGraceDays: Int64 = 0
+    public var emailCollision = "reject"
+    public var passwordMinLength: Int64 = 8
+    public var allowedOrigins: [String] = []
+    public var redirectURIs: [String] = []
+    public var refreshCookie = false
+    /// The algorithm of the app's signing keys (an extension of API.md's list: `RS256` default, `ES256`).
+    public var signingAlgorithm: SignatureAlgorithm = .rs256
+    public var files = Files()
+    public var rateLimits = RateLimits()
+    public var apple = Apple()
+    public var google = Google()
+    public var firebase = Firebase()
+    public var email = Email()
+    public var webhooks: [Webhook] = []
+
+    public struct Files: Sendable, Equatable {
+        public var maxBytes: Int64 = 5 * 1024 * 1024
+        public var photoTypes: [String] = Files.allPhotoTypes
+        public static let allPhotoTypes = ["image/jpeg", "image/png", "image/webp", "image/gif"]
+    }
+    public struct RateLimits: Sendable, Equatable {
+        public var authPerMinutePerIP: Int64 = 10
+    }
+    public struct Apple: Sendable, Equatable {
+        public var clientIDs: [String] = []
+        public var servicesID: String?
+        public var teamID: String?
+        public var keyID: String?
+        /// The `.p8` key (PKCS#8 PEM, P-256), secret.
+        public var privateKey: String?
+        public var requireNonce = true
+    }
+    public struct Google: Sendable, Equatable {
+        public var clientIDs: [String] = []
+    }
+    public struct Firebase: Sendable, Equatable {
+        public var projectID: String?
+    }
+    public struct Email: Sendable, Equatable {
+        public var smtpURL: String?
+        public var smtpUsername: String?
+        /// Secret.
+        public var smtpPassword: String?
+        public var from: String?
+        public var locale = "en"
+    }
+    public struct Webhook: Sendable, Equatable {
+        public var url: String
+        /// Secret: signs deliveries.
+        public var secret: String
+        public var events: [String]
+    }
+
+    public init(name: String) { self.name = name }
+}
+
+public enum SignInMethod {
+    public static let all = ["password", "email_code", "apple", "google"]
+}
+
+/// Where a settings document comes from, which decides how secrets may be given.
+public enum SettingsSource {
+    /// The admin API. Secrets are plain strings; `{"set": true}` keeps the current value (so a
+    /// settings object read with GET can be sent back); `_file`/`_env` forms are refused, since a
+    /// tenant admin must never read the server's files or environment.
+    case admin(current: AppSettings?)
+    /// An operator's file under `Tenants/`: plain strings, or `<name>_file` (relative to the file's
+    /// folder) and `<name>_env`, resolved now.
+    case tenantFile(directory: String, environment: [String: String])
+    /// The database: secrets are `{"sealed": "<base64>"}`, opened with `unseal`.
+    case storage(unseal: (_ sealed: String, _ field: String) throws -> String)
+}
+
+/// How secrets are written out.
+public enum SecretRendering {
+    /// `{"set": true}` (or null when unset): what admins see.
+    case redacted
+    /// Plain text: used in memory to apply a merge patch.
+    case plain
+    /// `{"sealed": "<base64>"}` for the database.
+    case sealed((_ plaintext: String, _ field: String) -> String)
+}
+
+extension AppSettings {
+    public static let webhookEvents = [
+        "user.signed_up", "user.signed_in", "user.sign_in_failed", "session.refresh_reused", "session.signed_out",
+        "session.revoked", "user.password_changed", "user.email_changed", "identity.linked", "identity.unlinked",
+        "user.banned", "user.unbanned", "user.deleted", "user.restored", "app.settings_changed",
+    ]
+
+    /// Decodes and validates a whole settings object. Fields that are absent take their default.
+    /// Unknown fields are rejected. Throws `request/validation-failed` with every field's problem.
+    /// `extraKeys` are accepted and ignored (for example `app_key` in a Tenants file).
+    public static func decode(_ json: JSON, source: SettingsSource, extraKeys: Set<String> = []) throws(GatehouseError) -> AppSettings {
+        var r = FieldReader(json)
+        for key in extraKeys { _ = r.raw(key) }
+        var s = AppSettings(name: "")
+        let current: AppSettings? = if case .admin(let c) = source { c } else { nil }
+
+        if let name = r.string("name", maxLength: 100)?.trimmingCharacters(in: .whitespaces), !name.isEmpty {
+            s.name = name
+        } else if !r.errors.contains(where: { $0.field == "name" }) {
+            r.fail("name", "Required: a name of 1 to 100 characters.")
+        }
+        if let v = r.bool("allow_signup") { s.allowSignup = v }
+        if let v = r.stringArray("sign_in_methods", maxCount: 4) {
+            for m in v where !SignInMethod.all.contains(m) {
+                r.fail("sign_in_methods", "Unknown sign-in method \(m); use \(SignInMethod.all.joined(separator: ", ")).")
+            }
+            s.signInMethods = uniqued(v)
+        }
+        if let v = r.bool("require_verified_email") { s.requireVerifiedEmail = v }
+        if let v = r.int("recent_login_seconds", 1...86400) { s.recentLoginSeconds = v }
+        if let v = r.int("access_token_ttl_seconds", 60...86400) { s.accessTokenTTLSeconds = v }
+        if let v = r.int("refresh_token_ttl_seconds", 300...(366 * 86400)) { s.refreshTokenTTLSeconds = v }
+        if let v = r.int("deletion_grace_days", 0...365) { s.deletionGraceDays = v }
+        if let v = r.string("email_collision") {
+            if ["reject", "separate"].contains(v) { s.emailCollision = v } else { r.fail("email_collision", "Must be reject or separate.") }
+        }
+        if let v = r.int("password_min_length", 8...128) { s.passwordMinLength = v }
+        if let v = r.stringArray("allowed_origins", maxCount: 100) {
+            for (i, origin) in v.enumerated() where !isOrigin(origin) {
+                r.fail(path: "allowed_origins[\(i)]", "Must be an origin: scheme://host[:port], no path.")
+            }
+            s.allowedOrigins = uniqued(v.map { $0.lowercased() })
+        }
+        if let v = r.stringArray("redirect_uris", maxCount: 100, maxLength: 2048) {
+            for (i, uri) in v.enumerated() where !isRedirectURI(uri) {
+                r.fail(path: "redirect_uris[\(i)]", "Must be an https URL (http only for localhost) or an app scheme with a dot, without a fragment.")
+            }
+            s.redirectURIs = uniqued(v)
+        }
+        if let v = r.bool("refresh_cookie") { s.refreshCookie = v }
+        if let v = r.string("signing_algorithm") {
+            if let alg = SignatureAlgorithm(rawValue: v) { s.signingAlgorithm = alg } else { r.fail("signing_algorithm", "Must be RS256 or ES256.") }
+        }
+
+        if let files = r.raw("files") {
+            var f = FieldReader(files, path: "files")
+            if let v = f.int("max_bytes", 1024...(100 * 1024 * 1024)) { s.files.maxBytes = v }
+            if let v = f.stringArray("photo_types", maxCount: 4) {
+                for t in v where !Files.allPhotoTypes.contains(t) {
+                    f.fail("photo_types", "Unknown type \(t); use \(Files.allPhotoTypes.joined(separator: ", ")).")
+                }
+                s.files.photoTypes = uniqued(v)
+            }
+            f.rejectUnknown()
+            r.absorb(f.errors)
+        }
+        if let limits = r.raw("rate_limits") {
+            var f = FieldReader(limits, path: "rate_limits")
+            if let v = f.int("auth_per_minute_per_ip", 1...10000) { s.rateLimits.authPerMinutePerIP = v }
+            f.rejectUnknown()
+            r.absorb(f.errors)
+        }
+        if let apple = r.raw("apple") {
+            var f = FieldReader(apple, path: "apple")
+            if let v = f.stringArray("client_ids", maxCount: 50, maxLength: 255) {
+                for id in v where !isClientID(id) { f.fail("client_ids", "\(id) is not a valid client id.") }
+                s.apple.clientIDs = uniqued(v)
+            }
+            if let v = f.string("services_id", maxLength: 255) {
+                if isClientID(v) { s.apple.servicesID = v } else { f.fail("services_id", "Not a valid Services ID.") }
+            }
+            for (key, keyPath) in [("team_id", \Apple.teamID), ("key_id", \Apple.keyID)] {
+                guard let v = f.string(key, maxLength: 10) else { continue }
+                if v.utf8.count == 10, v.utf8.allSatisfy({ isUpperAlnum($0) }) { s.apple[keyPath: keyPath] = v } else {
+                    f.fail(key, "Must be 10 uppercase letters or digits, as Apple shows it.")
+                }
+            }
+            s.apple.privateKey = secret(&f, "private_key", source: source, current: current?.apple.privateKey)
+            if let pem = s.apple.privateKey, (try? SigningKey(pem: pem, algorithm: .es256)) == nil {
+                f.fail("private_key", "Must be the .p8 key Apple gave you (PKCS#8 PEM, P-256).")
+            }
+            if let v = f.bool("require_nonce") { s.apple.requireNonce = v }
+            f.rejectUnknown()
+            r.absorb(f.errors)
+        }
+        if let google = r.raw("google") {
+            var f = FieldReader(google, path: "google")
+            if let v = f.stringArray("client_ids", maxCount: 50, maxLength: 255) {
+                for id in v where !isClientID(id) { f.fail("client_ids", "\(id) is not a valid client id.") }
+                s.google.clientIDs = uniqued(v)
+            }
+            f.rejectUnknown()
+            r.absorb(f.errors)
+        }
+        if let firebase = r.raw("firebase") {
+            var f = FieldReader(firebase, path: "firebase")
+            if let v = f.string("project_id", maxLength: 30) {
+                if isFirebaseProjectID(v) { s.firebase.projectID = v } else { f.fail("project_id", "Must be a Firebase project id (6–30 lowercase letters, digits, hyphens).") }
+            }
+            f.rejectUnknown()
+            r.absorb(f.errors)
+        }
+        if let email = r.raw("email") {
+            var f = FieldReader(email, path: "email")
+            if let v = f.string("smtp_url", maxLength: 512) {
+                if let c = URLComponents(string: v), ["smtp", "smtps"].contains(c.scheme ?? ""), c.host?.isEmpty == false, c.user == nil, c.password == nil {
+                    s.email.smtpURL = v
+                } else {
+                    f.fail("smtp_url", "Must be smtp://host[:port] or smtps://host[:port], without credentials.")
+                }
+            }
+            if let v = f.string("smtp_username", maxLength: 255) { s.email.smtpUsername = v }
+            s.email.smtpPassword = secret(&f, "smtp_password", source: source, current: current?.email.smtpPassword, allowFile: false)
+            if let v = f.string("from", maxLength: 320) {
+                if v.contains("@"), !v.contains("\r"), !v.contains("\n") { s.email.from = v } else { f.fail("from", "Must be an address, optionally with a display name.") }
+            }
+            if let v = f.string("locale") {
+                if ["en", "ko"].contains(v) { s.email.locale = v } else { f.fail("locale", "Must be en or ko.") }
+            }
+            f.rejectUnknown()
+            r.absorb(f.errors)
+        }
+        if let hooks = r.raw("webhooks") {
+            if case .array(let items) = hooks, items.count <= 10 {
+                for (i, item) in items.enumerated() {
+                    var f = FieldReader(item, path: "webhooks[\(i)]")
+                    let url = f.string("url", maxLength: 2048)
+                    if url == nil || !isWebhookURL(url!) { f.fail("url", "Required: an https URL (http only for localhost).") }
+                    let currentSecret = current?.webhooks.first(where: { $0.url == url })?.secret
+                    let secretValue = secret(&f, "secret", source: source, current: currentSecret, allowFile: false)
+                    if secretValue == nil { f.fail("secret", "Required: at least 16 characters.") } else if secretValue!.count < 16 {
+                        f.fail("secret", "Must be at least 16 characters.")
+                    }
+                    let events = f.stringArray("events", maxCount: 50) ?? ["*"]
+                    for e in events where e != "*" && !webhookEvents.contains(e) { f.fail("events", "Unknown event type \(e).") }
+                    f.rejectUnknown()
+                    if f.errors.isEmpty { s.webhooks.append(Webhook(url: url!, secret: secretValue!, events: uniqued(events))) }
+                    r.absorb(f.errors)
+                }
+            } else {
+                r.fail("webhooks", "Must be an array of at most 10 webhooks.")
+            }
+        }
+        r.rejectUnknown()
+        if !r.errors.isEmpty { throw .validation(r.errors) }
+        return s
+    }
+
+    /// Reads a secret field according to the source's rules.
+    private static func secret(_ f: inout FieldReader, _ key: String, source: SettingsSource, current: String?, allowFile: Bool = true) -> String? {
+        switch source {
+        case .admin:
+            for suffix in ["_file", "_env"] where f.has(key + suffix) {
+                _ = f.raw(key + suffix)
+                f.fail(key + suffix, "Only files under Tenants/ may read secrets from files or the environment.")
+            }
+            guard let v = f.raw(key) else { return nil }
+            if case .object(let o) = v, o == ["set": .bool(true)] {
+                if current == nil { f.fail(key, "No value is set to keep; send the secret itself.") }
+                return current
+            }
+            guard case .string(let s) = v, !s.isEmpty, s.utf8.count <= 16384 else {
+                f.fail(key, "Must be a non-empty string (or {\"set\": true} to keep the current value).")
+                return nil
+            }
+            return s
+        case .tenantFile(let directory, let environment):
+            let fileKey = key + "_file", envKey = key + "_env"
+            let given = [key, fileKey, envKey].filter { f.has($0) }
+            if given.count > 1 {
+                for k in given { _ = f.raw(k) }
+                f.fail(key, "Give only one of \(given.joined(separator: ", ")).")
+                return nil
+            }
+            if allowFile, let name = f.string(fileKey) {
+                let path = name.hasPrefix("/") ? name : (directory as NSString).appendingPathComponent(name)
+                guard let text = try? String(contentsOfFile: path, encoding: .utf8), !text.isEmpty else {
+                    f.fail(fileKey, "Cannot read \(name).")
+                    return nil
+                }
+                return text
+            } else if !allowFile, f.has(fileKey) {
+                _ = f.raw(fileKey)
+                f.fail(fileKey, "Not supported for this field; use \(envKey).")
+                return nil
+            }
+            if let name = f.string(envKey, maxLength: 255) {
+                guard let text = environment[name], !text.isEmpty else {
+                    f.fail(envKey, "The environment variable \(name) is not set.")
+                    return nil
+                }
+                return text
+            }
+            guard let v = f.raw(key) else { return nil }
+            guard case .string(let s) = v, !s.isEmpty else { f.fail(key, "Must be a non-empty string."); return nil }
+            return s
+        case .storage(let unseal):
+            guard let v = f.raw(key) else { return nil }
+            guard case .object(let o) = v, case .string(let sealed)? = o["sealed"] else { f.fail(key, "Stored secret is not sealed."); return nil }
+            do { return try unseal(sealed, f.field(key)) } catch {
+                f.fail(key, "Stored secret cannot be opened with this master key.")
+                return nil
+            }
+        }
+    }
+
+    /// The settings as JSON, with secrets rendered as asked.
+    public func json(secrets: SecretRendering) -> JSON {
+        func secret(_ value: String?, _ field: String) -> JSON {
+            guard let value else { return .null }
+            switch secrets {
+            case .redacted: return ["set": true]
+            case .plain: return .string(value)
+            case .sealed(let seal): return ["sealed": .string(seal(value, field))]
+            }
+        }
+        func strings(_ a: [String]) -> JSON { .array(a.map(JSON.string)) }
+        return [
+            "name": .string(name),
+            "allow_signup": .bool(allowSignup),
+            "sign_in_methods": strings(signInMethods),
+            "require_verified_email": .bool(requireVerifiedEmail),
+            "recent_login_seconds": .int(recentLoginSeconds),
+            "access_token_ttl_seconds": .int(accessTokenTTLSeconds),
+            "refresh_token_ttl_seconds": .int(refreshTokenTTLSeconds),
+            "deletion_grace_days": .int(deletionGraceDays),
+            "email_collision": .string(emailCollision),
+            "password_min_length": .int(passwordMinLength),
+            "allowed_origins": strings(allowedOrigins),
+            "redirect_uris": strings(redirectURIs),
+            "refresh_cookie": .bool(refreshCookie),
+            "signing_algorithm": .string(signingAlgorithm.rawValue),
+            "files": ["max_bytes": .int(files.maxBytes), "photo_types": strings(files.photoTypes)],
+            "rate_limits": ["auth_per_minute_per_ip": .int(rateLimits.authPerMinutePerIP)],
+            "apple": [
+                "client_ids": strings(apple.clientIDs), "services_id": .optional(apple.servicesID), "team_id": .optional(apple.teamID),
+                "key_id": .optional(apple.keyID), "private_key": secret(apple.privateKey, "apple.private_key"),
+                "require_nonce": .bool(apple.requireNonce),
+            ],
+            "google": ["client_ids": strings(google.clientIDs)],
+            "firebase": ["project_id": .optional(firebase.projectID)],
+            "email": [
+                "smtp_url": .optional(email.smtpURL), "smtp_username": .optional(email.smtpUsername),
+                "smtp_password": secret(email.smtpPassword, "email.smtp_password"), "from": .optional(email.from),
+                "locale": .string(email.locale),
+            ],
+            "webhooks": .array(
+                webhooks.enumerated().map { i, w in
+                    ["url": .string(w.url), "secret": secret(w.secret, "webhooks[\(i)].secret"), "events": strings(w.events)]
+                }),
+        ]
+    }
+}
+
+// MARK: - Field rules
+
+private func uniqued(_ values: [String]) -> [String] {
+    var seen = Set<String>()
+    return values.filter { seen.insert($0).inserted }
+}
+
+private func isUpperAlnum(_ c: UInt8) -> Bool { (c >= 65 && c <= 90) || (c >= 48 && c <= 57) }
+
+/// Apple bundle/Services ids and Google OAuth client ids: printable ASCII without spaces.
+private func isClientID(_ s: String) -> Bool {
+    !s.isEmpty && s.utf8.count <= 255 && s.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+}
+
+private func isFirebaseProjectID(_ s: String) -> Bool {
+    let u = Array(s.utf8)
+    guard (6...30).contains(u.count), (97...122).contains(u[0]) else { return false }
+    return u.allSatisfy { (97...122).contains($0) || (48...57).contains($0) || $0 == 45 }
+}
+
+private func isLoopbackHost(_ host: String) -> Bool { ["localhost", "127.0.0.1", "[::1]", "::1"].contains(host) }
+
+/// `scheme://host[:port]` with nothing after it.
+func isOrigin(_ s: String) -> Bool {
+    guard let c = URLComponents(string: s), let scheme = c.scheme?.lowercased(), ["http", "https"].contains(scheme),
+        let host = c.host, !host.isEmpty, c.user == nil, c.password == nil, c.path.isEmpty, c.query == nil, c.fragment == nil
+    else { return false }
+    return true
+}
+
+func isRedirectURI(_ s: String) -> Bool {
+    guard let c = URLComponents(string: s), let scheme = c.scheme?.lowercased(), c.fragment == nil, c.user == nil, c.password == nil else {
+        return false
+    }
+    switch scheme {
+    case "https": return c.host?.isEmpty == false
+    case "http": return isLoopbackHost(c.host ?? "")
+    default: return scheme.contains(".")  // RFC 8252 private-use scheme, e.g. com.example.app:/callback
+    }
+}
+
+private func isWebhookURL(_ s: String) -> Bool {
+    guard let c = URLComponents(string: s), let host = c.host, !host.isEmpty, c.user == nil, c.fragment == nil else { return false }
+    return c.scheme == "https" || (c.scheme == "http" && isLoopbackHost(host))
+}

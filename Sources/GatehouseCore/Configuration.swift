@@ -1,0 +1,230 @@
+import Foundation
+
+/// The server's configuration, read from the environment (API.md, Operations). Every variable is
+/// validated at start and every problem is reported at once.
+public struct Configuration: Sendable {
+    public enum Database: Sendable, Equatable {
+        case sqlite(path: String)
+        case postgres(url: String)
+    }
+
+    public var database: Database = .sqlite(path: "./data/gatehouse.db")
+    public var listenHost = "127.0.0.1"
+    public var listenPort: UInt16 = 8080
+    /// Base URL clients reach this server at, without a trailing slash; token issuers are built on it.
+    public var publicURL = "http://127.0.0.1:8080"
+    /// The master key as given (`GATEHOUSE_MASTER_KEY` or the file's content); nil means "generate
+    /// one into the data folder" (embedded mode only).
+    public var masterKey: [UInt8]?
+    public var adminToken: String?
+    public var tenantsDirectory: String?
+    public var smtpURL = "log:"
+    public var trustedProxies: [String] = []
+    public var appleURL = "https://appleid.apple.com"
+    public var googleJWKSURL = "https://www.googleapis.com/oauth2/v3/certs"
+    public var firebaseJWKSURL = "https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com"
+    public var refreshGraceSeconds = 10
+    public var outboxMaxBackoffSeconds = 600
+    /// libmicrohttpd worker threads. Handlers block on database calls, so this is above the core count.
+    public var httpThreads = max(8, 4 * ProcessInfo.processInfo.activeProcessorCount)
+    public var databasePoolSize: Int?
+    public var connectionLimit = 1024
+    public var perIPConnectionLimit = 256
+    public var connectionTimeoutSeconds = 30
+    /// `json` (default) or `off`: one line per request on standard output.
+    public var accessLog = true
+
+    public init() {}
+
+    /// The folder that holds the embedded database and, when generated, the master key.
+    public var dataDirectory: String? {
+        guard case .sqlite(let path) = database else { return nil }
+        return (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+    }
+
+    public var databasePoolSizeResolved: Int { databasePoolSize ?? httpThreads }
+
+    /// Reads the configuration from `environment`. Throws `ConfigurationError` listing every problem.
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration {
+        var config = Configuration()
+        var problems: [String] = []
+        func value(_ name: String) -> String? {
+            guard let v = environment[name]?.trimmingCharacters(in: .whitespacesAndNewlines), !v.isEmpty else { return nil }
+            return v
+        }
+        func integer(_ name: String, _ range: ClosedRange<Int>, into target: inout Int) {
+            guard let raw = value(name) else { return }
+            guard let n = Int(raw), range.contains(n) else {
+                problems.append("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound).")
+                return
+            }
+            target = n
+        }
+
+        if let url = value("GATEHOUSE_DATABASE_URL") {
+            if url.hasPrefix("sqlite://") {
+                let path = String(url.dropFirst("sqlite://".count))
+                if path.isEmpty { problems.append("GATEHOUSE_DATABASE_URL: sqlite:// needs a path, e.g. sqlite://./data/gatehouse.db.") }
+                config.database = .sqlite(path: path)
+            } else if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
+                config.database = .postgres(url: url)
+            } else {
+                problems.append("GATEHOUSE_DATABASE_URL must start with sqlite:// or postgres://.")
+            }
+        }
+
+        var listenGiven = false
+        if let listen = value("GATEHOUSE_LISTEN") {
+            listenGiven = true
+            if let (host, port) = parseListen(listen) {
+                config.listenHost = host
+                config.listenPort = port
+            } else {
+                problems.append("GATEHOUSE_LISTEN must be host:port, e.g. 127.0.0.1:8080 or [::]:8080.")
+            }
+        }
+        if let publicURL = value("GATEHOUSE_PUBLIC_URL") {
+            if let parsed = URLComponents(string: publicURL), let scheme = parsed.scheme, ["http", "https"].contains(scheme),
+                parsed.host?.isEmpty == false, parsed.query == nil, parsed.fragment == nil
+            {
+                config.publicURL = publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
+            } else {
+                problems.append("GATEHOUSE_PUBLIC_URL must be an absolute http(s) URL without query, e.g. https://auth.example.com.")
+            }
+        } else if listenGiven {
+            let host = config.listenHost.contains(":") ? "[\(config.listenHost)]" : config.listenHost
+            config.publicURL = "http://\(host):\(config.listenPort)"
+        }
+
+        let keyText = value("GATEHOUSE_MASTER_KEY")
+        let keyFile = value("GATEHOUSE_MASTER_KEY_FILE")
+        if keyText != nil && keyFile != nil {
+            problems.append("Set GATEHOUSE_MASTER_KEY or GATEHOUSE_MASTER_KEY_FILE, not both.")
+        } else if let keyText {
+            if let key = MasterKey.decode(keyText) { config.masterKey = key } else { problems.append(MasterKey.formatProblem("GATEHOUSE_MASTER_KEY")) }
+        } else if let keyFile {
+            if let text = try? String(contentsOfFile: keyFile, encoding: .utf8) {
+                if let key = MasterKey.decode(text) { config.masterKey = key } else { problems.append(MasterKey.formatProblem("GATEHOUSE_MASTER_KEY_FILE")) }
+            } else {
+                problems.append("GATEHOUSE_MASTER_KEY_FILE: cannot read \(keyFile).")
+            }
+        }
+        if config.masterKey == nil, case .postgres = config.database {
+            problems.append("GATEHOUSE_MASTER_KEY or GATEHOUSE_MASTER_KEY_FILE is required with PostgreSQL (every node needs the same key).")
+        }
+
+        if let token = value("GATEHOUSE_ADMIN_TOKEN") {
+            if token.utf8.count < 32 { problems.append("GATEHOUSE_ADMIN_TOKEN must be at least 32 characters.") }
+            config.adminToken = token
+        }
+        if let dir = value("GATEHOUSE_TENANTS_DIR") {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: dir, isDirectory: &isDirectory), isDirectory.boolValue {
+                config.tenantsDirectory = dir
+            } else {
+                problems.append("GATEHOUSE_TENANTS_DIR: \(dir) is not a folder.")
+            }
+        }
+        if let smtp = value("GATEHOUSE_SMTP_URL") {
+            if smtp == "log:" || smtp.hasPrefix("smtp://") || smtp.hasPrefix("smtps://") {
+                config.smtpURL = smtp
+            } else {
+                problems.append("GATEHOUSE_SMTP_URL must be log:, smtp://… or smtps://….")
+            }
+        }
+        if let proxies = value("GATEHOUSE_TRUSTED_PROXIES") {
+            let list = proxies.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            for entry in list where IPRange(entry) == nil {
+                problems.append("GATEHOUSE_TRUSTED_PROXIES: \(entry) is not an IP address or CIDR range.")
+            }
+            config.trustedProxies = list
+        }
+        for (name, keyPath) in [
+            ("GATEHOUSE_APPLE_URL", \Configuration.appleURL), ("GATEHOUSE_GOOGLE_JWKS_URL", \.googleJWKSURL),
+            ("GATEHOUSE_FIREBASE_JWKS_URL", \.firebaseJWKSURL),
+        ] {
+            guard let url = value(name) else { continue }
+            if let parsed = URLComponents(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host?.isEmpty == false {
+                config[keyPath: keyPath] = url.hasSuffix("/") ? String(url.dropLast()) : url
+            } else {
+                problems.append("\(name) must be an absolute http(s) URL.")
+            }
+        }
+        integer("GATEHOUSE_REFRESH_GRACE_SECONDS", 0...60, into: &config.refreshGraceSeconds)
+        integer("GATEHOUSE_OUTBOX_MAX_BACKOFF_SECONDS", 5...86400, into: &config.outboxMaxBackoffSeconds)
+        integer("GATEHOUSE_HTTP_THREADS", 1...1024, into: &config.httpThreads)
+        var pool = -1
+        integer("GATEHOUSE_DB_POOL_SIZE", 1...1024, into: &pool)
+        if pool > 0 { config.databasePoolSize = pool }
+        integer("GATEHOUSE_CONNECTION_LIMIT", 1...1_000_000, into: &config.connectionLimit)
+        integer("GATEHOUSE_PER_IP_CONNECTION_LIMIT", 1...1_000_000, into: &config.perIPConnectionLimit)
+        integer("GATEHOUSE_CONNECTION_TIMEOUT_SECONDS", 1...3600, into: &config.connectionTimeoutSeconds)
+        if let log = value("GATEHOUSE_ACCESS_LOG") {
+            switch log {
+            case "json": config.accessLog = true
+            case "off": config.accessLog = false
+            default: problems.append("GATEHOUSE_ACCESS_LOG must be json or off.")
+            }
+        }
+
+        if !problems.isEmpty { throw ConfigurationError(problems: problems) }
+        return config
+    }
+
+    static func parseListen(_ text: String) -> (String, UInt16)? {
+        let host: Substring
+        let portText: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+            host = text[text.index(after: text.startIndex)..<close]
+            portText = text[text.index(close, offsetBy: 2)...]
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { return nil }
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+        }
+        guard !host.isEmpty, let port = UInt16(portText), IPRange(String(host)) != nil || host == "localhost" else { return nil }
+        return (host == "localhost" ? "127.0.0.1" : String(host), port)
+    }
+}
+
+/// Every configuration problem found at start.
+public struct ConfigurationError: Error, CustomStringConvertible {
+    public let problems: [String]
+    public var description: String { "Configuration is not valid:\n" + problems.map { "  - \($0)" }.joined(separator: "\n") }
+}
+
+/// The master key that encrypts secrets at rest: 32 bytes given as base64 (standard or URL-safe) or 64 hex digits.
+public enum MasterKey {
+    public static func decode(_ text: String) -> [UInt8]? {
+        let t = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        if t.utf8.count == 64, t.utf8.allSatisfy({ $0 < 128 && Character(Unicode.Scalar($0)).isHexDigit }) {
+            var bytes: [UInt8] = []
+            var index = t.startIndex
+            while index < t.endIndex {
+                let next = t.index(index, offsetBy: 2)
+                bytes.append(UInt8(t[index..<next], radix: 16)!)
+                index = next
+            }
+            return bytes
+        }
+        var b64 = t.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while b64.utf8.count % 4 != 0 { b64 += "=" }
+        guard let data = Data(base64Encoded: b64), data.count == 32 else { return nil }
+        return Array(data)
+    }
+
+    static func formatProblem(_ name: String) -> String {
+        "\(name) must be 32 bytes as base64 or 64 hex digits (generate one with: openssl rand -base64 32)."
+    }
+}
+
+extension Configuration.Database {
+    /// `sqlite` or `postgres`, for logs (never the URL, which may hold a password).
+    public var kind: String {
+        switch self {
+        case .sqlite: "sqlite"
+        case .postgres: "postgres"
+        }
+    }
+}

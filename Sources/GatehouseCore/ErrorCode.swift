@@ -1,0 +1,91 @@
+/// A stable error code, as clients see it in problem+json `code`. The catalogue below is the only
+/// place codes are defined; `docs/errors.md` lists the same codes and a test keeps the two in step.
+/// A struct (not an enum) so that adding a code never breaks anyone's `switch`.
+public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
+    /// The wire string, e.g. `auth/requires-recent-login`.
+    public let rawValue: String
+    /// The HTTP status the contract gives this code.
+    public let status: Int
+    /// A short, fixed human title.
+    public let title: String
+
+    private init(_ rawValue: String, _ status: Int, _ title: String) {
+        self.rawValue = rawValue
+        self.status = status
+        self.title = title
+    }
+
+    public var description: String { rawValue }
+    public static func == (a: ErrorCode, b: ErrorCode) -> Bool { a.rawValue == b.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+
+    // MARK: request/
+    public static let validationFailed = ErrorCode("request/validation-failed", 400, "The request is not valid")
+    public static let notFound = ErrorCode("request/not-found", 404, "Not found")
+    public static let methodNotAllowed = ErrorCode("request/method-not-allowed", 405, "Method not allowed")
+    public static let payloadTooLarge = ErrorCode("request/payload-too-large", 413, "Payload too large")
+    public static let uriTooLong = ErrorCode("request/uri-too-long", 414, "URI too long")
+    public static let unsupportedMediaType = ErrorCode("request/unsupported-media-type", 415, "Unsupported media type")
+    public static let headersTooLarge = ErrorCode("request/headers-too-large", 431, "Request header fields too large")
+
+    // MARK: app/
+    public static let missingAppKey = ErrorCode("app/missing-key", 401, "Missing app key")
+    public static let invalidAppKey = ErrorCode("app/invalid-key", 401, "Invalid app key")
+
+    // MARK: admin/
+    public static let appKeyTaken = ErrorCode("admin/app-key-taken", 409, "The app key is used by another app")
+
+    // MARK: auth/
+    public static let missingToken = ErrorCode("auth/missing-token", 401, "Missing bearer token")
+    public static let invalidToken = ErrorCode("auth/invalid-token", 401, "Invalid token")
+
+    // MARK: server/
+    public static let internalError = ErrorCode("server/internal", 500, "Internal server error")
+    public static let unavailable = ErrorCode("server/unavailable", 503, "Service unavailable")
+    public static let busy = ErrorCode("server/busy", 503, "Server busy")
+
+    /// Every code, for the documentation test.
+    public static let all: [ErrorCode] = [
+        validationFailed, notFound, methodNotAllowed, payloadTooLarge, uriTooLong, unsupportedMediaType,
+        headersTooLarge, missingAppKey, invalidAppKey, appKeyTaken, missingToken, invalidToken,
+        internalError, unavailable, busy,
+    ]
+}
+
+/// One field's problem in a `request/validation-failed` error.
+public struct FieldError: Sendable, Equatable {
+    /// The field's path, dotted for nested fields (`apple.client_ids`, `redirect_uris[2]`).
+    public let field: String
+    public let message: String
+    public init(_ field: String, _ message: String) {
+        self.field = field
+        self.message = message
+    }
+}
+
+/// The one error type the domain throws towards clients. Anything else that reaches the HTTP
+/// layer is an internal error: logged, answered as a bare 500, its text never sent.
+public struct GatehouseError: Error, Sendable {
+    public let code: ErrorCode
+    /// Safe, client-facing detail. Never contains secrets or internal causes.
+    public let detail: String?
+    public var fieldErrors: [FieldError]
+    /// Seconds, for 429/503 answers (`Retry-After`).
+    public var retryAfter: Int?
+
+    public init(_ code: ErrorCode, _ detail: String? = nil, fieldErrors: [FieldError] = [], retryAfter: Int? = nil) {
+        self.code = code
+        self.detail = detail
+        self.fieldErrors = fieldErrors
+        self.retryAfter = retryAfter
+    }
+
+    /// A `request/validation-failed` error for one or more fields.
+    public static func validation(_ errors: [FieldError]) -> GatehouseError {
+        GatehouseError(.validationFailed, errors.count == 1 ? errors[0].message : "Some fields are not valid.", fieldErrors: errors)
+    }
+
+    public static func validation(_ field: String, _ message: String) -> GatehouseError {
+        validation([FieldError(field, message)])
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+
+/// An IPv4 or IPv6 address or CIDR range, parsed with `inet_pton`.
+public struct IPRange: Sendable, Equatable {
+    /// 4 or 16 bytes.
+    public let network: [UInt8]
+    public let prefixLength: Int
+
+    public init?(_ text: String) {
+        let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let address = IPRange.parseAddress(String(parts[0])) else { return nil }
+        let maxBits = address.count * 8
+        var bits = maxBits
+        if parts.count == 2 {
+            guard let n = Int(parts[1]), (0...maxBits).contains(n) else { return nil }
+            bits = n
+        }
+        self.network = address
+        self.prefixLength = bits
+    }
+
+    /// True when `address` (textual) is inside this range. IPv4-mapped IPv6 addresses match IPv4 ranges.
+    public func contains(_ address: String) -> Bool {
+        guard var bytes = IPRange.parseAddress(address) else { return false }
+        if bytes.count == 16, network.count == 4, bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF {
+            bytes = Array(bytes[12...])
+        }
+        guard bytes.count == network.count else { return false }
+        var remaining = prefixLength
+        for i in 0..<bytes.count where remaining > 0 {
+            let take = min(8, remaining)
+            let mask: UInt8 = take == 8 ? 0xFF : ~(0xFF >> UInt8(take))
+            if bytes[i] & mask != network[i] & mask { return false }
+            remaining -= take
+        }
+        return true
+    }
+
+    /// The 4 or 16 bytes of a textual IP address, or nil.
+    public static func parseAddress(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            return withUnsafeBytes(of: &v4) { Array($0) }
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { Array($0) }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,54 @@
+import GatehouseCrypto
+
+/// An opaque identifier with a type prefix (`app_`, `usr_`, `ses_`, …): the prefix followed by
+/// 24 lowercase base32 characters (120 random bits).
+public protocol PrefixedID: Hashable, Sendable, CustomStringConvertible {
+    static var prefix: String { get }
+    var rawValue: String { get }
+    init(unchecked rawValue: String)
+}
+
+extension PrefixedID {
+    public var description: String { rawValue }
+
+    /// A new random identifier.
+    public static func generate() -> Self {
+        Self(unchecked: prefix + Base32.lowercase(SecureRandom.bytes(15)))
+    }
+
+    /// Parses an identifier from a client, checking its prefix and alphabet (so that nothing odd
+    /// ever reaches a query or a log line). Returns nil when it is not one.
+    public init?(parsing text: some StringProtocol) {
+        guard text.hasPrefix(Self.prefix), text.utf8.count == Self.prefix.utf8.count + 24 else { return nil }
+        let body = text.utf8.dropFirst(Self.prefix.utf8.count)
+        guard body.allSatisfy({ Base32.alphabet.contains($0) }) else { return nil }
+        self.init(unchecked: String(text))
+    }
+}
+
+public struct AppID: PrefixedID {
+    public static let prefix = "app_"
+    public let rawValue: String
+    public init(unchecked rawValue: String) { self.rawValue = rawValue }
+}
+
+/// RFC 4648 base32 in lowercase without padding; used for identifiers.
+enum Base32 {
+    static let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)
+
+    static func lowercase(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        var buffer: UInt32 = 0
+        var bits = 0
+        for byte in bytes {
+            buffer = (buffer << 8) | UInt32(byte)
+            bits += 8
+            while bits >= 5 {
+                out.append(alphabet[Int((buffer >> UInt32(bits - 5)) & 31)])
+                bits -= 5
+            }
+        }
+        if bits > 0 { out.append(alphabet[Int((buffer << UInt32(5 - bits)) & 31)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

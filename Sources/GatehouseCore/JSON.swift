@@ -1,0 +1,154 @@
+import Foundation
+
+/// A JSON value. Requests are decoded into it so that unknown fields and wrong types can be
+/// reported field by field; responses are built from it and serialised without `JSONEncoder`
+/// (which is the main cost of a small JSON response).
+public enum JSON: Sendable, Equatable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case array([JSON])
+    case object([String: JSON])
+
+    /// Parses a UTF-8 JSON document. Throws `JSON.ParseError` for invalid UTF-8 or JSON.
+    public static func parse(_ bytes: some Collection<UInt8>) throws(JSON.ParseError) -> JSON {
+        do {
+            return try JSONDecoder().decode(JSON.self, from: Data(bytes))
+        } catch {
+            throw ParseError()
+        }
+    }
+
+    /// The body could not be parsed as JSON.
+    public struct ParseError: Error, Sendable {}
+
+    public var objectValue: [String: JSON]? { if case .object(let o) = self { o } else { nil } }
+    public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
+    public var isNull: Bool { self == .null }
+
+    public subscript(key: String) -> JSON? {
+        if case .object(let o) = self { o[key] } else { nil }
+    }
+
+    /// Compact serialisation with keys sorted, so that output is stable.
+    public func serialized() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        write(to: &out)
+        return out
+    }
+
+    public var serializedString: String { String(decoding: serialized(), as: UTF8.self) }
+
+    private func write(to out: inout [UInt8]) {
+        switch self {
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .int(let i): out.append(contentsOf: String(i).utf8)
+        case .double(let d):
+            if d.isFinite { out.append(contentsOf: "\(d)".utf8) } else { out.append(contentsOf: "null".utf8) }
+        case .string(let s): JSON.writeString(s, to: &out)
+        case .array(let a):
+            out.append(UInt8(ascii: "["))
+            for (i, v) in a.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                v.write(to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let o):
+            out.append(UInt8(ascii: "{"))
+            for (i, key) in o.keys.sorted().enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                JSON.writeString(key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                o[key]!.write(to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    private static func writeString(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [92, 34])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [92, 92])
+            case 0x0A: out.append(contentsOf: [92, UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [92, UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [92, UInt8(ascii: "t")])
+            case 0..<0x20, 0x7F:
+                out.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48])
+                out.append(hexDigits[Int(byte >> 4)])
+                out.append(hexDigits[Int(byte & 0xF)])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}
+
+extension JSON: Decodable {
+    public init(from decoder: any Decoder) throws {
+        if var array = try? decoder.unkeyedContainer() {
+            var values: [JSON] = []
+            while !array.isAtEnd { values.append(try array.decode(JSON.self)) }
+            self = .array(values)
+            return
+        }
+        if let object = try? decoder.container(keyedBy: AnyKey.self) {
+            var values: [String: JSON] = [:]
+            for key in object.allKeys { values[key.stringValue] = try object.decode(JSON.self, forKey: key) }
+            self = .object(values)
+            return
+        }
+        let single = try decoder.singleValueContainer()
+        if single.decodeNil() { self = .null }
+        else if let b = try? single.decode(Bool.self) { self = .bool(b) }
+        else if let i = try? single.decode(Int64.self) { self = .int(i) }
+        else if let d = try? single.decode(Double.self) { self = .double(d) }
+        else { self = .string(try single.decode(String.self)) }
+    }
+
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+}
+
+extension JSON: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
+    ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
+{
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int64) { self = .int(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(arrayLiteral elements: JSON...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSON)...) {
+        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+    public init(nilLiteral: ()) { self = .null }
+}
+
+extension JSON {
+    /// `.string(s)` or `.null`.
+    public static func optional(_ s: String?) -> JSON { s.map(JSON.string) ?? .null }
+
+    /// RFC 7396 JSON merge patch: objects merge recursively, `null` removes, anything else replaces.
+    public func merging(patch: JSON) -> JSON {
+        guard case .object(let patchObject) = patch else { return patch }
+        var result = self.objectValue ?? [:]
+        for (key, value) in patchObject {
+            if value == .null {
+                result.removeValue(forKey: key)
+            } else {
+                result[key] = (result[key] ?? .null).merging(patch: value)
+            }
+        }
+        return .object(result)
+    }
+}

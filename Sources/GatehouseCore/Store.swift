@@ -1,0 +1,121 @@
+import GatehouseCrypto
+
+/// An app as stored. Settings are kept as JSON with every secret sealed under the master key.
+public struct AppRecord: Sendable, Equatable {
+    public var id: AppID
+    /// The public key clients send in `X-App-Key`.
+    public var appKey: String
+    public var settingsJSON: String
+    /// Bumped by every change to the app, its settings or its signing keys; per-node caches compare it.
+    public var version: Int64
+    /// `api` or `tenants` (created from a file under `Tenants/`).
+    public var source: String
+    /// For `tenants` apps: checksum of the file content last applied, so re-applying an unchanged file does nothing.
+    public var sourceChecksum: String?
+    public var createdAt: Int64
+    public var updatedAt: Int64
+
+    public init(
+        id: AppID, appKey: String, settingsJSON: String, version: Int64 = 1, source: String, sourceChecksum: String? = nil,
+        createdAt: Int64, updatedAt: Int64
+    ) {
+        self.id = id
+        self.appKey = appKey
+        self.settingsJSON = settingsJSON
+        self.version = version
+        self.source = source
+        self.sourceChecksum = sourceChecksum
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// A signing key's place in its rotation: published before use (`next`), signing (`current`),
+/// published until its last tokens have expired (`retired`).
+public enum SigningKeyState: String, Sendable {
+    case next, current, retired
+}
+
+public struct SigningKeyRecord: Sendable, Equatable {
+    public var kid: String
+    public var algorithm: SignatureAlgorithm
+    /// The PKCS#8 PEM, sealed under the master key.
+    public var sealedPrivateKey: String
+    /// The public JWK as JSON text.
+    public var publicJWK: String
+    public var state: SigningKeyState
+    public var createdAt: Int64
+    /// For retired keys: when it leaves the JWKS.
+    public var expiresAt: Int64?
+
+    public init(
+        kid: String, algorithm: SignatureAlgorithm, sealedPrivateKey: String, publicJWK: String, state: SigningKeyState,
+        createdAt: Int64, expiresAt: Int64? = nil
+    ) {
+        self.kid = kid
+        self.algorithm = algorithm
+        self.sealedPrivateKey = sealedPrivateKey
+        self.publicJWK = publicJWK
+        self.state = state
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}
+
+/// An app's admin secret key, stored only as a hash.
+public struct SecretKeyRecord: Sendable, Equatable {
+    public var id: String
+    /// Hex SHA-256 of the whole key (the key has 256 random bits, so a plain hash is enough).
+    public var keyHash: String
+    /// The first characters, to tell keys apart in logs and listings.
+    public var hint: String
+    public var createdAt: Int64
+    public var expiresAt: Int64?
+
+    public init(id: String, keyHash: String, hint: String, createdAt: Int64, expiresAt: Int64? = nil) {
+        self.id = id
+        self.keyHash = keyHash
+        self.hint = hint
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}
+
+/// The persistence the domain needs. Written once in `GatehouseSQL` for SQLite and PostgreSQL.
+public protocol Store: Sendable {
+    /// Platform-level lookups: the only queries not scoped to one app.
+    var apps: any AppCatalog { get }
+    /// Everything that belongs to one app; every query binds `app_id`.
+    func app(_ id: AppID) -> any AppScopedStore
+    /// True when the database answers.
+    func ping() -> Bool
+}
+
+public protocol AppCatalog: Sendable {
+    /// Inserts the app with its first keys in one transaction. Throws `admin/app-key-taken` when the app key is in use.
+    /// `allowedOrigins` feeds the index that answers CORS preflights (which carry no app key).
+    func insert(_ app: AppRecord, allowedOrigins: [String], secretKey: SecretKeyRecord?, signingKeys: [SigningKeyRecord]) throws
+    func find(appKey: String) throws -> AppRecord?
+    func find(id: AppID) throws -> AppRecord?
+    /// The app owning an unexpired secret key with this hash.
+    func find(secretKeyHash: String, now: Int64) throws -> AppRecord?
+    /// The current version of an app, for cache revalidation; nil when it no longer exists.
+    func version(of id: AppID) throws -> Int64?
+    func all() throws -> [AppRecord]
+    /// True when some app lists this origin in `allowed_origins`.
+    func isOriginAllowedByAnyApp(_ origin: String) throws -> Bool
+}
+
+public protocol AppScopedStore: Sendable {
+    var appID: AppID { get }
+    /// Replaces the settings and bumps the version. Returns the updated record.
+    func updateSettings(json: String, allowedOrigins: [String], sourceChecksum: String?, now: Int64) throws -> AppRecord
+    /// Keys not yet expired, any state.
+    func signingKeys(now: Int64) throws -> [SigningKeyRecord]
+    /// In one transaction: `next` becomes `current`, `current` becomes `retired` until
+    /// `retiredExpiresAt`, `newNext` is added as `next`, expired keys are deleted, and the app's
+    /// version is bumped. Returns the new current key, or nil if the app had no `next` key.
+    func rotateSigningKeys(newNext: SigningKeyRecord, retiredExpiresAt: Int64, now: Int64) throws -> SigningKeyRecord?
+    /// Adds a secret key; every other unexpired key is set to expire at `othersExpireAt` (or earlier if already sooner).
+    func addSecretKey(_ key: SecretKeyRecord, othersExpireAt: Int64) throws
+}

@@ -1,0 +1,167 @@
+import GatehouseCore
+import GatehouseCrypto
+
+/// The domain's `Store`, written once against `SQLDatabase` for SQLite and PostgreSQL.
+public final class SQLStore: Store {
+    public let database: any SQLDatabase
+    public let apps: any AppCatalog
+
+    public init(database: any SQLDatabase) {
+        self.database = database
+        self.apps = SQLAppCatalog(database: database)
+    }
+
+    public func app(_ id: AppID) -> any AppScopedStore { SQLAppScopedStore(database: database, appID: id) }
+
+    public func ping() -> Bool { database.ping() }
+}
+
+extension AppID: SQLBindable {
+    public var sqlValue: SQLValue { .text(rawValue) }
+}
+
+struct SQLAppCatalog: AppCatalog {
+    let database: any SQLDatabase
+
+    func insert(_ app: AppRecord, allowedOrigins: [String], secretKey: SecretKeyRecord?, signingKeys: [SigningKeyRecord]) throws {
+        do {
+            try database.transaction { db in
+                try db.execute("""
+                    INSERT INTO apps (id, app_key, settings, version, source, source_checksum, created_at, updated_at)
+                    VALUES (\(app.id), \(app.appKey), \(app.settingsJSON), \(app.version), \(app.source), \(app.sourceChecksum),
+                            \(app.createdAt), \(app.updatedAt))
+                    """)
+                try replaceOrigins(db, app: app.id, origins: allowedOrigins)
+                if let secretKey { try insertSecretKey(db, app: app.id, secretKey) }
+                for key in signingKeys { try insertSigningKey(db, app: app.id, key) }
+            }
+        } catch let error as SQLError where error.kind == .uniqueViolation && (error.constraint ?? "").contains("app_key") {
+            throw GatehouseError(.appKeyTaken, "Another app uses this app key.")
+        }
+    }
+
+    func find(appKey: String) throws -> AppRecord? {
+        try database.query("SELECT * FROM apps WHERE app_key = \(appKey)").first.map(appRecord)
+    }
+
+    func find(id: AppID) throws -> AppRecord? {
+        try database.query("SELECT * FROM apps WHERE id = \(id)").first.map(appRecord)
+    }
+
+    func find(secretKeyHash: String, now: Int64) throws -> AppRecord? {
+        try database.query("""
+            SELECT apps.* FROM app_secret_keys JOIN apps ON apps.id = app_secret_keys.app_id
+            WHERE app_secret_keys.key_hash = \(secretKeyHash)
+              AND (app_secret_keys.expires_at IS NULL OR app_secret_keys.expires_at > \(now))
+            """).first.map(appRecord)
+    }
+
+    func version(of id: AppID) throws -> Int64? {
+        try database.query("SELECT version FROM apps WHERE id = \(id)").first?.int64("version")
+    }
+
+    func all() throws -> [AppRecord] {
+        try database.query("SELECT * FROM apps ORDER BY created_at, id").map(appRecord)
+    }
+
+    func isOriginAllowedByAnyApp(_ origin: String) throws -> Bool {
+        try !database.query("SELECT 1 AS found FROM app_origins WHERE origin = \(origin) LIMIT 1").isEmpty
+    }
+}
+
+struct SQLAppScopedStore: AppScopedStore {
+    let database: any SQLDatabase
+    let appID: AppID
+
+    func updateSettings(json: String, allowedOrigins: [String], sourceChecksum: String?, now: Int64) throws -> AppRecord {
+        try database.transaction { db in
+            let rows = try db.query("""
+                UPDATE apps SET settings = \(json), source_checksum = \(sourceChecksum), version = version + 1, updated_at = \(now)
+                WHERE id = \(appID) RETURNING *
+                """)
+            guard let row = rows.first else { throw GatehouseError(.notFound) }
+            try replaceOrigins(db, app: appID, origins: allowedOrigins)
+            return try appRecord(row)
+        }
+    }
+
+    func signingKeys(now: Int64) throws -> [SigningKeyRecord] {
+        try database.query("""
+            SELECT * FROM signing_keys WHERE app_id = \(appID) AND (expires_at IS NULL OR expires_at > \(now))
+            ORDER BY created_at
+            """).map(signingKeyRecord)
+    }
+
+    func rotateSigningKeys(newNext: SigningKeyRecord, retiredExpiresAt: Int64, now: Int64) throws -> SigningKeyRecord? {
+        try database.transaction { db in
+            // Lock the app row first so that two rotations at once are serialised.
+            guard try db.execute("UPDATE apps SET version = version + 1, updated_at = \(now) WHERE id = \(appID)") == 1 else { return nil }
+            guard let next = try db.query("SELECT * FROM signing_keys WHERE app_id = \(appID) AND state = 'next' ORDER BY created_at DESC LIMIT 1").first
+            else { return nil }
+            let promoted = try signingKeyRecord(next)
+            try db.execute("DELETE FROM signing_keys WHERE app_id = \(appID) AND expires_at IS NOT NULL AND expires_at <= \(now)")
+            try db.execute("""
+                UPDATE signing_keys SET state = 'retired', expires_at = \(retiredExpiresAt)
+                WHERE app_id = \(appID) AND state = 'current'
+                """)
+            try db.execute("UPDATE signing_keys SET state = 'current' WHERE app_id = \(appID) AND kid = \(promoted.kid)")
+            try insertSigningKey(db, app: appID, newNext)
+            var current = promoted
+            current.state = .current
+            return current
+        }
+    }
+
+    func addSecretKey(_ key: SecretKeyRecord, othersExpireAt: Int64) throws {
+        try database.transaction { db in
+            try db.execute("""
+                UPDATE app_secret_keys SET expires_at = \(othersExpireAt)
+                WHERE app_id = \(appID) AND (expires_at IS NULL OR expires_at > \(othersExpireAt))
+                """)
+            try insertSecretKey(db, app: appID, key)
+        }
+    }
+}
+
+// MARK: - Rows
+
+private func replaceOrigins(_ db: any SQLConnection, app: AppID, origins: [String]) throws {
+    try db.execute("DELETE FROM app_origins WHERE app_id = \(app)")
+    for origin in Set(origins) {
+        try db.execute("INSERT INTO app_origins (app_id, origin) VALUES (\(app), \(origin))")
+    }
+}
+
+private func insertSecretKey(_ db: any SQLConnection, app: AppID, _ key: SecretKeyRecord) throws {
+    try db.execute("""
+        INSERT INTO app_secret_keys (id, app_id, key_hash, hint, created_at, expires_at)
+        VALUES (\(key.id), \(app), \(key.keyHash), \(key.hint), \(key.createdAt), \(key.expiresAt))
+        """)
+}
+
+private func insertSigningKey(_ db: any SQLConnection, app: AppID, _ key: SigningKeyRecord) throws {
+    try db.execute("""
+        INSERT INTO signing_keys (kid, app_id, algorithm, private_key, public_jwk, state, created_at, expires_at)
+        VALUES (\(key.kid), \(app), \(key.algorithm.rawValue), \(key.sealedPrivateKey), \(key.publicJWK), \(key.state.rawValue),
+                \(key.createdAt), \(key.expiresAt))
+        """)
+}
+
+private func appRecord(_ row: SQLRow) throws -> AppRecord {
+    AppRecord(
+        id: AppID(unchecked: try row.string("id")), appKey: try row.string("app_key"), settingsJSON: try row.string("settings"),
+        version: try row.int64("version"), source: try row.string("source"), sourceChecksum: try row.optionalString("source_checksum"),
+        createdAt: try row.int64("created_at"), updatedAt: try row.int64("updated_at"))
+}
+
+private func signingKeyRecord(_ row: SQLRow) throws -> SigningKeyRecord {
+    let algorithmText = try row.string("algorithm")
+    let stateText = try row.string("state")
+    guard let algorithm = SignatureAlgorithm(rawValue: algorithmText), let state = SigningKeyState(rawValue: stateText) else {
+        throw SQLError(kind: .decoding, message: "signing_keys row has algorithm \(algorithmText) / state \(stateText)")
+    }
+    return SigningKeyRecord(
+        kid: try row.string("kid"), algorithm: algorithm, sealedPrivateKey: try row.string("private_key"),
+        publicJWK: try row.string("public_jwk"), state: state, createdAt: try row.int64("created_at"),
+        expiresAt: try row.optionalInt64("expires_at"))
+}

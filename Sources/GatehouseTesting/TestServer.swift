@@ -1,0 +1,82 @@
+import Foundation
+import GatehouseAPI
+import GatehouseCore
+import GatehouseHTTP
+
+/// Gatehouse running in-process on an ephemeral loopback port, on a fresh database, exactly as the
+/// executable composes it.
+public final class TestServer: @unchecked Sendable {  // immutable after init; HTTPServer and Gatehouse are thread-safe
+    public static let adminToken = "test-platform-token-0123456789abcdef"
+    public static let publicURL = "http://gatehouse.test"
+
+    public let gatehouse: Gatehouse
+    public let server: HTTPServer
+    public let database: TestDatabase
+    public let baseURL: String
+    public let clock: any Clock
+
+    /// Starts a server. `configure` may change the configuration before it opens; `environment`
+    /// is what `Tenants/` files read `_env` secrets from.
+    public init(
+        _ kind: TestDatabaseKind, clock: any Clock = SystemClock(), environment: [String: String] = [:],
+        configure: (inout Configuration) -> Void = { _ in }
+    ) throws {
+        database = try TestDatabase.make(kind)
+        var configuration = Configuration()
+        configuration.database = database.configuration
+        configuration.masterKey = Array(repeating: 7, count: 32)
+        configuration.adminToken = Self.adminToken
+        configuration.publicURL = Self.publicURL
+        configuration.httpThreads = 4
+        configuration.accessLog = false
+        configure(&configuration)
+        self.clock = clock
+        do {
+            gatehouse = try Gatehouse.open(configuration: configuration, clock: clock, environment: environment, log: Log(enabled: false))
+            server = gatehouse.makeServer(host: "127.0.0.1", port: 0)
+            try server.start()
+        } catch {
+            database.drop()
+            throw error
+        }
+        baseURL = "http://127.0.0.1:\(server.port)"
+    }
+
+    public func stop() {
+        server.shutdown()
+        gatehouse.close()
+        database.drop()
+    }
+
+    /// Sends a request; `json` is serialised as the body with `Content-Type: application/json`.
+    public func request(
+        _ method: String, _ path: String, appKey: String? = nil, bearer: String? = nil, headers: [(String, String)] = [],
+        json: JSON? = nil, body: [UInt8]? = nil
+    ) throws -> TestResponse {
+        var all = headers
+        if let appKey { all.append(("X-App-Key", appKey)) }
+        if let bearer { all.append(("Authorization", "Bearer \(bearer)")) }
+        var payload = body
+        if let json {
+            payload = json.serialized()
+            if !all.contains(where: { $0.0.lowercased() == "content-type" }) { all.append(("Content-Type", "application/json")) }
+        }
+        return try TestHTTPClient.send(method, baseURL + path, headers: all, body: payload)
+    }
+
+    /// An app made through the admin API with the platform token.
+    public struct CreatedApp: Sendable {
+        public let id: String
+        public let appKey: String
+        public let secretKey: String
+        public let response: TestResponse
+    }
+
+    public func createApp(_ settings: JSON = ["name": "Test App"]) throws -> CreatedApp {
+        let response = try request("POST", "/v1/admin/apps", bearer: Self.adminToken, json: settings)
+        guard response.status == 201, let data = response.data, let id = data["app"]?["id"]?.stringValue,
+            let appKey = data["app_key"]?.stringValue, let secretKey = data["secret_key"]?.stringValue
+        else { throw TestHTTPClient.Failure(description: "creating an app answered \(response.status): \(response.text)") }
+        return CreatedApp(id: id, appKey: appKey, secretKey: secretKey, response: response)
+    }
+}

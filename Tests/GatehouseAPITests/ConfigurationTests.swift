@@ -1,0 +1,65 @@
+import GatehouseCore
+import Testing
+
+@Suite("Configuration from the environment")
+struct ConfigurationTests {
+    @Test
+    func defaultsAreSafeForLocalUse() throws {
+        let config = try Configuration.fromEnvironment([:])
+        #expect(config.database == .sqlite(path: "./data/gatehouse.db"))
+        #expect(config.listenHost == "127.0.0.1")
+        #expect(config.listenPort == 8080)
+        #expect(config.publicURL == "http://127.0.0.1:8080")
+        #expect(config.smtpURL == "log:")
+        #expect(config.adminToken == nil)
+        #expect(config.masterKey == nil)
+        #expect(config.refreshGraceSeconds == 10)
+    }
+
+    @Test
+    func everyProblemIsReportedAtOnce() {
+        #expect {
+            try Configuration.fromEnvironment([
+                "GATEHOUSE_DATABASE_URL": "mysql://x", "GATEHOUSE_LISTEN": "nowhere", "GATEHOUSE_MASTER_KEY": "short",
+                "GATEHOUSE_ADMIN_TOKEN": "tiny", "GATEHOUSE_TRUSTED_PROXIES": "10.0.0.0/8, not-an-ip", "GATEHOUSE_REFRESH_GRACE_SECONDS": "ten",
+            ])
+        } throws: { error in
+            guard let error = error as? ConfigurationError else { return false }
+            return error.problems.count == 6
+        }
+    }
+
+    @Test
+    func postgresNeedsAMasterKey() {
+        #expect(throws: ConfigurationError.self) { try Configuration.fromEnvironment(["GATEHOUSE_DATABASE_URL": "postgres://localhost/x"]) }
+    }
+
+    @Test
+    func masterKeysAreBase64OrHex() throws {
+        let hex = String(repeating: "ab", count: 32)
+        #expect(try Configuration.fromEnvironment(["GATEHOUSE_MASTER_KEY": hex]).masterKey == Array(repeating: 0xAB, count: 32))
+        let b64 = "q6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6s="
+        #expect(try Configuration.fromEnvironment(["GATEHOUSE_MASTER_KEY": b64]).masterKey == Array(repeating: 0xAB, count: 32))
+        let urlSafe = "q6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6s"
+        #expect(try Configuration.fromEnvironment(["GATEHOUSE_MASTER_KEY": urlSafe]).masterKey == Array(repeating: 0xAB, count: 32))
+    }
+
+    @Test
+    func listenAndPublicURL() throws {
+        let v6 = try Configuration.fromEnvironment(["GATEHOUSE_LISTEN": "[::1]:9000"])
+        #expect(v6.listenHost == "::1")
+        #expect(v6.publicURL == "http://[::1]:9000")
+        let explicit = try Configuration.fromEnvironment(["GATEHOUSE_LISTEN": "0.0.0.0:80", "GATEHOUSE_PUBLIC_URL": "https://auth.example.com/"])
+        #expect(explicit.publicURL == "https://auth.example.com")
+    }
+
+    @Test
+    func trustedProxyRanges() throws {
+        let range = try #require(IPRange("10.1.0.0/16"))
+        #expect(range.contains("10.1.200.3"))
+        #expect(!range.contains("10.2.0.1"))
+        #expect(range.contains("::ffff:10.1.0.9"))
+        #expect(try #require(IPRange("2001:db8::/32")).contains("2001:db8::1"))
+        #expect(IPRange("10.0.0.0/33") == nil)
+    }
+}

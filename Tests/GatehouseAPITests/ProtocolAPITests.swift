@@ -1,0 +1,117 @@
+import Foundation
+import GatehouseCore
+import GatehouseTesting
+import Testing
+
+/// What every route shares: errors as problem+json, limits, request ids, CORS, operations endpoints.
+@Suite("HTTP conventions")
+struct ProtocolAPITests {
+    @Test(arguments: TestDatabase.kinds)
+    func badRequestsAnswerProblemJSONWithStableCodes(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp()
+        let admin = [("Authorization", "Bearer \(app.secretKey)")]
+        let json = [("Content-Type", "application/json")]
+        let cases: [(String, String, [(String, String)], [UInt8]?, Int, String)] = [
+            ("GET", "/v1/nope", [], nil, 404, "request/not-found"),
+            ("DELETE", "/v1/app", [], nil, 405, "request/method-not-allowed"),
+            ("PATCH", "/v1/admin/app", admin + json, Array("{\"name\": ".utf8), 400, "request/validation-failed"),
+            ("PATCH", "/v1/admin/app", admin + json, Array("[1,2]".utf8), 400, "request/validation-failed"),
+            ("PATCH", "/v1/admin/app", admin + json, [0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x3A, 0x31, 0x7D], 400, "request/validation-failed"),
+            ("PATCH", "/v1/admin/app", admin + json, [], 400, "request/validation-failed"),
+            ("PATCH", "/v1/admin/app", admin + [("Content-Type", "text/plain")], Array("{}".utf8), 415, "request/unsupported-media-type"),
+            ("PATCH", "/v1/admin/app", admin + [("Content-Type", "application/x-www-form-urlencoded")], Array("a=b".utf8), 415, "request/unsupported-media-type"),
+            ("PATCH", "/v1/admin/app", admin + json, Array(("{\"name\":\"" + String(repeating: "a", count: 70_000) + "\"}").utf8), 413, "request/payload-too-large"),
+            ("PATCH", "/v1/admin/app", admin + json, Array("{\"name\": 12}".utf8), 400, "request/validation-failed"),
+            ("GET", "/v1/app", [("X-App-Key", app.appKey), ("X-Big", String(repeating: "h", count: 20_000))], nil, 431, "request/headers-too-large"),
+            ("GET", "/v1/app?q=" + String(repeating: "u", count: 10_000), [("X-App-Key", app.appKey)], nil, 414, "request/uri-too-long"),
+        ]
+        for (method, path, headers, body, status, code) in cases {
+            let response = try server.request(method, path, headers: headers, body: body)
+            #expect(response.status == status, "\(method) \(path.prefix(40))")
+            #expect(response.problemCode == code, "\(method) \(path.prefix(40))")
+            #expect(response.header("Content-Type") == "application/problem+json")
+            let problem = try #require(response.json)
+            #expect(problem["type"] == .string("urn:gatehouse:error:\(code)"))
+            #expect(problem["status"] == .int(Int64(status)))
+            #expect(problem["title"]?.stringValue?.isEmpty == false)
+            #expect(problem["request_id"]?.stringValue == response.header("X-Request-Id"))
+        }
+        // None of it changed the app.
+        #expect(try server.request("GET", "/v1/admin/app", bearer: app.secretKey).data?["name"] == "Test App")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func aChunkedBodyOverTheCapIsRefused(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp()
+        let response = try server.request(
+            "PATCH", "/v1/admin/app", bearer: app.secretKey, headers: [("Content-Type", "application/json"), ("Transfer-Encoding", "chunked")],
+            body: Array(repeating: 0x20, count: 100_000))
+        #expect(response.status == 413)
+        #expect(response.problemCode == "request/payload-too-large")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func requestIDsAreEchoedWhenSaneAndGeneratedOtherwise(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let echoed = try server.request("GET", "/healthz", headers: [("X-Request-Id", "abc.DEF_123-x")])
+        #expect(echoed.header("X-Request-Id") == "abc.DEF_123-x")
+        for bad in ["has space", String(repeating: "a", count: 129), "semi;colon"] {
+            let replaced = try server.request("GET", "/healthz", headers: [("X-Request-Id", bad)])
+            let id = try #require(replaced.header("X-Request-Id"))
+            #expect(id != bad && id.hasPrefix("req_"))
+        }
+        let a = try server.request("GET", "/healthz").header("X-Request-Id")
+        let b = try server.request("GET", "/healthz").header("X-Request-Id")
+        #expect(a != nil && a != b)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func corsFollowsEachAppsAllowedOrigins(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let a = try server.createApp(["name": "A", "allowed_origins": ["https://a.example.com"]])
+        let b = try server.createApp(["name": "B", "allowed_origins": ["https://b.example.com"]])
+
+        let preflight = try server.request(
+            "OPTIONS", "/v1/app", headers: [("Origin", "https://a.example.com"), ("Access-Control-Request-Method", "GET"), ("Access-Control-Request-Headers", "x-app-key")])
+        #expect(preflight.status == 204)
+        #expect(preflight.header("Access-Control-Allow-Origin") == "https://a.example.com")
+        #expect(preflight.header("Access-Control-Allow-Headers")?.contains("X-App-Key") == true)
+        #expect(preflight.header("Access-Control-Allow-Methods") == "GET")
+
+        let unknownOrigin = try server.request(
+            "OPTIONS", "/v1/app", headers: [("Origin", "https://evil.example.com"), ("Access-Control-Request-Method", "GET")])
+        #expect(unknownOrigin.header("Access-Control-Allow-Origin") == nil)
+
+        let own = try server.request("GET", "/v1/app", appKey: a.appKey, headers: [("Origin", "https://a.example.com")])
+        #expect(own.header("Access-Control-Allow-Origin") == "https://a.example.com")
+        #expect(own.header("Vary")?.contains("Origin") == true)
+        // B's origin is not A's: no CORS headers for A's responses, even though some app lists it.
+        let other = try server.request("GET", "/v1/app", appKey: a.appKey, headers: [("Origin", "https://b.example.com")])
+        #expect(other.header("Access-Control-Allow-Origin") == nil)
+        #expect(try server.request("GET", "/v1/app", appKey: b.appKey, headers: [("Origin", "https://b.example.com")])
+            .header("Access-Control-Allow-Origin") == "https://b.example.com")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func healthReadinessAndMetrics(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        #expect(try server.request("GET", "/healthz").status == 200)
+        #expect(try server.request("GET", "/readyz").json == ["status": "ok"])
+        _ = try server.request("GET", "/v1/app")
+        #expect(try server.request("GET", "/metrics").problemCode == "auth/missing-token")
+        #expect(try server.request("GET", "/metrics", bearer: "wrong").problemCode == "auth/invalid-token")
+        let metrics = try server.request("GET", "/metrics", bearer: TestServer.adminToken)
+        #expect(metrics.status == 200)
+        #expect(metrics.header("Content-Type")?.hasPrefix("text/plain") == true)
+        #expect(metrics.text.contains(#"gatehouse_http_requests_total{method="GET",route="/v1/app",status="401"} 1"#))
+        #expect(metrics.text.contains(#"gatehouse_http_request_duration_seconds_bucket{method="GET",route="/healthz",status="200",le="+Inf"} 1"#))
+        #expect(metrics.text.contains("gatehouse_db_pool_connections"))
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import GatehouseAPI
+import GatehouseCore
+import GatehouseTesting
+import Testing
+
+@Suite("Apps from Tenants/ files")
+struct TenantsTests {
+    let folder: String
+
+    init() throws {
+        folder = NSTemporaryDirectory() + "gatehouse-tenants-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        _ = try IndependentJWTVerifier.run("/usr/bin/openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", folder + "/apple.p8"])
+    }
+
+    func write(_ name: String, _ json: JSON) throws {
+        try Data(json.serialized()).write(to: URL(fileURLWithPath: folder + "/" + name))
+    }
+
+    static let demo: JSON = [
+        "app_key": "pk_tenant_demo_0123456789", "name": "Tenant Demo", "allowed_origins": ["http://localhost:3000"],
+        "apple": ["client_ids": ["com.example.demo"], "team_id": "ABCDE12345", "key_id": "KEY1234567", "private_key_file": "apple.p8"],
+        "email": ["smtp_url": "smtp://127.0.0.1:2525", "smtp_password_env": "DEMO_SMTP_PASSWORD"],
+    ]
+
+    @Test(arguments: TestDatabase.kinds)
+    func aTenantsAppAnswersAndPublishesItsKeys(_ kind: TestDatabaseKind) throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try write("demo.json", Self.demo)
+        let server = try TestServer(kind, environment: ["DEMO_SMTP_PASSWORD": "smtp-secret-from-env"]) { $0.tenantsDirectory = folder }
+        defer { server.stop() }
+
+        let app = try server.request("GET", "/v1/app", appKey: "pk_tenant_demo_0123456789")
+        #expect(app.status == 200)
+        #expect(app.data?["name"] == "Tenant Demo")
+        let id = try #require(app.data?["id"]?.stringValue)
+        #expect(try server.request("GET", "/v1/apps/\(id)/jwks.json").status == 200)
+
+        // Secrets read from the file and the environment are sealed like any other.
+        let stored = try server.gatehouse.database.query("SELECT settings FROM apps")[0].string("settings")
+        #expect(!stored.contains("smtp-secret-from-env"))
+        #expect(!stored.contains("PRIVATE KEY"))
+        let context = try #require(try server.gatehouse.directory.app(key: "pk_tenant_demo_0123456789"))
+        #expect(context.settings.email.smtpPassword == "smtp-secret-from-env")
+        #expect(context.settings.apple.privateKey?.contains("BEGIN PRIVATE KEY") == true)
+
+        // Applying again changes nothing; a changed file updates the same app.
+        let environment = ["DEMO_SMTP_PASSWORD": "smtp-secret-from-env"]
+        #expect(try server.gatehouse.apps.applyTenants(folder: folder, environment: environment) == ["demo.json: unchanged \(id)"])
+        var changed = Self.demo
+        if case .object(var o) = changed { o["name"] = "Renamed Demo"; changed = .object(o) }
+        try write("demo.json", changed)
+        #expect(try server.gatehouse.apps.applyTenants(folder: folder, environment: environment) == ["demo.json: updated \(id)"])
+        #expect(try server.request("GET", "/v1/app", appKey: "pk_tenant_demo_0123456789").data?["name"] == "Renamed Demo")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func aBadTenantsFileStopsTheStartWithEveryProblem(_ kind: TestDatabaseKind) throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try write("bad.json", ["app_key": "pk_tenant_bad_0123456789", "name": "", "unknown": true, "email": ["smtp_password_env": "NOT_SET_ANYWHERE"]])
+        #expect {
+            try TestServer(kind) { $0.tenantsDirectory = folder }
+        } throws: { error in
+            let text = String(describing: error)
+            return text.contains("bad.json") && text.contains("name") && text.contains("unknown") && text.contains("NOT_SET_ANYWHERE")
+        }
+    }
+
+    @Test
+    func theShippedDemoTenantIsValid() throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let server = try TestServer(.sqlite) { $0.tenantsDirectory = root.appendingPathComponent("Tenants").path }
+        defer { server.stop() }
+        let app = try server.request("GET", "/v1/app", appKey: "pk_demo_gatehouse_local_only")
+        #expect(app.status == 200)
+    }
+}
