@@ -52,6 +52,11 @@ public struct SQL: ExpressibleByStringInterpolation, Sendable, CustomStringConve
             fragments.append(.bind(value.sqlValue))
         }
 
+        /// Binds `value`, or `NULL` when it is `nil`.
+        public mutating func appendInterpolation<Value: SQLBindable>(_ value: Value?) {
+            fragments.append(.bind(value.sqlValue))
+        }
+
         /// Splices another statement fragment, keeping its binds.
         public mutating func appendInterpolation(_ sql: SQL) {
             fragments.append(contentsOf: sql.fragments)

@@ -32,6 +32,8 @@ final class PostgresConnection: PooledConnection, SQLConnection {
             PQfinish(connection)
             throw SQLError(kind: .connection, message: "cannot connect to PostgreSQL: \(message.trimmed)")
         }
+        // libpq prints NOTICEs ("drop cascades to …") to stderr by default; a server's log is not the place.
+        PQsetNoticeProcessor(connection, ignoreNotice, nil)
         handle = connection
     }
 
@@ -240,3 +242,6 @@ private func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<Uns
         buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { body($0.baseAddress!) }
     }
 }
+
+/// Drops server NOTICE messages (a `@convention(c)` function: libpq calls it on the connection's thread).
+private let ignoreNotice: PQnoticeProcessor = { _, _ in }
