@@ -101,8 +101,14 @@ final class PostgresConnection: PooledConnection, SQLConnection {
                     handle, text, Int32(binds.count), types, valuePointers.baseAddress, lengths, formats, 0)
             }
         }
-        try check(result)
-        return result!
+        guard let result else { throw noResultError() }
+        do {
+            try check(result)
+        } catch {
+            PQclear(result)
+            throw error
+        }
+        return result
     }
 
     private static func cString(_ string: String) -> UnsafeMutablePointer<CChar> {
@@ -156,17 +162,18 @@ final class PostgresConnection: PooledConnection, SQLConnection {
     // MARK: - Errors
 
     private func check(_ result: OpaquePointer?) throws(SQLError) {
-        guard let result else {
-            throw SQLError(kind: .connection, message: secret.scrub(String(cString: PQerrorMessage(handle))).trimmed)
-        }
+        guard let result else { throw noResultError() }
         switch PQresultStatus(result) {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
             return
         default:
-            let error = self.error(from: result)
-            PQclear(result)
-            throw error
+            throw error(from: result)  // the caller still owns (and clears) `result`
         }
+    }
+
+    /// libpq returns no result when the connection is gone or memory ran out.
+    private func noResultError() -> SQLError {
+        SQLError(kind: .connection, message: secret.scrub(String(cString: PQerrorMessage(handle))).trimmed)
     }
 
     private func error(from result: OpaquePointer) -> SQLError {
