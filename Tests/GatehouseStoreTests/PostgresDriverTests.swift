@@ -26,7 +26,7 @@ import Testing
             let pid = try db.query("SELECT pg_backend_pid() AS pid").first!.int64("pid")
             let other = try test.openAnother()
             defer { other.close() }
-            _ = try other.query("SELECT pg_terminate_backend(\(pid)::int) AS done")
+            _ = try other.query("SELECT pg_terminate_backend(\(pid)::int, 5000) AS done")
             // The dead connection fails once, is dropped, and the next call gets a fresh one.
             let failure = sqlError { _ = try db.query("SELECT 1 AS one") }
             #expect(failure?.kind == .connection)
