@@ -1,0 +1,57 @@
+/// An error from the storage layer, classified so callers can react without parsing text.
+public struct SQLError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, as far as a caller needs to know.
+    public enum Kind: Sendable, Hashable {
+        /// A unique or primary-key constraint rejected the row.
+        case uniqueViolation
+        /// A foreign-key constraint rejected the row.
+        case foreignKeyViolation
+        /// A `CHECK` (or `NOT NULL`) constraint rejected the row.
+        case checkViolation
+        /// The database could not be reached or the connection broke.
+        case connection
+        /// Lock contention, serialization failure or an exhausted pool: retrying may succeed.
+        case busy
+        /// A row could not be decoded into the requested Swift type.
+        case decoding
+        /// Migrations could not be loaded or applied.
+        case migration
+        /// Anything else (syntax errors, …).
+        case other
+    }
+
+    /// The classification.
+    public let kind: Kind
+    /// A human-readable explanation for logs only — never send it in an HTTP response.
+    public let message: String
+    /// The constraint or index the database named, when it said (PostgreSQL's constraint
+    /// name; SQLite's `table.column` list from "UNIQUE constraint failed: t.col").
+    public let constraint: String?
+
+    /// Creates an error.
+    public init(kind: Kind, message: String, constraint: String? = nil) {
+        self.kind = kind
+        self.message = message
+        self.constraint = constraint
+    }
+
+    /// A ``Kind/decoding`` error naming the column.
+    public static func decoding(column: String, expected: String, found: SQLValue?) -> SQLError {
+        let what: String
+        switch found {
+        case nil: what = "no such column"
+        case .null?: what = "NULL"
+        case .integer?: what = "an integer"
+        case .text?: what = "text"
+        case .blob?: what = "a blob"
+        }
+        return SQLError(kind: .decoding, message: "column \"\(column)\": expected \(expected), found \(what)")
+    }
+
+    /// `SQLError(kind): message [constraint]`.
+    public var description: String {
+        var text = "SQLError(\(kind)): \(message)"
+        if let constraint { text += " [constraint: \(constraint)]" }
+        return text
+    }
+}

@@ -1,0 +1,215 @@
+import CPostgres
+import Foundation
+import GatehouseSQL
+
+/// One libpq connection.
+///
+/// Not thread-safe; ``PostgresDatabase``'s pool lends it to one thread at a time.
+final class PostgresConnection: PooledConnection, SQLConnection {
+    private static let byteaOID: Oid = 17
+    private static let boolOID: Oid = 16
+    private static let integerOIDs: Set<Oid> = [20, 21, 23, 26]  // int8, int2, int4, oid
+
+    let dialect = SQLDialect.postgres
+    private let handle: OpaquePointer
+    private let secret: Secret
+
+    /// Connects with `url` (a `postgres://` URL or `key=value` string); `application_name`
+    /// defaults to `gatehouse` and `client_encoding` is UTF-8.
+    init(url: String, secret: Secret) throws(SQLError) {
+        self.secret = secret
+        // Later entries win; the URL comes last so its own application_name, if any, is kept.
+        let keywords = ["application_name", "client_encoding", "connect_timeout", "dbname"]
+        let values = ["gatehouse", "UTF8", "10", url]
+        let connection = withCStringArray(keywords) { keywords in
+            withCStringArray(values) { values in PQconnectdbParams(keywords, values, 1) }
+        }
+        guard let connection else {
+            throw SQLError(kind: .connection, message: "cannot connect to PostgreSQL: out of memory")
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = secret.scrub(String(cString: PQerrorMessage(connection)))
+            PQfinish(connection)
+            throw SQLError(kind: .connection, message: "cannot connect to PostgreSQL: \(message.trimmed)")
+        }
+        // libpq prints NOTICEs ("drop cascades to …") to stderr by default; a server's log is not the place.
+        PQsetNoticeProcessor(connection, ignoreNotice, nil)
+        handle = connection
+    }
+
+    var isReusable: Bool {
+        PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE
+    }
+
+    /// `true` inside `BEGIN` … `COMMIT`, including a transaction aborted by an error.
+    var transactionStatus: PGTransactionStatusType { PQtransactionStatus(handle) }
+
+    func close() {
+        PQfinish(handle)
+    }
+
+    func query(_ sql: SQL) throws(SQLError) -> [SQLRow] {
+        let result = try run(sql)
+        defer { PQclear(result) }
+        return Self.rows(of: result)
+    }
+
+    @discardableResult
+    func execute(_ sql: SQL) throws(SQLError) -> Int {
+        let result = try run(sql)
+        defer { PQclear(result) }
+        return Int(String(cString: PQcmdTuples(result))) ?? 0
+    }
+
+    func executeScript(_ script: String) throws(SQLError) {
+        let result = PQexec(handle, script)
+        defer { PQclear(result) }
+        try check(result)
+    }
+
+    // MARK: - Statements
+
+    private func run(_ sql: SQL) throws(SQLError) -> OpaquePointer {
+        let (text, binds) = sql.render(.postgres)
+        var values: [UnsafeMutablePointer<CChar>?] = []
+        var lengths: [Int32] = []
+        var formats: [Int32] = []
+        var types: [Oid] = []
+        values.reserveCapacity(binds.count)
+        defer { for value in values { value?.deallocate() } }
+        for bind in binds {
+            switch bind {
+            case .null:
+                values.append(nil); lengths.append(0); formats.append(0); types.append(0)
+            case .integer(let integer):
+                // Untyped (OID 0) so the server infers bigint, integer or boolean from context.
+                values.append(Self.cString(String(integer))); lengths.append(0); formats.append(0); types.append(0)
+            case .text(let string):
+                values.append(Self.cString(string)); lengths.append(0); formats.append(0); types.append(0)
+            case .blob(let bytes):
+                // Binary bytea; a non-nil pointer even for zero bytes (nil would mean NULL).
+                let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(bytes.count, 1))
+                bytes.withUnsafeBytes { raw in
+                    UnsafeMutableRawPointer(buffer).copyMemory(from: raw.baseAddress ?? UnsafeRawPointer(buffer), byteCount: raw.count)
+                }
+                values.append(buffer); lengths.append(Int32(bytes.count)); formats.append(1); types.append(Self.byteaOID)
+            }
+        }
+        let result = values.withUnsafeBufferPointer { valuePointers in
+            valuePointers.withMemoryRebound(to: UnsafePointer<CChar>?.self) { valuePointers in
+                PQexecParams(
+                    handle, text, Int32(binds.count), types, valuePointers.baseAddress, lengths, formats, 0)
+            }
+        }
+        guard let result else { throw noResultError() }
+        do {
+            try check(result)
+        } catch {
+            PQclear(result)
+            throw error
+        }
+        return result
+    }
+
+    private static func cString(_ string: String) -> UnsafeMutablePointer<CChar> {
+        let utf8 = Array(string.utf8)
+        let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: utf8.count + 1)
+        utf8.withUnsafeBytes { raw in
+            if let base = raw.baseAddress { UnsafeMutableRawPointer(buffer).copyMemory(from: base, byteCount: raw.count) }
+        }
+        buffer[utf8.count] = 0
+        return buffer
+    }
+
+    private static func rows(of result: OpaquePointer) -> [SQLRow] {
+        let columnCount = PQnfields(result)
+        let rowCount = PQntuples(result)
+        guard rowCount > 0 else { return [] }
+        let columns = (0..<columnCount).map { String(cString: PQfname(result, $0)) }
+        let types = (0..<columnCount).map { PQftype(result, $0) }
+        var rows: [SQLRow] = []
+        rows.reserveCapacity(Int(rowCount))
+        for row in 0..<rowCount {
+            var values: [SQLValue] = []
+            values.reserveCapacity(Int(columnCount))
+            for column in 0..<columnCount {
+                values.append(value(result, row, column, type: types[Int(column)]))
+            }
+            rows.append(SQLRow(columns: columns, values: values))
+        }
+        return rows
+    }
+
+    private static func value(_ result: OpaquePointer, _ row: Int32, _ column: Int32, type: Oid) -> SQLValue {
+        if PQgetisnull(result, row, column) != 0 { return .null }
+        let start = PQgetvalue(result, row, column)!
+        let length = Int(PQgetlength(result, row, column))
+        if type == byteaOID {
+            var count = 0
+            guard let decoded = start.withMemoryRebound(to: UInt8.self, capacity: length, { PQunescapeBytea($0, &count) })
+            else { return .blob([]) }
+            defer { PQfreemem(decoded) }
+            return .blob(Array(UnsafeBufferPointer(start: decoded, count: count)))
+        }
+        let text = start.withMemoryRebound(to: UInt8.self, capacity: length) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+        }
+        if type == boolOID { return .integer(text == "t" ? 1 : 0) }
+        if integerOIDs.contains(type), let integer = Int64(text) { return .integer(integer) }
+        return .text(text)
+    }
+
+    // MARK: - Errors
+
+    private func check(_ result: OpaquePointer?) throws(SQLError) {
+        guard let result else { throw noResultError() }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            return
+        default:
+            throw error(from: result)  // the caller still owns (and clears) `result`
+        }
+    }
+
+    /// libpq returns no result when the connection is gone or memory ran out.
+    private func noResultError() -> SQLError {
+        SQLError(kind: .connection, message: secret.scrub(String(cString: PQerrorMessage(handle))).trimmed)
+    }
+
+    private func error(from result: OpaquePointer) -> SQLError {
+        func field(_ code: Character) -> String? {
+            PQresultErrorField(result, Int32(code.asciiValue!)).map { String(cString: $0) }
+        }
+        let state = field("C") ?? ""
+        let primary = field("M") ?? String(cString: PQresultErrorMessage(result)).trimmed
+        let message = secret.scrub(state.isEmpty ? primary : "\(state): \(primary)")
+        let constraint = field("n")
+        let kind: SQLError.Kind
+        switch state {
+        case "23505": kind = .uniqueViolation
+        case "23503": kind = .foreignKeyViolation
+        case "23514", "23502": kind = .checkViolation
+        case "40001", "40P01", "55P03": kind = .busy
+        case "57P01", "57P02", "57P03": kind = .connection
+        case _ where state.hasPrefix("08"): kind = .connection
+        default: kind = PQstatus(handle) == CONNECTION_OK ? .other : .connection
+        }
+        return SQLError(kind: kind, message: message, constraint: constraint)
+    }
+}
+
+extension String {
+    fileprivate var trimmed: String { trimmingCharacters(in: .whitespacesAndNewlines) }
+}
+
+/// Calls `body` with a C `char *[]` view of `strings`, valid only during the call.
+private func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    let copies = strings.map { strdup($0) } + [nil]
+    defer { for copy in copies { free(copy) } }
+    return copies.withUnsafeBufferPointer { buffer in
+        buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { body($0.baseAddress!) }
+    }
+}
+
+/// Drops server NOTICE messages (a `@convention(c)` function: libpq calls it on the connection's thread).
+private let ignoreNotice: PQnoticeProcessor = { _, _ in }

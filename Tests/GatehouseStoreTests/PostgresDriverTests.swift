@@ -1,0 +1,51 @@
+import GatehouseSQL
+import PostgresDriver
+import Testing
+
+@Suite struct PostgresDriverTests {
+    @Test func aFailedConnectionNeverShowsThePassword() {
+        // Port 1 on loopback refuses at once; no server is needed.
+        let error = sqlError {
+            _ = try PostgresDatabase(url: "postgres://gatehouse:s3cr%40t-pw@127.0.0.1:1/gatehouse?connect_timeout=2")
+        }
+        #expect(error?.kind == .connection)
+        #expect(error?.message.contains("s3cr") == false)
+        #expect(error?.description.contains("s3cr") == false)
+    }
+
+    @Test func aMalformedURLIsAConnectionErrorWithoutThePassword() {
+        let error = sqlError { _ = try PostgresDatabase(url: "postgres://user:hunter2@[bad/db?nonsense_option=1") }
+        #expect(error?.kind == .connection)
+        #expect(error?.message.contains("hunter2") == false)
+    }
+
+    @Test(.enabled(if: DatabaseKind.all.contains { $0.name == "postgres" }))
+    func aConnectionKilledByTheServerIsReplaced() throws {
+        try withDatabase(.postgres, poolSize: 1) { test in
+            let db = test.database
+            let pid = try db.query("SELECT pg_backend_pid() AS pid").first!.int64("pid")
+            let other = try test.openAnother()
+            defer { other.close() }
+            _ = try other.query("SELECT pg_terminate_backend(\(pid)::int, 5000) AS done")
+            // The dead connection fails once, is dropped, and the next call gets a fresh one.
+            let failure = sqlError { _ = try db.query("SELECT 1 AS one") }
+            #expect(failure?.kind == .connection)
+            let fresh = try db.query("SELECT pg_backend_pid() AS pid").first!.int64("pid")
+            #expect(fresh != pid)
+            #expect(db.ping())
+        }
+    }
+
+    @Test(.enabled(if: DatabaseKind.all.contains { $0.name == "postgres" }))
+    func postgresBooleansAndNumericsDecode() throws {
+        try withDatabase(.postgres) { test in
+            let row = try #require(try test.database.query(
+                "SELECT TRUE AS yes, FALSE AS no, SUM(x) AS total, 2::int2 AS small FROM (VALUES (\(Int64.max)::bigint), (\(-1)::bigint)) AS v (x)"
+            ).first)
+            #expect(try row.bool("yes"))
+            #expect(try !row.bool("no"))
+            #expect(try row.int64("total") == Int64.max - 1)
+            #expect(try row.int("small") == 2)
+        }
+    }
+}
