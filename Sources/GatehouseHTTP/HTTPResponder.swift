@@ -25,7 +25,8 @@ public protocol HTTPResponder: Sendable {
     func respond(to request: HTTPRequest) -> HTTPResponse
     /// The body exceeded the limit from `head`: a declared `Content-Length` over it (checked
     /// before reading any body byte), or a chunked body that grew past it while reading
-    /// (buffering stops at once). `request.body` is empty.
+    /// (buffering stops at once; this is then called after the last chunk, see
+    /// `HTTPServer.Configuration.maxDiscardedBodyBytes`). `request.body` is empty.
     func bodyTooLarge(_ request: HTTPRequest) -> HTTPResponse
     /// The header fields (sum of name and value lengths in bytes) exceed
     /// `Configuration.maxHeaderBytes`. Answer with 431. `head` is not called.
@@ -34,6 +35,12 @@ public protocol HTTPResponder: Sendable {
     /// The request target (path and query) is longer than `Configuration.maxURLBytes`.
     /// Answer with 414. `head` is not called. The default answers 414 with an empty body.
     func uriTooLong(_ request: HTTPRequest) -> HTTPResponse
+    /// The request framing is ambiguous in a way libmicrohttpd 0.9.75 tolerates but a proxy
+    /// might read differently (request smuggling): several `Content-Length` values that
+    /// differ, or `Content-Length` together with `Transfer-Encoding`. Answer with 400; the
+    /// body is not read and the connection is closed. `reason` is a short English sentence.
+    /// The default answers 400 with an empty body.
+    func badRequest(_ request: HTTPRequest, reason: String) -> HTTPResponse
 }
 
 extension HTTPResponder {
@@ -43,5 +50,9 @@ extension HTTPResponder {
 
     public func uriTooLong(_ request: HTTPRequest) -> HTTPResponse {
         HTTPResponse(status: 414)
+    }
+
+    public func badRequest(_ request: HTTPRequest, reason: String) -> HTTPResponse {
+        HTTPResponse(status: 400)
     }
 }

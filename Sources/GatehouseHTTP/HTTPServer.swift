@@ -47,6 +47,12 @@ public final class HTTPServer: @unchecked Sendable {
         /// Request targets (path and query, in bytes as sent) longer than this go to
         /// `HTTPResponder.uriTooLong` (414) instead of `head`.
         public var maxURLBytes: Int = 8 * 1024
+        /// A chunked body that grows past the limit from `HTTPResponder.head` is answered with
+        /// `bodyTooLarge` only once the client has sent its last chunk (libmicrohttpd 0.9.75
+        /// cannot queue a response in the middle of a body). Until then the server discards
+        /// what arrives, buffering nothing; past this many discarded bytes it closes the
+        /// connection without an answer instead.
+        public var maxDiscardedBodyBytes: Int = 256 * 1024
         /// How long `shutdown()` waits for requests in flight before closing everything.
         public var shutdownGracePeriodSeconds: Double = 10
         /// Let libmicrohttpd print its diagnostics to stderr (off in production).
@@ -74,7 +80,8 @@ public final class HTTPServer: @unchecked Sendable {
         self.context = ServerContext(
             responder: responder,
             maxHeaderBytes: configuration.maxHeaderBytes,
-            maxURLBytes: configuration.maxURLBytes)
+            maxURLBytes: configuration.maxURLBytes,
+            maxDiscardedBodyBytes: configuration.maxDiscardedBodyBytes)
     }
 
     deinit {
@@ -98,6 +105,12 @@ public final class HTTPServer: @unchecked Sendable {
     /// The port actually bound (useful with port 0), or 0 before `start()`.
     public var port: UInt16 {
         boundPort.load(ordering: .acquiring)
+    }
+
+    /// Requests whose headers reached the responder and whose response has not been fully
+    /// sent (or aborted) yet.
+    public var requestsInFlight: Int {
+        context.inFlight.load(ordering: .relaxed)
     }
 
     /// Stops gracefully: stops accepting (new connections are refused), lets requests in

@@ -22,6 +22,8 @@ final class RequestState {
     var limit = 0
     var body: [UInt8] = []
     var bodyTooLarge = false
+    /// Body bytes thrown away after the limit was passed.
+    var discardedBytes = 0
 
     init(target: String, targetLength: Int) {
         self.target = target

@@ -12,13 +12,15 @@ final class ServerContext: Sendable {
     let responder: any HTTPResponder
     let maxHeaderBytes: Int
     let maxURLBytes: Int
+    let maxDiscardedBodyBytes: Int
     /// Requests whose headers reached the access handler and that have not completed yet.
     let inFlight = Atomic<Int>(0)
 
-    init(responder: any HTTPResponder, maxHeaderBytes: Int, maxURLBytes: Int) {
+    init(responder: any HTTPResponder, maxHeaderBytes: Int, maxURLBytes: Int, maxDiscardedBodyBytes: Int) {
         self.responder = responder
         self.maxHeaderBytes = maxHeaderBytes
         self.maxURLBytes = maxURLBytes
+        self.maxDiscardedBodyBytes = maxDiscardedBodyBytes
     }
 
     /// One call of the access handler: headers first, then body chunks, then a final call.
@@ -46,11 +48,16 @@ final class ServerContext: Sendable {
             let size = uploadSize.pointee
             if size > 0 {
                 uploadSize.pointee = 0
-                guard !state.bodyTooLarge else { return respondBodyTooLarge(state, connection: connection) }
-                if size > state.limit - state.body.count {
+                if !state.bodyTooLarge, size > state.limit - state.body.count {
                     state.bodyTooLarge = true
                     state.body = []
-                    return .YES
+                }
+                guard !state.bodyTooLarge else {
+                    // libmicrohttpd 0.9.75 refuses MHD_queue_response while a body is being
+                    // read, so the 413 can only go out after the final chunk: discard until
+                    // then, within a bound, or close the connection.
+                    state.discardedBytes += size
+                    return state.discardedBytes > maxDiscardedBodyBytes ? .NO : .YES
                 }
                 if let upload {
                     upload.withMemoryRebound(to: UInt8.self, capacity: size) {
@@ -93,6 +100,10 @@ final class ServerContext: Sendable {
             state.phase = .answered
             return queue(responder.headerTooLarge(request), on: connection)
         }
+        if let reason = Self.ambiguousFraming(request.headers) {
+            state.phase = .answered
+            return queue(responder.badRequest(request, reason: reason), on: connection)
+        }
         switch responder.head(request) {
         case .respond(let response):
             state.phase = .answered
@@ -112,6 +123,19 @@ final class ServerContext: Sendable {
     private func respondBodyTooLarge(_ state: RequestState, connection: OpaquePointer) -> MHD_Result {
         state.phase = .answered
         return queue(responder.bodyTooLarge(state.request), on: connection)
+    }
+
+    /// Framing libmicrohttpd accepts (it uses the first `Content-Length`, or chunked when both
+    /// are present) but that a front proxy could frame differently.
+    private static func ambiguousFraming(_ headers: HTTPHeaders) -> String? {
+        let lengths = headers.values("Content-Length")
+        if Set(lengths).count > 1 {
+            return "The request has conflicting Content-Length headers."
+        }
+        if !lengths.isEmpty, headers.contains("Transfer-Encoding") {
+            return "The request has both Content-Length and Transfer-Encoding."
+        }
+        return nil
     }
 
     /// Whether any `Content-Length` value exceeds `limit` (or is not a number libmicrohttpd
