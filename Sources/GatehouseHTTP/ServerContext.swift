@@ -114,7 +114,9 @@ final class ServerContext: Sendable {
                 state.phase = .answered
                 return queue(responder.bodyTooLarge(request), on: connection)
             }
-            request.body = []
+            if let declared = request.headers["Content-Length"].flatMap({ Int($0) }) {
+                state.body.reserveCapacity(declared)
+            }
             state.request = request
             return .YES
         }
