@@ -1,0 +1,33 @@
+/// A request as libmicrohttpd parsed it.
+public struct HTTPRequest: Sendable {
+    /// The method as sent, e.g. `"GET"`.
+    public var method: String
+    /// The URL path without the query string, as libmicrohttpd gives it to the access handler.
+    public var path: String
+    /// The decoded query arguments, in order (duplicates kept).
+    public var query: [(name: String, value: String)]
+    /// The request header fields, in order.
+    public var headers: HTTPHeaders
+    /// The request body; empty until the whole body is in (and always empty in `head`).
+    public var body: [UInt8]
+    /// The textual IP address of the peer (IPv4 or IPv6), or `""` if unknown.
+    public var remoteAddress: String
+
+    /// Creates a request; the server builds these, tests may too.
+    public init(
+        method: String, path: String, query: [(name: String, value: String)] = [],
+        headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], remoteAddress: String = ""
+    ) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.remoteAddress = remoteAddress
+    }
+
+    /// The first value of the query argument `name`, or `nil` if absent.
+    public func queryValue(_ name: String) -> String? {
+        query.first { $0.name == name }?.value
+    }
+}

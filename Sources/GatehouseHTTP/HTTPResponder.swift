@@ -1,0 +1,58 @@
+/// What `HTTPResponder.head` decides once the request headers are in.
+public enum HeadDecision: Sendable {
+    /// Read the body, up to `limit` bytes; more is answered with `bodyTooLarge`.
+    case readBody(limit: Int)
+    /// Answer now without reading the body (libmicrohttpd then closes the connection if a body was sent).
+    case respond(HTTPResponse)
+}
+
+/// What the server calls.
+///
+/// All methods are called on libmicrohttpd worker threads; implementations are synchronous and
+/// thread-safe. A worker blocked in a method also delays the other connections that worker
+/// serves, so keep them bounded.
+///
+/// Size limits: the server checks `HTTPServer.Configuration.maxURLBytes` and `maxHeaderBytes`
+/// before `head` and calls `uriTooLong` / `headerTooLarge` instead. Requests whose request line
+/// and headers do not fit in `connectionMemoryLimit` at all are answered by libmicrohttpd
+/// itself (414 or 431 with its own HTML body) or the connection is closed; none of these
+/// methods is called for them.
+public protocol HTTPResponder: Sendable {
+    /// Headers are in, no body byte has been read. Decide the body limit, or answer right away
+    /// (the body is then not read).
+    func head(_ request: HTTPRequest) -> HeadDecision
+    /// The whole body is in.
+    func respond(to request: HTTPRequest) -> HTTPResponse
+    /// The body exceeded the limit from `head`: a declared `Content-Length` over it (checked
+    /// before reading any body byte), or a chunked body that grew past it while reading
+    /// (buffering stops at once; this is then called after the last chunk, see
+    /// `HTTPServer.Configuration.maxDiscardedBodyBytes`). `request.body` is empty.
+    func bodyTooLarge(_ request: HTTPRequest) -> HTTPResponse
+    /// The header fields (sum of name and value lengths in bytes) exceed
+    /// `Configuration.maxHeaderBytes`. Answer with 431. `head` is not called.
+    /// The default answers 431 with an empty body.
+    func headerTooLarge(_ request: HTTPRequest) -> HTTPResponse
+    /// The request target (path and query) is longer than `Configuration.maxURLBytes`.
+    /// Answer with 414. `head` is not called. The default answers 414 with an empty body.
+    func uriTooLong(_ request: HTTPRequest) -> HTTPResponse
+    /// The request framing is ambiguous in a way libmicrohttpd 0.9.75 tolerates but a proxy
+    /// might read differently (request smuggling): several `Content-Length` values that
+    /// differ, or `Content-Length` together with `Transfer-Encoding`. Answer with 400; the
+    /// body is not read and the connection is closed. `reason` is a short English sentence.
+    /// The default answers 400 with an empty body.
+    func badRequest(_ request: HTTPRequest, reason: String) -> HTTPResponse
+}
+
+extension HTTPResponder {
+    public func headerTooLarge(_ request: HTTPRequest) -> HTTPResponse {
+        HTTPResponse(status: 431)
+    }
+
+    public func uriTooLong(_ request: HTTPRequest) -> HTTPResponse {
+        HTTPResponse(status: 414)
+    }
+
+    public func badRequest(_ request: HTTPRequest, reason: String) -> HTTPResponse {
+        HTTPResponse(status: 400)
+    }
+}

@@ -1,0 +1,203 @@
+import CMicroHTTPD
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An HTTP/1.1 server on libmicrohttpd: an internal epoll (or poll) event loop with a pool of
+/// worker threads, each calling the `HTTPResponder` synchronously.
+public final class HTTPServer: @unchecked Sendable {
+    // @unchecked: every stored property is immutable or behind `lifecycle: Mutex`. The
+    // libmicrohttpd threads reach the server only through `context` (a Sendable final class
+    // passed to C as an unretained pointer), which `self` keeps alive until `MHD_stop_daemon`
+    // has joined those threads (in `shutdown()`, also run by `deinit`). The compiler cannot
+    // see through that C boundary, hence unchecked.
+
+    /// How the server listens and the limits it enforces.
+    public struct Configuration: Sendable {
+        /// The IP address to bind: `"127.0.0.1"`, `"0.0.0.0"` (all IPv4), `"::1"`, or `"::"`
+        /// (all addresses, IPv6 and IPv4). Host names are not resolved.
+        public var host: String = "127.0.0.1"
+        /// The TCP port; 0 picks an ephemeral port (read it back from `HTTPServer.port`).
+        public var port: UInt16 = 8080
+        /// Worker threads. Handlers block on database and network calls, so this is above the
+        /// core count. Each worker runs its own event loop over the connections it accepted,
+        /// so a blocked handler also delays those connections.
+        public var threadCount: Int = max(8, 4 * HTTPServer.coreCount)
+        /// Total concurrent connections; more are refused at accept.
+        public var connectionLimit: Int = 1024
+        /// Concurrent connections from one IP address; more are refused at accept.
+        public var perIPConnectionLimit: Int = 256
+        /// Idle time after which libmicrohttpd closes a connection (slow or stalled clients,
+        /// idle keep-alive).
+        public var connectionTimeoutSeconds: Int = 30
+        /// Memory per connection for libmicrohttpd's buffers; bounds the request line and
+        /// headers. Requests too big for it are answered by libmicrohttpd itself, not by the
+        /// responder.
+        public var connectionMemoryLimit: Int = 64 * 1024
+        /// The listen backlog.
+        public var listenBacklog: Int = 1024
+        /// Header fields (sum of name and value bytes) above this go to
+        /// `HTTPResponder.headerTooLarge` (431) instead of `head`. Keep it well below
+        /// `connectionMemoryLimit` so that our own answer, not libmicrohttpd's, is sent.
+        public var maxHeaderBytes: Int = 16 * 1024
+        /// Request targets (path and query, in bytes as sent) longer than this go to
+        /// `HTTPResponder.uriTooLong` (414) instead of `head`.
+        public var maxURLBytes: Int = 8 * 1024
+        /// A chunked body that grows past the limit from `HTTPResponder.head` is answered with
+        /// `bodyTooLarge` only once the client has sent its last chunk (libmicrohttpd 0.9.75
+        /// cannot queue a response in the middle of a body). Until then the server discards
+        /// what arrives, buffering nothing; past this many discarded bytes it closes the
+        /// connection without an answer instead.
+        public var maxDiscardedBodyBytes: Int = 256 * 1024
+        /// How long `shutdown()` waits for requests in flight before closing everything.
+        public var shutdownGracePeriodSeconds: Double = 10
+        /// Let libmicrohttpd print its diagnostics to stderr (off in production).
+        public var logLibraryErrors: Bool = false
+
+        /// The defaults above.
+        public init() {}
+    }
+
+    /// Why `start()` failed.
+    public struct StartError: Error, CustomStringConvertible, Sendable {
+        /// What went wrong, for the operator.
+        public let description: String
+    }
+
+    /// The configuration the server was created with.
+    public let configuration: Configuration
+    private let context: ServerContext
+    private let lifecycle = Mutex<Lifecycle>(.idle)
+    private let boundPort = Atomic<UInt16>(0)
+
+    /// Creates a server; nothing listens until `start()`.
+    public init(configuration: Configuration, responder: any HTTPResponder) {
+        self.configuration = configuration
+        self.context = ServerContext(
+            responder: responder,
+            maxHeaderBytes: configuration.maxHeaderBytes,
+            maxURLBytes: configuration.maxURLBytes,
+            maxDiscardedBodyBytes: configuration.maxDiscardedBodyBytes)
+    }
+
+    deinit {
+        shutdown()
+    }
+
+    /// Binds and starts serving. Throws `StartError` if the address is not an IP literal or
+    /// cannot be bound (in use, not permitted), or if the server was already started.
+    public func start() throws {
+        try lifecycle.withLock { lifecycle in
+            guard case .idle = lifecycle else {
+                throw StartError(description: "HTTP server was already started")
+            }
+            let daemon = try startDaemon()
+            let port = gatehouse_mhd_bound_port(daemon)
+            boundPort.store(port != 0 ? port : configuration.port, ordering: .releasing)
+            lifecycle = .running(DaemonHandle(daemon: daemon))
+        }
+    }
+
+    /// The port actually bound (useful with port 0), or 0 before `start()`.
+    public var port: UInt16 {
+        boundPort.load(ordering: .acquiring)
+    }
+
+    /// Requests whose headers reached the responder and whose response has not been fully
+    /// sent (or aborted) yet.
+    public var requestsInFlight: Int {
+        context.inFlight.load(ordering: .relaxed)
+    }
+
+    /// Stops gracefully: stops accepting (new connections are refused), lets requests in
+    /// flight finish for up to `shutdownGracePeriodSeconds`, then closes every connection.
+    ///
+    /// Safe to call from any thread and more than once; a concurrent second call returns
+    /// once the first has finished. Must not be called from a responder method.
+    public func shutdown() {
+        lifecycle.withLock { lifecycle in
+            guard case .running(let handle) = lifecycle else {
+                lifecycle = .stopped
+                return
+            }
+            lifecycle = .stopped
+            // Needs MHD_USE_ITC. The listen socket stays open until MHD_stop_daemon (worker
+            // threads may still hold it), but shutdown(2) stops it listening right away, so
+            // new connections are refused instead of waiting in the backlog.
+            let listenSocket = MHD_quiesce_daemon(handle.daemon)
+            if listenSocket >= 0 {
+                _ = Glibc.shutdown(listenSocket, Int32(SHUT_RDWR))
+            }
+            let deadline = Self.monotonicSeconds() + configuration.shutdownGracePeriodSeconds
+            while context.inFlight.load(ordering: .acquiring) > 0, Self.monotonicSeconds() < deadline {
+                usleep(5_000)
+            }
+            MHD_stop_daemon(handle.daemon)
+            if listenSocket >= 0 {
+                close(listenSocket)
+            }
+        }
+    }
+
+    private func startDaemon() throws -> OpaquePointer {
+        let address = try BindAddress(host: configuration.host, port: configuration.port)
+        let eventLoop = MHD_is_feature_supported(.FEATURE_EPOLL) == .YES
+            ? MHD_USE_EPOLL_INTERNAL_THREAD.rawValue : MHD_USE_POLL_INTERNAL_THREAD.rawValue
+        var flags = eventLoop | MHD_USE_ITC.rawValue | address.flags
+        if configuration.logLibraryErrors {
+            flags |= MHD_USE_ERROR_LOG.rawValue
+        }
+        let contextPointer = Unmanaged.passUnretained(context).toOpaque()
+        let daemon = address.withSockaddr { sockaddr in
+            var options = gatehouse_mhd_options(
+                thread_pool_size: UInt32(clamping: max(1, configuration.threadCount)),
+                connection_limit: UInt32(clamping: max(1, configuration.connectionLimit)),
+                per_ip_connection_limit: UInt32(clamping: max(0, configuration.perIPConnectionLimit)),
+                connection_timeout: UInt32(clamping: max(0, configuration.connectionTimeoutSeconds)),
+                connection_memory_limit: max(4096, configuration.connectionMemoryLimit),
+                listen_backlog: UInt32(clamping: max(1, configuration.listenBacklog)),
+                bind_address: sockaddr,
+                completed: MicroHTTPDCallbacks.requestCompleted,
+                completed_cls: contextPointer,
+                uri_log: MicroHTTPDCallbacks.requestLineReceived,
+                uri_log_cls: contextPointer)
+            errno = 0
+            return gatehouse_mhd_start(
+                flags, configuration.port, MicroHTTPDCallbacks.accessHandler, contextPointer, &options)
+        }
+        guard let daemon else {
+            let reason = errno != 0 ? String(cString: strerror(errno)) : "libmicrohttpd refused to start"
+            throw StartError(
+                description: "cannot listen on \(configuration.host) port \(configuration.port): \(reason)")
+        }
+        return daemon
+    }
+
+    static var coreCount: Int {
+        max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    }
+
+    private static func monotonicSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+}
+
+extension HTTPServer {
+    private enum Lifecycle {
+        case idle
+        case running(DaemonHandle)
+        case stopped
+    }
+
+    /// The daemon pointer. Sendable because it is only used under `lifecycle`'s lock, and
+    /// libmicrohttpd allows quiesce and stop from any thread.
+    private struct DaemonHandle: @unchecked Sendable {
+        let daemon: OpaquePointer
+    }
+}

@@ -1,0 +1,38 @@
+/// Per-request state, carried in libmicrohttpd's `*con_cls` from the request line to the
+/// completion callback. Not Sendable and needs no lock: libmicrohttpd calls back for one
+/// connection on one worker thread at a time.
+final class RequestState {
+    enum Phase {
+        /// Request line seen; the access handler has not run yet.
+        case created
+        /// `head` said to read the body (or has not been asked yet).
+        case readingBody
+        /// A response is queued.
+        case answered
+    }
+
+    /// The request target as sent (path and query, not decoded).
+    let target: String
+    /// Its length in bytes.
+    let targetLength: Int
+    var phase = Phase.created
+    /// Whether this request is counted in `ServerContext.inFlight`.
+    var counted = false
+    var request = HTTPRequest(method: "", path: "")
+    var limit = 0
+    var body: [UInt8] = []
+    var bodyTooLarge = false
+    /// Body bytes thrown away after the limit was passed.
+    var discardedBytes = 0
+
+    init(target: String, targetLength: Int) {
+        self.target = target
+        self.targetLength = targetLength
+    }
+
+    /// The target up to the query, not percent-decoded.
+    var path: String {
+        guard let question = target.firstIndex(of: "?") else { return target }
+        return String(target[..<question])
+    }
+}

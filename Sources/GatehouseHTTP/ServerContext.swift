@@ -1,0 +1,174 @@
+import CMicroHTTPD
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What the libmicrohttpd callbacks need, reached through their `cls` pointer.
+final class ServerContext: Sendable {
+    let responder: any HTTPResponder
+    let maxHeaderBytes: Int
+    let maxURLBytes: Int
+    let maxDiscardedBodyBytes: Int
+    /// Requests whose headers reached the access handler and that have not completed yet.
+    let inFlight = Atomic<Int>(0)
+
+    init(responder: any HTTPResponder, maxHeaderBytes: Int, maxURLBytes: Int, maxDiscardedBodyBytes: Int) {
+        self.responder = responder
+        self.maxHeaderBytes = maxHeaderBytes
+        self.maxURLBytes = maxURLBytes
+        self.maxDiscardedBodyBytes = maxDiscardedBodyBytes
+    }
+
+    /// One call of the access handler: headers first, then body chunks, then a final call.
+    func handle(
+        connection: OpaquePointer, method: UnsafePointer<CChar>?, upload: UnsafePointer<CChar>?,
+        uploadSize: UnsafeMutablePointer<Int>, requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
+        let state: RequestState
+        if let existing = requestContext.pointee {
+            state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
+        } else {
+            // The request-line callback always runs first; this is only a safety net.
+            state = RequestState(target: "", targetLength: 0)
+            requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
+        }
+
+        switch state.phase {
+        case .created:
+            state.phase = .readingBody
+            inFlight.add(1, ordering: .relaxed)
+            state.counted = true
+            return handleHead(state, connection: connection, method: method)
+
+        case .readingBody:
+            let size = uploadSize.pointee
+            if size > 0 {
+                uploadSize.pointee = 0
+                if !state.bodyTooLarge, size > state.limit - state.body.count {
+                    state.bodyTooLarge = true
+                    state.body = []
+                }
+                guard !state.bodyTooLarge else {
+                    // libmicrohttpd 0.9.75 refuses MHD_queue_response while a body is being
+                    // read, so the 413 can only go out after the final chunk: discard until
+                    // then, within a bound, or close the connection.
+                    state.discardedBytes += size
+                    return state.discardedBytes > maxDiscardedBodyBytes ? .NO : .YES
+                }
+                if let upload {
+                    upload.withMemoryRebound(to: UInt8.self, capacity: size) {
+                        state.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
+                    }
+                }
+                return .YES
+            }
+            if state.bodyTooLarge {
+                return respondBodyTooLarge(state, connection: connection)
+            }
+            state.phase = .answered
+            var request = state.request
+            request.body = state.body
+            state.body = []
+            return queue(responder.respond(to: request), on: connection)
+
+        case .answered:
+            // A response is queued; anything more the client sends is not ours to read.
+            uploadSize.pointee = 0
+            return .YES
+        }
+    }
+
+    private func handleHead(_ state: RequestState, connection: OpaquePointer, method: UnsafePointer<CChar>?)
+        -> MHD_Result
+    {
+        let collected = RequestReader.read(connection: connection)
+        var request = HTTPRequest(
+            method: method.map { String(cString: $0) } ?? "",
+            path: state.path,
+            query: collected.query,
+            headers: collected.headers,
+            remoteAddress: RequestReader.remoteAddress(connection: connection))
+        if state.targetLength > maxURLBytes {
+            state.phase = .answered
+            return queue(responder.uriTooLong(request), on: connection)
+        }
+        if collected.headerBytes > maxHeaderBytes {
+            state.phase = .answered
+            return queue(responder.headerTooLarge(request), on: connection)
+        }
+        if let reason = Self.ambiguousFraming(request.headers) {
+            state.phase = .answered
+            return queue(responder.badRequest(request, reason: reason), on: connection)
+        }
+        switch responder.head(request) {
+        case .respond(let response):
+            state.phase = .answered
+            return queue(response, on: connection)
+        case .readBody(let limit):
+            state.limit = max(0, limit)
+            if Self.declaresMoreThan(state.limit, request.headers) {
+                state.phase = .answered
+                return queue(responder.bodyTooLarge(request), on: connection)
+            }
+            if let declared = request.headers["Content-Length"].flatMap({ Int($0) }) {
+                state.body.reserveCapacity(declared)
+            }
+            state.request = request
+            return .YES
+        }
+    }
+
+    private func respondBodyTooLarge(_ state: RequestState, connection: OpaquePointer) -> MHD_Result {
+        state.phase = .answered
+        return queue(responder.bodyTooLarge(state.request), on: connection)
+    }
+
+    /// Framing libmicrohttpd accepts (it uses the first `Content-Length`, or chunked when both
+    /// are present) but that a front proxy could frame differently.
+    private static func ambiguousFraming(_ headers: HTTPHeaders) -> String? {
+        let lengths = headers.values("Content-Length")
+        if Set(lengths).count > 1 {
+            return "The request has conflicting Content-Length headers."
+        }
+        if !lengths.isEmpty, headers.contains("Transfer-Encoding") {
+            return "The request has both Content-Length and Transfer-Encoding."
+        }
+        return nil
+    }
+
+    /// Whether any `Content-Length` value exceeds `limit` (or is not a number libmicrohttpd
+    /// could have accepted within it).
+    private static func declaresMoreThan(_ limit: Int, _ headers: HTTPHeaders) -> Bool {
+        headers.values("Content-Length").contains { value in
+            let digits = value.trimmingCharacters(in: [" ", "\t"])
+            guard let length = Int(digits), length >= 0 else { return true }
+            return length > limit
+        }
+    }
+
+    private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
+        let created = response.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(
+                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        }
+        guard let created else { return .NO }
+        defer { MHD_destroy_response(created) }
+        for (name, value) in response.headers where ResponseHeaderPolicy.allows(name: name, value: value) {
+            _ = MHD_add_response_header(created, name, value)
+        }
+        let status = (200...599).contains(response.status) ? UInt32(response.status) : 500
+        return MHD_queue_response(connection, status, created)
+    }
+}
+
+extension String {
+    fileprivate func trimmingCharacters(in set: Set<Character>) -> Substring {
+        guard let start = firstIndex(where: { !set.contains($0) }) else { return "" }
+        let end = lastIndex(where: { !set.contains($0) })!
+        return self[start...end]
+    }
+}

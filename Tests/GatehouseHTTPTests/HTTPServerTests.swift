@@ -1,0 +1,314 @@
+import Foundation
+import GatehouseHTTP
+import Synchronization
+import Testing
+
+@Suite(.serialized)
+struct HTTPServerTests {
+    @Test func routesRequestsWithParametersAndAnswers404And405() throws {
+        let server = try startServer()
+        defer { server.shutdown() }
+
+        let hello = try #require(get(port: server.port, "/hello"))
+        #expect(hello.status == 200)
+        #expect(hello.text == "hello")
+
+        let jwks = try #require(get(port: server.port, "/v1/apps/app%20one/jwks.json"))
+        #expect(jwks.status == 200)
+        #expect(jwks.text == "jwks of app one")
+
+        let slash = try #require(get(port: server.port, "/v1/apps/a%2Fb/users/u1"))
+        #expect(slash.status == 404, "an encoded slash stays inside one segment and a parameter refuses it")
+
+        let notFound = try #require(get(port: server.port, "/nope"))
+        #expect(notFound.status == 404)
+
+        let notAllowed = try #require(
+            exchange(port: server.port, "PUT /v1/apps/x/jwks.json HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"))
+        #expect(notAllowed.status == 405)
+        #expect(notAllowed.header("Allow") == "DELETE, GET")
+    }
+
+    @Test func echoesAJSONPostBody() throws {
+        let server = try startServer()
+        defer { server.shutdown() }
+        let json = #"{"email":"a@example.com","password":"hunter2"}"#
+        let response = try #require(exchange(
+            port: server.port,
+            "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n\r\n\(json)"))
+        #expect(response.status == 200)
+        #expect(response.header("Content-Type") == "application/json")
+        #expect(response.text == json)
+    }
+
+    @Test func echoesAChunkedBodyWithinTheLimit() throws {
+        let server = try startServer()
+        defer { server.shutdown() }
+        let response = try #require(exchange(
+            port: server.port,
+            "POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"))
+        #expect(response.status == 200)
+        #expect(response.text == "hello world")
+    }
+
+    @Test func declaredContentLengthOverTheLimitIsRefusedBeforeAnyBodyByte() throws {
+        let responder = TestResponder(bodyLimit: 1024)
+        let server = try startServer(responder: responder)
+        defer { server.shutdown() }
+        let connection = try #require(RawConnection(port: server.port))
+        // Headers only: the answer must come without the client sending any of the body.
+        connection.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 1000000\r\n\r\n")
+        let response = try #require(connection.readResponse())
+        #expect(response.status == 413)
+        #expect(response.text == "body too large")
+        #expect(responder.respondCalls.load(ordering: .relaxed) == 0)
+    }
+
+    @Test func chunkedBodyGrowingPastTheLimitIsRefused() throws {
+        let responder = TestResponder(bodyLimit: 1024)
+        let server = try startServer(responder: responder)
+        defer { server.shutdown() }
+        let connection = try #require(RawConnection(port: server.port))
+        connection.send("POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n")
+        let chunk = String(repeating: "x", count: 600)
+        for _ in 0..<4 {
+            connection.send("258\r\n\(chunk)\r\n")  // 0x258 == 600
+        }
+        connection.send("0\r\n\r\n")
+        let response = connection.readResponse()
+        #expect(response?.status == 413)
+        #expect(responder.bodyTooLargeCalls.load(ordering: .relaxed) == 1)
+        #expect(responder.respondCalls.load(ordering: .relaxed) == 0)
+    }
+
+    @Test func chunkedBodyThatNeverEndsIsCutOff() throws {
+        let responder = TestResponder(bodyLimit: 1024)
+        let server = try startServer(responder: responder) { $0.maxDiscardedBodyBytes = 8 * 1024 }
+        defer { server.shutdown() }
+        let connection = try #require(RawConnection(port: server.port))
+        connection.send("POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n")
+        let chunk = "400\r\n" + String(repeating: "y", count: 1024) + "\r\n"
+        for _ in 0..<64 where connection.send(chunk) {}
+        #expect(connection.waitForClose())
+        #expect(responder.respondCalls.load(ordering: .relaxed) == 0)
+        #expect(get(port: server.port, "/hello")?.status == 200)
+    }
+
+    @Test func headCanAnswerWithoutReadingTheBody() throws {
+        let server = try startServer()
+        defer { server.shutdown() }
+        let response = try #require(exchange(
+            port: server.port, "POST /forbidden HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\n"))
+        #expect(response.status == 403)
+        #expect(response.text == "forbidden early")
+    }
+
+    @Test func keepAliveServesTwoRequestsOnOneConnection() throws {
+        let server = try startServer()
+        defer { server.shutdown() }
+        let connection = try #require(RawConnection(port: server.port))
+        connection.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(connection.readResponse()?.text == "hello")
+        connection.send("GET /v1/apps/second/jwks.json HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(connection.readResponse()?.text == "jwks of second")
+    }
+
+    @Test func headersOverTheConfiguredMaximumGoToHeaderTooLarge() throws {
+        let server = try startServer()
+        defer { server.shutdown() }
+        let big = String(repeating: "a", count: 20 * 1024)
+        let response = try #require(get(port: server.port, "/header", headers: "X-Test: \(big)\r\n"))
+        #expect(response.status == 431)
+        #expect(response.text == "{\"type\":\"header-too-large\"}")
+    }
+
+    @Test func urlOverTheConfiguredMaximumGoesToURITooLong() throws {
+        let server = try startServer()
+        defer { server.shutdown() }
+        let response = try #require(get(port: server.port, "/query?q=" + String(repeating: "b", count: 10 * 1024)))
+        #expect(response.status == 414)
+        #expect(response.text == "{\"type\":\"uri-too-long\"}")
+    }
+
+    @Test func headersBeyondTheMemoryLimitAreRefusedAndTheServerCarriesOn() throws {
+        let server = try startServer()
+        defer { server.shutdown() }
+        let connection = try #require(RawConnection(port: server.port))
+        let huge = String(repeating: "h", count: 200 * 1024)
+        connection.send("GET /header HTTP/1.1\r\nHost: h\r\nX-Test: \(huge)\r\n\r\n")
+        if let response = connection.readResponse() {
+            #expect((400..<500).contains(response.status))
+        }
+        #expect(get(port: server.port, "/hello")?.status == 200)
+    }
+
+    @Test func garbageBytesGetA400OrACloseAndTheServerCarriesOn() throws {
+        let server = try startServer { $0.connectionTimeoutSeconds = 1 }
+        defer { server.shutdown() }
+        for garbage: [UInt8] in [
+            [0, 1] + Array(" not http\r\n\r\n".utf8),
+            Array("GET\r\n\r\n".utf8),
+            Array("GET / HTTP/9.9\r\n\r\n".utf8),
+            Array("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: x\r\n\r\n".utf8),
+            Array("GET / HTTP/1.1\r\nNo colon here\r\n\r\n".utf8),
+            Array("POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n".utf8),
+            [UInt8](repeating: 0xFF, count: 3000),
+        ] {
+            let connection = try #require(RawConnection(port: server.port))
+            connection.send(garbage)
+            if let response = connection.readResponse() {
+                #expect((400..<600).contains(response.status), "answered \(response.status)")
+            }
+        }
+        #expect(get(port: server.port, "/hello")?.status == 200)
+    }
+
+    @Test func ambiguousBodyFramingIsRefusedWithoutReadingTheBody() throws {
+        let responder = TestResponder()
+        let server = try startServer(responder: responder)
+        defer { server.shutdown() }
+        let twoLengths = try #require(exchange(
+            port: server.port,
+            "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nContent-Length: 5\r\n\r\nabcde"))
+        #expect(twoLengths.status == 400)
+        #expect(twoLengths.text == "The request has conflicting Content-Length headers.")
+        let lengthAndChunked = try #require(exchange(
+            port: server.port,
+            "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"))
+        #expect(lengthAndChunked.status == 400)
+        #expect(responder.respondCalls.load(ordering: .relaxed) == 0)
+    }
+
+    @Test func aStalledClientIsDroppedAfterTheConnectionTimeout() throws {
+        let server = try startServer { $0.connectionTimeoutSeconds = 1 }
+        defer { server.shutdown() }
+        let connection = try #require(RawConnection(port: server.port, receiveTimeoutSeconds: 6))
+        connection.send("GET /hello HTTP/1.1\r\nHost: h\r\nX-Half: ")
+        let started = Date()
+        #expect(connection.waitForClose())
+        let waited = Date().timeIntervalSince(started)
+        #expect(waited >= 0.5 && waited < 5, "closed after \(waited) s")
+        #expect(get(port: server.port, "/hello")?.status == 200)
+    }
+
+    @Test func answersThirtyTwoConcurrentClients() throws {
+        let server = try startServer()
+        defer { server.shutdown() }
+        let answered = Atomic<Int>(0)
+        let group = DispatchGroup()
+        let port = server.port
+        for index in 0..<32 {
+            group.enter()
+            Thread.detachNewThread {
+                for _ in 0..<5 {
+                    if let response = get(port: port, "/v1/apps/app\(index)/jwks.json"),
+                        response.text == "jwks of app\(index)"
+                    {
+                        answered.add(1, ordering: .relaxed)
+                    }
+                }
+                group.leave()
+            }
+        }
+        #expect(group.wait(timeout: .now() + 30) == .success)
+        #expect(answered.load(ordering: .relaxed) == 32 * 5)
+    }
+
+    @Test func shutdownLetsAnInFlightRequestFinishAndRefusesNewConnections() throws {
+        let server = try startServer()
+        let port = server.port
+        let connection = try #require(RawConnection(port: port))
+        connection.send("GET /slow HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(waitUntil { server.requestsInFlight == 1 })
+        let shutDown = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            server.shutdown()
+            shutDown.signal()
+        }
+        usleep(50_000)
+        #expect(RawConnection(port: port) == nil, "new connections are refused while draining")
+        let response = connection.readResponse()
+        #expect(response?.status == 200)
+        #expect(response?.text == "slow done")
+        #expect(shutDown.wait(timeout: .now() + 15) == .success)
+        #expect(RawConnection(port: port) == nil)
+        server.shutdown()  // idempotent
+    }
+
+    @Test func decodesQueryArgumentsInOrder() throws {
+        let server = try startServer()
+        defer { server.shutdown() }
+        let response = try #require(get(port: server.port, "/query?redirect_uri=https%3A%2F%2Fa.example%2Fcb%3Fx%3D1&scope=openid+email&flag&empty=&e=%E2%82%AC"))
+        #expect(response.text == "redirect_uri=https://a.example/cb?x=1\nscope=openid email\nflag=\nempty=\ne=€")
+    }
+
+    @Test func reportsTheRemoteAddress() throws {
+        let server = try startServer()
+        defer { server.shutdown() }
+        #expect(get(port: server.port, "/remote")?.text == "127.0.0.1")
+    }
+
+    @Test func dropsResponseHeadersThatCouldSplitTheResponse() throws {
+        let server = try startServer()
+        defer { server.shutdown() }
+        let response = try #require(get(port: server.port, "/unsafe-header"))
+        #expect(response.status == 200)
+        #expect(response.header("X-Safe") == "yes")
+        #expect(response.header("X-Split") == nil)
+        #expect(response.header("Injected") == nil)
+        #expect(response.header("X-Newline") == nil)
+        #expect(response.text == "ok")
+    }
+
+    @Test func requestStateIsReleasedAfterEveryKindOfEnding() throws {
+        let server = try startServer { $0.connectionTimeoutSeconds = 1 }
+        defer { server.shutdown() }
+        _ = get(port: server.port, "/hello")
+        _ = exchange(port: server.port, "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 99999\r\n\r\n")
+        do {
+            let abandoned = try #require(RawConnection(port: server.port))
+            abandoned.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc")
+            #expect(waitUntil { server.requestsInFlight == 1 }, "the half-sent request is in flight")
+        }
+        #expect(waitUntil { server.requestsInFlight == 0 }, "closing the socket completes it")
+
+        let stalled = try #require(RawConnection(port: server.port))
+        stalled.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc")
+        #expect(waitUntil { server.requestsInFlight == 1 })
+        #expect(waitUntil { server.requestsInFlight == 0 }, "the connection timeout completes it")
+        #expect(stalled.waitForClose())
+    }
+
+    @Test func refusesToStartOnABadOrBusyAddress() throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.host = "localhost.invalid"
+        configuration.port = 0
+        #expect(throws: HTTPServer.StartError.self) {
+            try HTTPServer(configuration: configuration, responder: TestResponder()).start()
+        }
+        let first = try startServer()
+        defer { first.shutdown() }
+        configuration.host = "127.0.0.1"
+        configuration.port = first.port
+        let error = #expect(throws: HTTPServer.StartError.self) {
+            try HTTPServer(configuration: configuration, responder: TestResponder()).start()
+        }
+        #expect(error?.description.contains("\(first.port)") == true)
+    }
+
+    @Test func listensOnIPv6Loopback() throws {
+        let server = try startServer { $0.host = "::1" }
+        defer { server.shutdown() }
+        #expect(server.port != 0)
+    }
+}
+
+/// Polls `condition` every 5 ms for up to `seconds`.
+func waitUntil(seconds: Double = 5, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() {
+        if Date() > deadline { return false }
+        usleep(5_000)
+    }
+    return true
+}

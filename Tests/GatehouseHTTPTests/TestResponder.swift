@@ -1,0 +1,105 @@
+import GatehouseHTTP
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A responder wired like the API layer will be: a router of closures, fixed answers for the
+/// size limits, and counters so tests can see what was called.
+final class TestResponder: HTTPResponder {
+    typealias Handler = @Sendable (HTTPRequest, [String: String]) -> HTTPResponse
+
+    let router: Router<Handler>
+    let bodyLimit: Int
+    let respondCalls = Atomic<Int>(0)
+    let bodyTooLargeCalls = Atomic<Int>(0)
+
+    init(bodyLimit: Int = 1024) {
+        self.bodyLimit = bodyLimit
+        var router = Router<Handler>()
+        router.add("GET", "/hello") { _, _ in .text(200, "hello") }
+        router.add("GET", "/v1/apps/{app_id}/jwks.json") { _, p in .text(200, "jwks of \(p["app_id"]!)") }
+        router.add("DELETE", "/v1/apps/{app_id}/jwks.json") { _, _ in .text(204, "") }
+        router.add("GET", "/v1/apps/{app_id}/users/{user_id}") { _, p in
+            .text(200, "\(p["app_id"]!)|\(p["user_id"]!)")
+        }
+        router.add("POST", "/echo") { request, _ in
+            var headers = HTTPHeaders()
+            headers.set("Content-Type", request.headers["Content-Type"] ?? "application/octet-stream")
+            return HTTPResponse(status: 200, headers: headers, body: request.body)
+        }
+        router.add("GET", "/query") { request, _ in
+            .text(200, request.query.map { "\($0.name)=\($0.value)" }.joined(separator: "\n"))
+        }
+        router.add("GET", "/remote") { request, _ in .text(200, request.remoteAddress) }
+        router.add("GET", "/header") { request, _ in .text(200, request.headers["x-test"] ?? "none") }
+        router.add("GET", "/slow") { _, _ in
+            usleep(300_000)
+            return .text(200, "slow done")
+        }
+        router.add("GET", "/unsafe-header") { _, _ in
+            var headers = HTTPHeaders()
+            headers.add("X-Safe", "yes")
+            headers.add("X-Split", "a\r\nInjected: yes")
+            headers.add("X-Newline", "a\nb")
+            headers.add("Bad Name", "x")
+            return HTTPResponse(status: 200, headers: headers, body: Array("ok".utf8))
+        }
+        self.router = router
+    }
+
+    func head(_ request: HTTPRequest) -> HeadDecision {
+        if request.path == "/forbidden" { return .respond(.text(403, "forbidden early")) }
+        return .readBody(limit: bodyLimit)
+    }
+
+    func respond(to request: HTTPRequest) -> HTTPResponse {
+        respondCalls.add(1, ordering: .relaxed)
+        switch router.match(method: request.method, path: request.path) {
+        case .matched(let handler, let parameters, _):
+            return handler(request, parameters)
+        case .methodNotAllowed(let allowed):
+            return HTTPResponse(status: 405, headers: ["Allow": allowed.joined(separator: ", ")])
+        case .notFound:
+            return .text(404, "not found")
+        }
+    }
+
+    func bodyTooLarge(_ request: HTTPRequest) -> HTTPResponse {
+        bodyTooLargeCalls.add(1, ordering: .relaxed)
+        return .text(413, "body too large")
+    }
+
+    func headerTooLarge(_ request: HTTPRequest) -> HTTPResponse {
+        .text(431, "{\"type\":\"header-too-large\"}")
+    }
+
+    func badRequest(_ request: HTTPRequest, reason: String) -> HTTPResponse {
+        .text(400, reason)
+    }
+
+    func uriTooLong(_ request: HTTPRequest) -> HTTPResponse {
+        .text(414, "{\"type\":\"uri-too-long\"}")
+    }
+}
+
+extension HTTPResponse {
+    static func text(_ status: Int, _ text: String) -> HTTPResponse {
+        HTTPResponse(status: status, headers: ["Content-Type": "text/plain"], body: Array(text.utf8))
+    }
+}
+
+/// A started server on an ephemeral loopback port.
+func startServer(
+    responder: TestResponder = TestResponder(), _ configure: (inout HTTPServer.Configuration) -> Void = { _ in }
+) throws -> HTTPServer {
+    var configuration = HTTPServer.Configuration()
+    configuration.port = 0
+    configuration.threadCount = 4
+    configuration.connectionTimeoutSeconds = 5
+    configure(&configuration)
+    let server = HTTPServer(configuration: configuration, responder: responder)
+    try server.start()
+    return server
+}
