@@ -20,7 +20,8 @@ public struct SystemClock: Clock {
 /// A clock tests move by hand.
 public final class ManualClock: Clock {
     private let millis: Atomic<Int64>
-    public init(millis: Int64 = 1_790_000_000_000) { self.millis = Atomic(millis) }
+    /// Starts at `millis`, by default the current time (so tokens it dates are valid for outside verifiers too).
+    public init(millis: Int64 = SystemClock().nowMillis()) { self.millis = Atomic(millis) }
     public func nowMillis() -> Int64 { millis.load(ordering: .relaxed) }
     public func advance(seconds: Int64) { millis.add(seconds * 1000, ordering: .relaxed) }
 }

@@ -191,6 +191,7 @@ public struct Configuration: Sendable {
 /// Every configuration problem found at start.
 public struct ConfigurationError: Error, CustomStringConvertible {
     public let problems: [String]
+    public init(problems: [String]) { self.problems = problems }
     public var description: String { "Configuration is not valid:\n" + problems.map { "  - \($0)" }.joined(separator: "\n") }
 }
 

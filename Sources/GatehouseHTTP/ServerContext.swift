@@ -86,7 +86,7 @@ final class ServerContext: Sendable {
         -> MHD_Result
     {
         let collected = RequestReader.read(connection: connection)
-        var request = HTTPRequest(
+        let request = HTTPRequest(
             method: method.map { String(cString: $0) } ?? "",
             path: state.path,
             query: collected.query,

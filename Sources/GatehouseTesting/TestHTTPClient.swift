@@ -63,8 +63,10 @@ public enum TestHTTPClient {
         gh_curl_setopt_ptr(handle, CURLOPT_HTTPHEADER, list)
         if let body {
             gh_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
-            body.withUnsafeBufferPointer { buffer in
-                _ = gh_curl_setopt_ptr(handle, CURLOPT_COPYPOSTFIELDS, buffer.count == 0 ? "" : UnsafeRawPointer(buffer.baseAddress!))
+            // COPYPOSTFIELDS copies the bytes, so the buffer need not outlive the call.
+            let bytes = body.isEmpty ? [0] : body
+            bytes.withUnsafeBufferPointer { buffer in
+                _ = gh_curl_setopt_ptr(handle, CURLOPT_COPYPOSTFIELDS, buffer.baseAddress)
             }
         }
         gh_curl_setopt_ptr(handle, CURLOPT_WRITEDATA, unmanaged.toOpaque())

@@ -126,7 +126,7 @@ struct AppsAPITests {
             ])
         #expect(response.status == 400)
         #expect(response.problemCode == "request/validation-failed")
-        let fields = Set((response.json?["errors"].flatMap { if case .array(let a) = $0 { a } else { nil } } ?? []).compactMap { $0["field"]?.stringValue })
+        let fields = Set((response.json?["errors"]?.arrayValue ?? []).compactMap { $0["field"]?.stringValue })
         #expect(fields == ["colour", "access_token_ttl_seconds", "recent_login_seconds", "allowed_origins[1]", "apple.team_id", "apple.extra", "email_collision", "redirect_uris[0]"])
         let unchanged = try server.request("GET", "/v1/admin/app", bearer: app.secretKey)
         #expect(unchanged.data?["name"] == "Strict")

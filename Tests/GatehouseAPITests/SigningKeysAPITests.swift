@@ -8,7 +8,8 @@ import Testing
 struct SigningKeysAPITests {
     /// A token signed with the app's current key, as access tokens will be.
     func token(_ server: TestServer, appID: String) throws -> String {
-        let app = try #require(try server.gatehouse.directory.app(id: #require(AppID(parsing: appID))))
+        let id = try #require(AppID(parsing: appID))
+        let app = try #require(try server.gatehouse.directory.app(id: id))
         let now = server.clock.nowSeconds
         let claims: JSON = [
             "iss": .string("\(TestServer.publicURL)/v1/apps/\(appID)"), "aud": .string(appID), "sub": "usr_test", "iat": .int(now),

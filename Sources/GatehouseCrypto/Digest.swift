@@ -1,0 +1,56 @@
+import COpenSSL
+
+/// Hashes and MACs from OpenSSL libcrypto, plus lowercase hex formatting.
+public enum Digest {
+    /// The SHA-256 digest (32 bytes) of `data`.
+    public static func sha256(_ data: some Sequence<UInt8>) -> [UInt8] {
+        let input = Array(data)
+        var output = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        let status = input.withUnsafeBufferPointer { input in
+            output.withUnsafeMutableBufferPointer { output in
+                EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, EVP_sha256(), nil)
+            }
+        }
+        guard status == 1, length == 32 else {
+            fatalError("EVP_Digest(SHA-256) failed: \(OpenSSLErrorQueue.drain() ?? "unknown")")
+        }
+        return output
+    }
+
+    /// HMAC-SHA-256 (RFC 2104) of `data` under `key`; returns the 32-byte tag.
+    ///
+    /// Compare tags with ``constantTimeEquals(_:_:)``, never with `==`.
+    public static func hmacSHA256(key: [UInt8], data: some Sequence<UInt8>) -> [UInt8] {
+        precondition(key.count <= Int(Int32.max), "HMAC key too long")
+        let input = Array(data)
+        var output = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        // OpenSSL 3 treats a NULL key as "no key"; an empty key needs a valid pointer.
+        let keyBytes = key.isEmpty ? [0] : key
+        let result = keyBytes.withUnsafeBufferPointer { keyBuffer in
+            input.withUnsafeBufferPointer { input in
+                output.withUnsafeMutableBufferPointer { output in
+                    HMAC(EVP_sha256(), keyBuffer.baseAddress, Int32(key.count),
+                         input.baseAddress, input.count, output.baseAddress, &length)
+                }
+            }
+        }
+        guard result != nil, length == 32 else {
+            fatalError("HMAC-SHA-256 failed: \(OpenSSLErrorQueue.drain() ?? "unknown")")
+        }
+        return output
+    }
+
+    /// Lowercase hexadecimal text of `bytes`, two characters per byte.
+    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var output = [UInt8]()
+        output.reserveCapacity(bytes.underestimatedCount * 2)
+        for byte in bytes {
+            output.append(digits[Int(byte >> 4)])
+            output.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+}
