@@ -1,3 +1,9 @@
+-- Server-wide values that belong to no app (for example the sealed master-key check).
+CREATE TABLE server_values (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
 -- Apps (tenants), their admin secret keys and their token signing keys.
 -- Times are epoch milliseconds (BIGINT); ids are TEXT; secrets are sealed text (see SecretSealer).
 

@@ -13,8 +13,10 @@ final class APIResponder: HTTPResponder {
     private let metrics: Metrics
     private let log: Log
     private let accessLog: Bool
+    private let trustedProxies: [IPRange]
 
-    init(router: Router<Route>, cors: CORSPolicy, metrics: Metrics, log: Log, accessLog: Bool) {
+    init(router: Router<Route>, cors: CORSPolicy, metrics: Metrics, log: Log, accessLog: Bool, trustedProxies: [IPRange]) {
+        self.trustedProxies = trustedProxies
         self.router = router
         self.cors = cors
         self.metrics = metrics
@@ -51,7 +53,7 @@ final class APIResponder: HTTPResponder {
         let requestID = Self.requestID(request)
         var response: HTTPResponse
         do {
-            response = try route.handler(Request(http: request, parameters: parameters, requestID: requestID))
+            response = try route.handler(Request(http: request, parameters: parameters, requestID: requestID, clientIP: clientIP(request)))
         } catch {
             response = Problem.response(for: error, instance: request.path, requestID: requestID, log: log)
         }
@@ -64,6 +66,10 @@ final class APIResponder: HTTPResponder {
 
     func headerTooLarge(_ request: HTTPRequest) -> HTTPResponse {
         finish(request, route: "unmatched", start: .now, problem(.headersTooLarge, "The request headers are too large.", request))
+    }
+
+    func badRequest(_ request: HTTPRequest, reason: String) -> HTTPResponse {
+        finish(request, route: "unmatched", start: .now, problem(.malformedRequest, reason, request))
     }
 
     func uriTooLong(_ request: HTTPRequest) -> HTTPResponse {
@@ -93,11 +99,15 @@ final class APIResponder: HTTPResponder {
                 [
                     "request_id": .string(id), "method": .string(String(request.method.prefix(16))), "route": .string(route),
                     "path": .string(String(request.path.prefix(256))), "status": .int(Int64(response.status)),
-                    "duration_ms": .double((seconds * 1_000_000).rounded() / 1000), "ip": .string(request.remoteAddress),
+                    "duration_ms": .double((seconds * 1_000_000).rounded() / 1000), "ip": .string(clientIP(request)),
                     "bytes": .int(Int64(response.body.count)),
                 ])
         }
         return response
+    }
+
+    private func clientIP(_ request: HTTPRequest) -> String {
+        ClientAddress.resolve(peer: request.remoteAddress, forwardedFor: request.headers["X-Forwarded-For"], trustedProxies: trustedProxies)
     }
 
     private func hasBody(_ request: HTTPRequest) -> Bool {

@@ -42,8 +42,6 @@ struct AppController {
             "jwks_uri": .string(issuer + "/jwks.json"),
             "id_token_signing_alg_values_supported": [.string(app.settings.signingAlgorithm.rawValue)],
             "subject_types_supported": ["public"],
-            "response_types_supported": ["code"],
-            "token_endpoint": .string(publicURL + "/v1/auth/refresh"),
             "claims_supported": ["iss", "aud", "sub", "sid", "iat", "exp", "auth_time", "amr", "email", "email_verified", "name", "picture"],
         ])
         response.headers.set("Cache-Control", "public, max-age=300")

@@ -51,6 +51,7 @@ public final class Gatehouse: Sendable {
         self.log = log
         store = SQLStore(database: database)
         let sealer = try SecretSealer(masterKey: masterKey)
+        try sealer.verifyMatchesDatabase(store)
         directory = AppDirectory(store: store, sealer: sealer, clock: clock)
         apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken)
 
@@ -75,7 +76,8 @@ public final class Gatehouse: Sendable {
         http.perIPConnectionLimit = configuration.perIPConnectionLimit
         http.connectionTimeoutSeconds = configuration.connectionTimeoutSeconds
         let cors = CORSPolicy(directory: directory, catalog: store.apps, clock: clock)
-        let responder = APIResponder(router: router, cors: cors, metrics: metrics, log: log, accessLog: configuration.accessLog)
+        let responder = APIResponder(router: router, cors: cors, metrics: metrics, log: log, accessLog: configuration.accessLog,
+            trustedProxies: configuration.trustedProxies.compactMap(IPRange.init))
         return HTTPServer(configuration: http, responder: responder)
     }
 

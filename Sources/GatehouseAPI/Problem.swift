@@ -1,5 +1,6 @@
 import GatehouseCore
 import GatehouseHTTP
+import GatehouseSQL
 
 /// The one place errors become responses (RFC 9457 problem+json). A `GatehouseError` shows its
 /// code, title and detail; anything else is logged with the request id and answered as a bare 500
@@ -7,6 +8,10 @@ import GatehouseHTTP
 enum Problem {
     static func response(for error: any Error, instance: String, requestID: String, log: Log) -> HTTPResponse {
         if let error = error as? GatehouseError { return response(error, instance: instance, requestID: requestID) }
+        if let error = error as? SQLError, error.kind == .connection || error.kind == .busy {
+            log.error("database unavailable", ["request_id": .string(requestID), "error": .string(error.description)])
+            return response(GatehouseError(.unavailable, "The database is busy or unreachable; retry shortly.", retryAfter: 1), instance: instance, requestID: requestID)
+        }
         log.error("unhandled error", ["request_id": .string(requestID), "error": .string(String(describing: error))])
         return response(GatehouseError(.internalError, "Something went wrong on our side. Quote the request id when you report it."), instance: instance, requestID: requestID)
     }

@@ -6,6 +6,8 @@ public struct Request: Sendable {
     public let http: HTTPRequest
     public let parameters: [String: String]
     public let requestID: String
+    /// The client's address, through `GATEHOUSE_TRUSTED_PROXIES` (see `ClientAddress`).
+    public let clientIP: String
 
     public func header(_ name: String) -> String? { http.headers[name] }
 

@@ -79,9 +79,15 @@ public final class AppDirectory: Sendable {
     }
 
     private func remember(_ record: AppRecord, now: Int64) throws -> AppContext {
-        let settings = try AppSettings.decode(
-            try JSON.parse(Array(record.settingsJSON.utf8)),
-            source: .storage(unseal: { sealed, field in try self.sealer.open(sealed, app: record.id, field: field) }))
+        let settings: AppSettings
+        do {
+            settings = try AppSettings.decode(
+                try JSON.parse(Array(record.settingsJSON.utf8)),
+                source: .storage(unseal: { sealed, field in try self.sealer.open(sealed, app: record.id, field: field) }))
+        } catch {
+            // Stored settings were valid when written: failing now is the server's fault, not the client's.
+            throw InternalError("stored settings of app \(record.id) cannot be read: \(error)")
+        }
         let keys = try store.app(record.id).signingKeys(now: now)
         let context = try AppContext(record: record, settings: settings, keys: keys, sealer: sealer, checkedAt: now)
         state.withLock { s in

@@ -135,7 +135,7 @@ public final class AppService: Sendable {
 
     /// Applies one `Tenants/*.json` document: creates the app with its fixed `app_key`, or replaces
     /// its settings when the file changed since it was last applied. Idempotent.
-    public func applyTenant(_ json: JSON, directory folder: String, environment: [String: String]) throws -> (AppContext, ApplyOutcome) {
+    public func applyTenant(_ json: JSON, directory folder: String, environment: [String: String], retried: Bool = false) throws -> (AppContext, ApplyOutcome) {
         guard case .string(let appKey)? = json["app_key"], Self.isValidAppKey(appKey) else {
             throw GatehouseError.validation("app_key", "Required: 16 to 128 letters, digits, '_' or '-'.")
         }
@@ -151,7 +151,12 @@ public final class AppService: Sendable {
             _ = try store.app(existing.id).updateSettings(json: sealed(settings, app: existing.id), allowedOrigins: settings.allowedOrigins, sourceChecksum: checksum, now: clock.nowMillis())
             return (try reloaded(existing.id), .updated)
         }
-        return (try insert(settings: settings, appKey: appKey, source: "tenants", sourceChecksum: checksum).app, .created)
+        do {
+            return (try insert(settings: settings, appKey: appKey, source: "tenants", sourceChecksum: checksum).app, .created)
+        } catch let error as GatehouseError where error.code == .appKeyTaken && !retried {
+            // Another node applying the same file at the same start won the insert: update instead.
+            return try applyTenant(json, directory: folder, environment: environment, retried: true)
+        }
     }
 
     /// Applies every `*.json` file of a folder, in name order. Returns one line per file.

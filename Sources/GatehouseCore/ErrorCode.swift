@@ -21,6 +21,7 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
 
     // MARK: request/
     public static let validationFailed = ErrorCode("request/validation-failed", 400, "The request is not valid")
+    public static let malformedRequest = ErrorCode("request/malformed", 400, "Malformed HTTP request")
     public static let notFound = ErrorCode("request/not-found", 404, "Not found")
     public static let methodNotAllowed = ErrorCode("request/method-not-allowed", 405, "Method not allowed")
     public static let payloadTooLarge = ErrorCode("request/payload-too-large", 413, "Payload too large")
@@ -46,7 +47,7 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
 
     /// Every code, for the documentation test.
     public static let all: [ErrorCode] = [
-        validationFailed, notFound, methodNotAllowed, payloadTooLarge, uriTooLong, unsupportedMediaType,
+        validationFailed, malformedRequest, notFound, methodNotAllowed, payloadTooLarge, uriTooLong, unsupportedMediaType,
         headersTooLarge, missingAppKey, invalidAppKey, appKeyTaken, missingToken, invalidToken,
         internalError, unavailable, busy,
     ]

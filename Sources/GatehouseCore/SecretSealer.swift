@@ -9,20 +9,47 @@ public struct SecretSealer: Sendable {
         cipher = try AESGCM(key: masterKey)
     }
 
-    /// Base64url text of nonce || ciphertext || tag.
+    /// Seals one of an app's secrets: `v1.` and the base64url of nonce || ciphertext || tag.
     public func seal(_ plaintext: String, app: AppID, field: String) -> String {
-        "v1." + Base64URL.encode(cipher.seal(Array(plaintext.utf8), associatedData: Self.context(app, field)))
+        seal(plaintext, context: "gatehouse/\(app.rawValue)/\(field)")
     }
 
     public func open(_ sealed: String, app: AppID, field: String) throws(CryptoError) -> String {
+        try open(sealed, context: "gatehouse/\(app.rawValue)/\(field)")
+    }
+
+    /// Seals a value bound to `context` (the additional authenticated data).
+    public func seal(_ plaintext: String, context: String) -> String {
+        "v1." + Base64URL.encode(cipher.seal(Array(plaintext.utf8), associatedData: Array(context.utf8)))
+    }
+
+    public func open(_ sealed: String, context: String) throws(CryptoError) -> String {
         guard sealed.hasPrefix("v1."), let box = Base64URL.decode(sealed.dropFirst(3)) else {
             throw CryptoError(.malformedInput, "sealed value has an unknown format")
         }
-        let bytes = try cipher.open(box, associatedData: Self.context(app, field))
-        return String(decoding: bytes, as: UTF8.self)
+        return String(decoding: try cipher.open(box, associatedData: Array(context.utf8)), as: UTF8.self)
     }
 
-    private static func context(_ app: AppID, _ field: String) -> [UInt8] {
-        Array("gatehouse/\(app.rawValue)/\(field)".utf8)
+    /// Checks that this master key is the one the database was written with: the first start
+    /// stores a sealed marker, every later start must open it. Without this check a wrong key
+    /// would only show up as errors on the first request that needs a secret.
+    public func verifyMatchesDatabase(_ store: any Store) throws {
+        let context = "gatehouse/server/master-key-check"
+        if let marker = try store.serverValue("master_key_check") {
+            do { _ = try open(marker, context: context) } catch {
+                throw MasterKeyMismatch()
+            }
+        } else {
+            try store.setServerValueIfAbsent("master_key_check", seal("gatehouse", context: context))
+            // Another node may have won the race with another key: read back and check.
+            if let marker = try store.serverValue("master_key_check"), (try? open(marker, context: context)) == nil { throw MasterKeyMismatch() }
+        }
+    }
+}
+
+/// The configured master key cannot open what the database holds.
+public struct MasterKeyMismatch: Error, CustomStringConvertible {
+    public var description: String {
+        "The master key does not match the one this database was written with. Start with the original GATEHOUSE_MASTER_KEY (or data/master.key); secrets sealed with it cannot be read otherwise."
     }
 }

@@ -89,6 +89,10 @@ public protocol Store: Sendable {
     func app(_ id: AppID) -> any AppScopedStore
     /// True when the database answers.
     func ping() -> Bool
+    /// A server-wide value (not of any app), such as the master-key check.
+    func serverValue(_ name: String) throws -> String?
+    /// Stores a server-wide value unless one is already there.
+    func setServerValueIfAbsent(_ name: String, _ value: String) throws
 }
 
 public protocol AppCatalog: Sendable {

@@ -14,6 +14,14 @@ public final class SQLStore: Store {
     public func app(_ id: AppID) -> any AppScopedStore { SQLAppScopedStore(database: database, appID: id) }
 
     public func ping() -> Bool { database.ping() }
+
+    public func serverValue(_ name: String) throws -> String? {
+        try database.query("SELECT value FROM server_values WHERE name = \(name)").first?.string("value")
+    }
+
+    public func setServerValueIfAbsent(_ name: String, _ value: String) throws {
+        try database.execute("INSERT INTO server_values (name, value) VALUES (\(name), \(value)) ON CONFLICT (name) DO NOTHING")
+    }
 }
 
 extension AppID: SQLBindable {

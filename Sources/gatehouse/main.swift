@@ -11,6 +11,8 @@ let usage = """
       gatehouse apps apply DIR          apply every Tenants-style *.json file in DIR (idempotent)
       gatehouse apps create --name NAME | --settings FILE
                                         create an app; prints its id, app key and secret key (shown once)
+      gatehouse apps secret-key --app APP
+                                        issue a new admin secret key (shown once; older keys work 24 h more)
       gatehouse keys rotate --app APP   rotate an app's signing key (APP is an app id or app key)
       gatehouse --help                  this text
 
@@ -60,8 +62,10 @@ func serve() -> Never {
     exit(0)
 }
 
+/// Opens the database for a one-off command. `Tenants/` files are applied only by `serve` and `apps apply`.
 func withGatehouse(_ body: (Gatehouse) throws -> Void) -> Never {
-    let configuration = loadConfiguration()
+    var configuration = loadConfiguration()
+    configuration.tenantsDirectory = nil
     do {
         let gatehouse = try Gatehouse.open(configuration: configuration, log: Log(enabled: false))
         defer { gatehouse.close() }
@@ -76,6 +80,13 @@ func withGatehouse(_ body: (Gatehouse) throws -> Void) -> Never {
 
 func printJSON(_ json: JSON) { print(json.serializedString) }
 
+/// An app by id (`app_…`) or by app key.
+func findApp(_ target: String, in gatehouse: Gatehouse) throws -> AppContext {
+    let app = try AppID(parsing: target).flatMap { try gatehouse.directory.app(id: $0) } ?? gatehouse.directory.app(key: target)
+    guard let app else { fail("gatehouse: no app with id or key \(target)") }
+    return app
+}
+
 let args = Array(CommandLine.arguments.dropFirst())
 switch args.first {
 case nil, "serve":
@@ -83,7 +94,8 @@ case nil, "serve":
 case "--help", "-h", "help":
     print(usage)
 case "migrate":
-    let configuration = loadConfiguration()
+    var configuration = loadConfiguration()
+    configuration.tenantsDirectory = nil
     do {
         let gatehouse = try Gatehouse.open(configuration: configuration, log: Log(enabled: false))
         gatehouse.close()
@@ -107,11 +119,16 @@ case "apps" where args.count >= 2 && args[1] == "create":
         let created = try gatehouse.apps.create(settings: settings)
         printJSON(["app_id": .string(created.app.id.rawValue), "app_key": .string(created.app.record.appKey), "secret_key": .string(created.secretKey)])
     }
+case "apps" where args.count >= 2 && args[1] == "secret-key":
+    guard let target = option("--app", in: args) else { fail(usage, code: 2) }
+    withGatehouse { gatehouse in
+        let app = try findApp(target, in: gatehouse)
+        printJSON(["app_id": .string(app.id.rawValue), "secret_key": .string(try gatehouse.apps.rotateSecretKey(app))])
+    }
 case "keys" where args.count >= 2 && args[1] == "rotate":
     guard let target = option("--app", in: args) else { fail(usage, code: 2) }
     withGatehouse { gatehouse in
-        let app = try AppID(parsing: target).flatMap { try gatehouse.directory.app(id: $0) } ?? gatehouse.directory.app(key: target)
-        guard let app else { fail("gatehouse: no app with id or key \(target)") }
+        let app = try findApp(target, in: gatehouse)
         printJSON(["app_id": .string(app.id.rawValue), "kid": .string(try gatehouse.apps.rotateSigningKey(app))])
     }
 default:

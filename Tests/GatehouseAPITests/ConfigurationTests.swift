@@ -63,3 +63,23 @@ struct ConfigurationTests {
         #expect(IPRange("10.0.0.0/33") == nil)
     }
 }
+
+@Suite("Client address behind proxies")
+struct ClientAddressTests {
+    let proxies = [IPRange("10.0.0.0/8")!, IPRange("::1")!]
+
+    @Test
+    func forwardedForIsBelievedOnlyFromTrustedProxies() {
+        #expect(ClientAddress.resolve(peer: "203.0.113.9", forwardedFor: "1.2.3.4", trustedProxies: proxies) == "203.0.113.9")
+        #expect(ClientAddress.resolve(peer: "10.0.0.2", forwardedFor: "1.2.3.4", trustedProxies: proxies) == "1.2.3.4")
+        #expect(ClientAddress.resolve(peer: "10.0.0.2", forwardedFor: nil, trustedProxies: proxies) == "10.0.0.2")
+        #expect(ClientAddress.resolve(peer: "10.0.0.2", forwardedFor: "1.2.3.4", trustedProxies: []) == "10.0.0.2")
+    }
+
+    @Test
+    func theRightMostUntrustedHopIsTheClient() {
+        // The client wrote "6.6.6.6" itself; the proxies appended the rest.
+        #expect(ClientAddress.resolve(peer: "10.0.0.2", forwardedFor: "6.6.6.6, 198.51.100.7, 10.0.0.9", trustedProxies: proxies) == "198.51.100.7")
+        #expect(ClientAddress.resolve(peer: "10.0.0.2", forwardedFor: "not-an-ip", trustedProxies: proxies) == "10.0.0.2")
+    }
+}

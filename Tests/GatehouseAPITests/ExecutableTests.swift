@@ -1,0 +1,102 @@
+import Foundation
+import GatehouseAPI
+import GatehouseCore
+import GatehouseTesting
+import Testing
+
+/// The `gatehouse` executable as an operator runs it.
+@Suite("The gatehouse executable")
+struct ExecutableTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// Built next to the test bundle by `swift build --build-tests`.
+    var binary: String {
+        var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        while url.path != "/" && !FileManager.default.fileExists(atPath: url.appendingPathComponent("gatehouse").path) {
+            url.deleteLastPathComponent()
+        }
+        return url.appendingPathComponent("gatehouse").path
+    }
+
+    func freePort() -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
+    @Test
+    func servesTheDemoAppAndStopsGracefullyOnSIGTERM() throws {
+        let folder = NSTemporaryDirectory() + "gatehouse-exe-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let port = freePort()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve"]
+        process.environment = [
+            "GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/gatehouse.db", "GATEHOUSE_LISTEN": "127.0.0.1:\(port)",
+            "GATEHOUSE_TENANTS_DIR": Self.root.appendingPathComponent("Tenants").path, "GATEHOUSE_ACCESS_LOG": "off",
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        let base = "http://127.0.0.1:\(port)"
+        var ready = false
+        for _ in 0..<100 where !ready {
+            ready = (try? TestHTTPClient.send("GET", base + "/readyz", timeoutSeconds: 1))?.status == 200
+            if !ready { usleep(100_000) }
+        }
+        #expect(ready)
+        let app = try TestHTTPClient.send("GET", base + "/v1/app", headers: [("X-App-Key", "pk_demo_gatehouse_local_only")])
+        #expect(app.status == 200)
+        #expect(app.data?["name"] == "Gatehouse Demo")
+        // Embedded mode without a configured key generates one, readable only by its owner.
+        let attributes = try FileManager.default.attributesOfItem(atPath: folder + "/master.key")
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 0)
+        let log = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(log.contains("\"msg\":\"shutting down\""))
+        #expect((try? TestHTTPClient.send("GET", base + "/healthz", timeoutSeconds: 1)) == nil)
+    }
+
+    @Test
+    func badConfigurationIsReportedAllAtOnceAndExits1() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.environment = ["GATEHOUSE_LISTEN": "nowhere", "GATEHOUSE_ADMIN_TOKEN": "short", "GATEHOUSE_DATABASE_URL": "mysql://x"]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = Pipe()
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 1)
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(text.contains("GATEHOUSE_LISTEN") && text.contains("GATEHOUSE_ADMIN_TOKEN") && text.contains("GATEHOUSE_DATABASE_URL"))
+    }
+
+    @Test
+    func aDifferentMasterKeyIsRefusedAtStart() throws {
+        let database = try TestDatabase.make(.sqlite)
+        defer { database.drop() }
+        var configuration = Configuration()
+        configuration.database = database.configuration
+        configuration.masterKey = Array(repeating: 1, count: 32)
+        try Gatehouse.open(configuration: configuration, log: Log(enabled: false)).close()
+        configuration.masterKey = Array(repeating: 2, count: 32)
+        #expect(throws: MasterKeyMismatch.self) { try Gatehouse.open(configuration: configuration, log: Log(enabled: false)) }
+        configuration.masterKey = Array(repeating: 1, count: 32)
+        try Gatehouse.open(configuration: configuration, log: Log(enabled: false)).close()
+    }
+}
