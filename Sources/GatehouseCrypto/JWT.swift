@@ -7,6 +7,11 @@ public enum JWT {
         public var alg: String
         public var kid: String?
         public var typ: String?
+        public init(alg: String, kid: String? = nil, typ: String? = nil) {
+            self.alg = alg
+            self.kid = kid
+            self.typ = typ
+        }
     }
 
     public struct Parsed: Sendable {
