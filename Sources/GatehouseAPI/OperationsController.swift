@@ -28,7 +28,7 @@ struct OperationsController {
         try auth.platform(request)
         let pool = database.poolStatistics
         let text = metrics.render(gauges: [
-            ("gatehouse_db_pool_connections", "Database connections the pool may open.", Double(pool.size)),
+            ("gatehouse_db_pool_connections", "Database connections open in the pool.", Double(pool.size)),
             ("gatehouse_db_pool_in_use", "Database connections in use.", Double(pool.inUse)),
             ("gatehouse_db_pool_waiting", "Requests waiting for a database connection.", Double(pool.waiting)),
         ])
