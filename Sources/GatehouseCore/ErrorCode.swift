@@ -39,6 +39,16 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
     // MARK: auth/
     public static let missingToken = ErrorCode("auth/missing-token", 401, "Missing bearer token")
     public static let invalidToken = ErrorCode("auth/invalid-token", 401, "Invalid token")
+    public static let tokenExpired = ErrorCode("auth/token-expired", 401, "Token expired")
+    public static let sessionRevoked = ErrorCode("auth/session-revoked", 401, "Session ended")
+    public static let invalidRefreshToken = ErrorCode("auth/invalid-refresh-token", 401, "Invalid refresh token")
+    public static let refreshTokenReused = ErrorCode("auth/refresh-token-reused", 401, "Refresh token reused")
+    public static let invalidCredential = ErrorCode("auth/invalid-credential", 400, "Invalid credential")
+    public static let emailAlreadyInUse = ErrorCode("auth/email-already-in-use", 409, "Email already in use")
+    public static let weakPassword = ErrorCode("auth/weak-password", 400, "Password too weak")
+    public static let signupDisabled = ErrorCode("auth/signup-disabled", 403, "Sign-up disabled")
+    public static let requiresRecentLogin = ErrorCode("auth/requires-recent-login", 403, "Recent sign-in required")
+    public static let tooManyRequests = ErrorCode("auth/too-many-requests", 429, "Too many requests")
 
     // MARK: server/
     public static let internalError = ErrorCode("server/internal", 500, "Internal server error")
@@ -48,7 +58,9 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
     /// Every code, for the documentation test.
     public static let all: [ErrorCode] = [
         validationFailed, malformedRequest, notFound, methodNotAllowed, payloadTooLarge, uriTooLong, unsupportedMediaType,
-        headersTooLarge, missingAppKey, invalidAppKey, appKeyTaken, missingToken, invalidToken,
+        headersTooLarge, missingAppKey, invalidAppKey, appKeyTaken, missingToken, invalidToken, tokenExpired, sessionRevoked,
+        invalidRefreshToken, refreshTokenReused, invalidCredential, emailAlreadyInUse, weakPassword, signupDisabled,
+        requiresRecentLogin, tooManyRequests,
         internalError, unavailable, busy,
     ]
 }

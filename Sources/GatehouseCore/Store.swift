@@ -93,6 +93,8 @@ public protocol Store: Sendable {
     func serverValue(_ name: String) throws -> String?
     /// Stores a server-wide value unless one is already there.
     func setServerValueIfAbsent(_ name: String, _ value: String) throws
+    /// Sessions of any app that ended after `since` (ms), for every node's revocation list.
+    func sessionsEnded(since: Int64) throws -> [(SessionID, Int64)]
 }
 
 public protocol AppCatalog: Sendable {
@@ -122,4 +124,39 @@ public protocol AppScopedStore: Sendable {
     func rotateSigningKeys(newNext: SigningKeyRecord, retiredExpiresAt: Int64, now: Int64) throws -> SigningKeyRecord?
     /// Adds a secret key; every other unexpired key is set to expire at `othersExpireAt` (or earlier if already sooner).
     func addSecretKey(_ key: SecretKeyRecord, othersExpireAt: Int64) throws
+
+    // MARK: Users and identities
+
+    /// Inserts a user with one identity. Throws `auth/email-already-in-use` when the identity exists.
+    func insertUser(_ user: User, passwordHash: String?, identity: Identity) throws
+    func user(_ id: UserID) throws -> User?
+    /// The user with this password identity and their password hash.
+    func passwordUser(email: String) throws -> (User, String)?
+    func passwordHash(_ id: UserID) throws -> String?
+    func updateProfile(_ id: UserID, firstName: String?, lastName: String?, now: Int64) throws -> User?
+    func setLastSignIn(_ id: UserID, now: Int64) throws
+    /// Sets the password hash; adds the password identity when `addIdentity` is given.
+    func setPasswordHash(_ id: UserID, hash: String, addIdentity: Identity?, now: Int64) throws
+    func identities(_ id: UserID) throws -> [Identity]
+
+    // MARK: Sessions
+
+    func insertSession(_ session: Session, refreshTokenHash: String) throws
+    func session(_ id: SessionID) throws -> Session?
+    /// Sessions of the user that have not ended and not expired, newest first.
+    func activeSessions(_ user: UserID, now: Int64) throws -> [Session]
+    /// Ends one session of the user; false when it was not theirs or had already ended.
+    func endSession(_ id: SessionID, user: UserID, reason: SessionEndReason, now: Int64) throws -> Bool
+    /// Ends the user's sessions except `keeping`; returns the ids ended.
+    func endSessions(of user: UserID, keeping: SessionID?, reason: SessionEndReason, now: Int64) throws -> [SessionID]
+    /// Refresh-token rotation in one transaction (see `RefreshOutcome`).
+    func rotateRefreshToken(presentedHash: String, successorHash: String, graceMillis: Int64, origin: RequestOrigin, now: Int64) throws -> RefreshOutcome
+    func setAuthTime(_ id: SessionID, now: Int64) throws
+
+    // MARK: Events and limits
+
+    func record(_ event: Event) throws
+    func events(user: UserID?, type: String?, limit: Int) throws -> [Event]
+    /// Counts a hit in the fixed window starting at `windowStart`; returns the hits in that window so far.
+    func hitRateLimit(bucket: String, windowStart: Int64) throws -> Int64
 }

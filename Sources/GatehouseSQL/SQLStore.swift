@@ -19,6 +19,12 @@ public final class SQLStore: Store {
         try database.query("SELECT value FROM server_values WHERE name = \(name)").first?.string("value")
     }
 
+    public func sessionsEnded(since: Int64) throws -> [(SessionID, Int64)] {
+        try database.query("SELECT id, ended_at FROM sessions WHERE ended_at >= \(since) ORDER BY ended_at").map {
+            (SessionID(unchecked: try $0.string("id")), try $0.int64("ended_at"))
+        }
+    }
+
     public func setServerValueIfAbsent(_ name: String, _ value: String) throws {
         try database.execute("INSERT INTO server_values (name, value) VALUES (\(name), \(value)) ON CONFLICT (name) DO NOTHING")
     }

@@ -1,0 +1,220 @@
+import GatehouseCore
+
+extension UserID: SQLBindable { public var sqlValue: SQLValue { .text(rawValue) } }
+extension SessionID: SQLBindable { public var sqlValue: SQLValue { .text(rawValue) } }
+
+// Users, identities, sessions, refresh tokens, events and limits, always bound to `appID`.
+extension SQLAppScopedStore {
+    func insertUser(_ user: User, passwordHash: String?, identity: Identity) throws {
+        do {
+            try database.transaction { db in
+                try db.execute("""
+                    INSERT INTO users (id, app_id, email, email_verified, first_name, last_name, photo_url, password_hash, created_at, updated_at, last_sign_in_at)
+                    VALUES (\(user.id), \(appID), \(user.email), \(user.emailVerified), \(user.firstName), \(user.lastName), \(user.photoURL),
+                            \(passwordHash), \(user.createdAt), \(user.updatedAt), \(user.lastSignInAt))
+                    """)
+                try insertIdentity(db, app: appID, user: user.id, identity)
+            }
+        } catch let error as SQLError where error.kind == .uniqueViolation {
+            throw GatehouseError(.emailAlreadyInUse, "An account with this email already exists.")
+        }
+    }
+
+    func user(_ id: UserID) throws -> User? {
+        try database.query("SELECT * FROM users WHERE app_id = \(appID) AND id = \(id)").first.map(userRecord)
+    }
+
+    func passwordUser(email: String) throws -> (User, String)? {
+        guard let row = try database.query("""
+            SELECT users.* FROM identities JOIN users ON users.id = identities.user_id AND users.app_id = identities.app_id
+            WHERE identities.app_id = \(appID) AND identities.provider = 'password' AND identities.subject = \(email)
+            """).first, let hash = try row.optionalString("password_hash")
+        else { return nil }
+        return (try userRecord(row), hash)
+    }
+
+    func passwordHash(_ id: UserID) throws -> String? {
+        try database.query("SELECT password_hash FROM users WHERE app_id = \(appID) AND id = \(id)").first?.optionalString("password_hash")
+    }
+
+    func updateProfile(_ id: UserID, firstName: String?, lastName: String?, now: Int64) throws -> User? {
+        try database.query("""
+            UPDATE users SET first_name = \(firstName), last_name = \(lastName), updated_at = \(now)
+            WHERE app_id = \(appID) AND id = \(id) RETURNING *
+            """).first.map(userRecord)
+    }
+
+    func setLastSignIn(_ id: UserID, now: Int64) throws {
+        try database.execute("UPDATE users SET last_sign_in_at = \(now) WHERE app_id = \(appID) AND id = \(id)")
+    }
+
+    func setPasswordHash(_ id: UserID, hash: String, addIdentity: Identity?, now: Int64) throws {
+        do {
+            try database.transaction { db in
+                try db.execute("UPDATE users SET password_hash = \(hash), updated_at = \(now) WHERE app_id = \(appID) AND id = \(id)")
+                if let addIdentity { try insertIdentity(db, app: appID, user: id, addIdentity) }
+            }
+        } catch let error as SQLError where error.kind == .uniqueViolation {
+            throw GatehouseError(.emailAlreadyInUse, "Another account signs in with this email and a password.")
+        }
+    }
+
+    func identities(_ id: UserID) throws -> [Identity] {
+        try database.query("""
+            SELECT * FROM identities WHERE app_id = \(appID) AND user_id = \(id) ORDER BY created_at, provider
+            """).map { row in
+            Identity(provider: try row.string("provider"), subject: try row.string("subject"), email: try row.optionalString("email"), createdAt: try row.int64("created_at"))
+        }
+    }
+
+    func insertSession(_ session: Session, refreshTokenHash: String) throws {
+        try database.transaction { db in
+            try db.execute("""
+                INSERT INTO sessions (id, app_id, user_id, method, auth_time, created_at, last_used_at, expires_at, ip, user_agent)
+                VALUES (\(session.id), \(appID), \(session.userID), \(session.method.rawValue), \(session.authTime), \(session.createdAt),
+                        \(session.lastUsedAt), \(session.expiresAt), \(session.ip), \(session.userAgent))
+                """)
+            try db.execute("""
+                INSERT INTO refresh_tokens (token_hash, app_id, session_id, created_at) VALUES (\(refreshTokenHash), \(appID), \(session.id), \(session.createdAt))
+                """)
+        }
+    }
+
+    func session(_ id: SessionID) throws -> Session? {
+        try database.query("SELECT * FROM sessions WHERE app_id = \(appID) AND id = \(id)").first.map(sessionRecord)
+    }
+
+    func activeSessions(_ user: UserID, now: Int64) throws -> [Session] {
+        try database.query("""
+            SELECT * FROM sessions WHERE app_id = \(appID) AND user_id = \(user) AND ended_at IS NULL AND expires_at > \(now)
+            ORDER BY last_used_at DESC, id
+            """).map(sessionRecord)
+    }
+
+    func endSession(_ id: SessionID, user: UserID, reason: SessionEndReason, now: Int64) throws -> Bool {
+        try database.execute("""
+            UPDATE sessions SET ended_at = \(now), end_reason = \(reason.rawValue)
+            WHERE app_id = \(appID) AND id = \(id) AND user_id = \(user) AND ended_at IS NULL
+            """) == 1
+    }
+
+    func endSessions(of user: UserID, keeping: SessionID?, reason: SessionEndReason, now: Int64) throws -> [SessionID] {
+        try database.query("""
+            UPDATE sessions SET ended_at = \(now), end_reason = \(reason.rawValue)
+            WHERE app_id = \(appID) AND user_id = \(user) AND ended_at IS NULL AND id <> \(keeping?.rawValue ?? "")
+            RETURNING id
+            """).map { SessionID(unchecked: try $0.string("id")) }
+    }
+
+    func rotateRefreshToken(presentedHash: String, successorHash: String, graceMillis: Int64, origin: RequestOrigin, now: Int64) throws -> RefreshOutcome {
+        try database.transaction { db in
+            guard let row = try db.query("""
+                SELECT refresh_tokens.rotated_at AS token_rotated_at, sessions.*
+                FROM refresh_tokens JOIN sessions ON sessions.id = refresh_tokens.session_id
+                WHERE refresh_tokens.token_hash = \(presentedHash) AND refresh_tokens.app_id = \(appID) AND sessions.app_id = \(appID)
+                """).first
+            else { return .invalid }
+            var session = try sessionRecord(row)
+            if session.endedAt != nil || session.expiresAt <= now { return .invalid }
+
+            if try row.optionalInt64("token_rotated_at") == nil {
+                // The current token. Claim it; a concurrent refresh of the same token loses here and
+                // goes on as a retry below.
+                let claimed = try db.execute("""
+                    UPDATE refresh_tokens SET rotated_at = \(now)
+                    WHERE token_hash = \(presentedHash) AND app_id = \(appID) AND rotated_at IS NULL
+                    """)
+                if claimed == 1 {
+                    try db.execute("""
+                        INSERT INTO refresh_tokens (token_hash, app_id, session_id, created_at) VALUES (\(successorHash), \(appID), \(session.id), \(now))
+                        """)
+                    try db.execute("""
+                        UPDATE sessions SET last_used_at = \(now), ip = \(origin.ip), user_agent = \(origin.userAgent)
+                        WHERE app_id = \(appID) AND id = \(session.id)
+                        """)
+                    session.lastUsedAt = now
+                    session.ip = origin.ip
+                    session.userAgent = origin.userAgent
+                    return .rotated(session)
+                }
+            }
+            // A rotated token: a retry within the grace window whose successor is still the current
+            // token gets the same pair; anything else is reuse and ends the session.
+            let rotation = try db.query("""
+                SELECT rotated_at FROM refresh_tokens WHERE token_hash = \(presentedHash) AND app_id = \(appID)
+                """).first?.optionalInt64("rotated_at") ?? now
+            let successorIsCurrent = try !db.query("""
+                SELECT 1 AS current FROM refresh_tokens
+                WHERE token_hash = \(successorHash) AND app_id = \(appID) AND session_id = \(session.id) AND rotated_at IS NULL
+                """).isEmpty
+            if successorIsCurrent && now - rotation <= graceMillis { return .retried(session) }
+            try db.execute("""
+                UPDATE sessions SET ended_at = \(now), end_reason = \(SessionEndReason.refreshReused.rawValue)
+                WHERE app_id = \(appID) AND id = \(session.id) AND ended_at IS NULL
+                """)
+            session.endedAt = now
+            return .reused(session)
+        }
+    }
+
+    func setAuthTime(_ id: SessionID, now: Int64) throws {
+        try database.execute("UPDATE sessions SET auth_time = \(now), last_used_at = \(now) WHERE app_id = \(appID) AND id = \(id)")
+    }
+
+    func record(_ event: Event) throws {
+        try database.execute("""
+            INSERT INTO events (id, app_id, type, user_id, session_id, ip, user_agent, data, created_at)
+            VALUES (\(event.id.rawValue), \(appID), \(event.type), \(event.userID), \(event.sessionID), \(event.ip), \(event.userAgent),
+                    \(event.data.serializedString), \(event.createdAt))
+            """)
+    }
+
+    func events(user: UserID?, type: String?, limit: Int) throws -> [Event] {
+        var sql: SQL = "SELECT * FROM events WHERE app_id = \(appID)"
+        if let user { sql += " AND user_id = \(user)" }
+        if let type { sql += " AND type = \(type)" }
+        sql += " ORDER BY created_at DESC, id DESC LIMIT \(limit)"
+        return try database.query(sql).map { row in
+            Event(
+                type: try row.string("type"), userID: try row.optionalString("user_id").map(UserID.init(unchecked:)),
+                sessionID: try row.optionalString("session_id").map(SessionID.init(unchecked:)), ip: try row.optionalString("ip"),
+                userAgent: try row.optionalString("user_agent"), data: (try? JSON.parse(Array(try row.string("data").utf8))) ?? [:],
+                createdAt: try row.int64("created_at"), id: EventID(unchecked: try row.string("id")))
+        }
+    }
+
+    func hitRateLimit(bucket: String, windowStart: Int64) throws -> Int64 {
+        try database.query("""
+            INSERT INTO rate_limits (app_id, bucket, window_start, hits) VALUES (\(appID), \(bucket), \(windowStart), 1)
+            ON CONFLICT (app_id, bucket) DO UPDATE SET
+                hits = CASE WHEN rate_limits.window_start = excluded.window_start THEN rate_limits.hits + 1 ELSE 1 END,
+                window_start = excluded.window_start
+            RETURNING hits
+            """).first?.int64("hits") ?? 1
+    }
+}
+
+private func insertIdentity(_ db: any SQLConnection, app: AppID, user: UserID, _ identity: Identity) throws {
+    try db.execute("""
+        INSERT INTO identities (app_id, provider, subject, user_id, email, created_at)
+        VALUES (\(app), \(identity.provider), \(identity.subject), \(user), \(identity.email), \(identity.createdAt))
+        """)
+}
+
+private func userRecord(_ row: SQLRow) throws -> User {
+    User(
+        id: UserID(unchecked: try row.string("id")), email: try row.optionalString("email"), emailVerified: try row.bool("email_verified"),
+        firstName: try row.optionalString("first_name"), lastName: try row.optionalString("last_name"), photoURL: try row.optionalString("photo_url"),
+        createdAt: try row.int64("created_at"), updatedAt: try row.int64("updated_at"), lastSignInAt: try row.optionalInt64("last_sign_in_at"))
+}
+
+private func sessionRecord(_ row: SQLRow) throws -> Session {
+    guard let method = SignInMethodKind(rawValue: try row.string("method")) else {
+        throw SQLError(kind: .decoding, message: "sessions.method has an unknown value")
+    }
+    return Session(
+        id: SessionID(unchecked: try row.string("id")), userID: UserID(unchecked: try row.string("user_id")), method: method,
+        authTime: try row.int64("auth_time"), createdAt: try row.int64("created_at"), lastUsedAt: try row.int64("last_used_at"),
+        expiresAt: try row.int64("expires_at"), endedAt: try row.optionalInt64("ended_at"), ip: try row.optionalString("ip"),
+        userAgent: try row.optionalString("user_agent"))
+}
