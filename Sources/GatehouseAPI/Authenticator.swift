@@ -4,6 +4,14 @@ import GatehouseCore
 struct Authenticator: Sendable {
     let directory: AppDirectory
     let apps: AppService
+    let tokens: TokenService
+
+    /// The app of `X-App-Key` and the signed-in user of its `Authorization: Bearer` access token.
+    func user(_ request: Request) throws -> (AppContext, AccessClaims) {
+        let app = try self.app(request)
+        guard let token = request.bearerToken else { throw GatehouseError(.missingToken, "Send the access token as Authorization: Bearer ….") }
+        return (app, try tokens.verifyAccessToken(token, app: app))
+    }
 
     /// The app named by `X-App-Key`: 401 `app/missing-key` or `app/invalid-key` otherwise.
     func app(_ request: Request) throws -> AppContext {

@@ -15,6 +15,8 @@ public final class Gatehouse: Sendable {
     public let store: SQLStore
     public let directory: AppDirectory
     public let apps: AppService
+    public let accounts: AccountService
+    public let tokens: TokenService
     public let metrics = Metrics()
     public let log: Log
     public let clock: any Clock
@@ -55,11 +57,22 @@ public final class Gatehouse: Sendable {
         directory = AppDirectory(store: store, sealer: sealer, clock: clock)
         apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken)
 
-        let auth = Authenticator(directory: directory, apps: apps)
+        let revocations = RevocationList(store: store, clock: clock)
+        tokens = TokenService(publicURL: configuration.publicURL, clock: clock, masterKey: masterKey, revocations: revocations)
+        let hasher = try PasswordHasher(
+            parameters: Argon2id.Parameters(
+                memoryKiB: UInt32(configuration.argon2MemoryKiB), iterations: UInt32(configuration.argon2Iterations),
+                parallelism: UInt32(configuration.argon2Parallelism)),
+            permits: configuration.hashConcurrency)
+        accounts = AccountService(store: store, tokens: tokens, hasher: hasher, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds)
+
+        let auth = Authenticator(directory: directory, apps: apps, tokens: tokens)
         var routes = Routes()
         OperationsController(auth: auth, store: store, database: database, metrics: metrics).register(&routes)
         AppController(auth: auth, directory: directory, publicURL: configuration.publicURL).register(&routes)
         AdminController(auth: auth, apps: apps).register(&routes)
+        AuthController(auth: auth, accounts: accounts).register(&routes)
+        MeController(auth: auth, accounts: accounts).register(&routes)
         router = routes.router
     }
 

@@ -33,6 +33,13 @@ public struct Configuration: Sendable {
     public var connectionTimeoutSeconds = 30
     /// `json` (default) or `off`: one line per request on standard output.
     public var accessLog = true
+    /// argon2id cost; OWASP's m=19456 KiB, t=2, p=1 by default. Stored hashes carry their own
+    /// parameters and are rehashed at the next sign-in when these change.
+    public var argon2MemoryKiB = 19456
+    public var argon2Iterations = 2
+    public var argon2Parallelism = 1
+    /// Password hashes computed at once; more wait (up to 5 s, then 503 `server/busy`).
+    public var hashConcurrency = ProcessInfo.processInfo.activeProcessorCount
 
     public init() {}
 
@@ -159,6 +166,10 @@ public struct Configuration: Sendable {
         integer("GATEHOUSE_CONNECTION_LIMIT", 1...1_000_000, into: &config.connectionLimit)
         integer("GATEHOUSE_PER_IP_CONNECTION_LIMIT", 1...1_000_000, into: &config.perIPConnectionLimit)
         integer("GATEHOUSE_CONNECTION_TIMEOUT_SECONDS", 1...3600, into: &config.connectionTimeoutSeconds)
+        integer("GATEHOUSE_ARGON2_MEMORY_KIB", 1024...4_194_304, into: &config.argon2MemoryKiB)
+        integer("GATEHOUSE_ARGON2_ITERATIONS", 1...20, into: &config.argon2Iterations)
+        integer("GATEHOUSE_ARGON2_PARALLELISM", 1...16, into: &config.argon2Parallelism)
+        integer("GATEHOUSE_HASH_CONCURRENCY", 1...256, into: &config.hashConcurrency)
         if let log = value("GATEHOUSE_ACCESS_LOG") {
             switch log {
             case "json": config.accessLog = true

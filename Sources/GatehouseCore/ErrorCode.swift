@@ -49,6 +49,8 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
     public static let signupDisabled = ErrorCode("auth/signup-disabled", 403, "Sign-up disabled")
     public static let requiresRecentLogin = ErrorCode("auth/requires-recent-login", 403, "Recent sign-in required")
     public static let tooManyRequests = ErrorCode("auth/too-many-requests", 429, "Too many requests")
+    public static let signInMethodDisabled = ErrorCode("auth/sign-in-method-disabled", 403, "Sign-in method disabled")
+    public static let credentialAlreadyInUse = ErrorCode("auth/credential-already-in-use", 409, "Credential already in use")
 
     // MARK: server/
     public static let internalError = ErrorCode("server/internal", 500, "Internal server error")
@@ -60,7 +62,7 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
         validationFailed, malformedRequest, notFound, methodNotAllowed, payloadTooLarge, uriTooLong, unsupportedMediaType,
         headersTooLarge, missingAppKey, invalidAppKey, appKeyTaken, missingToken, invalidToken, tokenExpired, sessionRevoked,
         invalidRefreshToken, refreshTokenReused, invalidCredential, emailAlreadyInUse, weakPassword, signupDisabled,
-        requiresRecentLogin, tooManyRequests,
+        requiresRecentLogin, tooManyRequests, signInMethodDisabled, credentialAlreadyInUse,
         internalError, unavailable, busy,
     ]
 }

@@ -32,6 +32,9 @@ public struct FieldReader {
 
     public func has(_ key: String) -> Bool { object[key] != nil && object[key] != .null }
 
+    /// True when the key is in the object, even with a null value.
+    public func isPresent(_ key: String) -> Bool { object[key] != nil }
+
     public mutating func string(_ key: String, maxLength: Int = 1024) -> String? {
         guard let v = raw(key) else { return nil }
         guard case .string(let s) = v else { fail(key, "Must be a string."); return nil }

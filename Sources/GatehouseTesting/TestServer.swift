@@ -29,6 +29,9 @@ public final class TestServer: @unchecked Sendable {  // immutable after init; H
         configuration.publicURL = Self.publicURL
         configuration.httpThreads = 4
         configuration.accessLog = false
+        // Cheap hashes keep the suite fast; the cost parameters do not change any behaviour.
+        configuration.argon2MemoryKiB = 1024
+        configuration.argon2Iterations = 1
         configure(&configuration)
         self.clock = clock
         do {
@@ -70,6 +73,15 @@ public final class TestServer: @unchecked Sendable {  // immutable after init; H
         public let appKey: String
         public let secretKey: String
         public let response: TestResponse
+    }
+
+    /// Signs up a user and returns the session response's `data`.
+    public func signUp(_ app: CreatedApp, email: String = "ada@example.com", password: String = "correct horse battery") throws -> JSON {
+        let response = try request("POST", "/v1/auth/signup", appKey: app.appKey, json: ["email": .string(email), "password": .string(password)])
+        guard response.status == 201, let data = response.data else {
+            throw TestHTTPClient.Failure(description: "sign-up answered \(response.status): \(response.text)")
+        }
+        return data
     }
 
     public func createApp(_ settings: JSON = ["name": "Test App"]) throws -> CreatedApp {

@@ -1,0 +1,87 @@
+import GatehouseCore
+import GatehouseHTTP
+
+/// `/v1/auth/*` with passwords: sign-up, sign-in, refresh, sign-out, reauthentication.
+struct AuthController {
+    let auth: Authenticator
+    let accounts: AccountService
+
+    static let refreshCookie = "gh_refresh"
+
+    func register(_ routes: inout Routes) {
+        routes.post("/v1/auth/signup", signUp)
+        routes.post("/v1/auth/signin", signIn)
+        routes.post("/v1/auth/refresh", refresh)
+        routes.post("/v1/auth/signout", signOut)
+        routes.post("/v1/auth/reauthenticate", reauthenticate)
+    }
+
+    func signUp(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.app(request)
+        var body = try Body(request)
+        let email = body.required("email", maxLength: 320)
+        let password = body.required("password", maxLength: 4096)
+        let first = body.optional("first_name", maxLength: 200)
+        let last = body.optional("last_name", maxLength: 200)
+        try body.finish()
+        return sessionResponse(app, try accounts.signUp(app: app, email: email, password: password, firstName: first, lastName: last, origin: request.origin))
+    }
+
+    func signIn(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.app(request)
+        var body = try Body(request)
+        let email = body.required("email", maxLength: 320)
+        let password = body.required("password", maxLength: 4096)
+        try body.finish()
+        return sessionResponse(app, try accounts.signIn(app: app, email: email, password: password, origin: request.origin))
+    }
+
+    func refresh(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.app(request)
+        var body = try Body(request, allowEmpty: true)
+        let given = body.optional("refresh_token", maxLength: 512)
+        try body.finish()
+        let cookie = app.settings.refreshCookie ? Cookies.parse(request.header("Cookie"))[Self.refreshCookie] : nil
+        guard let token = given ?? cookie else { throw GatehouseError.validation("refresh_token", "Required (or the gh_refresh cookie).") }
+        return sessionResponse(app, try accounts.refresh(app: app, refreshToken: token, origin: request.origin))
+    }
+
+    func signOut(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        var body = try Body(request, allowEmpty: true)
+        let scopeText = body.optional("scope") ?? "current"
+        try body.finish()
+        guard let scope = AccountService.SignOutScope(rawValue: scopeText) else {
+            throw GatehouseError.validation("scope", "Must be current, others or all.")
+        }
+        try accounts.signOut(app: app, claims: claims, scope: scope, origin: request.origin)
+        var response = HTTPResponse.noContent
+        if app.settings.refreshCookie && scope != .others {
+            response.headers.add("Set-Cookie", "\(Self.refreshCookie)=; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=0")
+        }
+        return response
+    }
+
+    func reauthenticate(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        var body = try Body(request)
+        let password = body.required("password", maxLength: 4096)
+        try body.finish()
+        let access = try accounts.reauthenticate(app: app, claims: claims, password: password, origin: request.origin)
+        return HTTPResponse.data(["access_token": .string(access.token), "expires_in": .int(access.expiresIn)]).noStore()
+    }
+
+    /// The session response: 201 when the call created the account, 200 otherwise.
+    func sessionResponse(_ app: AppContext, _ grant: SessionGrant) -> HTTPResponse {
+        var response = HTTPResponse.data(
+            [
+                "access_token": .string(grant.accessToken), "token_type": "Bearer", "expires_in": .int(grant.expiresIn),
+                "refresh_token": .string(grant.refreshToken), "is_new_user": .bool(grant.isNewUser), "user": AccountJSON.user(grant.user, grant.identities),
+            ], status: grant.isNewUser ? 201 : 200
+        ).noStore()
+        if app.settings.refreshCookie {
+            response.headers.add("Set-Cookie", "\(Self.refreshCookie)=\(grant.refreshToken); HttpOnly; Secure; SameSite=Lax; Path=/v1/auth")
+        }
+        return response
+    }
+}

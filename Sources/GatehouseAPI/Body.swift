@@ -1,0 +1,74 @@
+import GatehouseCore
+
+/// Reads a JSON request body field by field; `finish()` rejects unknown fields and reports every
+/// problem at once as `request/validation-failed`.
+struct Body {
+    private var reader: FieldReader
+
+    init(_ request: Request, allowEmpty: Bool = false) throws {
+        reader = FieldReader(try request.jsonBody(allowEmpty: allowEmpty))
+    }
+
+    /// A required string; `maxLength` guards against absurd inputs before any work is done.
+    mutating func required(_ key: String, maxLength: Int = 1024) -> String {
+        if !reader.has(key) {
+            _ = reader.raw(key)
+            reader.fail(key, "Required.")
+            return ""
+        }
+        return reader.string(key, maxLength: maxLength) ?? ""
+    }
+
+    mutating func optional(_ key: String, maxLength: Int = 1024) -> String? { reader.string(key, maxLength: maxLength) }
+
+    /// Absent → nil; null → .some(nil); a string → .some(value).
+    mutating func nullable(_ key: String, maxLength: Int = 1024) -> String?? {
+        guard reader.isPresent(key) else { return nil }
+        if !reader.has(key) {
+            _ = reader.raw(key)
+            return .some(nil)
+        }
+        guard let value = reader.string(key, maxLength: maxLength) else { return nil }
+        return .some(value)
+    }
+
+    func finish() throws(GatehouseError) {
+        var copy = reader
+        copy.rejectUnknown()
+        if !copy.errors.isEmpty { throw .validation(copy.errors) }
+    }
+}
+
+extension Request {
+    var origin: RequestOrigin { RequestOrigin(ip: clientIP, userAgent: header("User-Agent")) }
+}
+
+/// The JSON shapes of accounts.
+enum AccountJSON {
+    static func user(_ user: User, _ identities: [Identity]) -> JSON {
+        [
+            "id": .string(user.id.rawValue), "email": .optional(user.email), "email_verified": .bool(user.emailVerified),
+            "first_name": .optional(user.firstName), "last_name": .optional(user.lastName), "photo_url": .optional(user.photoURL),
+            "created_at": .string(rfc3339(millis: user.createdAt)),
+            "last_sign_in_at": user.lastSignInAt.map { .string(rfc3339(millis: $0)) } ?? .null,
+            "identities": .array(uniqueProviders(identities).map(JSON.string)),
+        ]
+    }
+
+    static func identities(_ identities: [Identity]) -> JSON {
+        .array(identities.map { ["provider": .string($0.provider), "email": .optional($0.email), "created_at": .string(rfc3339(millis: $0.createdAt))] })
+    }
+
+    static func session(_ session: Session, current: SessionID) -> JSON {
+        [
+            "id": .string(session.id.rawValue), "current": .bool(session.id == current), "method": .string(session.method.rawValue),
+            "created_at": .string(rfc3339(millis: session.createdAt)), "last_used_at": .string(rfc3339(millis: session.lastUsedAt)),
+            "ip": .optional(session.ip), "user_agent": .optional(session.userAgent),
+        ]
+    }
+
+    private static func uniqueProviders(_ identities: [Identity]) -> [String] {
+        var seen = Set<String>()
+        return identities.map(\.provider).filter { seen.insert($0).inserted }
+    }
+}

@@ -1,0 +1,70 @@
+import GatehouseCore
+import GatehouseHTTP
+
+/// `/v1/me*`: the signed-in user's profile, devices, password and sign-in methods.
+struct MeController {
+    let auth: Authenticator
+    let accounts: AccountService
+
+    func register(_ routes: inout Routes) {
+        routes.get("/v1/me", me)
+        routes.patch("/v1/me", updateMe)
+        routes.get("/v1/me/sessions", sessions)
+        routes.delete("/v1/me/sessions/{id}", endSession)
+        routes.put("/v1/me/password", changePassword)
+        routes.get("/v1/me/identities", identities)
+        routes.post("/v1/me/identities/password", addPassword)
+    }
+
+    func me(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        let (user, identities) = try accounts.me(app: app, claims: claims)
+        return HTTPResponse.data(AccountJSON.user(user, identities)).noStore()
+    }
+
+    func updateMe(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        var body = try Body(request)
+        let first = body.nullable("first_name", maxLength: 200)
+        let last = body.nullable("last_name", maxLength: 200)
+        try body.finish()
+        let (user, identities) = try accounts.updateProfile(app: app, claims: claims, firstName: first, lastName: last)
+        return HTTPResponse.data(AccountJSON.user(user, identities)).noStore()
+    }
+
+    func sessions(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        let sessions = try accounts.sessions(app: app, claims: claims)
+        return HTTPResponse.json(["data": .array(sessions.map { AccountJSON.session($0, current: claims.sessionID) }), "next_cursor": .null]).noStore()
+    }
+
+    func endSession(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        guard let id = request.parameters["id"].flatMap({ SessionID(parsing: $0) }) else { throw GatehouseError(.notFound, "No such session.") }
+        try accounts.endSession(app: app, claims: claims, id: id, origin: request.origin)
+        return .noContent
+    }
+
+    func changePassword(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        var body = try Body(request)
+        let current = body.required("current_password", maxLength: 4096)
+        let new = body.required("password", maxLength: 4096)
+        try body.finish()
+        try accounts.changePassword(app: app, claims: claims, current: current, new: new, origin: request.origin)
+        return .noContent
+    }
+
+    func identities(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        return HTTPResponse.data(AccountJSON.identities(try accounts.identities(app: app, claims: claims))).noStore()
+    }
+
+    func addPassword(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        var body = try Body(request)
+        let password = body.required("password", maxLength: 4096)
+        try body.finish()
+        return HTTPResponse.data(AccountJSON.identities(try accounts.addPassword(app: app, claims: claims, password: password, origin: request.origin))).noStore()
+    }
+}

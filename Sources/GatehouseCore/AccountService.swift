@@ -1,0 +1,247 @@
+import GatehouseCrypto
+
+/// What a successful sign-in, sign-up or refresh hands to the client.
+public struct SessionGrant: Sendable {
+    public let user: User
+    public let identities: [Identity]
+    public let accessToken: String
+    public let expiresIn: Int64
+    public let refreshToken: String
+    public let isNewUser: Bool
+}
+
+/// Accounts with passwords, sessions and tokens: every behaviour of API.md's "Tokens", the
+/// password rows of "Sign-in and tokens" and the account rows that need no outside provider.
+public final class AccountService: Sendable {
+    private let tokens: TokenService
+    private let hasher: PasswordHasher
+    private let limiter: RateLimiter
+    private let store: any Store
+    private let clock: any Clock
+    private let refreshGraceMillis: Int64
+
+    public init(store: any Store, tokens: TokenService, hasher: PasswordHasher, clock: any Clock, refreshGraceSeconds: Int) {
+        self.store = store
+        self.tokens = tokens
+        self.hasher = hasher
+        self.limiter = RateLimiter(clock: clock)
+        self.clock = clock
+        self.refreshGraceMillis = Int64(refreshGraceSeconds) * 1000
+    }
+
+    // MARK: - Signing up and in
+
+    public func signUp(app: AppContext, email rawEmail: String, password: String, firstName: String?, lastName: String?, origin: RequestOrigin) throws -> SessionGrant {
+        let data = store.app(app.id)
+        try limitAuth(app, data, origin)
+        guard app.settings.allowSignup else { throw GatehouseError(.signupDisabled, "This app does not accept new accounts.") }
+        try requireMethod("password", app)
+        let email = try InputRules.email(rawEmail)
+        try InputRules.newPassword(password, minimum: app.settings.passwordMinLength)
+        let first = try firstName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "first_name") }
+        let last = try lastName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "last_name") }
+        if try data.passwordUser(email: email) != nil { throw GatehouseError(.emailAlreadyInUse, "An account with this email already exists.") }
+
+        let hash = try hasher.hash(password)
+        let now = clock.nowMillis()
+        let user = User(id: .generate(), email: email, emailVerified: false, firstName: first, lastName: last, createdAt: now, updatedAt: now, lastSignInAt: now)
+        try data.insertUser(user, passwordHash: hash, identity: Identity(provider: "password", subject: email, email: email, createdAt: now))
+        try data.record(Event(type: "user.signed_up", userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: now))
+        return try startSession(app: app, data, user: user, method: .password, isNewUser: true, origin: origin)
+    }
+
+    public func signIn(app: AppContext, email rawEmail: String, password: String, origin: RequestOrigin) throws -> SessionGrant {
+        let data = store.app(app.id)
+        try limitAuth(app, data, origin)
+        try requireMethod("password", app)
+        let email = try InputRules.email(rawEmail)
+        guard password.count <= 128 else { throw GatehouseError.validation("password", "Must be at most 128 characters.") }
+        let found = try data.passwordUser(email: email)
+        // Unknown email and wrong password: the same answer after the same work.
+        guard try hasher.verify(password, encoded: found?.1), let (user, hash) = found else {
+            try data.record(Event(type: "user.sign_in_failed", userID: found?.0.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: clock.nowMillis()))
+            throw GatehouseError(.invalidCredential, "The email or password is wrong.")
+        }
+        if hasher.needsRehash(hash) { try data.setPasswordHash(user.id, hash: try hasher.hash(password), addIdentity: nil, now: clock.nowMillis()) }
+        return try startSession(app: app, data, user: user, method: .password, isNewUser: false, origin: origin)
+    }
+
+    /// Creates a session and its first token pair; records `user.signed_in`.
+    public func startSession(app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethodKind, isNewUser: Bool, origin: RequestOrigin) throws -> SessionGrant {
+        let now = clock.nowMillis()
+        let session = Session(
+            id: .generate(), userID: user.id, method: method, authTime: now, createdAt: now, lastUsedAt: now,
+            expiresAt: now + app.settings.refreshTokenTTLSeconds * 1000, ip: origin.ip, userAgent: origin.userAgent)
+        let refreshToken = tokens.newRefreshToken()
+        try data.insertSession(session, refreshTokenHash: tokens.hash(refreshToken: refreshToken))
+        if !isNewUser { try data.setLastSignIn(user.id, now: now) }
+        var signedIn = user
+        signedIn.lastSignInAt = now
+        try data.record(Event(type: "user.signed_in", userID: user.id, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(method.rawValue)], createdAt: now))
+        let identities = try data.identities(user.id)
+        let access = try tokens.accessToken(app: app, user: signedIn, session: session, identities: identities)
+        return SessionGrant(user: signedIn, identities: identities, accessToken: access.token, expiresIn: access.expiresIn, refreshToken: refreshToken, isNewUser: isNewUser)
+    }
+
+    // MARK: - Refresh and sign-out
+
+    /// Rotates a refresh token (see `RefreshOutcome`).
+    public func refresh(app: AppContext, refreshToken: String, origin: RequestOrigin) throws -> SessionGrant {
+        guard !refreshToken.isEmpty, refreshToken.utf8.count <= 256 else { throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid.") }
+        let data = store.app(app.id)
+        let successor = tokens.successor(of: refreshToken)
+        let outcome = try data.rotateRefreshToken(
+            presentedHash: tokens.hash(refreshToken: refreshToken), successorHash: tokens.hash(refreshToken: successor), graceMillis: refreshGraceMillis,
+            origin: origin, now: clock.nowMillis())
+        switch outcome {
+        case .invalid:
+            throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid: sign in again.")
+        case .reused(let session):
+            tokens.revocations.add([session.id])
+            try data.record(Event(type: "session.refresh_reused", userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, createdAt: clock.nowMillis()))
+            try data.record(Event(type: "session.revoked", userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "refresh_reused"], createdAt: clock.nowMillis()))
+            throw GatehouseError(.refreshTokenReused, "This refresh token was already used; the session has been ended. Sign in again.")
+        case .rotated(let session), .retried(let session):
+            guard let user = try data.user(session.userID) else { throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid.") }
+            let identities = try data.identities(user.id)
+            let access = try tokens.accessToken(app: app, user: user, session: session, identities: identities)
+            return SessionGrant(user: user, identities: identities, accessToken: access.token, expiresIn: access.expiresIn, refreshToken: successor, isNewUser: false)
+        }
+    }
+
+    public enum SignOutScope: String, Sendable {
+        case current, others, all
+    }
+
+    public func signOut(app: AppContext, claims: AccessClaims, scope: SignOutScope, origin: RequestOrigin) throws {
+        let data = store.app(app.id)
+        let now = clock.nowMillis()
+        var ended: [SessionID] = []
+        switch scope {
+        case .current:
+            if try data.endSession(claims.sessionID, user: claims.userID, reason: .signedOut, now: now) { ended = [claims.sessionID] }
+        case .others:
+            ended = try data.endSessions(of: claims.userID, keeping: claims.sessionID, reason: .signedOut, now: now)
+        case .all:
+            ended = try data.endSessions(of: claims.userID, keeping: nil, reason: .signedOut, now: now)
+        }
+        tokens.revocations.add(ended)
+        for id in ended {
+            try data.record(Event(type: "session.signed_out", userID: claims.userID, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["scope": .string(scope.rawValue)], createdAt: now))
+        }
+    }
+
+    // MARK: - Recent login
+
+    /// A new access token with a fresh `auth_time`, after checking the password again. The refresh token stays.
+    public func reauthenticate(app: AppContext, claims: AccessClaims, password: String, origin: RequestOrigin) throws -> (token: String, expiresIn: Int64) {
+        let data = store.app(app.id)
+        try limitAuth(app, data, origin)
+        guard password.count <= 128, try hasher.verify(password, encoded: try data.passwordHash(claims.userID)) else {
+            try data.record(Event(type: "user.sign_in_failed", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "reauthentication": true], createdAt: clock.nowMillis()))
+            throw GatehouseError(.invalidCredential, "The password is wrong.")
+        }
+        let now = clock.nowMillis()
+        try data.setAuthTime(claims.sessionID, now: now)
+        guard var session = try data.session(claims.sessionID), session.endedAt == nil, let user = try data.user(claims.userID) else {
+            throw GatehouseError(.sessionRevoked, "This session has ended; sign in again.")
+        }
+        session.authTime = now
+        return try tokens.accessToken(app: app, user: user, session: session, identities: try data.identities(user.id))
+    }
+
+    /// The recent-login policy: `auth_time` within the app's `recent_login_seconds`, else 403 `auth/requires-recent-login`.
+    public func requireRecentLogin(app: AppContext, claims: AccessClaims) throws(GatehouseError) {
+        if clock.nowSeconds - claims.authTime > app.settings.recentLoginSeconds {
+            throw GatehouseError(.requiresRecentLogin, "Sign in again (POST /v1/auth/reauthenticate) before doing this.")
+        }
+    }
+
+    // MARK: - The signed-in user
+
+    public func me(app: AppContext, claims: AccessClaims) throws -> (User, [Identity]) {
+        let data = store.app(app.id)
+        guard let user = try data.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
+        return (user, try data.identities(user.id))
+    }
+
+    /// Changes first and last name: absent keeps, null or empty clears.
+    public func updateProfile(app: AppContext, claims: AccessClaims, firstName: String??, lastName: String??) throws -> (User, [Identity]) {
+        let (user, _) = try me(app: app, claims: claims)
+        func resolve(_ change: String??, _ current: String?, _ field: String) throws(GatehouseError) -> String? {
+            switch change {
+            case .none: return current
+            case .some(.none): return nil
+            case .some(.some(let value)): return try InputRules.name(value, field: field)
+            }
+        }
+        let first = try resolve(firstName, user.firstName, "first_name")
+        let last = try resolve(lastName, user.lastName, "last_name")
+        let data = store.app(app.id)
+        guard let updated = try data.updateProfile(user.id, firstName: first, lastName: last, now: clock.nowMillis()) else {
+            throw GatehouseError(.sessionRevoked, "This account no longer exists.")
+        }
+        return (updated, try data.identities(user.id))
+    }
+
+    public func sessions(app: AppContext, claims: AccessClaims) throws -> [Session] {
+        try store.app(app.id).activeSessions(claims.userID, now: clock.nowMillis())
+    }
+
+    /// Signs one of the user's devices out. Another user's session (or an unknown one) is 404.
+    public func endSession(app: AppContext, claims: AccessClaims, id: SessionID, origin: RequestOrigin) throws {
+        let data = store.app(app.id)
+        let now = clock.nowMillis()
+        guard try data.endSession(id, user: claims.userID, reason: .revoked, now: now) else { throw GatehouseError(.notFound, "No such session.") }
+        tokens.revocations.add([id])
+        try data.record(Event(type: "session.revoked", userID: claims.userID, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "user"], createdAt: now))
+    }
+
+    /// Checks the current password, sets the new one and ends every other session.
+    public func changePassword(app: AppContext, claims: AccessClaims, current: String, new: String, origin: RequestOrigin) throws {
+        let data = store.app(app.id)
+        guard current.count <= 128, try hasher.verify(current, encoded: try data.passwordHash(claims.userID)) else {
+            throw GatehouseError(.invalidCredential, "The current password is wrong.", fieldErrors: [FieldError("current_password", "Wrong password.")])
+        }
+        try InputRules.newPassword(new, minimum: app.settings.passwordMinLength)
+        let now = clock.nowMillis()
+        try data.setPasswordHash(claims.userID, hash: try hasher.hash(new), addIdentity: nil, now: now)
+        let ended = try data.endSessions(of: claims.userID, keeping: claims.sessionID, reason: .passwordChanged, now: now)
+        tokens.revocations.add(ended)
+        try data.record(Event(type: "user.password_changed", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, createdAt: now))
+        for id in ended {
+            try data.record(Event(type: "session.revoked", userID: claims.userID, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "password_changed"], createdAt: now))
+        }
+    }
+
+    public func identities(app: AppContext, claims: AccessClaims) throws -> [Identity] {
+        try store.app(app.id).identities(claims.userID)
+    }
+
+    /// Adds password sign-in to an account that has an email but no password yet.
+    public func addPassword(app: AppContext, claims: AccessClaims, password: String, origin: RequestOrigin) throws -> [Identity] {
+        let (user, identities) = try me(app: app, claims: claims)
+        if identities.contains(where: { $0.provider == "password" }) {
+            throw GatehouseError(.credentialAlreadyInUse, "This account already signs in with a password; change it with PUT /v1/me/password.")
+        }
+        guard let email = user.email else { throw GatehouseError.validation("email", "The account has no email address to sign in with.") }
+        try InputRules.newPassword(password, minimum: app.settings.passwordMinLength)
+        let now = clock.nowMillis()
+        let data = store.app(app.id)
+        try data.setPasswordHash(user.id, hash: try hasher.hash(password), addIdentity: Identity(provider: "password", subject: email, email: email, createdAt: now), now: now)
+        try data.record(Event(type: "identity.linked", userID: user.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": "password"], createdAt: now))
+        return try data.identities(user.id)
+    }
+
+    // MARK: -
+
+    private func limitAuth(_ app: AppContext, _ data: any AppScopedStore, _ origin: RequestOrigin) throws {
+        try limiter.hit(data, bucket: "auth", subject: origin.ip ?? "unknown", limit: app.settings.rateLimits.authPerMinutePerIP)
+    }
+
+    private func requireMethod(_ method: String, _ app: AppContext) throws {
+        guard app.settings.signInMethods.contains(method) else {
+            throw GatehouseError(.signInMethodDisabled, "This app does not offer \(method) sign-in.")
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import GatehouseCrypto
+
+/// The claims Gatehouse relies on in its own access tokens.
+public struct AccessClaims: Sendable {
+    public let userID: UserID
+    public let sessionID: SessionID
+    /// Seconds since the epoch.
+    public let authTime: Int64
+    public let issuedAt: Int64
+    public let expiresAt: Int64
+}
+
+/// Issues and checks access tokens (JWTs signed with the app's own key) and refresh tokens.
+public final class TokenService: Sendable {
+    private let publicURL: String
+    private let clock: any Clock
+    private let refreshChainKey: [UInt8]
+    public let revocations: RevocationList
+
+    public static let accessTokenType = "at+jwt"
+
+    public init(publicURL: String, clock: any Clock, masterKey: [UInt8], revocations: RevocationList) {
+        self.publicURL = publicURL
+        self.clock = clock
+        // A key of its own, derived from the master key, so the chain key is never the encryption key.
+        self.refreshChainKey = Digest.hmacSHA256(key: masterKey, data: Array("gatehouse refresh-token chain v1".utf8))
+        self.revocations = revocations
+    }
+
+    public func issuer(_ app: AppID) -> String { "\(publicURL)/v1/apps/\(app.rawValue)" }
+
+    /// A signed access token for the session, and its lifetime in seconds.
+    public func accessToken(app: AppContext, user: User, session: Session, identities: [Identity]) throws -> (token: String, expiresIn: Int64) {
+        let now = clock.nowSeconds
+        let ttl = app.settings.accessTokenTTLSeconds
+        var claims: [String: JSON] = [
+            "iss": .string(issuer(app.id)), "aud": .string(app.id.rawValue), "sub": .string(user.id.rawValue), "sid": .string(session.id.rawValue),
+            "iat": .int(now), "exp": .int(now + ttl), "auth_time": .int(session.authTime / 1000), "amr": [.string(session.method.amr)],
+            "email_verified": .bool(user.emailVerified),
+        ]
+        if let email = user.email { claims["email"] = .string(email) }
+        if let name = user.displayName { claims["name"] = .string(name) }
+        if let photo = user.photoURL { claims["picture"] = .string(photo) }
+        let token = try JWT.sign(payload: JSON.object(claims).serialized(), key: app.signingKey, kid: app.signingKeyID, type: Self.accessTokenType)
+        return (token, ttl)
+    }
+
+    /// Checks an access token of `app`: signature with one of the app's published keys and the
+    /// app's algorithm only, issuer, audience, expiry (no leeway), and that its session has not ended.
+    public func verifyAccessToken(_ token: String, app: AppContext) throws(GatehouseError) -> AccessClaims {
+        let invalid = GatehouseError(.invalidToken, "The access token is not valid for this app.")
+        guard let parsed = try? JWT.parse(token, maxLength: 8192), parsed.header.alg == app.settings.signingAlgorithm.rawValue,
+            parsed.header.typ == Self.accessTokenType, let kid = parsed.header.kid, let key = app.verificationKeys[kid],
+            JWT.verify(parsed, with: key), let claims = try? JSON.parse(parsed.payload)
+        else { throw invalid }
+        guard claims["iss"] == .string(issuer(app.id)), claims["aud"] == .string(app.id.rawValue),
+            case .int(let exp)? = claims["exp"], case .int(let iat)? = claims["iat"], case .int(let authTime)? = claims["auth_time"],
+            let sub = claims["sub"]?.stringValue.flatMap(UserID.init(parsing:)), let sid = claims["sid"]?.stringValue.flatMap(SessionID.init(parsing:))
+        else { throw invalid }
+        guard clock.nowSeconds < exp else { throw GatehouseError(.tokenExpired, "The access token has expired; refresh it.") }
+        if revocations.isEnded(sid) { throw GatehouseError(.sessionRevoked, "This session has ended; sign in again.") }
+        return AccessClaims(userID: sub, sessionID: sid, authTime: authTime, issuedAt: iat, expiresAt: exp)
+    }
+
+    /// A new refresh token: 256 random bits.
+    public func newRefreshToken() -> String { SecureRandom.token(byteCount: 32) }
+
+    /// The token that replaces `token` at rotation. Derived (HMAC under a server key) rather than
+    /// random so that a retry within the grace window can be given the very same successor without
+    /// storing any token in clear.
+    public func successor(of token: String) -> String {
+        Base64URL.encode(Digest.hmacSHA256(key: refreshChainKey, data: Array(token.utf8)))
+    }
+
+    /// How refresh tokens are stored: hex SHA-256.
+    public func hash(refreshToken: String) -> String { Digest.hex(Digest.sha256(Array(refreshToken.utf8))) }
+}

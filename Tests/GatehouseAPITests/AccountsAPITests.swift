@@ -1,0 +1,411 @@
+import Foundation
+import GatehouseCore
+import GatehouseCrypto
+import GatehouseTesting
+import Synchronization
+import Testing
+
+/// Passwords, sessions and tokens (API.md "Tokens", "Sign-in and tokens", "Account").
+@Suite("Accounts with passwords")
+struct AccountsAPITests {
+    static let roomy: JSON = ["name": "Accounts", "rate_limits": ["auth_per_minute_per_ip": 1000]]
+
+    @Test(arguments: TestDatabase.kinds)
+    func signUpCreatesTheAccountAndAnIndependentVerifierAcceptsItsToken(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(Self.roomy)
+        let response = try server.request(
+            "POST", "/v1/auth/signup", appKey: app.appKey,
+            json: ["email": "  Ada@Example.COM ", "password": "correct horse battery", "first_name": " Ada ", "last_name": "Lovelace"])
+        #expect(response.status == 201)
+        #expect(response.header("Cache-Control") == "no-store")
+        let data = try #require(response.data)
+        #expect(data["token_type"] == "Bearer")
+        #expect(data["expires_in"] == 900)
+        #expect(data["is_new_user"] == true)
+        let user = try #require(data["user"])
+        #expect(user["email"] == "ada@example.com")
+        #expect(user["first_name"] == "Ada")
+        #expect(user["email_verified"] == false)
+        #expect(user["photo_url"] == .null)
+        #expect(user["identities"] == ["password"])
+        #expect(user["id"]?.stringValue?.hasPrefix("usr_") == true)
+
+        let token = try #require(data["access_token"]?.stringValue)
+        #expect(try JWT.parse(token).header.typ == "at+jwt")
+        let outcome = try IndependentJWTVerifier.verify(
+            token: token, jwksURL: "\(server.baseURL)/v1/apps/\(app.id)/jwks.json", audience: app.id,
+            issuer: "\(TestServer.publicURL)/v1/apps/\(app.id)", algorithm: "RS256")
+        guard case .valid(let claims) = outcome else { Issue.record("PyJWT rejected the access token: \(outcome)"); return }
+        #expect(claims["sub"] == user["id"])
+        #expect(claims["sid"]?.stringValue?.hasPrefix("ses_") == true)
+        #expect(claims["amr"] == ["pwd"])
+        #expect(claims["email"] == "ada@example.com")
+        #expect(claims["email_verified"] == false)
+        #expect(claims["name"] == "Ada Lovelace")
+        #expect(claims["auth_time"] != nil)
+        #expect(claims["picture"] == nil)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func signUpRefusesDuplicatesWeakPasswordsAndBadInputWithoutWritingAnything(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Strict", "password_min_length": 10, "rate_limits": ["auth_per_minute_per_ip": 1000]])
+        _ = try server.signUp(app, email: "taken@example.com", password: "long enough pw")
+        let cases: [(JSON, Int, String)] = [
+            (["email": "TAKEN@example.com", "password": "long enough pw"], 409, "auth/email-already-in-use"),
+            (["email": "new@example.com", "password": "short"], 400, "auth/weak-password"),
+            (["email": "new@example.com", "password": "nine char"], 400, "auth/weak-password"),
+            (["email": "new@example.com", "password": .string(String(repeating: "p", count: 129))], 400, "request/validation-failed"),
+            (["email": "new@example.com"], 400, "request/validation-failed"),
+            (["email": "not-an-email", "password": "long enough pw"], 400, "request/validation-failed"),
+            (["email": "x'); DROP TABLE users;--@example.com", "password": "long enough pw"], 400, "request/validation-failed"),
+            (["email": 42, "password": "long enough pw"], 400, "request/validation-failed"),
+            (["email": "new@example.com", "password": "long enough pw", "admin": true], 400, "request/validation-failed"),
+            (["email": "new@example.com", "password": "long enough pw", "first_name": .string(String(repeating: "n", count: 51))], 400, "request/validation-failed"),
+            (["email": "new@example.com", "password": "long enough pw", "first_name": "bell\u{7}"], 400, "request/validation-failed"),
+        ]
+        for (body, status, code) in cases {
+            let response = try server.request("POST", "/v1/auth/signup", appKey: app.appKey, json: body)
+            #expect(response.status == status, "\(body.serializedString)")
+            #expect(response.problemCode == code, "\(body.serializedString)")
+        }
+        let huge = try server.request(
+            "POST", "/v1/auth/signup", appKey: app.appKey, headers: [("Content-Type", "application/json")],
+            body: Array(#"{"email":"a@b.co","password":""#.utf8) + Array(repeating: 0x61, count: 1 << 20) + Array(#""}"#.utf8))
+        #expect(huge.status == 413)
+        #expect(try server.gatehouse.database.query("SELECT id FROM users").count == 1)
+
+        let closed = try server.createApp(["name": "Closed", "allow_signup": false])
+        #expect(try server.request("POST", "/v1/auth/signup", appKey: closed.appKey, json: ["email": "a@example.com", "password": "long enough pw"]).problemCode == "auth/signup-disabled")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func signInAnswersTheSameForAnUnknownEmailAndAWrongPassword(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(Self.roomy)
+        _ = try server.signUp(app)
+        let ok = try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "ADA@example.com", "password": "correct horse battery"])
+        #expect(ok.status == 200)
+        #expect(ok.data?["is_new_user"] == false)
+        #expect(ok.data?["user"]?["last_sign_in_at"] != .null)
+        let wrong = try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "ada@example.com", "password": "wrong password!"])
+        let unknown = try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "nobody@example.com", "password": "wrong password!"])
+        for response in [wrong, unknown] {
+            #expect(response.status == 400)
+            #expect(response.problemCode == "auth/invalid-credential")
+        }
+        #expect(wrong.json?["detail"] == unknown.json?["detail"])
+        // The same email in another app is another account.
+        let other = try server.createApp(Self.roomy)
+        #expect(try server.request("POST", "/v1/auth/signin", appKey: other.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"]).status == 400)
+        let failures = try server.gatehouse.database.query("SELECT type FROM events WHERE type = 'user.sign_in_failed' AND app_id = \(app.id)")
+        #expect(failures.count == 2)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func refreshRotatesAndAReusedTokenEndsTheSessionAfterTheGraceWindow(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let app = try server.createApp(Self.roomy)
+        let first = try server.signUp(app)
+        let r0 = try #require(first["refresh_token"]?.stringValue)
+
+        let rotated = try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": .string(r0)])
+        #expect(rotated.status == 200)
+        #expect(rotated.data?["is_new_user"] == false)
+        let r1 = try #require(rotated.data?["refresh_token"]?.stringValue)
+        let a1 = try #require(rotated.data?["access_token"]?.stringValue)
+        #expect(r1 != r0)
+
+        // A retry of r0 within the grace window answers the same new refresh token.
+        clock.advance(seconds: 5)
+        let retry = try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": .string(r0)])
+        #expect(retry.status == 200)
+        #expect(retry.data?["refresh_token"] == .string(r1))
+
+        // After the window, r0 again is reuse: the whole session ends, r1 with it.
+        clock.advance(seconds: 6)
+        let reused = try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": .string(r0)])
+        #expect(reused.status == 401)
+        #expect(reused.problemCode == "auth/refresh-token-reused")
+        #expect(try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": .string(r1)]).problemCode == "auth/invalid-refresh-token")
+        #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: a1).problemCode == "auth/session-revoked")
+        let types = try server.gatehouse.database.query("SELECT type FROM events ORDER BY created_at, type").map { try $0.string("type") }
+        #expect(types.contains("session.refresh_reused") && types.contains("session.revoked"))
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func racingRefreshesOfOneTokenAllGetTheSamePair(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(Self.roomy)
+        let token = try #require(try server.signUp(app)["refresh_token"]?.stringValue)
+        let results = Mutex<[TestResponse]>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            if let response = try? server.request("POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": .string(token)]) {
+                results.withLock { $0.append(response) }
+            }
+        }
+        let responses = results.withLock { $0 }
+        #expect(responses.count == 8)
+        #expect(responses.allSatisfy { $0.status == 200 })
+        #expect(Set(responses.compactMap { $0.data?["refresh_token"]?.stringValue }).count == 1)
+        let next = try #require(responses.first?.data?["refresh_token"]?.stringValue)
+        #expect(try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": .string(next)]).status == 200)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func refreshTokensAreCheckedPerAppAndStoredOnlyAsHashes(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let a = try server.createApp(Self.roomy)
+        let b = try server.createApp(Self.roomy)
+        let token = try #require(try server.signUp(a)["refresh_token"]?.stringValue)
+        #expect(try server.request("POST", "/v1/auth/refresh", appKey: b.appKey, json: ["refresh_token": .string(token)]).problemCode == "auth/invalid-refresh-token")
+        #expect(try server.request("POST", "/v1/auth/refresh", appKey: a.appKey, json: ["refresh_token": "garbage"]).problemCode == "auth/invalid-refresh-token")
+        #expect(try server.request("POST", "/v1/auth/refresh", appKey: a.appKey, json: [:]).problemCode == "request/validation-failed")
+        let stored = try server.gatehouse.database.query("SELECT token_hash FROM refresh_tokens").map { try $0.string("token_hash") }
+        #expect(!stored.contains(token))
+        #expect(try server.request("POST", "/v1/auth/refresh", appKey: a.appKey, json: ["refresh_token": .string(token)]).status == 200)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func aRefreshTokenOutlivingItsAbsoluteLifetimeIsRefused(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Short", "refresh_token_ttl_seconds": 3600, "rate_limits": ["auth_per_minute_per_ip": 1000]])
+        var token = try #require(try server.signUp(app)["refresh_token"]?.stringValue)
+        clock.advance(seconds: 1800)
+        token = try #require(try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": .string(token)]).data?["refresh_token"]?.stringValue)
+        clock.advance(seconds: 1801)
+        #expect(try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": .string(token)]).problemCode == "auth/invalid-refresh-token")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func signOutScopesEndTheRightSessions(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(Self.roomy)
+        _ = try server.signUp(app)
+        func signIn() throws -> String {
+            try #require(try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"]).data?["access_token"]?.stringValue)
+        }
+        let (a, b, c) = (try signIn(), try signIn(), try signIn())
+        #expect(try server.request("POST", "/v1/auth/signout", appKey: app.appKey, bearer: a).status == 204)
+        #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: a).problemCode == "auth/session-revoked")
+        #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: b).status == 200)
+        #expect(try server.request("POST", "/v1/auth/signout", appKey: app.appKey, bearer: b, json: ["scope": "others"]).status == 204)
+        #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: b).status == 200)
+        #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: c).problemCode == "auth/session-revoked")
+        #expect(try server.request("POST", "/v1/auth/signout", appKey: app.appKey, bearer: b, json: ["scope": "everything"]).problemCode == "request/validation-failed")
+        #expect(try server.request("POST", "/v1/auth/signout", appKey: app.appKey, bearer: b, json: ["scope": "all"]).status == 204)
+        #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: b).problemCode == "auth/session-revoked")
+        let signedOut = try server.gatehouse.database.query("SELECT type FROM events WHERE type = 'session.signed_out'")
+        #expect(signedOut.count == 4)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func meShowsAndChangesTheProfile(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(Self.roomy)
+        let token = try #require(try server.signUp(app)["access_token"]?.stringValue)
+        let me = try server.request("GET", "/v1/me", appKey: app.appKey, bearer: token)
+        #expect(me.status == 200)
+        #expect(me.data?["email"] == "ada@example.com")
+        let patched = try server.request("PATCH", "/v1/me", appKey: app.appKey, bearer: token, json: ["first_name": "  Grace ", "last_name": "Hopper"])
+        #expect(patched.data?["first_name"] == "Grace")
+        #expect(patched.data?["last_name"] == "Hopper")
+        let cleared = try server.request("PATCH", "/v1/me", appKey: app.appKey, bearer: token, json: ["last_name": nil])
+        #expect(cleared.data?["first_name"] == "Grace")
+        #expect(cleared.data?["last_name"] == .null)
+        for bad: JSON in [["first_name": .string(String(repeating: "x", count: 51))], ["first_name": "tab\tname"], ["first_name": 5], ["nickname": "x"]] {
+            #expect(try server.request("PATCH", "/v1/me", appKey: app.appKey, bearer: token, json: bad).problemCode == "request/validation-failed")
+        }
+        #expect(try server.request("GET", "/v1/me", appKey: app.appKey).problemCode == "auth/missing-token")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func sessionsListTheDevicesAndOneCanBeSignedOut(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind) { $0.trustedProxies = ["127.0.0.1"] }
+        defer { server.stop() }
+        let app = try server.createApp(Self.roomy)
+        let phone = try #require(try server.signUp(app)["access_token"]?.stringValue)
+        let laptop = try #require(
+            try server.request(
+                "POST", "/v1/auth/signin", appKey: app.appKey, headers: [("User-Agent", "Laptop/1.0"), ("X-Forwarded-For", "198.51.100.7")],
+                json: ["email": "ada@example.com", "password": "correct horse battery"]
+            ).data?["access_token"]?.stringValue)
+        let list = try server.request("GET", "/v1/me/sessions", appKey: app.appKey, bearer: phone)
+        let sessions = try #require(list.data?.arrayValue)
+        #expect(sessions.count == 2)
+        #expect(list.json?["next_cursor"] == .null)
+        let laptopSession = try #require(sessions.first { $0["user_agent"] == "Laptop/1.0" })
+        #expect(laptopSession["ip"] == "198.51.100.7")
+        #expect(laptopSession["current"] == false)
+        #expect(laptopSession["method"] == "password")
+        #expect(sessions.contains { $0["current"] == true })
+
+        let id = try #require(laptopSession["id"]?.stringValue)
+        #expect(try server.request("DELETE", "/v1/me/sessions/\(id)", appKey: app.appKey, bearer: phone).status == 204)
+        #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: laptop).problemCode == "auth/session-revoked")
+        #expect(try server.request("DELETE", "/v1/me/sessions/\(id)", appKey: app.appKey, bearer: phone).status == 404)
+        #expect(try server.request("DELETE", "/v1/me/sessions/ses_nope", appKey: app.appKey, bearer: phone).status == 404)
+        // Another user's session is not found, never forbidden.
+        let eve = try server.signUp(app, email: "eve@example.com")
+        let eveToken = try #require(eve["access_token"]?.stringValue)
+        let eveSession = try #require(try server.request("GET", "/v1/me/sessions", appKey: app.appKey, bearer: eveToken).data?.arrayValue?.first?["id"]?.stringValue)
+        #expect(try server.request("DELETE", "/v1/me/sessions/\(eveSession)", appKey: app.appKey, bearer: phone).status == 404)
+        #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: eveToken).status == 200)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func changingThePasswordEndsTheOtherSessions(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(Self.roomy)
+        let here = try #require(try server.signUp(app)["access_token"]?.stringValue)
+        let there = try #require(try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"]).data?["access_token"]?.stringValue)
+        let wrong = try server.request("PUT", "/v1/me/password", appKey: app.appKey, bearer: here, json: ["current_password": "nope nope nope", "password": "a brand new one"])
+        #expect(wrong.status == 400)
+        #expect(wrong.problemCode == "auth/invalid-credential")
+        #expect(try server.request("PUT", "/v1/me/password", appKey: app.appKey, bearer: here, json: ["current_password": "correct horse battery", "password": "short"]).problemCode == "auth/weak-password")
+        #expect(try server.request("PUT", "/v1/me/password", appKey: app.appKey, bearer: here, json: ["current_password": "correct horse battery", "password": "a brand new one"]).status == 204)
+        #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: here).status == 200)
+        #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: there).problemCode == "auth/session-revoked")
+        #expect(try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"]).status == 400)
+        #expect(try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "ada@example.com", "password": "a brand new one"]).status == 200)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func identitiesListAndAddingAPasswordTwiceIsRefused(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(Self.roomy)
+        let token = try #require(try server.signUp(app)["access_token"]?.stringValue)
+        let identities = try server.request("GET", "/v1/me/identities", appKey: app.appKey, bearer: token)
+        #expect(identities.data?.arrayValue?.count == 1)
+        #expect(identities.data?.arrayValue?.first?["provider"] == "password")
+        #expect(identities.data?.arrayValue?.first?["email"] == "ada@example.com")
+        #expect(try server.request("POST", "/v1/me/identities/password", appKey: app.appKey, bearer: token, json: ["password": "another password"]).problemCode == "auth/credential-already-in-use")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func reauthenticationGivesAFreshAuthTimeAndKeepsTheRefreshToken(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let app = try server.createApp(Self.roomy)
+        let session = try server.signUp(app)
+        let token = try #require(session["access_token"]?.stringValue)
+        let refresh = try #require(session["refresh_token"]?.stringValue)
+        clock.advance(seconds: 400)
+        let wrong = try server.request("POST", "/v1/auth/reauthenticate", appKey: app.appKey, bearer: token, json: ["password": "not it at all"])
+        #expect(wrong.problemCode == "auth/invalid-credential")
+        let fresh = try server.request("POST", "/v1/auth/reauthenticate", appKey: app.appKey, bearer: token, json: ["password": "correct horse battery"])
+        #expect(fresh.status == 200)
+        #expect(fresh.data?["refresh_token"] == nil)
+        let newToken = try #require(fresh.data?["access_token"]?.stringValue)
+        let oldAuthTime = try #require(JSON.parse(JWT.parse(token).payload)["auth_time"])
+        let newAuthTime = try #require(JSON.parse(JWT.parse(newToken).payload)["auth_time"])
+        #expect(newAuthTime == .int(clock.nowSeconds))
+        #expect(oldAuthTime != newAuthTime)
+        #expect(try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": .string(refresh)]).status == 200)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func theRecentLoginPolicyFollowsTheAppSetting(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let created = try server.createApp(["name": "Recent", "recent_login_seconds": 60, "rate_limits": ["auth_per_minute_per_ip": 1000]])
+        let token = try #require(try server.signUp(created)["access_token"]?.stringValue)
+        let app = try #require(try server.gatehouse.directory.app(key: created.appKey))
+        let claims = try server.gatehouse.tokens.verifyAccessToken(token, app: app)
+        try server.gatehouse.accounts.requireRecentLogin(app: app, claims: claims)
+        clock.advance(seconds: 61)
+        #expect(throws: GatehouseError.self) { try server.gatehouse.accounts.requireRecentLogin(app: app, claims: claims) }
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func theAuthLimiterAnswers429WithRetryAfter(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Limited"])
+        for i in 0..<10 {
+            let response = try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "x@example.com", "password": .string("whatever \(i)")])
+            #expect(response.status == 400)
+        }
+        let limited = try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "x@example.com", "password": "whatever"])
+        #expect(limited.status == 429)
+        #expect(limited.problemCode == "auth/too-many-requests")
+        let retryAfter = try #require(limited.header("Retry-After").flatMap(Int.init))
+        #expect((1...60).contains(retryAfter))
+        // Limits are per app.
+        let other = try server.createApp(["name": "Other"])
+        #expect(try server.request("POST", "/v1/auth/signin", appKey: other.appKey, json: ["email": "x@example.com", "password": "whatever"]).status == 400)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func theRefreshCookieIsSetAndAccepted(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Web", "refresh_cookie": true, "rate_limits": ["auth_per_minute_per_ip": 1000]])
+        let response = try server.request("POST", "/v1/auth/signup", appKey: app.appKey, json: ["email": "web@example.com", "password": "correct horse battery"])
+        let cookie = try #require(response.header("Set-Cookie"))
+        #expect(cookie.hasSuffix("; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth"))
+        let value = String(cookie.prefix { $0 != ";" })
+        #expect(value == "gh_refresh=\(response.data?["refresh_token"]?.stringValue ?? "")")
+        let refreshed = try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", value)])
+        #expect(refreshed.status == 200)
+        #expect(refreshed.header("Set-Cookie")?.hasPrefix("gh_refresh=\(refreshed.data?["refresh_token"]?.stringValue ?? "-")") == true)
+    }
+}
+
+/// Gatehouse rejects every access token it should not accept.
+@Suite("Access tokens from outside")
+struct AccessTokenRejectionTests {
+    @Test(arguments: TestDatabase.kinds)
+    func forgedExpiredAndForeignTokensAreRefused(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let app = try server.createApp(AccountsAPITests.roomy)
+        let other = try server.createApp(AccountsAPITests.roomy)
+        let token = try #require(try server.signUp(app)["access_token"]?.stringValue)
+        let foreign = try #require(try server.signUp(other)["access_token"]?.stringValue)
+        let parts = token.split(separator: ".").map(String.init)
+        let payload = try JSON.parse(try #require(Base64URL.decode(parts[1])))
+
+        func code(_ bearer: String) throws -> String? { try server.request("GET", "/v1/me", appKey: app.appKey, bearer: bearer).problemCode }
+        #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: token).status == 200)
+        #expect(try code(foreign) == "auth/invalid-token")
+        // alg none.
+        #expect(try code(Base64URL.encode(#"{"alg":"none","typ":"at+jwt"}"#.utf8) + "." + parts[1] + ".") == "auth/invalid-token")
+        // HS256 with the app's public key as the secret.
+        let jwk = try #require(server.request("GET", "/v1/apps/\(app.id)/jwks.json").json?["keys"]?.arrayValue?.first)
+        let kid = try #require(jwk["kid"]?.stringValue)
+        let hsInput = Base64URL.encode(#"{"alg":"HS256","kid":"\#(kid)","typ":"at+jwt"}"#.utf8) + "." + parts[1]
+        let hmac = Digest.hmacSHA256(key: Base64URL.decode(jwk["n"]!.stringValue!)!, data: Array(hsInput.utf8))
+        #expect(try code(hsInput + "." + Base64URL.encode(hmac)) == "auth/invalid-token")
+        // Tampered payload.
+        guard case .object(var claims) = payload else { Issue.record("payload"); return }
+        claims["sub"] = "usr_aaaaaaaaaaaaaaaaaaaaaaaa"
+        #expect(try code(parts[0] + "." + Base64URL.encode(JSON.object(claims).serialized()) + "." + parts[2]) == "auth/invalid-token")
+        // Signed by a key the app never published.
+        let stranger = try SigningKey.generate(.rs256)
+        #expect(try code(try JWT.sign(payload: payload.serialized(), key: stranger, kid: kid, type: "at+jwt")) == "auth/invalid-token")
+        #expect(try code(try JWT.sign(payload: payload.serialized(), key: stranger, kid: "unknown", type: "at+jwt")) == "auth/invalid-token")
+        #expect(try code("not.a.token") == "auth/invalid-token")
+        #expect(try code(String(repeating: "a", count: 9000)) == "auth/invalid-token")
+        // Expired: no leeway.
+        clock.advance(seconds: 900)
+        #expect(try code(token) == "auth/token-expired")
+    }
+}
