@@ -1,12 +1,23 @@
 import Foundation
 
-/// Compact JWS (RFC 7515) with RS256/ES256. Claims are opaque JSON bytes here: the caller builds
-/// and reads them.
+/// Compact JWS (RFC 7515) signing and verification with RS256 / ES256.
+///
+/// Claims are opaque JSON bytes to this module: callers encode and decode them (and check `exp`,
+/// `aud`, `iss`, …) themselves. This type only guarantees that the bytes were signed by the key.
 public enum JWT {
+    /// Default upper bound on a token's length accepted by ``parse(_:maxLength:)``.
+    public static let defaultMaxLength = 16384
+
+    /// A JWS protected header. Only the members Gatehouse uses are modelled.
     public struct Header: Codable, Sendable, Equatable {
+        /// Signature algorithm, e.g. `"RS256"`.
         public var alg: String
+        /// Key ID selecting the verification key.
         public var kid: String?
+        /// Media type of the token, e.g. `"JWT"` or `"at+jwt"`.
         public var typ: String?
+
+        /// Creates a header.
         public init(alg: String, kid: String? = nil, typ: String? = nil) {
             self.alg = alg
             self.kid = kid
@@ -14,60 +25,85 @@ public enum JWT {
         }
     }
 
+    /// A split and decoded compact JWS whose signature has *not* been checked yet.
     public struct Parsed: Sendable {
+        /// The decoded protected header.
         public let header: Header
+        /// The header's raw JSON bytes, for callers that need members beyond ``Header``.
         public let headerJSON: [UInt8]
+        /// The payload bytes (claims JSON for a JWT). Untrusted until ``JWT/verify(_:with:)`` succeeds.
         public let payload: [UInt8]
-        /// `base64url(header) "." base64url(payload)`, what the signature covers.
+        /// The ASCII bytes `base64url(header) "." base64url(payload)` exactly as they appeared.
         public let signingInput: [UInt8]
+        /// The decoded signature bytes.
         public let signature: [UInt8]
     }
 
-    /// Signs `payload` (JSON bytes): `{"alg":…,"kid":…,"typ":…}.payload.signature`.
+    /// Signs `payload` and returns `header.payload.signature`, with header JSON
+    /// `{"alg":…,"kid":…,"typ":…}` (`typ` omitted when `nil`).
     public static func sign(payload: [UInt8], key: SigningKey, kid: String, type: String? = nil) throws(CryptoError) -> String {
-        var header = #"{"alg":"\#(key.algorithm.rawValue)","kid":\#(jsonString(kid))"#
-        if let type { header += #","typ":\#(jsonString(type))"# }
-        header += "}"
-        let signingInput = Base64URL.encode(header.utf8) + "." + Base64URL.encode(payload)
+        let header = Header(alg: key.algorithm.rawValue, kid: kid, typ: type)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]  // alg, kid, typ
+        let headerJSON: Data
+        do {
+            headerJSON = try encoder.encode(header)
+        } catch {
+            throw CryptoError(.internalFailure, "cannot encode JWS header")
+        }
+        let signingInput = Base64URL.encode(headerJSON) + "." + Base64URL.encode(payload)
         let signature = try key.sign(Array(signingInput.utf8))
         return signingInput + "." + Base64URL.encode(signature)
     }
 
-    /// Splits and decodes a compact JWS. Refuses anything but exactly three base64url parts, a
-    /// token over `maxLength` characters, and a header that is not an object with a string `alg`.
-    public static func parse(_ token: some StringProtocol, maxLength: Int = 16384) throws(CryptoError) -> Parsed {
+    /// Splits and base64url-decodes a compact JWS. Throws ``CryptoError/Code/malformedInput`` for
+    /// anything longer than `maxLength` UTF-8 bytes, not exactly three dot-separated parts, any part
+    /// that is not strict unpadded base64url, a header that is not a JSON object with a string `alg`
+    /// (and string `kid`/`typ` when present), or a header with `crit` (no extensions are understood,
+    /// so RFC 7515 §4.1.11 requires rejection).
+    public static func parse(_ token: some StringProtocol, maxLength: Int = defaultMaxLength) throws(CryptoError) -> Parsed {
+        guard token.utf8.count <= maxLength else { throw CryptoError(.malformedInput, "token is too long") }
         let bytes = Array(token.utf8)
-        guard bytes.count <= maxLength else { throw CryptoError(.malformedInput, "token too long") }
-        let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty,
-            let headerJSON = Base64URL.decode(utf8: parts[0]), let payload = Base64URL.decode(utf8: parts[1]),
-            let signature = Base64URL.decode(utf8: parts[2])
-        else { throw CryptoError(.malformedInput, "not a compact JWS") }
-        let header: Header
-        do { header = try JSONDecoder().decode(Header.self, from: Data(headerJSON)) } catch {
-            throw CryptoError(.malformedInput, "JWS header is not a JSON object with alg")
+        let dots = bytes.indices.filter { bytes[$0] == UInt8(ascii: ".") }
+        guard dots.count == 2 else { throw CryptoError(.malformedInput, "token must have exactly three parts") }
+        guard let headerJSON = Base64URL.decode(utf8: bytes[..<dots[0]]),
+              let payload = Base64URL.decode(utf8: bytes[(dots[0] + 1)..<dots[1]]),
+              let signature = Base64URL.decode(utf8: bytes[(dots[1] + 1)...])
+        else { throw CryptoError(.malformedInput, "token part is not base64url") }
+        let decoded: HeaderFields
+        do {
+            decoded = try JSONDecoder().decode(HeaderFields.self, from: Data(headerJSON))
+        } catch {
+            throw CryptoError(.malformedInput, "token header is not a JSON object with a string alg")
         }
-        let signingInput = Array(bytes[0..<(parts[0].count + 1 + parts[1].count)])
-        return Parsed(header: header, headerJSON: headerJSON, payload: payload, signingInput: signingInput, signature: signature)
+        guard !decoded.hasCritical else { throw CryptoError(.malformedInput, "token header has unsupported crit") }
+        return Parsed(header: decoded.header, headerJSON: headerJSON, payload: payload,
+                      signingInput: Array(bytes[..<dots[1]]), signature: signature)
     }
 
-    /// True when the header's `alg` is exactly the key's algorithm and the signature verifies.
-    /// `none`, `HS256` and any algorithm other than the key's are refused.
+    /// Whether `parsed` carries a valid signature by `key`. The header's `alg` must equal
+    /// `key.algorithm.rawValue` exactly, so `"none"`, `"HS256"`, or RS256 against an EC key are
+    /// all `false`. The caller chooses the key (by `kid` and issuer), never the token.
     public static func verify(_ parsed: Parsed, with key: VerificationKey) -> Bool {
         guard parsed.header.alg == key.algorithm.rawValue else { return false }
         return key.verify(signature: parsed.signature, message: parsed.signingInput)
     }
 
-    private static func jsonString(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
+    /// Decodes ``Header`` and notes whether a `crit` member is present.
+    private struct HeaderFields: Decodable {
+        let header: Header
+        let hasCritical: Bool
+
+        private struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
         }
-        return out + "\""
+
+        init(from decoder: any Decoder) throws {
+            header = try Header(from: decoder)
+            hasCritical = try decoder.container(keyedBy: Key.self).contains(Key(stringValue: "crit"))
+        }
     }
 }
