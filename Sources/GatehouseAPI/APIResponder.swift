@@ -107,7 +107,10 @@ final class APIResponder: HTTPResponder {
     }
 
     private func clientIP(_ request: HTTPRequest) -> String {
-        ClientAddress.resolve(peer: request.remoteAddress, forwardedFor: request.headers["X-Forwarded-For"], trustedProxies: trustedProxies)
+        // Every X-Forwarded-For line, in order: some proxies add a line instead of appending to the client's.
+        let forwarded = request.headers.values("X-Forwarded-For")
+        return ClientAddress.resolve(
+            peer: request.remoteAddress, forwardedFor: forwarded.isEmpty ? nil : forwarded.joined(separator: ","), trustedProxies: trustedProxies)
     }
 
     private func hasBody(_ request: HTTPRequest) -> Bool {

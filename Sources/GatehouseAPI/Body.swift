@@ -55,8 +55,8 @@ enum AccountJSON {
         ]
     }
 
-    static func identities(_ identities: [Identity]) -> JSON {
-        .array(identities.map { ["provider": .string($0.provider), "email": .optional($0.email), "created_at": .string(rfc3339(millis: $0.createdAt))] })
+    static func identity(_ identity: Identity) -> JSON {
+        ["provider": .string(identity.provider), "email": .optional(identity.email), "created_at": .string(rfc3339(millis: identity.createdAt))]
     }
 
     static func session(_ session: Session, current: SessionID) -> JSON {

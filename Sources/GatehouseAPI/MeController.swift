@@ -34,8 +34,9 @@ struct MeController {
 
     func sessions(_ request: Request) throws -> HTTPResponse {
         let (app, claims) = try auth.user(request)
+        let page = try Page(request)
         let sessions = try accounts.sessions(app: app, claims: claims)
-        return HTTPResponse.json(["data": .array(sessions.map { AccountJSON.session($0, current: claims.sessionID) }), "next_cursor": .null]).noStore()
+        return HTTPResponse.json(page.response(sessions) { AccountJSON.session($0, current: claims.sessionID) }).noStore()
     }
 
     func endSession(_ request: Request) throws -> HTTPResponse {
@@ -57,7 +58,8 @@ struct MeController {
 
     func identities(_ request: Request) throws -> HTTPResponse {
         let (app, claims) = try auth.user(request)
-        return HTTPResponse.data(AccountJSON.identities(try accounts.identities(app: app, claims: claims))).noStore()
+        let page = try Page(request)
+        return HTTPResponse.json(page.response(try accounts.identities(app: app, claims: claims), AccountJSON.identity)).noStore()
     }
 
     func addPassword(_ request: Request) throws -> HTTPResponse {
@@ -65,6 +67,7 @@ struct MeController {
         var body = try Body(request)
         let password = body.required("password", maxLength: 4096)
         try body.finish()
-        return HTTPResponse.data(AccountJSON.identities(try accounts.addPassword(app: app, claims: claims, password: password, origin: request.origin))).noStore()
+        let identities = try accounts.addPassword(app: app, claims: claims, password: password, origin: request.origin)
+        return HTTPResponse.json(["data": .array(identities.map(AccountJSON.identity)), "next_cursor": .null]).noStore()
     }
 }

@@ -96,8 +96,9 @@ public final class AccountService: Sendable {
         switch outcome {
         case .invalid:
             throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid: sign in again.")
-        case .reused(let session):
+        case .reused(let session, let endedNow):
             tokens.revocations.add([session.id])
+            guard endedNow else { throw GatehouseError(.refreshTokenReused, "This refresh token was already used; the session has been ended. Sign in again.") }
             try data.record(Event(type: "session.refresh_reused", userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, createdAt: clock.nowMillis()))
             try data.record(Event(type: "session.revoked", userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "refresh_reused"], createdAt: clock.nowMillis()))
             throw GatehouseError(.refreshTokenReused, "This refresh token was already used; the session has been ended. Sign in again.")
@@ -200,7 +201,10 @@ public final class AccountService: Sendable {
     /// Checks the current password, sets the new one and ends every other session.
     public func changePassword(app: AppContext, claims: AccessClaims, current: String, new: String, origin: RequestOrigin) throws {
         let data = store.app(app.id)
+        try limitAuth(app, data, origin)
+        try limiter.hit(data, bucket: "password", subject: claims.userID.rawValue, limit: app.settings.rateLimits.authPerMinutePerIP)
         guard current.count <= 128, try hasher.verify(current, encoded: try data.passwordHash(claims.userID)) else {
+            try data.record(Event(type: "user.sign_in_failed", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "password_change": true], createdAt: clock.nowMillis()))
             throw GatehouseError(.invalidCredential, "The current password is wrong.", fieldErrors: [FieldError("current_password", "Wrong password.")])
         }
         try InputRules.newPassword(new, minimum: app.settings.passwordMinLength)
@@ -220,6 +224,7 @@ public final class AccountService: Sendable {
 
     /// Adds password sign-in to an account that has an email but no password yet.
     public func addPassword(app: AppContext, claims: AccessClaims, password: String, origin: RequestOrigin) throws -> [Identity] {
+        try requireRecentLogin(app: app, claims: claims)
         let (user, identities) = try me(app: app, claims: claims)
         if identities.contains(where: { $0.provider == "password" }) {
             throw GatehouseError(.credentialAlreadyInUse, "This account already signs in with a password; change it with PUT /v1/me/password.")
@@ -228,6 +233,7 @@ public final class AccountService: Sendable {
         try InputRules.newPassword(password, minimum: app.settings.passwordMinLength)
         let now = clock.nowMillis()
         let data = store.app(app.id)
+        try limitAuth(app, data, origin)
         try data.setPasswordHash(user.id, hash: try hasher.hash(password), addIdentity: Identity(provider: "password", subject: email, email: email, createdAt: now), now: now)
         try data.record(Event(type: "identity.linked", userID: user.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": "password"], createdAt: now))
         return try data.identities(user.id)
@@ -236,7 +242,7 @@ public final class AccountService: Sendable {
     // MARK: -
 
     private func limitAuth(_ app: AppContext, _ data: any AppScopedStore, _ origin: RequestOrigin) throws {
-        try limiter.hit(data, bucket: "auth", subject: origin.ip ?? "unknown", limit: app.settings.rateLimits.authPerMinutePerIP)
+        try limiter.hit(data, bucket: "auth", subject: rateLimitSubject(ip: origin.ip), limit: app.settings.rateLimits.authPerMinutePerIP)
     }
 
     private func requireMethod(_ method: String, _ app: AppContext) throws {

@@ -150,8 +150,8 @@ public enum RefreshOutcome: Sendable, Equatable {
     case rotated(Session)
     /// A token rotated within the grace window whose successor is still current: answer the same pair.
     case retried(Session)
-    /// An old token: the whole session has just been ended.
-    case reused(Session)
+    /// An old token: the whole session is ended (`endedNow` is false when a concurrent call ended it first).
+    case reused(Session, endedNow: Bool)
     /// Unknown, expired, or of an ended session.
     case invalid
 }

@@ -102,7 +102,9 @@ public final class AppService: Sendable {
                 "signing_algorithm", "Set when the app is created; changing it needs a key rotation, which this version does not do.")
         }
         guard settings != app.settings else { return app }
-        _ = try store.app(app.id).updateSettings(json: sealed(settings, app: app.id), allowedOrigins: settings.allowedOrigins, sourceChecksum: app.record.sourceChecksum, now: clock.nowMillis())
+        let now = clock.nowMillis()
+        _ = try store.app(app.id).updateSettings(json: sealed(settings, app: app.id), allowedOrigins: settings.allowedOrigins, sourceChecksum: app.record.sourceChecksum, now: now)
+        try store.app(app.id).record(Event(type: "app.settings_changed", userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "admin"], createdAt: now))
         return try reloaded(app.id)
     }
 
@@ -148,7 +150,9 @@ public final class AppService: Sendable {
             if settings.signingAlgorithm != context.settings.signingAlgorithm {
                 throw GatehouseError.validation("signing_algorithm", "Cannot change after the app was created.")
             }
-            _ = try store.app(existing.id).updateSettings(json: sealed(settings, app: existing.id), allowedOrigins: settings.allowedOrigins, sourceChecksum: checksum, now: clock.nowMillis())
+            let now = clock.nowMillis()
+            _ = try store.app(existing.id).updateSettings(json: sealed(settings, app: existing.id), allowedOrigins: settings.allowedOrigins, sourceChecksum: checksum, now: now)
+            try store.app(existing.id).record(Event(type: "app.settings_changed", userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "tenants"], createdAt: now))
             return (try reloaded(existing.id), .updated)
         }
         do {

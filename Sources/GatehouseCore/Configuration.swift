@@ -26,7 +26,7 @@ public struct Configuration: Sendable {
     public var refreshGraceSeconds = 10
     public var outboxMaxBackoffSeconds = 600
     /// libmicrohttpd worker threads. Handlers block on database calls, so this is above the core count.
-    public var httpThreads = max(8, 4 * ProcessInfo.processInfo.activeProcessorCount)
+    public var httpThreads = max(16, 8 * ProcessInfo.processInfo.activeProcessorCount)
     public var databasePoolSize: Int?
     public var connectionLimit = 1024
     public var perIPConnectionLimit = 256
@@ -166,7 +166,7 @@ public struct Configuration: Sendable {
         integer("GATEHOUSE_CONNECTION_LIMIT", 1...1_000_000, into: &config.connectionLimit)
         integer("GATEHOUSE_PER_IP_CONNECTION_LIMIT", 1...1_000_000, into: &config.perIPConnectionLimit)
         integer("GATEHOUSE_CONNECTION_TIMEOUT_SECONDS", 1...3600, into: &config.connectionTimeoutSeconds)
-        integer("GATEHOUSE_ARGON2_MEMORY_KIB", 1024...4_194_304, into: &config.argon2MemoryKiB)
+        integer("GATEHOUSE_ARGON2_MEMORY_KIB", 1024...1_048_576, into: &config.argon2MemoryKiB)
         integer("GATEHOUSE_ARGON2_ITERATIONS", 1...20, into: &config.argon2Iterations)
         integer("GATEHOUSE_ARGON2_PARALLELISM", 1...16, into: &config.argon2Parallelism)
         integer("GATEHOUSE_HASH_CONCURRENCY", 1...256, into: &config.hashConcurrency)

@@ -9,6 +9,7 @@ public final class RevocationList: Sendable {
     private let clock: any Clock
     private let pollEveryMillis: Int64
     private let keepMillis: Int64 = (86400 + 60) * 1000
+    static let overlapMillis: Int64 = 15_000
     private let state: Mutex<State>
     private let polling = Mutex(false)
 
@@ -53,7 +54,9 @@ public final class RevocationList: Sendable {
         guard let ended = try? store.sessionsEnded(since: since) else { return }
         state.withLock { s in
             for (id, at) in ended { s.ended[id] = at }
-            s.polledUpTo = max(since, ended.last?.1 ?? since, now - 2000)  // small overlap for commits in flight
+            // Overlap generously: `ended_at` comes from the ending node's clock, before its commit, so a
+            // late commit or a skewed clock must still be caught. Re-reading is harmless (a set).
+            s.polledUpTo = max(since, now - Self.overlapMillis)
             s.lastPoll = now
             if s.ended.count > 10_000 { s.ended = s.ended.filter { now - $0.value < keepMillis } }
         }

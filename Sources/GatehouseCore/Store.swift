@@ -159,4 +159,6 @@ public protocol AppScopedStore: Sendable {
     func events(user: UserID?, type: String?, limit: Int) throws -> [Event]
     /// Counts a hit in the fixed window starting at `windowStart`; returns the hits in that window so far.
     func hitRateLimit(bucket: String, windowStart: Int64) throws -> Int64
+    /// Deletes this app's counters of windows that started before `before`.
+    func purgeRateLimits(before: Int64) throws
 }

@@ -32,7 +32,8 @@ public final class TokenService: Sendable {
     /// A signed access token for the session, and its lifetime in seconds.
     public func accessToken(app: AppContext, user: User, session: Session, identities: [Identity]) throws -> (token: String, expiresIn: Int64) {
         let now = clock.nowSeconds
-        let ttl = app.settings.accessTokenTTLSeconds
+        // Never past the session's own end.
+        let ttl = max(1, min(app.settings.accessTokenTTLSeconds, session.expiresAt / 1000 - now))
         var claims: [String: JSON] = [
             "iss": .string(issuer(app.id)), "aud": .string(app.id.rawValue), "sub": .string(user.id.rawValue), "sid": .string(session.id.rawValue),
             "iat": .int(now), "exp": .int(now + ttl), "auth_time": .int(session.authTime / 1000), "amr": [.string(session.method.amr)],

@@ -128,10 +128,12 @@ extension SQLAppScopedStore {
                     try db.execute("""
                         INSERT INTO refresh_tokens (token_hash, app_id, session_id, created_at) VALUES (\(successorHash), \(appID), \(session.id), \(now))
                         """)
-                    try db.execute("""
+                    // The session may have been ended meanwhile (a concurrent reuse): then no new pair.
+                    guard try db.execute("""
                         UPDATE sessions SET last_used_at = \(now), ip = \(origin.ip), user_agent = \(origin.userAgent)
-                        WHERE app_id = \(appID) AND id = \(session.id)
-                        """)
+                        WHERE app_id = \(appID) AND id = \(session.id) AND ended_at IS NULL
+                        """) == 1
+                    else { return .invalid }
                     session.lastUsedAt = now
                     session.ip = origin.ip
                     session.userAgent = origin.userAgent
@@ -148,12 +150,12 @@ extension SQLAppScopedStore {
                 WHERE token_hash = \(successorHash) AND app_id = \(appID) AND session_id = \(session.id) AND rotated_at IS NULL
                 """).isEmpty
             if successorIsCurrent && now - rotation <= graceMillis { return .retried(session) }
-            try db.execute("""
+            let endedNow = try db.execute("""
                 UPDATE sessions SET ended_at = \(now), end_reason = \(SessionEndReason.refreshReused.rawValue)
                 WHERE app_id = \(appID) AND id = \(session.id) AND ended_at IS NULL
-                """)
+                """) == 1
             session.endedAt = now
-            return .reused(session)
+            return .reused(session, endedNow: endedNow)
         }
     }
 
@@ -187,10 +189,17 @@ extension SQLAppScopedStore {
         try database.query("""
             INSERT INTO rate_limits (app_id, bucket, window_start, hits) VALUES (\(appID), \(bucket), \(windowStart), 1)
             ON CONFLICT (app_id, bucket) DO UPDATE SET
-                hits = CASE WHEN rate_limits.window_start = excluded.window_start THEN rate_limits.hits + 1 ELSE 1 END,
-                window_start = excluded.window_start
+                hits = CASE WHEN rate_limits.window_start = excluded.window_start THEN rate_limits.hits + 1
+                            WHEN rate_limits.window_start > excluded.window_start THEN rate_limits.hits
+                            ELSE 1 END,
+                window_start = CASE WHEN rate_limits.window_start > excluded.window_start THEN rate_limits.window_start
+                                    ELSE excluded.window_start END
             RETURNING hits
             """).first?.int64("hits") ?? 1
+    }
+
+    func purgeRateLimits(before: Int64) throws {
+        try database.execute("DELETE FROM rate_limits WHERE app_id = \(appID) AND window_start < \(before)")
     }
 }
 

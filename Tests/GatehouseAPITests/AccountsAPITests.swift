@@ -409,3 +409,90 @@ struct AccessTokenRejectionTests {
         #expect(try code(token) == "auth/token-expired")
     }
 }
+
+@Suite("Adding a password to an account without one")
+struct AddPasswordTests {
+    @Test(arguments: TestDatabase.kinds)
+    func anAccountWithoutAPasswordCanAddOneAndThenSignInWithIt(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let created = try server.createApp(AccountsAPITests.roomy)
+        let app = try #require(try server.gatehouse.directory.app(key: created.appKey))
+        // An account as provider sign-in will make it: an email, no password.
+        let data = server.gatehouse.store.app(app.id)
+        let now = server.clock.nowMillis()
+        let user = User(id: .generate(), email: "sam@example.com", emailVerified: true, firstName: nil, lastName: nil, createdAt: now, updatedAt: now, lastSignInAt: now)
+        try data.insertUser(user, passwordHash: nil, identity: Identity(provider: "apple", subject: "001234.abcd", email: "sam@example.com", createdAt: now))
+        let grant = try server.gatehouse.accounts.startSession(
+            app: app, data, user: user, method: .apple, isNewUser: false, origin: RequestOrigin(ip: "127.0.0.1", userAgent: nil))
+        let token = grant.accessToken
+
+        #expect(try server.request("POST", "/v1/auth/signin", appKey: created.appKey, json: ["email": "sam@example.com", "password": "a fine password"]).status == 400)
+        #expect(try server.request("POST", "/v1/me/identities/password", appKey: created.appKey, bearer: token, json: ["password": "short"]).problemCode == "auth/weak-password")
+        let added = try server.request("POST", "/v1/me/identities/password", appKey: created.appKey, bearer: token, json: ["password": "a fine password"])
+        #expect(added.status == 200)
+        #expect(Set(added.data?.arrayValue?.compactMap { $0["provider"]?.stringValue } ?? []) == ["apple", "password"])
+        #expect(try server.request("POST", "/v1/auth/signin", appKey: created.appKey, json: ["email": "sam@example.com", "password": "a fine password"]).status == 200)
+        #expect(try server.request("GET", "/v1/me", appKey: created.appKey, bearer: token).data?["identities"] == ["apple", "password"])
+    }
+}
+
+@Suite("Lists and abuse limits of the account endpoints")
+struct AccountLimitsTests {
+    @Test(arguments: TestDatabase.kinds)
+    func sessionsArePagedWithAnOpaqueCursor(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(AccountsAPITests.roomy)
+        let token = try #require(try server.signUp(app)["access_token"]?.stringValue)
+        for _ in 0..<4 {
+            _ = try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"])
+        }
+        var seen: [String] = []
+        var cursor: String?
+        repeat {
+            let query = "?limit=2" + (cursor.map { "&cursor=\($0)" } ?? "")
+            let page = try server.request("GET", "/v1/me/sessions\(query)", appKey: app.appKey, bearer: token)
+            #expect(page.status == 200)
+            seen += page.data?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+            cursor = page.json?["next_cursor"]?.stringValue
+        } while cursor != nil && seen.count < 10
+        #expect(seen.count == 5)
+        #expect(Set(seen).count == 5)
+        for bad in ["?limit=0", "?limit=101", "?limit=x", "?cursor=bogus"] {
+            #expect(try server.request("GET", "/v1/me/sessions\(bad)", appKey: app.appKey, bearer: token).problemCode == "request/validation-failed", "\(bad)")
+        }
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func guessingTheCurrentPasswordIsLimited(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Limited", "rate_limits": ["auth_per_minute_per_ip": 5]])
+        let token = try #require(try server.signUp(app)["access_token"]?.stringValue)
+        var codes: [String?] = []
+        for i in 0..<6 {
+            codes.append(try server.request("PUT", "/v1/me/password", appKey: app.appKey, bearer: token, json: ["current_password": .string("guess number \(i)"), "password": "a brand new one"]).problemCode)
+        }
+        #expect(codes.last == "auth/too-many-requests")
+        #expect(codes.dropLast().allSatisfy { $0 == "auth/invalid-credential" || $0 == "auth/too-many-requests" })
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func addingAPasswordNeedsARecentSignIn(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let app = try server.createApp(AccountsAPITests.roomy)
+        let token = try #require(try server.signUp(app)["access_token"]?.stringValue)
+        clock.advance(seconds: 301)
+        #expect(try server.request("POST", "/v1/me/identities/password", appKey: app.appKey, bearer: token, json: ["password": "another password"]).problemCode == "auth/requires-recent-login")
+    }
+
+    @Test
+    func ipv6ClientsAreLimitedPerSlash64() {
+        #expect(rateLimitSubject(ip: "2001:db8:1:2::1") == rateLimitSubject(ip: "2001:db8:1:2:ffff::9"))
+        #expect(rateLimitSubject(ip: "2001:db8:1:2::1") != rateLimitSubject(ip: "2001:db8:1:3::1"))
+        #expect(rateLimitSubject(ip: "198.51.100.7") == "198.51.100.7")
+    }
+}
