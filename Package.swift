@@ -32,9 +32,10 @@ let package = Package(
         .target(name: "SQLiteDriver", dependencies: ["GatehouseSQL", "CSQLite"], swiftSettings: strict),
         .target(name: "PostgresDriver", dependencies: ["GatehouseSQL", "CPostgres"], swiftSettings: strict),
         .target(name: "GatehouseHTTP", dependencies: ["GatehouseCore", "CMicroHTTPD"], swiftSettings: strict),
+        .target(name: "GatehouseProviders", dependencies: ["GatehouseCore", "GatehouseCrypto", "CCurl"], swiftSettings: strict),
         .target(
             name: "GatehouseAPI",
-            dependencies: ["GatehouseCore", "GatehouseHTTP", "GatehouseSQL", "SQLiteDriver", "PostgresDriver"],
+            dependencies: ["GatehouseCore", "GatehouseHTTP", "GatehouseSQL", "SQLiteDriver", "PostgresDriver", "GatehouseProviders"],
             swiftSettings: strict),
         .executableTarget(name: "gatehouse", dependencies: ["GatehouseAPI"], swiftSettings: strict),
         .target(
@@ -48,6 +49,7 @@ let package = Package(
             dependencies: ["GatehouseSQL", "SQLiteDriver", "PostgresDriver", "GatehouseTesting"],
             swiftSettings: strict),
         .testTarget(name: "GatehouseHTTPTests", dependencies: ["GatehouseHTTP", "GatehouseTesting"], swiftSettings: strict),
+        .testTarget(name: "GatehouseProvidersTests", dependencies: ["GatehouseProviders", "GatehouseTesting"], swiftSettings: strict),
         .testTarget(name: "GatehouseAPITests", dependencies: ["GatehouseAPI", "GatehouseTesting"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
