@@ -1,0 +1,171 @@
+import GatehouseCore
+import GatehouseCrypto
+import Synchronization
+
+/// Provider signing keys, fetched from JWKS URLs and cached per URL.
+///
+/// - Keys are kept for the response's `Cache-Control: max-age` (1 h when absent, at most 24 h).
+/// - A `kid` the cached set lacks triggers a refetch, but at most once per
+///   `unknownKidRefetchInterval` per URL (counted from the last fetch attempt), so a flood of
+///   tokens with made-up `kid`s cannot become a flood of requests to the provider.
+/// - A failed refresh keeps serving the last good keys and is retried no sooner than
+///   `unknownKidRefetchInterval` later. With no keys ever fetched, every call may try again, and a
+///   failure throws ``ProviderError/unavailable(_:)``.
+/// - Only one thread fetches a given URL at a time; threads that waited for that fetch use its
+///   result instead of fetching again. A thread that holds a cached (stale) key for its `kid` never
+///   waits for another thread's fetch.
+///
+/// A set with no usable key (after skipping keys that are not public RSA/P-256 signing keys
+/// with a `kid`) counts as a failed fetch.
+public final class JWKSCache: Sendable {
+    /// Keys are kept this long when the response has no `max-age`.
+    public static let defaultMaxAgeSeconds: Int64 = 3600
+    /// A `max-age` above this is capped.
+    public static let maxMaxAgeSeconds: Int64 = 86_400
+
+    private let client: OutboundHTTPClient
+    private let clock: any Clock
+    private let refetchInterval: Int64
+    private let entries = Mutex<[String: Entry]>([:])
+
+    /// Creates an empty cache. `unknownKidRefetchInterval` is in milliseconds.
+    public init(client: OutboundHTTPClient, clock: any Clock, unknownKidRefetchInterval: Int64 = 30_000) {
+        self.client = client
+        self.clock = clock
+        self.refetchInterval = max(0, unknownKidRefetchInterval)
+    }
+
+    /// The key with `kid` published at `url`, fetching or refetching the set as the rules above
+    /// allow. `nil` when the `kid` is not in the set even after the allowed refetch. Throws
+    /// ``ProviderError/unavailable(_:)`` when no keys were ever fetched from `url` and the fetch fails.
+    public func key(url: String, kid: String) throws(ProviderError) -> VerificationKey? {
+        let entry = self.entry(for: url)
+        let now = clock.nowMillis()
+        let seen = entry.state.withLock { $0 }
+        if let keys = seen.keys, now < seen.expiresAt, let key = keys[kid] { return key }
+
+        guard mayFetch(seen, kidKnown: seen.keys?[kid] != nil, now: now) else { return seen.keys?[kid] }
+
+        if let stale = seen.keys?[kid] {
+            // Stale but usable: refresh if nobody else is, never wait.
+            let refreshed: Bool? = entry.fetching.withLockIfAvailable { _ in
+                fetchUnlessFetched(entry, url: url, attemptsSeen: seen.attempts)
+                return true
+            }
+            if refreshed == nil { return stale }
+        } else {
+            entry.fetching.withLock { _ in fetchUnlessFetched(entry, url: url, attemptsSeen: seen.attempts) }
+        }
+
+        let after = entry.state.withLock { $0 }
+        guard let keys = after.keys else {
+            throw .unavailable("no keys from \(OutboundHTTPClient.origin(url)): \(after.lastError ?? "fetch failed")")
+        }
+        return keys[kid]
+    }
+
+    private func mayFetch(_ state: Entry.State, kidKnown: Bool, now: Int64) -> Bool {
+        guard state.keys != nil, let lastAttempt = state.lastAttemptAt else { return true }
+        let cooledDown = now - lastAttempt >= refetchInterval
+        if now >= state.expiresAt {
+            return state.lastError == nil || cooledDown  // expired: refresh, unless a refresh just failed
+        }
+        return !kidKnown && cooledDown
+    }
+
+    /// Runs with `entry.fetching` held. Skips the fetch when another thread completed one while
+    /// this thread waited for the lock.
+    private func fetchUnlessFetched(_ entry: Entry, url: String, attemptsSeen: Int) {
+        guard entry.state.withLock({ $0.attempts }) == attemptsSeen else { return }
+        let startedAt = clock.nowMillis()
+        let result = fetch(url)
+        entry.state.withLock { state in
+            state.attempts += 1
+            state.lastAttemptAt = startedAt
+            switch result {
+            case .success(let fetched):
+                state.keys = fetched.keys
+                state.expiresAt = startedAt + fetched.maxAgeSeconds * 1000
+                state.lastError = nil
+            case .failure(let error):
+                state.lastError = error.description
+            }
+        }
+    }
+
+    private func fetch(_ url: String) -> Result<(keys: [String: VerificationKey], maxAgeSeconds: Int64), ProviderError> {
+        let response: OutboundResponse
+        do {
+            response = try client.get(url, headers: [("Accept", "application/json")])
+        } catch {
+            return .failure(error)
+        }
+        guard response.status == 200 else {
+            return .failure(.unavailable("JWKS answered HTTP \(response.status)"))
+        }
+        guard let document = try? JSON.parse(response.body), let list = document["keys"]?.arrayValue else {
+            return .failure(.unavailable("JWKS is not a JSON key set"))
+        }
+        var keys: [String: VerificationKey] = [:]
+        for item in list {
+            guard let jwk = Self.jwk(item), let kid = jwk.kid, !kid.isEmpty, keys[kid] == nil,
+                jwk.use == nil || jwk.use == "sig",
+                let key = try? VerificationKey(jwk: jwk)
+            else { continue }
+            keys[kid] = key
+        }
+        guard !keys.isEmpty else { return .failure(.unavailable("JWKS has no usable key")) }
+        return .success((keys, Self.maxAge(response.header("cache-control"))))
+    }
+
+    private static func jwk(_ item: JSON) -> JWK? {
+        guard let kty = item["kty"]?.stringValue else { return nil }
+        return JWK(
+            kty: kty, kid: item["kid"]?.stringValue, use: item["use"]?.stringValue, alg: item["alg"]?.stringValue,
+            n: item["n"]?.stringValue, e: item["e"]?.stringValue, crv: item["crv"]?.stringValue,
+            x: item["x"]?.stringValue, y: item["y"]?.stringValue)
+    }
+
+    /// `max-age` in seconds from a `Cache-Control` value; 0 for `no-store`/`no-cache`.
+    static func maxAge(_ cacheControl: String?) -> Int64 {
+        guard let cacheControl else { return defaultMaxAgeSeconds }
+        var result: Int64?
+        for directive in cacheControl.lowercased().split(separator: ",") {
+            let parts = directive.split(separator: "=", maxSplits: 1).map { $0.filter { $0 != " " && $0 != "\t" } }
+            switch parts.first {
+            case "no-store", "no-cache":
+                return 0
+            case "max-age" where parts.count == 2:
+                let digits = parts[1].filter { $0 != "\"" }
+                guard !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber) else { continue }
+                result = digits.count > 9 ? maxMaxAgeSeconds : Int64(digits)
+            default:
+                continue
+            }
+        }
+        return min(result ?? defaultMaxAgeSeconds, maxMaxAgeSeconds)
+    }
+
+    private func entry(for url: String) -> Entry {
+        entries.withLock { entries in
+            if let entry = entries[url] { return entry }
+            let entry = Entry()
+            entries[url] = entry
+            return entry
+        }
+    }
+
+    /// One URL's cached set. `fetching` is held for the duration of a fetch.
+    private final class Entry: Sendable {
+        struct State: Sendable {
+            var keys: [String: VerificationKey]?
+            var expiresAt: Int64 = 0
+            var lastAttemptAt: Int64?
+            var lastError: String?
+            var attempts = 0
+        }
+
+        let state = Mutex(State())
+        let fetching = Mutex(())
+    }
+}

@@ -1,1 +1,0 @@
-// The outbound HTTP client, JWKS cache and provider token verification (issue 4).
