@@ -1,0 +1,177 @@
+import GatehouseCore
+import GatehouseCrypto
+
+/// Verifies ID tokens from Apple, Google and Firebase against their published keys.
+///
+/// Every check failure throws ``ProviderError/invalidToken(_:)`` (its text is for logs, except
+/// the Firebase provider pin); an unreachable key server throws ``ProviderError/unavailable(_:)``.
+/// Only RS256 is accepted, the key is chosen by `kid` from the provider's own key URL, and the
+/// issuer is always the real one, whatever URL the keys come from.
+public final class ProviderVerifier: Sendable {
+    /// Apple's issuer.
+    public static let appleIssuer = "https://appleid.apple.com"
+    /// Google's two issuers.
+    public static let googleIssuers: Set<String> = ["accounts.google.com", "https://accounts.google.com"]
+    /// Clock skew allowed on `exp`, `iat` and `auth_time`, in seconds.
+    public static let leewaySeconds: Int64 = 60
+
+    private let jwks: JWKSCache
+    private let clock: any Clock
+    private let appleKeysURL: String
+    private let googleKeysURL: String
+    private let firebaseKeysURL: String
+
+    /// Creates a verifier reading keys through `jwks` from the three URLs (Apple's
+    /// `<apple>/auth/keys`, Google's certs, Firebase's securetoken JWKS).
+    public init(jwks: JWKSCache, clock: any Clock, appleKeysURL: String, googleKeysURL: String, firebaseKeysURL: String) {
+        self.jwks = jwks
+        self.clock = clock
+        self.appleKeysURL = appleKeysURL
+        self.googleKeysURL = googleKeysURL
+        self.firebaseKeysURL = firebaseKeysURL
+    }
+
+    /// Verifies a Sign in with Apple identity token: RS256 by a key from Apple's JWKS, `iss`
+    /// `https://appleid.apple.com`, `aud` one of `audiences`, `exp`/`iat` within 60 s of leeway,
+    /// a non-empty `sub`, and — when `expectedNonceHash` is given — a `nonce` claim equal to it
+    /// (the lowercase hex SHA-256 of the raw nonce the client sent us).
+    public func verifyApple(_ token: String, audiences: [String], expectedNonceHash: String?) throws(ProviderError) -> ProviderIdentity {
+        let claims = try verifiedClaims(token, keysURL: appleKeysURL)
+        try check(issuer: claims, oneOf: [Self.appleIssuer])
+        let audience = try check(audience: claims, oneOf: audiences)
+        try checkTimes(claims)
+        let subject = try nonEmptySubject(claims)
+        if let expectedNonceHash {
+            guard let nonce = claims["nonce"]?.stringValue else { throw .invalidToken("nonce claim missing") }
+            guard constantTimeEquals(Array(nonce.utf8), Array(expectedNonceHash.utf8)) else {
+                throw .invalidToken("nonce does not match")
+            }
+        }
+        let email = claims["email"]?.stringValue
+        let relay = Self.flag(claims["is_private_email"])
+            || email.map { $0.lowercased().hasSuffix("@privaterelay.appleid.com") } ?? false
+        return ProviderIdentity(
+            subject: subject, email: email, emailVerified: Self.flag(claims["email_verified"]),
+            isPrivateRelayEmail: relay, audience: audience)
+    }
+
+    /// Verifies a Google ID token: RS256 by a key from Google's JWKS, `iss` `accounts.google.com`
+    /// or `https://accounts.google.com`, `aud` one of `audiences`, `exp`/`iat` within 60 s of
+    /// leeway, a non-empty `sub`, and — when `nonce` is given — a `nonce` claim equal to it (raw).
+    public func verifyGoogle(_ token: String, audiences: [String], nonce: String?) throws(ProviderError) -> ProviderIdentity {
+        let claims = try verifiedClaims(token, keysURL: googleKeysURL)
+        try check(issuer: claims, oneOf: Self.googleIssuers)
+        let audience = try check(audience: claims, oneOf: audiences)
+        try checkTimes(claims)
+        let subject = try nonEmptySubject(claims)
+        if let nonce {
+            guard let claimed = claims["nonce"]?.stringValue else { throw .invalidToken("nonce claim missing") }
+            guard constantTimeEquals(Array(claimed.utf8), Array(nonce.utf8)) else { throw .invalidToken("nonce does not match") }
+        }
+        let first = claims["given_name"]?.stringValue
+        let last = claims["family_name"]?.stringValue
+        return ProviderIdentity(
+            subject: subject, email: claims["email"]?.stringValue, emailVerified: Self.flag(claims["email_verified"]),
+            isPrivateRelayEmail: false, audience: audience,
+            name: first == nil && last == nil ? nil : ProviderIdentity.Name(first: first, last: last))
+    }
+
+    /// Verifies a Firebase ID token: RS256 by a key from the Firebase JWKS, `iss`
+    /// `https://securetoken.google.com/<projectID>`, `aud` == `projectID`, a non-empty `sub`,
+    /// `exp`/`iat`/`auth_time` within 60 s of leeway, and `firebase.sign_in_provider` ==
+    /// `expectedProvider` (`"apple.com"` or `"google.com"`). A token that passes everything but the
+    /// provider pin throws `.invalidToken("Expected a <expected> token but received <actual>")` —
+    /// that text is safe to show to the client. The subject is
+    /// `firebase.identities[expectedProvider][0]` when present, else the Firebase uid.
+    public func verifyFirebase(_ token: String, projectID: String, expectedProvider: String) throws(ProviderError) -> ProviderIdentity {
+        guard !projectID.isEmpty else { throw .invalidToken("no Firebase project id configured") }
+        let claims = try verifiedClaims(token, keysURL: firebaseKeysURL)
+        try check(issuer: claims, oneOf: ["https://securetoken.google.com/\(projectID)"])
+        let audience = try check(audience: claims, oneOf: [projectID])
+        try checkTimes(claims)
+        let uid = try nonEmptySubject(claims)
+        if let authTime = Self.seconds(claims["auth_time"]), authTime > clock.nowSeconds + Self.leewaySeconds {
+            throw .invalidToken("auth_time is in the future")
+        }
+        let firebase = claims["firebase"]
+        let provider = firebase?["sign_in_provider"]?.stringValue ?? "none"
+        guard provider == expectedProvider else {
+            throw .invalidToken("Expected a \(expectedProvider) token but received \(provider)")
+        }
+        let providerSubject = firebase?["identities"]?[expectedProvider]?.arrayValue?.first?.stringValue
+        let email = claims["email"]?.stringValue
+        let relay = expectedProvider == "apple.com" && (email.map { $0.lowercased().hasSuffix("@privaterelay.appleid.com") } ?? false)
+        return ProviderIdentity(
+            subject: providerSubject.flatMap { $0.isEmpty ? nil : $0 } ?? uid, email: email,
+            emailVerified: Self.flag(claims["email_verified"]), isPrivateRelayEmail: relay, audience: audience)
+    }
+
+    // MARK: - Checks
+
+    /// Parses, picks the key by `kid` from `keysURL`, checks the signature, and returns the claims object.
+    private func verifiedClaims(_ token: String, keysURL: String) throws(ProviderError) -> [String: JSON] {
+        let parsed: JWT.Parsed
+        do {
+            parsed = try JWT.parse(token)
+        } catch {
+            throw .invalidToken("malformed token: \(error.reason)")
+        }
+        guard parsed.header.alg == SignatureAlgorithm.rs256.rawValue else {
+            throw .invalidToken("alg \(parsed.header.alg) is not RS256")
+        }
+        guard let kid = parsed.header.kid, !kid.isEmpty else { throw .invalidToken("no kid in header") }
+        guard let key = try jwks.key(url: keysURL, kid: kid) else { throw .invalidToken("unknown kid \(kid)") }
+        guard key.algorithm == .rs256, JWT.verify(parsed, with: key) else { throw .invalidToken("bad signature") }
+        guard let claims = (try? JSON.parse(parsed.payload))?.objectValue else {
+            throw .invalidToken("claims are not a JSON object")
+        }
+        return claims
+    }
+
+    private func check(issuer claims: [String: JSON], oneOf issuers: Set<String>) throws(ProviderError) {
+        guard let issuer = claims["iss"]?.stringValue, issuers.contains(issuer) else { throw .invalidToken("wrong issuer") }
+    }
+
+    /// `aud` as a string, or an array of exactly one string.
+    private func check(audience claims: [String: JSON], oneOf audiences: [String]) throws(ProviderError) -> String {
+        let audience: String?
+        switch claims["aud"] {
+        case .string(let value): audience = value
+        case .array(let values) where values.count == 1: audience = values[0].stringValue
+        default: audience = nil
+        }
+        guard let audience, !audience.isEmpty, audiences.contains(audience) else { throw .invalidToken("wrong audience") }
+        return audience
+    }
+
+    private func checkTimes(_ claims: [String: JSON]) throws(ProviderError) {
+        let now = clock.nowSeconds
+        guard let expiresAt = Self.seconds(claims["exp"]) else { throw .invalidToken("exp missing") }
+        guard let issuedAt = Self.seconds(claims["iat"]) else { throw .invalidToken("iat missing") }
+        guard now < expiresAt + Self.leewaySeconds else { throw .invalidToken("token expired") }
+        guard issuedAt <= now + Self.leewaySeconds else { throw .invalidToken("token issued in the future") }
+    }
+
+    private func nonEmptySubject(_ claims: [String: JSON]) throws(ProviderError) -> String {
+        guard let subject = claims["sub"]?.stringValue, !subject.isEmpty else { throw .invalidToken("sub missing") }
+        return subject
+    }
+
+    /// A NumericDate claim in whole seconds.
+    private static func seconds(_ value: JSON?) -> Int64? {
+        switch value {
+        case .int(let seconds): seconds
+        case .double(let seconds) where seconds.isFinite && abs(seconds) < 1e15: Int64(seconds.rounded(.down))
+        default: nil
+        }
+    }
+
+    /// A boolean claim Apple may send as a bool or as `"true"`/`"false"`.
+    private static func flag(_ value: JSON?) -> Bool {
+        switch value {
+        case .bool(let flag): flag
+        case .string(let text): text.lowercased() == "true"
+        default: false
+        }
+    }
+}
