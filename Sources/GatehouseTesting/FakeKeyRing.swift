@@ -25,14 +25,13 @@ public final class FakeKeyRing: Sendable {
 
     private let prefix: String
     private let state: Mutex<State>
-    private let foreign: SigningKey
+    private let foreign = Mutex<SigningKey?>(nil)  // made on first use: RSA key generation is slow
 
     /// One fresh RSA key with kid `<kidPrefix>-1`. `maxAgeSeconds` is the JWKS `Cache-Control`
     /// max-age (`nil`: no header).
     public init(kidPrefix: String, maxAgeSeconds: Int?) throws {
         prefix = kidPrefix
         state = Mutex(State(keys: [("\(kidPrefix)-1", try SigningKey.generate(.rs256))], maxAgeSeconds: maxAgeSeconds, serial: 1))
-        foreign = try SigningKey.generate(.rs256)
     }
 
     /// The kid new tokens are signed with.
@@ -99,12 +98,19 @@ public final class FakeKeyRing: Sendable {
         let bytes: [UInt8]
         switch signature {
         case .valid: bytes = (try? signer.sign(Array(signingInput.utf8))) ?? []
-        case .foreignKey: bytes = (try? foreign.sign(Array(signingInput.utf8))) ?? []
+        case .foreignKey: bytes = (try? foreignKey()?.sign(Array(signingInput.utf8))) ?? []
         case .none: bytes = []
         case .hs256WithPublicKey:
             bytes = Digest.hmacSHA256(key: Array(signer.verificationKey.spkiPEM().utf8), data: Array(signingInput.utf8))
         }
         return signingInput + "." + Base64URL.encode(bytes)
+    }
+
+    private func foreignKey() -> SigningKey? {
+        foreign.withLock { key in
+            if key == nil { key = try? SigningKey.generate(.rs256) }
+            return key
+        }
     }
 
     private static func json(_ jwk: JWK) -> JSON {

@@ -1,0 +1,139 @@
+import Foundation
+import GatehouseCore
+import GatehouseHTTP
+@testable import GatehouseProviders
+import GatehouseTesting
+import Testing
+
+@Suite struct JWKSCacheTests {
+    @Test func keysAreKeptForTheirMaxAge() throws {
+        let f = try ProviderFixture(appleKeysMaxAge: 600)
+        let kid = f.apple.keys.currentKid
+        #expect(try f.cache.key(url: f.apple.keysURL, kid: kid) != nil)
+        #expect(try f.cache.key(url: f.apple.keysURL, kid: kid) != nil)
+        #expect(f.apple.keysFetchCount == 1)
+        f.clock.advance(seconds: 599)
+        _ = try f.cache.key(url: f.apple.keysURL, kid: kid)
+        #expect(f.apple.keysFetchCount == 1)
+        f.clock.advance(seconds: 1)
+        _ = try f.cache.key(url: f.apple.keysURL, kid: kid)
+        #expect(f.apple.keysFetchCount == 2)
+    }
+
+    @Test func withoutMaxAgeKeysAreKeptAnHour() throws {
+        let f = try ProviderFixture(appleKeysMaxAge: nil)
+        let kid = f.apple.keys.currentKid
+        _ = try f.cache.key(url: f.apple.keysURL, kid: kid)
+        f.clock.advance(seconds: 3599)
+        _ = try f.cache.key(url: f.apple.keysURL, kid: kid)
+        #expect(f.apple.keysFetchCount == 1)
+        f.clock.advance(seconds: 1)
+        _ = try f.cache.key(url: f.apple.keysURL, kid: kid)
+        #expect(f.apple.keysFetchCount == 2)
+    }
+
+    @Test func maxAgeIsCappedAtADay() throws {
+        let f = try ProviderFixture(appleKeysMaxAge: 10_000_000)
+        let kid = f.apple.keys.currentKid
+        _ = try f.cache.key(url: f.apple.keysURL, kid: kid)
+        f.clock.advance(seconds: 86_399)
+        _ = try f.cache.key(url: f.apple.keysURL, kid: kid)
+        #expect(f.apple.keysFetchCount == 1)
+        f.clock.advance(seconds: 1)
+        _ = try f.cache.key(url: f.apple.keysURL, kid: kid)
+        #expect(f.apple.keysFetchCount == 2)
+    }
+
+    @Test func cacheControlParsing() {
+        #expect(JWKSCache.maxAge("public, max-age=19826, must-revalidate, no-transform") == 19826)
+        #expect(JWKSCache.maxAge("MAX-AGE = 60") == 60)
+        #expect(JWKSCache.maxAge(nil) == 3600)
+        #expect(JWKSCache.maxAge("public") == 3600)
+        #expect(JWKSCache.maxAge("max-age=abc") == 3600)
+        #expect(JWKSCache.maxAge("max-age=99999999999999999999") == 86_400)
+        #expect(JWKSCache.maxAge("no-store") == 0)
+    }
+
+    @Test func anUnknownKidRefetchesAtMostOncePer30Seconds() throws {
+        let f = try ProviderFixture()
+        let url = f.apple.keysURL
+        #expect(try f.cache.key(url: url, kid: "made-up-1") == nil)  // the first fetch
+        #expect(f.apple.keysFetchCount == 1)
+        for i in 0..<50 { #expect(try f.cache.key(url: url, kid: "made-up-\(i)") == nil) }
+        #expect(f.apple.keysFetchCount == 1)
+        f.clock.advance(seconds: 29)
+        #expect(try f.cache.key(url: url, kid: "made-up-x") == nil)
+        #expect(f.apple.keysFetchCount == 1)
+        f.clock.advance(seconds: 1)
+        for i in 0..<50 { #expect(try f.cache.key(url: url, kid: "made-up-y\(i)") == nil) }
+        #expect(f.apple.keysFetchCount == 2)
+    }
+
+    @Test func aRotatedKeyIsFoundByTheRefetch() throws {
+        let f = try ProviderFixture()
+        let url = f.apple.keysURL
+        _ = try f.cache.key(url: url, kid: f.apple.keys.currentKid)
+        let newKid = try f.apple.rotateKeys()
+        f.clock.advance(seconds: 30)
+        #expect(try f.cache.key(url: url, kid: newKid) != nil)
+        #expect(f.apple.keysFetchCount == 2)
+    }
+
+    @Test func aFloodOfUnknownKidsFromManyThreadsFetchesOnce() throws {
+        let f = try ProviderFixture()
+        let cache = f.cache, url = f.apple.keysURL
+        DispatchQueue.concurrentPerform(iterations: 64) { i in
+            let outcome = Result { try cache.key(url: url, kid: "made-up-\(i)") }
+            #expect((try? outcome.get().map { _ in "found" } ?? "absent") == "absent")
+        }
+        #expect(f.apple.keysFetchCount == 1)
+    }
+
+    @Test func lastGoodKeysAreServedWhileTheServerIsDown() throws {
+        let f = try ProviderFixture(appleKeysMaxAge: 600)
+        let url = f.apple.keysURL, kid = f.apple.keys.currentKid
+        _ = try f.cache.key(url: url, kid: kid)
+        f.apple.setDown(true)
+        f.clock.advance(seconds: 601)
+        #expect(try f.cache.key(url: url, kid: kid) != nil)  // refresh fails, stale key served
+        #expect(f.apple.keysFetchCount == 2)
+        for _ in 0..<20 { #expect(try f.cache.key(url: url, kid: kid) != nil) }
+        #expect(f.apple.keysFetchCount == 2)  // a failed refresh is retried no sooner than 30 s later
+        f.clock.advance(seconds: 30)
+        #expect(try f.cache.key(url: url, kid: kid) != nil)
+        #expect(f.apple.keysFetchCount == 3)
+        f.apple.setDown(false)
+        f.clock.advance(seconds: 30)
+        #expect(try f.cache.key(url: url, kid: kid) != nil)
+        #expect(f.apple.keysFetchCount == 4)
+        _ = try f.cache.key(url: url, kid: kid)
+        #expect(f.apple.keysFetchCount == 4)  // fresh again
+    }
+
+    @Test func noKeysAndTheServerDownIsUnavailable() throws {
+        let f = try ProviderFixture()
+        f.apple.setDown(true)
+        let error = providerError { try f.cache.key(url: f.apple.keysURL, kid: f.apple.keys.currentKid) }
+        #expect(error?.isUnavailable == true)
+        // With nothing cached there is no cool-down: the next call tries again.
+        f.apple.setDown(false)
+        #expect(try f.cache.key(url: f.apple.keysURL, kid: f.apple.keys.currentKid) != nil)
+    }
+
+    @Test func anUnreadableKeySetIsUnavailable() throws {
+        let clock = ManualClock()
+        let server = try FakeHTTPServer { request, _ in
+            switch request.path {
+            case "/html": HTTPResponse(status: 200, headers: ["Content-Type": "text/html"], body: Array("<html>maintenance</html>".utf8))
+            case "/empty": FakeHTTPServer.json(200, ["keys": []])
+            case "/odd": FakeHTTPServer.json(200, ["keys": [["kty": "oct", "kid": "k", "k": "c2VjcmV0"]]])
+            default: nil
+            }
+        }
+        defer { server.stop() }
+        let cache = JWKSCache(client: OutboundHTTPClient(), clock: clock)
+        for path in ["/html", "/empty", "/odd"] {
+            #expect(providerError { try cache.key(url: server.baseURL + path, kid: "k") }?.isUnavailable == true, "\(path)")
+        }
+    }
+}
