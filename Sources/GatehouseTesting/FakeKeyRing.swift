@@ -27,11 +27,26 @@ public final class FakeKeyRing: Sendable {
     private let state: Mutex<State>
     private let foreign = Mutex<SigningKey?>(nil)  // made on first use: RSA key generation is slow
 
-    /// One fresh RSA key with kid `<kidPrefix>-1`. `maxAgeSeconds` is the JWKS `Cache-Control`
-    /// max-age (`nil`: no header).
+    /// One RSA key with kid `<kidPrefix>-1`. That first key is generated once per process and
+    /// prefix and shared by every ring with the same prefix (as a real provider's keys are the same
+    /// for everyone; RSA key generation costs ~150 ms per key and the fakes are made per test);
+    /// ``rotate(retireOld:)`` generates private keys. `maxAgeSeconds` is the JWKS
+    /// `Cache-Control` max-age (`nil`: no header).
     public init(kidPrefix: String, maxAgeSeconds: Int?) throws {
         prefix = kidPrefix
-        state = Mutex(State(keys: [("\(kidPrefix)-1", try SigningKey.generate(.rs256))], maxAgeSeconds: maxAgeSeconds, serial: 1))
+        let first = try Self.sharedFirstKey(prefix: kidPrefix)
+        state = Mutex(State(keys: [("\(kidPrefix)-1", first)], maxAgeSeconds: maxAgeSeconds, serial: 1))
+    }
+
+    private static let firstKeys = Mutex<[String: SigningKey]>([:])
+
+    private static func sharedFirstKey(prefix: String) throws -> SigningKey {
+        try firstKeys.withLock { keys in
+            if let key = keys[prefix] { return key }
+            let key = try SigningKey.generate(.rs256)
+            keys[prefix] = key
+            return key
+        }
     }
 
     /// The kid new tokens are signed with.
