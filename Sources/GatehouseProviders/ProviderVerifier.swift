@@ -12,6 +12,11 @@ public final class ProviderVerifier: Sendable {
     public static let appleIssuer = "https://appleid.apple.com"
     /// Google's two issuers.
     public static let googleIssuers: Set<String> = ["accounts.google.com", "https://accounts.google.com"]
+    /// Google's ID-token keys (the default `GATEHOUSE_GOOGLE_JWKS_URL`).
+    public static let defaultGoogleKeysURL = "https://www.googleapis.com/oauth2/v3/certs"
+    /// Firebase Auth's ID-token keys as a JWKS (the default `GATEHOUSE_FIREBASE_JWKS_URL`).
+    public static let defaultFirebaseKeysURL =
+        "https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com"
     /// Clock skew allowed on `exp`, `iat` and `auth_time`, in seconds.
     public static let leewaySeconds: Int64 = 60
 
@@ -96,7 +101,7 @@ public final class ProviderVerifier: Sendable {
         let firebase = claims["firebase"]
         let provider = firebase?["sign_in_provider"]?.stringValue ?? "none"
         guard provider == expectedProvider else {
-            throw .invalidToken("Expected a \(expectedProvider) token but received \(provider)")
+            throw .invalidToken("Expected a \(expectedProvider) token but received \(Self.loggable(provider))")
         }
         let providerSubject = firebase?["identities"]?[expectedProvider]?.arrayValue?.first?.stringValue
         let email = claims["email"]?.stringValue
@@ -117,10 +122,10 @@ public final class ProviderVerifier: Sendable {
             throw .invalidToken("malformed token: \(error.reason)")
         }
         guard parsed.header.alg == SignatureAlgorithm.rs256.rawValue else {
-            throw .invalidToken("alg \(parsed.header.alg) is not RS256")
+            throw .invalidToken("alg \(Self.loggable(parsed.header.alg)) is not RS256")
         }
         guard let kid = parsed.header.kid, !kid.isEmpty else { throw .invalidToken("no kid in header") }
-        guard let key = try jwks.key(url: keysURL, kid: kid) else { throw .invalidToken("unknown kid \(kid)") }
+        guard let key = try jwks.key(url: keysURL, kid: kid) else { throw .invalidToken("unknown kid \(Self.loggable(kid))") }
         guard key.algorithm == .rs256, JWT.verify(parsed, with: key) else { throw .invalidToken("bad signature") }
         guard let claims = (try? JSON.parse(parsed.payload))?.objectValue else {
             throw .invalidToken("claims are not a JSON object")
@@ -155,6 +160,13 @@ public final class ProviderVerifier: Sendable {
     private func nonEmptySubject(_ claims: [String: JSON]) throws(ProviderError) -> String {
         guard let subject = claims["sub"]?.stringValue, !subject.isEmpty else { throw .invalidToken("sub missing") }
         return subject
+    }
+
+    /// Token-supplied text shortened to 64 printable ASCII characters, so that it cannot forge
+    /// log lines or flood them (it also reaches the client in the Firebase pin detail).
+    private static func loggable(_ text: String) -> String {
+        let printable = text.unicodeScalars.prefix(64).map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F ? Character($0) : "?" }
+        return String(printable) + (text.unicodeScalars.count > 64 ? "…" : "")
     }
 
     /// A NumericDate claim in whole seconds.

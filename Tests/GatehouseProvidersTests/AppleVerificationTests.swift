@@ -168,4 +168,10 @@ import Testing
         #expect(claims["email_verified"] == "true")
         #expect(claims["nonce_supported"] == true)
     }
+
+    @Test func tokenTextInReasonsIsShortAndPrintable() {
+        let token = f.apple.mintIdentityToken(aud: bundleID, kid: "evil\nkid" + String(repeating: "x", count: 100))
+        let reason = invalidTokenReason { try verify(token) }
+        #expect(reason == "unknown kid evil?kid" + String(repeating: "x", count: 56) + "…")
+    }
 }

@@ -3,6 +3,7 @@ import GatehouseCore
 import GatehouseHTTP
 @testable import GatehouseProviders
 import GatehouseTesting
+import Synchronization
 import Testing
 
 @Suite struct JWKSCacheTests {
@@ -135,5 +136,32 @@ import Testing
         for path in ["/html", "/empty", "/odd"] {
             #expect(providerError { try cache.key(url: server.baseURL + path, kid: "k") }?.isUnavailable == true, "\(path)")
         }
+    }
+
+    @Test func aStaleKeyIsServedWithoutWaitingForASlowRefresh() throws {
+        let clock = ManualClock()
+        let keys = try FakeKeyRing(kidPrefix: "slow", maxAgeSeconds: 60)
+        let slow = Mutex(false)
+        let server = try FakeHTTPServer { request, _ in
+            guard request.path == "/keys" else { return nil }
+            if slow.withLock({ $0 }) { usleep(1_500_000) }
+            return keys.jwksResponse()
+        }
+        defer { server.stop() }
+        let cache = JWKSCache(client: OutboundHTTPClient(), clock: clock)
+        let url = server.baseURL + "/keys", kid = keys.currentKid
+        _ = try cache.key(url: url, kid: kid)
+        slow.withLock { $0 = true }
+        clock.advance(seconds: 61)
+        let refreshing = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? cache.key(url: url, kid: kid)  // does the slow refresh
+            refreshing.signal()
+        }
+        while server.requestCount("GET", "/keys") < 2 { usleep(1_000) }
+        let started = Date()
+        #expect(try cache.key(url: url, kid: kid) != nil)
+        #expect(Date().timeIntervalSince(started) < 0.5)
+        refreshing.wait()
     }
 }
