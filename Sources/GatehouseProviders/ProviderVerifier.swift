@@ -17,6 +17,8 @@ public final class ProviderVerifier: Sendable {
     /// Firebase Auth's ID-token keys as a JWKS (the default `GATEHOUSE_FIREBASE_JWKS_URL`).
     public static let defaultFirebaseKeysURL =
         "https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com"
+    /// How the client-facing Firebase provider-pin detail starts (see ``ProviderError/clientDetail``).
+    static let providerPinPrefix = "Expected a "
     /// Clock skew allowed on `exp`, `iat` and `auth_time`, in seconds.
     public static let leewaySeconds: Int64 = 60
 
@@ -101,7 +103,7 @@ public final class ProviderVerifier: Sendable {
         let firebase = claims["firebase"]
         let provider = firebase?["sign_in_provider"]?.stringValue ?? "none"
         guard provider == expectedProvider else {
-            throw .invalidToken("Expected a \(expectedProvider) token but received \(Self.loggable(provider))")
+            throw .invalidToken("\(Self.providerPinPrefix)\(expectedProvider) token but received \(Self.loggable(provider))")
         }
         let providerSubject = firebase?["identities"]?[expectedProvider]?.arrayValue?.first?.stringValue
         let email = claims["email"]?.stringValue

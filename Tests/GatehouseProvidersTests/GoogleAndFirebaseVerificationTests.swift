@@ -71,6 +71,9 @@ import Testing
         let apple = f.firebase.mintIDToken(projectID: project, signInProvider: "apple.com")
         let reverse = providerError { try f.verifier.verifyFirebase(apple, projectID: project, expectedProvider: "google.com") }
         #expect(reverse == .invalidToken("Expected a google.com token but received apple.com"))
+        #expect(reverse?.clientDetail == "Expected a google.com token but received apple.com")
+        let otherFailure = providerError { try f.verifier.verifyFirebase(apple, projectID: "other", expectedProvider: "apple.com") }
+        #expect(otherFailure != nil && otherFailure?.clientDetail == nil)
         #expect(try f.verifier.verifyFirebase(apple, projectID: project, expectedProvider: "apple.com").audience == project)
     }
 
