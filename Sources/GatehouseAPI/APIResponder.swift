@@ -40,6 +40,10 @@ final class APIResponder: HTTPResponder {
                 return .respond(
                     finish(request, route: pattern, start: .now, problem(.unsupportedMediaType, "Send the body as application/json.", request)))
             }
+            if case .form = route.body, mediaType(request.headers["Content-Type"]) != "application/x-www-form-urlencoded" {
+                return .respond(
+                    finish(request, route: pattern, start: .now, problem(.unsupportedMediaType, "Send the body as application/x-www-form-urlencoded.", request)))
+            }
             return .readBody(limit: Self.jsonBodyLimit)
         }
     }
@@ -119,9 +123,13 @@ final class APIResponder: HTTPResponder {
     }
 
     private func isJSON(_ contentType: String?) -> Bool {
-        guard let contentType else { return false }
-        let mediaType = contentType.split(separator: ";", maxSplits: 1)[0].trimmingCharacters(in: .whitespaces).lowercased()
+        guard let mediaType = mediaType(contentType) else { return false }
         return mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
+    }
+
+    private func mediaType(_ contentType: String?) -> String? {
+        guard let contentType, let first = contentType.split(separator: ";", maxSplits: 1).first else { return nil }
+        return first.trimmingCharacters(in: .whitespaces).lowercased()
     }
 
     /// The client's `X-Request-Id` when it is 1–128 characters of `[A-Za-z0-9._-]`, else a new one.

@@ -5,6 +5,7 @@ import GatehouseHTTP
 struct AuthController {
     let auth: Authenticator
     let accounts: AccountService
+    let providers: ProviderSignInService
 
     static let refreshCookie = "gh_refresh"
 
@@ -65,9 +66,25 @@ struct AuthController {
     func reauthenticate(_ request: Request) throws -> HTTPResponse {
         let (app, claims) = try auth.user(request)
         var body = try Body(request)
-        let password = body.required("password", maxLength: 4096)
-        try body.finish()
-        let access = try accounts.reauthenticate(app: app, claims: claims, password: password, origin: request.origin)
+        let access: (token: String, expiresIn: Int64)
+        if let provider = body.optional("provider", maxLength: 16) {
+            let proof: ProviderSignInService.Proof
+            switch provider {
+            case "apple":
+                proof = .apple(identityToken: body.required("identity_token", maxLength: 1 << 20), nonce: body.optional("nonce", maxLength: 512), authorizationCode: nil)
+            case "google":
+                proof = .google(idToken: body.required("id_token", maxLength: 1 << 20), nonce: body.optional("nonce", maxLength: 512))
+            default:
+                throw GatehouseError.validation("provider", "Must be apple or google.")
+            }
+            try body.finish()
+            access = try providers.reauthenticate(
+                app: app, claims: claims, provider: provider == "apple" ? .apple : .google, proof: proof, origin: request.origin)
+        } else {
+            let password = body.required("password", maxLength: 4096)
+            try body.finish()
+            access = try accounts.reauthenticate(app: app, claims: claims, password: password, origin: request.origin)
+        }
         return HTTPResponse.data(["access_token": .string(access.token), "expires_in": .int(access.expiresIn)]).noStore()
     }
 

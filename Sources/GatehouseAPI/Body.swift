@@ -32,6 +32,13 @@ struct Body {
         return .some(value)
     }
 
+    func isPresent(_ key: String) -> Bool { reader.isPresent(key) }
+
+    /// Throws the problems found so far (unknown fields are left for `finish`).
+    func check() throws(GatehouseError) {
+        if !reader.errors.isEmpty { throw .validation(reader.errors) }
+    }
+
     func finish() throws(GatehouseError) {
         var copy = reader
         copy.rejectUnknown()

@@ -3,6 +3,7 @@ import GatehouseCore
 import GatehouseCrypto
 import GatehouseHTTP
 import GatehouseMigrations
+import GatehouseProviders
 import GatehouseSQL
 import PostgresDriver
 import SQLiteDriver
@@ -17,6 +18,7 @@ public final class Gatehouse: Sendable {
     public let apps: AppService
     public let accounts: AccountService
     public let tokens: TokenService
+    public let providerSignIn: ProviderSignInService
     public let metrics = Metrics()
     public let log: Log
     public let clock: any Clock
@@ -66,12 +68,23 @@ public final class Gatehouse: Sendable {
             permits: configuration.hashConcurrency)
         accounts = AccountService(store: store, tokens: tokens, hasher: hasher, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds)
 
+        let outbound = OutboundHTTPClient()
+        let verifier = ProviderVerifier(
+            jwks: JWKSCache(client: outbound, clock: clock), clock: clock, appleKeysURL: configuration.appleURL + "/auth/keys",
+            googleKeysURL: configuration.googleJWKSURL, firebaseKeysURL: configuration.firebaseJWKSURL)
+        providerSignIn = ProviderSignInService(
+            store: store, directory: directory, accounts: accounts,
+            providers: ProviderAdapter(verifier: verifier, apple: AppleClient(baseURL: configuration.appleURL, client: outbound, clock: clock), log: log),
+            sealer: sealer, clock: clock, publicURL: configuration.publicURL)
+
         let auth = Authenticator(directory: directory, apps: apps, tokens: tokens)
         var routes = Routes()
         OperationsController(auth: auth, store: store, database: database, metrics: metrics).register(&routes)
         AppController(auth: auth, directory: directory, publicURL: configuration.publicURL).register(&routes)
         AdminController(auth: auth, apps: apps).register(&routes)
-        AuthController(auth: auth, accounts: accounts).register(&routes)
+        let authController = AuthController(auth: auth, accounts: accounts, providers: providerSignIn)
+        authController.register(&routes)
+        ProviderController(auth: auth, providers: providerSignIn, sessions: authController).register(&routes)
         MeController(auth: auth, accounts: accounts).register(&routes)
         router = routes.router
     }

@@ -20,7 +20,7 @@ enum Problem {
         var body: [String: JSON] = [
             "type": .string("urn:gatehouse:error:\(error.code.rawValue)"),
             "title": .string(error.code.title),
-            "status": .int(Int64(error.code.status)),
+            "status": .int(Int64(error.status)),
             "code": .string(error.code.rawValue),
             "detail": .string(error.detail ?? error.code.title),
             "instance": .string(instance),
@@ -29,10 +29,10 @@ enum Problem {
         if !error.fieldErrors.isEmpty {
             body["errors"] = .array(error.fieldErrors.map { ["field": .string($0.field), "message": .string($0.message)] })
         }
-        var response = HTTPResponse.json(.object(body), status: error.code.status, contentType: "application/problem+json")
+        var response = HTTPResponse.json(.object(body), status: error.status, contentType: "application/problem+json")
         if let retryAfter = error.retryAfter {
             body["retry_after"] = .int(Int64(retryAfter))
-            response = HTTPResponse.json(.object(body), status: error.code.status, contentType: "application/problem+json")
+            response = HTTPResponse.json(.object(body), status: error.status, contentType: "application/problem+json")
             response.headers.set("Retry-After", String(retryAfter))
         }
         response.headers.set("Cache-Control", "no-store")

@@ -12,6 +12,8 @@ public struct Route: Sendable {
         case none
         /// `application/json`, at most 64 KiB.
         case json
+        /// `application/x-www-form-urlencoded`, at most 64 KiB (Apple's form_post).
+        case form
     }
 
     public let body: Body

@@ -103,8 +103,9 @@ public final class AccountService: Sendable {
             try data.record(Event(type: "session.revoked", userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "refresh_reused"], createdAt: clock.nowMillis()))
             throw GatehouseError(.refreshTokenReused, "This refresh token was already used; the session has been ended. Sign in again.")
         case .rotated(let session), .retried(let session):
-            guard let user = try data.user(session.userID) else { throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid.") }
-            let identities = try data.identities(user.id)
+            guard let (user, identities) = try data.userWithIdentities(session.userID) else {
+                throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid.")
+            }
             let access = try tokens.accessToken(app: app, user: user, session: session, identities: identities)
             return SessionGrant(user: user, identities: identities, accessToken: access.token, expiresIn: access.expiresIn, refreshToken: successor, isNewUser: false)
         }
@@ -142,6 +143,12 @@ public final class AccountService: Sendable {
             try data.record(Event(type: "user.sign_in_failed", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "reauthentication": true], createdAt: clock.nowMillis()))
             throw GatehouseError(.invalidCredential, "The password is wrong.")
         }
+        return try refreshAuthTime(app: app, claims: claims)
+    }
+
+    /// After a successful reauthentication: `auth_time` is now, and a new access token says so.
+    public func refreshAuthTime(app: AppContext, claims: AccessClaims) throws -> (token: String, expiresIn: Int64) {
+        let data = store.app(app.id)
         let now = clock.nowMillis()
         try data.setAuthTime(claims.sessionID, now: now)
         guard var session = try data.session(claims.sessionID), session.endedAt == nil, let user = try data.user(claims.userID) else {
@@ -161,9 +168,10 @@ public final class AccountService: Sendable {
     // MARK: - The signed-in user
 
     public func me(app: AppContext, claims: AccessClaims) throws -> (User, [Identity]) {
-        let data = store.app(app.id)
-        guard let user = try data.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
-        return (user, try data.identities(user.id))
+        guard let found = try store.app(app.id).userWithIdentities(claims.userID) else {
+            throw GatehouseError(.sessionRevoked, "This account no longer exists.")
+        }
+        return found
     }
 
     /// Changes first and last name: absent keeps, null or empty clears.

@@ -51,6 +51,14 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
     public static let tooManyRequests = ErrorCode("auth/too-many-requests", 429, "Too many requests")
     public static let signInMethodDisabled = ErrorCode("auth/sign-in-method-disabled", 403, "Sign-in method disabled")
     public static let credentialAlreadyInUse = ErrorCode("auth/credential-already-in-use", 409, "Credential already in use")
+    public static let accountExistsWithDifferentCredential = ErrorCode(
+        "auth/account-exists-with-different-credential", 409, "An account with this email exists")
+    public static let providerNotConfigured = ErrorCode("auth/provider-not-configured", 503, "Provider not configured")
+    public static let lastSignInMethod = ErrorCode("auth/last-sign-in-method", 409, "Last sign-in method")
+    public static let providerUnavailable = ErrorCode("provider/unavailable", 503, "Provider unavailable")
+    public static let invalidRedirectURI = ErrorCode("auth/invalid-redirect-uri", 400, "Invalid redirect URI")
+    public static let invalidFlow = ErrorCode("auth/invalid-flow", 400, "Invalid sign-in flow")
+    public static let invalidLoginCode = ErrorCode("auth/invalid-login-code", 400, "Invalid login code")
 
     // MARK: server/
     public static let internalError = ErrorCode("server/internal", 500, "Internal server error")
@@ -62,7 +70,8 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
         validationFailed, malformedRequest, notFound, methodNotAllowed, payloadTooLarge, uriTooLong, unsupportedMediaType,
         headersTooLarge, missingAppKey, invalidAppKey, appKeyTaken, missingToken, invalidToken, tokenExpired, sessionRevoked,
         invalidRefreshToken, refreshTokenReused, invalidCredential, emailAlreadyInUse, weakPassword, signupDisabled,
-        requiresRecentLogin, tooManyRequests, signInMethodDisabled, credentialAlreadyInUse,
+        requiresRecentLogin, tooManyRequests, signInMethodDisabled, credentialAlreadyInUse, accountExistsWithDifferentCredential,
+        providerNotConfigured, lastSignInMethod, providerUnavailable, invalidRedirectURI, invalidFlow, invalidLoginCode,
         internalError, unavailable, busy,
     ]
 }
@@ -88,8 +97,13 @@ public struct GatehouseError: Error, Sendable {
     /// Seconds, for 429/503 answers (`Retry-After`).
     public var retryAfter: Int?
 
-    public init(_ code: ErrorCode, _ detail: String? = nil, fieldErrors: [FieldError] = [], retryAfter: Int? = nil) {
+    /// The HTTP status: the code's, unless the contract gives this use of the code another
+    /// (`auth/invalid-credential` is 400 for passwords and 401 for provider tokens).
+    public let status: Int
+
+    public init(_ code: ErrorCode, _ detail: String? = nil, fieldErrors: [FieldError] = [], retryAfter: Int? = nil, status: Int? = nil) {
         self.code = code
+        self.status = status ?? code.status
         self.detail = detail
         self.fieldErrors = fieldErrors
         self.retryAfter = retryAfter

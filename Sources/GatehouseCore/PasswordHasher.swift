@@ -1,54 +1,91 @@
 import Dispatch
+import Foundation
 import GatehouseCrypto
 import Synchronization
 
-/// argon2id under its own concurrency bound: at most `permits` hashes run at once (about one per
-/// core), so a flood of sign-ins queues here instead of starving refreshes and `/me` of CPU.
-/// Waiting holds an HTTP worker thread (and so the other connections it serves), so the queue is
-/// short: at most `permits` callers wait, for at most `maxWait`; the rest are refused at once with
-/// 503 `server/busy` and `Retry-After`.
+/// argon2id on its own few threads: `permits` dedicated threads (about one per core) compute every
+/// hash, so a flood of sign-ins queues here instead of starving refreshes and `/me` of CPU, and
+/// argon2's 19 MiB work areas stay in those threads' allocator arenas instead of one per HTTP
+/// worker (which kept ~19 MiB per worker resident). A caller waits, holding its HTTP worker
+/// thread, so the queue is short: at most `permits` more callers wait; the rest are refused at once
+/// with 503 `server/busy` and `Retry-After`.
 public final class PasswordHasher: Sendable {
     public let parameters: Argon2id.Parameters
-    private let permits: DispatchSemaphore
-    private let admitted: Atomic<Int>
+    private let queue = JobQueue()
+    private let admitted = Atomic(0)
     private let maxAdmitted: Int
-    private let maxWaitSeconds: Double
     /// Verified against when the email is unknown, so that both answers take the same time.
     private let dummyHash: String
 
-    public init(parameters: Argon2id.Parameters, permits: Int, maxWaitSeconds: Double = 2) throws {
+    /// Jobs waiting for a hash thread.
+    private final class JobQueue: Sendable {
+        let jobs = Mutex<[Job]>([])
+        let pending = DispatchSemaphore(value: 0)
+
+        func push(_ job: Job) {
+            jobs.withLock { $0.append(job) }
+            pending.signal()
+        }
+
+        func next() -> Job {
+            while true {
+                pending.wait()
+                if let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return job }
+            }
+        }
+    }
+
+    /// One hash to compute. `@unchecked Sendable`: `result` is written by the worker before it
+    /// signals `done`, and read by the caller only after waiting on `done`.
+    private final class Job: @unchecked Sendable {
+        let work: @Sendable () -> Result<String, any Error>
+        var result: Result<String, any Error>?
+        let done = DispatchSemaphore(value: 0)
+        init(_ work: @escaping @Sendable () -> Result<String, any Error>) { self.work = work }
+    }
+
+    public init(parameters: Argon2id.Parameters, permits: Int) throws {
         self.parameters = parameters
-        self.permits = DispatchSemaphore(value: max(1, permits))
-        self.admitted = Atomic(0)
-        self.maxAdmitted = 2 * max(1, permits)
-        self.maxWaitSeconds = maxWaitSeconds
+        let threads = max(1, permits)
+        maxAdmitted = 2 * threads
         dummyHash = try Argon2id.hash(password: Array("gatehouse-dummy-password".utf8), parameters: parameters)
+        for index in 0..<threads {
+            let thread = Thread { [queue] in
+                while true {
+                    let job = queue.next()
+                    job.result = job.work()
+                    job.done.signal()
+                }
+            }
+            thread.name = "gatehouse-hash-\(index)"
+            thread.start()
+        }
     }
 
     public func hash(_ password: String) throws -> String {
-        try bounded { try Argon2id.hash(password: Array(password.utf8), parameters: parameters) }
+        let parameters = self.parameters
+        return try run { Result { try Argon2id.hash(password: Array(password.utf8), parameters: parameters) } }
     }
 
     /// Checks a password against a stored hash, or against the dummy hash when there is none.
     public func verify(_ password: String, encoded: String?) throws -> Bool {
-        try bounded {
-            let matches = Argon2id.verify(password: Array(password.utf8), encoded: encoded ?? dummyHash)
-            return encoded != nil && matches
-        }
+        let target = encoded ?? dummyHash
+        let matches = try run { .success(Argon2id.verify(password: Array(password.utf8), encoded: target) ? "1" : "0") }
+        return encoded != nil && matches == "1"
     }
 
     public func needsRehash(_ encoded: String) -> Bool { Argon2id.needsRehash(encoded: encoded, parameters: parameters) }
 
-    private func bounded<T>(_ work: () throws -> T) throws -> T {
-        let busy = GatehouseError(.busy, "Too many sign-ins at once; retry shortly.", retryAfter: 1)
+    private func run(_ work: @escaping @Sendable () -> Result<String, any Error>) throws -> String {
         guard admitted.add(1, ordering: .acquiring).newValue <= maxAdmitted else {
             admitted.subtract(1, ordering: .releasing)
-            throw busy
+            throw GatehouseError(.busy, "Too many sign-ins at once; retry shortly.", retryAfter: 1)
         }
         defer { admitted.subtract(1, ordering: .releasing) }
-        guard permits.wait(timeout: .now() + maxWaitSeconds) == .success else { throw busy }
-        defer { permits.signal() }
-        return try work()
+        let job = Job(work)
+        queue.push(job)
+        job.done.wait()
+        return try job.result!.get()
     }
 }
 

@@ -95,6 +95,9 @@ public protocol Store: Sendable {
     func setServerValueIfAbsent(_ name: String, _ value: String) throws
     /// Sessions of any app that ended after `since` (ms), for every node's revocation list.
     func sessionsEnded(since: Int64) throws -> [(SessionID, Int64)]
+    /// Takes (marks used) an unexpired, unused web flow by the hash of its state. The flow names
+    /// its app: the callback from Apple carries no app key.
+    func takeWebFlow(id: String, now: Int64) throws -> WebFlow?
 }
 
 public protocol AppCatalog: Sendable {
@@ -138,6 +141,24 @@ public protocol AppScopedStore: Sendable {
     /// Sets the password hash; adds the password identity when `addIdentity` is given.
     func setPasswordHash(_ id: UserID, hash: String, addIdentity: Identity?, now: Int64) throws
     func identities(_ id: UserID) throws -> [Identity]
+    /// The user and their identities, read together (one connection, one round trip each).
+    func userWithIdentities(_ id: UserID) throws -> (User, [Identity])?
+    /// The user with this provider identity.
+    func user(provider: String, subject: String) throws -> User?
+    /// True when some user of the app has this email (any sign-in method), other than `except`.
+    func emailInUse(_ email: String, except: UserID?) throws -> Bool
+    /// Links an identity. Throws `auth/credential-already-in-use` when it is linked already.
+    func addIdentity(_ user: UserID, _ identity: Identity) throws
+    /// Unlinks; for `password` also forgets the hash. False when the user had none.
+    func removeIdentity(_ user: UserID, provider: String, now: Int64) throws -> Bool
+    /// Sets names only where the user has none (Apple sends the name once).
+    func fillNames(_ user: UserID, firstName: String?, lastName: String?, now: Int64) throws
+    /// Keeps a provider refresh token (sealed) for revocation at account deletion.
+    func saveProviderToken(_ user: UserID, provider: String, clientID: String, sealedToken: String, now: Int64) throws
+    func insertWebFlow(_ flow: WebFlow) throws
+    func insertLoginCode(_ code: LoginCode) throws
+    /// Takes (marks used) an unexpired, unused login code.
+    func takeLoginCode(hash: String, now: Int64) throws -> LoginCode?
 
     // MARK: Sessions
 

@@ -60,8 +60,19 @@ extension SQLAppScopedStore {
     }
 
     func identities(_ id: UserID) throws -> [Identity] {
-        try database.query("""
-            SELECT * FROM identities WHERE app_id = \(appID) AND user_id = \(id) ORDER BY created_at, provider
+        try database.withConnection { try identities(on: $0, id) }
+    }
+
+    func userWithIdentities(_ id: UserID) throws -> (User, [Identity])? {
+        try database.withConnection { db in
+            guard let user = try db.query("SELECT * FROM users WHERE app_id = \(appID) AND id = \(id)").first.map(userRecord) else { return nil }
+            return (user, try identities(on: db, id))
+        }
+    }
+
+    private func identities(on db: any SQLConnection, _ id: UserID) throws -> [Identity] {
+        try db.query("""
+            SELECT provider, subject, email, created_at FROM identities WHERE app_id = \(appID) AND user_id = \(id) ORDER BY created_at, provider
             """).map { row in
             Identity(provider: try row.string("provider"), subject: try row.string("subject"), email: try row.optionalString("email"), createdAt: try row.int64("created_at"))
         }
@@ -210,7 +221,7 @@ private func insertIdentity(_ db: any SQLConnection, app: AppID, user: UserID, _
         """)
 }
 
-private func userRecord(_ row: SQLRow) throws -> User {
+func userRecord(_ row: SQLRow) throws -> User {
     User(
         id: UserID(unchecked: try row.string("id")), email: try row.optionalString("email"), emailVerified: try row.bool("email_verified"),
         firstName: try row.optionalString("first_name"), lastName: try row.optionalString("last_name"), photoURL: try row.optionalString("photo_url"),

@@ -1,0 +1,162 @@
+import GatehouseCore
+import GatehouseHTTP
+
+/// Sign-in with Apple (native and web flow), Google and Firebase tokens; linking and unlinking.
+struct ProviderController {
+    let auth: Authenticator
+    let providers: ProviderSignInService
+    let sessions: AuthController
+
+    static let flowCookie = "gh_flow"
+
+    func register(_ routes: inout Routes) {
+        routes.post("/v1/auth/oauth/apple", appleSignIn)
+        routes.post("/v1/auth/oauth/google", googleSignIn)
+        routes.get("/v1/auth/oauth/apple/authorize", appleAuthorize)
+        routes.post("/v1/auth/oauth/apple/callback", body: .form, appleCallback)
+        routes.post("/v1/auth/exchange", exchange)
+        routes.post("/v1/me/identities/apple", linkApple)
+        routes.post("/v1/me/identities/google", linkGoogle)
+        routes.delete("/v1/me/identities/{provider}", unlink)
+    }
+
+    func appleSignIn(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.app(request)
+        var body = try Body(request)
+        let proof = try appleProof(&body, allowFirebase: true, nonceRequired: false)
+        let first = body.optional("first_name", maxLength: 200)
+        let last = body.optional("last_name", maxLength: 200)
+        try body.finish()
+        return sessions.sessionResponse(app, try providers.signIn(app: app, provider: .apple, proof: proof, firstName: first, lastName: last, origin: request.origin))
+    }
+
+    func googleSignIn(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.app(request)
+        var body = try Body(request)
+        let proof = try googleProof(&body, allowFirebase: true, nonceRequired: false)
+        try body.finish()
+        return sessions.sessionResponse(app, try providers.signIn(app: app, provider: .google, proof: proof, firstName: nil, lastName: nil, origin: request.origin))
+    }
+
+    /// `identity_token` + `nonce` (+ `authorization_code`), or `firebase_id_token`.
+    func appleProof(_ body: inout Body, allowFirebase: Bool, nonceRequired: Bool) throws -> ProviderSignInService.Proof {
+        if allowFirebase, let firebase = body.optional("firebase_id_token", maxLength: 1 << 20) {
+            if body.isPresent("identity_token") { throw GatehouseError.validation("firebase_id_token", "Send identity_token or firebase_id_token, not both.") }
+            return .firebase(token: firebase)
+        }
+        let token = body.required("identity_token", maxLength: 1 << 20)
+        let nonce = nonceRequired ? body.required("nonce", maxLength: 512) : body.optional("nonce", maxLength: 512)
+        let code = body.optional("authorization_code", maxLength: 1024)
+        try body.check()
+        return .apple(identityToken: token, nonce: nonce, authorizationCode: code)
+    }
+
+    func googleProof(_ body: inout Body, allowFirebase: Bool, nonceRequired: Bool) throws -> ProviderSignInService.Proof {
+        if allowFirebase, let firebase = body.optional("firebase_id_token", maxLength: 1 << 20) {
+            if body.isPresent("id_token") { throw GatehouseError.validation("firebase_id_token", "Send id_token or firebase_id_token, not both.") }
+            return .firebase(token: firebase)
+        }
+        let token = body.required("id_token", maxLength: 1 << 20)
+        let nonce = nonceRequired ? body.required("nonce", maxLength: 512) : body.optional("nonce", maxLength: 512)
+        try body.check()
+        return .google(idToken: token, nonce: nonce)
+    }
+
+    // MARK: - Web flow
+
+    func appleAuthorize(_ request: Request) throws -> HTTPResponse {
+        let query = request.http.query
+        for name in ["app_key", "redirect_uri", "state", "code_challenge", "code_challenge_method"] where query.filter({ $0.name == name }).count > 1 {
+            throw GatehouseError.validation(name, "Given more than once.")
+        }
+        guard let key = request.http.queryValue("app_key"), !key.isEmpty else { throw GatehouseError(.missingAppKey, "Pass the app key as app_key.") }
+        guard key.utf8.count <= 128, let app = try auth.directory.app(key: key) else { throw GatehouseError(.invalidAppKey, "The app_key is not a key of any active app.") }
+        guard let redirectURI = request.http.queryValue("redirect_uri") else { throw GatehouseError.validation("redirect_uri", "Required.") }
+        let started = try providers.startWebFlow(
+            app: app, redirectURI: redirectURI, clientState: request.http.queryValue("state"), codeChallenge: request.http.queryValue("code_challenge"),
+            codeChallengeMethod: request.http.queryValue("code_challenge_method"))
+        var response = HTTPResponse(status: 302)
+        response.headers.set("Location", started.url)
+        response.headers.set("Cache-Control", "no-store")
+        // Apple's form_post is a cross-site POST: the cookie must be SameSite=None to come along.
+        response.headers.add("Set-Cookie", "\(Self.flowCookie)=\(started.binding); HttpOnly; Secure; SameSite=None; Path=/v1/auth/oauth/apple/callback; Max-Age=600")
+        return response
+    }
+
+    func appleCallback(_ request: Request) throws -> HTTPResponse {
+        guard let form = FormBody.parse(request.http.body) else { throw GatehouseError(.invalidFlow, "The callback is not a valid form.") }
+        func single(_ name: String) throws -> String? {
+            let values = form.filter { $0.0 == name }.map(\.1)
+            if values.count > 1 { throw GatehouseError(.invalidFlow, "The callback repeats \(name).") }
+            return values.first
+        }
+        let callback = ProviderSignInService.Callback(
+            state: try single("state"), code: try single("code"), idToken: try single("id_token"), user: try single("user"), error: try single("error"),
+            binding: Cookies.parse(request.header("Cookie"))[Self.flowCookie])
+        let location = try providers.finishWebFlow(callback, origin: request.origin)
+        var response = HTTPResponse(status: 303)
+        response.headers.set("Location", location)
+        response.headers.set("Cache-Control", "no-store")
+        response.headers.add("Set-Cookie", "\(Self.flowCookie)=; HttpOnly; Secure; SameSite=None; Path=/v1/auth/oauth/apple/callback; Max-Age=0")
+        return response
+    }
+
+    func exchange(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.app(request)
+        var body = try Body(request)
+        let code = body.required("login_code", maxLength: 512)
+        let verifier = body.optional("code_verifier", maxLength: 512)
+        try body.finish()
+        return sessions.sessionResponse(app, try providers.exchange(app: app, loginCode: code, codeVerifier: verifier, origin: request.origin))
+    }
+
+    // MARK: - Linking
+
+    func linkApple(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        var body = try Body(request)
+        let proof = try appleProof(&body, allowFirebase: false, nonceRequired: app.settings.apple.requireNonce)
+        try body.finish()
+        return identities(try providers.link(app: app, claims: claims, provider: .apple, proof: proof, origin: request.origin))
+    }
+
+    func linkGoogle(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        var body = try Body(request)
+        let proof = try googleProof(&body, allowFirebase: false, nonceRequired: false)
+        try body.finish()
+        return identities(try providers.link(app: app, claims: claims, provider: .google, proof: proof, origin: request.origin))
+    }
+
+    func unlink(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        guard let provider = request.parameters["provider"], ["password", "apple", "google"].contains(provider) else {
+            throw GatehouseError(.notFound, "No such sign-in method.")
+        }
+        return identities(try providers.unlink(app: app, claims: claims, provider: provider, origin: request.origin))
+    }
+
+    private func identities(_ list: [Identity]) -> HTTPResponse {
+        HTTPResponse.json(["data": .array(list.map(AccountJSON.identity)), "next_cursor": .null]).noStore()
+    }
+}
+
+/// `application/x-www-form-urlencoded` bodies (Apple's form_post): `+` is a space, `%XX` a byte.
+enum FormBody {
+    static func parse(_ body: [UInt8]) -> [(String, String)]? {
+        guard let text = String(validating: body, as: UTF8.self) else { return nil }
+        var fields: [(String, String)] = []
+        for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = decode(parts[0]), let value = decode(parts.count > 1 ? parts[1] : "") else { return nil }
+            fields.append((name, value))
+        }
+        return fields
+    }
+
+    private static func decode(_ text: Substring) -> String? {
+        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+    }
+}
+
+import Foundation

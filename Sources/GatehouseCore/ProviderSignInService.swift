@@ -1,0 +1,329 @@
+import GatehouseCrypto
+
+/// Sign-in with Apple (native and web), Google and Firebase-exchanged tokens; linking and
+/// unlinking sign-in methods; reauthentication with a provider token.
+public final class ProviderSignInService: Sendable {
+    private let store: any Store
+    private let directory: AppDirectory
+    private let accounts: AccountService
+    private let providers: any IdentityProviders
+    private let sealer: SecretSealer
+    private let clock: any Clock
+    private let limiter: RateLimiter
+    private let publicURL: String
+
+    /// Longest provider token accepted (API.md): longer is a validation error.
+    public static let maxTokenLength = 8192
+    static let flowLifetimeMillis: Int64 = 10 * 60 * 1000
+    static let loginCodeLifetimeMillis: Int64 = 60 * 1000
+
+    public init(
+        store: any Store, directory: AppDirectory, accounts: AccountService, providers: any IdentityProviders, sealer: SecretSealer, clock: any Clock,
+        publicURL: String
+    ) {
+        self.store = store
+        self.directory = directory
+        self.accounts = accounts
+        self.providers = providers
+        self.sealer = sealer
+        self.clock = clock
+        self.limiter = RateLimiter(clock: clock)
+        self.publicURL = publicURL
+    }
+
+    public enum Provider: String, Sendable {
+        case apple, google
+        var firebaseName: String { self == .apple ? "apple.com" : "google.com" }
+        var method: SignInMethodKind { self == .apple ? .apple : .google }
+    }
+
+    /// What the client sent to prove who they are at a provider.
+    public enum Proof: Sendable {
+        /// Apple's identity token, the raw nonce, and optionally the authorization code.
+        case apple(identityToken: String, nonce: String?, authorizationCode: String?)
+        case google(idToken: String, nonce: String?)
+        case firebase(token: String)
+    }
+
+    // MARK: - Signing in
+
+    public func signIn(
+        app: AppContext, provider: Provider, proof: Proof, firstName: String?, lastName: String?, origin: RequestOrigin
+    ) throws -> SessionGrant {
+        let data = store.app(app.id)
+        try limiter.hit(data, bucket: "auth", subject: rateLimitSubject(ip: origin.ip), limit: app.settings.rateLimits.authPerMinutePerIP)
+        try requireMethod(provider, app)
+        let first = try firstName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "first_name") }
+        let last = try lastName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "last_name") }
+        let (identity, appleRefreshToken) = try verify(app: app, provider: provider, proof: proof)
+        let (user, isNew) = try account(app: app, data, provider: provider, identity: identity, firstName: first, lastName: last)
+        try keepAppleToken(app: app, data, user: user.id, identity: identity, refreshToken: appleRefreshToken)
+        return try accounts.startSession(app: app, data, user: user, method: provider.method, isNewUser: isNew, origin: origin)
+    }
+
+    /// Verifies a proof for the app: the provider must be configured, the token valid, and for
+    /// Apple with an authorization code and a configured key, the code redeemed at Apple.
+    func verify(app: AppContext, provider: Provider, proof: Proof) throws -> (ExternalIdentity, String?) {
+        switch proof {
+        case .firebase(let token):
+            try checkLength(token, field: "firebase_id_token")
+            guard let project = app.settings.firebase.projectID else { throw notConfigured("Firebase") }
+            return (try providers.verifyFirebase(token, projectID: project, expectedProvider: provider.firebaseName), nil)
+        case .google(let token, let nonce):
+            try checkLength(token, field: "id_token")
+            guard !app.settings.google.clientIDs.isEmpty else { throw notConfigured("Google") }
+            return (try providers.verifyGoogle(token, audiences: app.settings.google.clientIDs, nonce: nonce), nil)
+        case .apple(let token, let nonce, let code):
+            try checkLength(token, field: "identity_token")
+            let apple = app.settings.apple
+            let audiences = apple.clientIDs + (apple.servicesID.map { [$0] } ?? [])
+            guard !audiences.isEmpty else { throw notConfigured("Sign in with Apple") }
+            if nonce == nil && apple.requireNonce { throw GatehouseError.validation("nonce", "Required: the raw nonce whose SHA-256 the app gave Apple.") }
+            if let nonce, nonce.isEmpty || nonce.utf8.count > 512 { throw GatehouseError.validation("nonce", "Must be 1 to 512 characters.") }
+            let identity = try providers.verifyApple(token, audiences: audiences, expectedNonceHash: nonce.map { Digest.hex(Digest.sha256(Array($0.utf8))) })
+            guard let code, let credentials = appleCredentials(app) else { return (identity, nil) }
+            try checkLength(code, field: "authorization_code")
+            let exchanged = try providers.exchangeAppleCode(code, clientID: identity.audience, redirectURI: nil, credentials: credentials)
+            return (identity, exchanged.refreshToken)
+        }
+    }
+
+    /// The user of a verified identity: the linked one, or a new account (never one found by
+    /// email: a provider sign-in never attaches to an existing account by email).
+    func account(app: AppContext, _ data: any AppScopedStore, provider: Provider, identity: ExternalIdentity, firstName: String?, lastName: String?) throws -> (User, Bool) {
+        let now = clock.nowMillis()
+        if let user = try data.user(provider: provider.rawValue, subject: identity.subject) {
+            if user.firstName == nil && user.lastName == nil, firstName != nil || lastName != nil {
+                try data.fillNames(user.id, firstName: firstName, lastName: lastName, now: now)
+                return (try data.user(user.id) ?? user, false)
+            }
+            return (user, false)
+        }
+        let email = identity.email.flatMap { try? InputRules.email($0) }
+        if let email, app.settings.emailCollision == "reject", try data.emailInUse(email, except: nil) {
+            throw GatehouseError(
+                .accountExistsWithDifferentCredential,
+                "An account with this email already exists. Sign in the way you did before, then link this method in the account settings.")
+        }
+        let user = User(
+            id: .generate(), email: email, emailVerified: email != nil && identity.emailVerified, firstName: firstName ?? identity.firstName,
+            lastName: lastName ?? identity.lastName, createdAt: now, updatedAt: now, lastSignInAt: now)
+        do {
+            try data.insertUser(user, passwordHash: nil, identity: Identity(provider: provider.rawValue, subject: identity.subject, email: email, createdAt: now))
+        } catch let error as GatehouseError where error.code == .emailAlreadyInUse {
+            // The same provider account signed up at the same moment from another request: use it.
+            if let existing = try data.user(provider: provider.rawValue, subject: identity.subject) { return (existing, false) }
+            throw error
+        }
+        try data.record(Event(type: "user.signed_up", userID: user.id, sessionID: nil, ip: nil, userAgent: nil, data: ["method": .string(provider.rawValue)], createdAt: now))
+        return (user, true)
+    }
+
+    // MARK: - Linking
+
+    /// Links Apple or Google to the signed-in user (recent sign-in required).
+    public func link(app: AppContext, claims: AccessClaims, provider: Provider, proof: Proof, origin: RequestOrigin) throws -> [Identity] {
+        try accounts.requireRecentLogin(app: app, claims: claims)
+        let data = store.app(app.id)
+        try requireMethod(provider, app)
+        let (identity, appleRefreshToken) = try verify(app: app, provider: provider, proof: proof)
+        if let owner = try data.user(provider: provider.rawValue, subject: identity.subject) {
+            if owner.id == claims.userID { return try data.identities(claims.userID) }
+            throw GatehouseError(.credentialAlreadyInUse, "This \(provider.rawValue) account signs in to another user of this app.")
+        }
+        if try data.identities(claims.userID).contains(where: { $0.provider == provider.rawValue }) {
+            throw GatehouseError(.credentialAlreadyInUse, "Another \(provider.rawValue) account is linked already; unlink it first.")
+        }
+        let now = clock.nowMillis()
+        try data.addIdentity(claims.userID, Identity(provider: provider.rawValue, subject: identity.subject, email: identity.email, createdAt: now))
+        try keepAppleToken(app: app, data, user: claims.userID, identity: identity, refreshToken: appleRefreshToken)
+        try data.record(Event(type: "identity.linked", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider.rawValue)], createdAt: now))
+        return try data.identities(claims.userID)
+    }
+
+    /// Unlinks a sign-in method (recent sign-in required); the last one cannot go.
+    public func unlink(app: AppContext, claims: AccessClaims, provider: String, origin: RequestOrigin) throws -> [Identity] {
+        try accounts.requireRecentLogin(app: app, claims: claims)
+        let data = store.app(app.id)
+        let identities = try data.identities(claims.userID)
+        guard identities.contains(where: { $0.provider == provider }) else { throw GatehouseError(.notFound, "This sign-in method is not linked.") }
+        guard identities.count > 1 else { throw GatehouseError(.lastSignInMethod, "This is the account's only way to sign in; add another first.") }
+        let now = clock.nowMillis()
+        _ = try data.removeIdentity(claims.userID, provider: provider, now: now)
+        try data.record(Event(type: "identity.unlinked", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider)], createdAt: now))
+        return try data.identities(claims.userID)
+    }
+
+    /// Reauthentication with a provider token: it must be the signed-in user's own identity.
+    public func reauthenticate(app: AppContext, claims: AccessClaims, provider: Provider, proof: Proof, origin: RequestOrigin) throws -> (token: String, expiresIn: Int64) {
+        let data = store.app(app.id)
+        try limiter.hit(data, bucket: "auth", subject: rateLimitSubject(ip: origin.ip), limit: app.settings.rateLimits.authPerMinutePerIP)
+        let (identity, _) = try verify(app: app, provider: provider, proof: proof)
+        guard let owner = try data.user(provider: provider.rawValue, subject: identity.subject), owner.id == claims.userID else {
+            throw GatehouseError(.invalidCredential, "This \(provider.rawValue) account is not the signed-in user's.", status: 401)
+        }
+        return try accounts.refreshAuthTime(app: app, claims: claims)
+    }
+
+    // MARK: - Apple web flow
+
+    /// Starts the web flow: checks the redirect URI, stores a single-use flow, and answers the
+    /// Apple URL to redirect to and the browser-binding cookie value.
+    public func startWebFlow(app: AppContext, redirectURI: String, clientState: String?, codeChallenge: String?, codeChallengeMethod: String?) throws -> (url: String, binding: String) {
+        guard let servicesID = app.settings.apple.servicesID else { throw notConfigured("Sign in with Apple on the web (apple.services_id)") }
+        guard app.settings.redirectURIs.contains(redirectURI) else {
+            throw GatehouseError(.invalidRedirectURI, "redirect_uri is not one of the app's redirect_uris.")
+        }
+        if let clientState, clientState.utf8.count > 512 { throw GatehouseError.validation("state", "Must be at most 512 characters.") }
+        if let codeChallenge {
+            guard codeChallengeMethod == "S256", (43...128).contains(codeChallenge.utf8.count), Base64URL.decode(codeChallenge) != nil else {
+                throw GatehouseError.validation("code_challenge", "Must be a base64url S256 challenge with code_challenge_method=S256.")
+            }
+        }
+        let state = SecureRandom.token(), binding = SecureRandom.token()
+        let nonce = Digest.hex(Digest.sha256(Array(SecureRandom.token().utf8)))
+        let now = clock.nowMillis()
+        try store.app(app.id).insertWebFlow(
+            WebFlow(
+                id: hash(state), appID: app.id, bindingHash: hash(binding), nonce: nonce, redirectURI: redirectURI, clientState: clientState,
+                codeChallenge: codeChallenge, createdAt: now, expiresAt: now + Self.flowLifetimeMillis))
+        let url = providers.appleAuthorizeURL(servicesID: servicesID, redirectURI: callbackURL, state: state, nonce: nonce)
+        return (url, binding)
+    }
+
+    public var callbackURL: String { publicURL + "/v1/auth/oauth/apple/callback" }
+
+    /// What Apple posted back.
+    public struct Callback: Sendable {
+        public var state: String?
+        public var code: String?
+        public var idToken: String?
+        public var user: String?
+        public var error: String?
+        public var binding: String?
+        public init(state: String?, code: String?, idToken: String?, user: String?, error: String?, binding: String?) {
+            self.state = state
+            self.code = code
+            self.idToken = idToken
+            self.user = user
+            self.error = error
+            self.binding = binding
+        }
+    }
+
+    /// Finishes the web flow. Throws `auth/invalid-flow` (no redirect) for an unknown, expired or used
+    /// state or a missing/wrong binding cookie; otherwise answers where to send the browser:
+    /// `redirect_uri?login_code=…&state=…` or `redirect_uri?error=…&state=…`.
+    public func finishWebFlow(_ callback: Callback, origin: RequestOrigin) throws -> String {
+        let invalidFlow = GatehouseError(.invalidFlow, "This sign-in link is not valid any more. Start again from the app.")
+        guard let state = callback.state, state.utf8.count <= 256, let binding = callback.binding, binding.utf8.count <= 256,
+            let flow = try store.takeWebFlow(id: hash(state), now: clock.nowMillis()),
+            constantTimeEquals(Array(flow.bindingHash.utf8), Array(hash(binding).utf8))
+        else { throw invalidFlow }
+        func redirect(_ parameters: [(String, String)]) -> String {
+            var all = parameters
+            if let clientState = flow.clientState { all.append(("state", clientState)) }
+            let query = all.map { "\($0.0)=\(formEncode($0.1))" }.joined(separator: "&")
+            return flow.redirectURI + (flow.redirectURI.contains("?") ? "&" : "?") + query
+        }
+        if let error = callback.error {
+            return redirect([("error", error == "user_cancelled_authorize" ? "user_cancelled_authorize" : "access_denied")])
+        }
+        guard let app = try? directory.app(id: flow.appID) else { return redirect([("error", "server_error")]) }
+        do {
+            guard let code = callback.code, let servicesID = app.settings.apple.servicesID, let credentials = appleCredentials(app) else {
+                return redirect([("error", "access_denied")])
+            }
+            let exchanged = try providers.exchangeAppleCode(code, clientID: servicesID, redirectURI: callbackURL, credentials: credentials)
+            let identity = try providers.verifyApple(exchanged.idToken, audiences: [servicesID], expectedNonceHash: flow.nonce)
+            let names = Self.appleUserNames(callback.user)
+            let data = store.app(app.id)
+            let (user, isNew) = try account(app: app, data, provider: .apple, identity: identity, firstName: names.first, lastName: names.last)
+            try keepAppleToken(app: app, data, user: user.id, identity: identity, refreshToken: exchanged.refreshToken)
+            let loginCode = SecureRandom.token()
+            let now = clock.nowMillis()
+            try data.insertLoginCode(
+                LoginCode(
+                    codeHash: hash(loginCode), userID: user.id, method: .apple, isNewUser: isNew, codeChallenge: flow.codeChallenge, createdAt: now,
+                    expiresAt: now + Self.loginCodeLifetimeMillis))
+            return redirect([("login_code", loginCode)])
+        } catch let error as GatehouseError {
+            switch error.code {
+            case .providerUnavailable: return redirect([("error", "server_error")])
+            default: return redirect([("error", "access_denied")])
+            }
+        }
+    }
+
+    /// `POST /v1/auth/exchange`: a login code (one-time, 60 s) for a session; PKCE when the flow had a challenge.
+    public func exchange(app: AppContext, loginCode: String, codeVerifier: String?, origin: RequestOrigin) throws -> SessionGrant {
+        let refused = GatehouseError(.invalidLoginCode, "The login code is unknown, used, expired, or the code_verifier does not match.")
+        guard loginCode.utf8.count <= 256 else { throw refused }
+        let data = store.app(app.id)
+        guard let code = try data.takeLoginCode(hash: hash(loginCode), now: clock.nowMillis()) else { throw refused }
+        if let challenge = code.codeChallenge {
+            guard let verifier = codeVerifier, (43...128).contains(verifier.utf8.count),
+                constantTimeEquals(Array(Base64URL.encode(Digest.sha256(Array(verifier.utf8))).utf8), Array(challenge.utf8))
+            else { throw refused }
+        }
+        guard let user = try data.user(code.userID) else { throw refused }
+        return try accounts.startSession(app: app, data, user: user, method: code.method, isNewUser: code.isNewUser, origin: origin)
+    }
+
+    // MARK: -
+
+    private func keepAppleToken(app: AppContext, _ data: any AppScopedStore, user: UserID, identity: ExternalIdentity, refreshToken: String?) throws {
+        guard let refreshToken else { return }
+        let sealed = sealer.seal(refreshToken, app: app.id, field: "apple_refresh_token/\(user.rawValue)/\(identity.audience)")
+        try data.saveProviderToken(user, provider: "apple", clientID: identity.audience, sealedToken: sealed, now: clock.nowMillis())
+    }
+
+    private func appleCredentials(_ app: AppContext) -> AppleCredentials? {
+        let apple = app.settings.apple
+        guard let team = apple.teamID, let key = apple.keyID, let pem = apple.privateKey else { return nil }
+        return AppleCredentials(teamID: team, keyID: key, privateKeyPEM: pem)
+    }
+
+    private func requireMethod(_ provider: Provider, _ app: AppContext) throws {
+        guard app.settings.signInMethods.contains(provider.rawValue) else {
+            throw GatehouseError(.signInMethodDisabled, "This app does not offer \(provider.rawValue) sign-in.")
+        }
+    }
+
+    private func checkLength(_ token: String, field: String) throws {
+        if token.trimmingCharacters(in: .whitespaces).isEmpty || token.utf8.count > Self.maxTokenLength {
+            throw GatehouseError.validation(field, "Must be a token of at most \(Self.maxTokenLength) characters.")
+        }
+    }
+
+    private func notConfigured(_ what: String) -> GatehouseError {
+        GatehouseError(.providerNotConfigured, "\(what) is not configured for this app.")
+    }
+
+    private func hash(_ secret: String) -> String { Digest.hex(Digest.sha256(Array(secret.utf8))) }
+
+    /// Apple's `user` form field (JSON, first authorization only): `{"name": {"firstName", "lastName"}, "email"}`.
+    static func appleUserNames(_ user: String?) -> (first: String?, last: String?) {
+        guard let user, user.utf8.count <= 4096, let json = try? JSON.parse(Array(user.utf8)), let name = json["name"] else { return (nil, nil) }
+        let first = name["firstName"]?.stringValue.flatMap { try? InputRules.name($0, field: "first_name") }
+        let last = name["lastName"]?.stringValue.flatMap { try? InputRules.name($0, field: "last_name") }
+        return (first ?? nil, last ?? nil)
+    }
+}
+
+/// `application/x-www-form-urlencoded` value encoding: everything but unreserved characters.
+func formEncode(_ value: String) -> String {
+    var out = ""
+    for byte in value.utf8 {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            out.unicodeScalars.append(Unicode.Scalar(byte))
+        default:
+            out += String(format: "%%%02X", byte)
+        }
+    }
+    return out
+}
+
+import Foundation

@@ -1,0 +1,99 @@
+/// A user as a provider vouches for them, after the provider's token was verified.
+public struct ExternalIdentity: Sendable, Equatable {
+    /// The provider's stable id of the user (Apple's or Google's `sub`).
+    public var subject: String
+    public var email: String?
+    public var emailVerified: Bool
+    public var isPrivateRelayEmail: Bool
+    /// The audience the token was issued to (for Apple: the bundle or Services ID used).
+    public var audience: String
+    public var firstName: String?
+    public var lastName: String?
+
+    public init(
+        subject: String, email: String?, emailVerified: Bool, isPrivateRelayEmail: Bool = false, audience: String, firstName: String? = nil,
+        lastName: String? = nil
+    ) {
+        self.subject = subject
+        self.email = email
+        self.emailVerified = emailVerified
+        self.isPrivateRelayEmail = isPrivateRelayEmail
+        self.audience = audience
+        self.firstName = firstName
+        self.lastName = lastName
+    }
+}
+
+/// An app's Apple key, for client secrets.
+public struct AppleCredentials: Sendable {
+    public var teamID: String
+    public var keyID: String
+    public var privateKeyPEM: String
+    public init(teamID: String, keyID: String, privateKeyPEM: String) {
+        self.teamID = teamID
+        self.keyID = keyID
+        self.privateKeyPEM = privateKeyPEM
+    }
+}
+
+/// What the domain needs from Apple, Google and Firebase. Implemented over HTTP in
+/// `GatehouseProviders`; every failure is a `GatehouseError`: 401 `auth/invalid-credential`
+/// when a token or code does not verify, 503 `provider/unavailable` when the provider cannot be reached.
+public protocol IdentityProviders: Sendable {
+    func verifyApple(_ token: String, audiences: [String], expectedNonceHash: String?) throws -> ExternalIdentity
+    func verifyGoogle(_ token: String, audiences: [String], nonce: String?) throws -> ExternalIdentity
+    func verifyFirebase(_ token: String, projectID: String, expectedProvider: String) throws -> ExternalIdentity
+    func exchangeAppleCode(_ code: String, clientID: String, redirectURI: String?, credentials: AppleCredentials) throws -> (idToken: String, refreshToken: String?)
+    func appleAuthorizeURL(servicesID: String, redirectURI: String, state: String, nonce: String) -> String
+}
+
+/// A started Apple web flow (API.md "Apple web flow").
+public struct WebFlow: Sendable, Equatable {
+    /// Hash of the `state` sent to Apple.
+    public var id: String
+    public var appID: AppID
+    public var bindingHash: String
+    /// The nonce sent to Apple (already the hash the ID token will carry).
+    public var nonce: String
+    public var redirectURI: String
+    public var clientState: String?
+    public var codeChallenge: String?
+    public var createdAt: Int64
+    public var expiresAt: Int64
+
+    public init(
+        id: String, appID: AppID, bindingHash: String, nonce: String, redirectURI: String, clientState: String?, codeChallenge: String?,
+        createdAt: Int64, expiresAt: Int64
+    ) {
+        self.id = id
+        self.appID = appID
+        self.bindingHash = bindingHash
+        self.nonce = nonce
+        self.redirectURI = redirectURI
+        self.clientState = clientState
+        self.codeChallenge = codeChallenge
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}
+
+/// A one-time code that hands a web sign-in to the page (`POST /v1/auth/exchange`).
+public struct LoginCode: Sendable, Equatable {
+    public var codeHash: String
+    public var userID: UserID
+    public var method: SignInMethodKind
+    public var isNewUser: Bool
+    public var codeChallenge: String?
+    public var createdAt: Int64
+    public var expiresAt: Int64
+
+    public init(codeHash: String, userID: UserID, method: SignInMethodKind, isNewUser: Bool, codeChallenge: String?, createdAt: Int64, expiresAt: Int64) {
+        self.codeHash = codeHash
+        self.userID = userID
+        self.method = method
+        self.isNewUser = isNewUser
+        self.codeChallenge = codeChallenge
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}

@@ -1,0 +1,95 @@
+import GatehouseCore
+
+// Provider identities, provider tokens, web flows and login codes, bound to `appID`.
+extension SQLAppScopedStore {
+    func user(provider: String, subject: String) throws -> User? {
+        try database.query("""
+            SELECT users.* FROM identities JOIN users ON users.id = identities.user_id AND users.app_id = identities.app_id
+            WHERE identities.app_id = \(appID) AND identities.provider = \(provider) AND identities.subject = \(subject)
+            """).first.map(userRecord)
+    }
+
+    func emailInUse(_ email: String, except: UserID?) throws -> Bool {
+        try !database.query("""
+            SELECT 1 AS found FROM users WHERE app_id = \(appID) AND email = \(email) AND id <> \(except?.rawValue ?? "") LIMIT 1
+            """).isEmpty
+    }
+
+    func addIdentity(_ user: UserID, _ identity: Identity) throws {
+        do {
+            try database.execute("""
+                INSERT INTO identities (app_id, provider, subject, user_id, email, created_at)
+                VALUES (\(appID), \(identity.provider), \(identity.subject), \(user), \(identity.email), \(identity.createdAt))
+                """)
+        } catch let error as SQLError where error.kind == .uniqueViolation {
+            throw GatehouseError(.credentialAlreadyInUse, "This sign-in method is already linked to an account of this app.")
+        }
+    }
+
+    func removeIdentity(_ user: UserID, provider: String, now: Int64) throws -> Bool {
+        try database.transaction { db in
+            let removed = try db.execute("DELETE FROM identities WHERE app_id = \(appID) AND user_id = \(user) AND provider = \(provider)")
+            if provider == "password" {
+                try db.execute("UPDATE users SET password_hash = NULL, updated_at = \(now) WHERE app_id = \(appID) AND id = \(user)")
+            }
+            return removed > 0
+        }
+    }
+
+    func fillNames(_ user: UserID, firstName: String?, lastName: String?, now: Int64) throws {
+        guard firstName != nil || lastName != nil else { return }
+        try database.execute("""
+            UPDATE users SET first_name = COALESCE(first_name, \(firstName)), last_name = COALESCE(last_name, \(lastName)), updated_at = \(now)
+            WHERE app_id = \(appID) AND id = \(user) AND first_name IS NULL AND last_name IS NULL
+            """)
+    }
+
+    func saveProviderToken(_ user: UserID, provider: String, clientID: String, sealedToken: String, now: Int64) throws {
+        try database.execute("""
+            INSERT INTO provider_tokens (app_id, user_id, provider, client_id, refresh_token, created_at)
+            VALUES (\(appID), \(user), \(provider), \(clientID), \(sealedToken), \(now))
+            ON CONFLICT (app_id, user_id, provider, client_id) DO UPDATE SET refresh_token = excluded.refresh_token, created_at = excluded.created_at
+            """)
+    }
+
+    func insertWebFlow(_ flow: WebFlow) throws {
+        try database.execute("""
+            INSERT INTO web_flows (id, app_id, binding_hash, nonce, redirect_uri, client_state, code_challenge, created_at, expires_at)
+            VALUES (\(flow.id), \(appID), \(flow.bindingHash), \(flow.nonce), \(flow.redirectURI), \(flow.clientState), \(flow.codeChallenge),
+                    \(flow.createdAt), \(flow.expiresAt))
+            """)
+    }
+
+    func insertLoginCode(_ code: LoginCode) throws {
+        try database.execute("""
+            INSERT INTO login_codes (code_hash, app_id, user_id, method, is_new_user, code_challenge, created_at, expires_at)
+            VALUES (\(code.codeHash), \(appID), \(code.userID), \(code.method.rawValue), \(code.isNewUser), \(code.codeChallenge), \(code.createdAt), \(code.expiresAt))
+            """)
+    }
+
+    func takeLoginCode(hash: String, now: Int64) throws -> LoginCode? {
+        guard let row = try database.query("""
+            UPDATE login_codes SET used_at = \(now)
+            WHERE code_hash = \(hash) AND app_id = \(appID) AND used_at IS NULL AND expires_at > \(now)
+            RETURNING *
+            """).first, let method = SignInMethodKind(rawValue: try row.string("method"))
+        else { return nil }
+        return LoginCode(
+            codeHash: try row.string("code_hash"), userID: UserID(unchecked: try row.string("user_id")), method: method,
+            isNewUser: try row.bool("is_new_user"), codeChallenge: try row.optionalString("code_challenge"), createdAt: try row.int64("created_at"),
+            expiresAt: try row.int64("expires_at"))
+    }
+}
+
+extension SQLStore {
+    public func takeWebFlow(id: String, now: Int64) throws -> WebFlow? {
+        guard let row = try database.query("""
+            UPDATE web_flows SET used_at = \(now) WHERE id = \(id) AND used_at IS NULL AND expires_at > \(now) RETURNING *
+            """).first
+        else { return nil }
+        return WebFlow(
+            id: try row.string("id"), appID: AppID(unchecked: try row.string("app_id")), bindingHash: try row.string("binding_hash"),
+            nonce: try row.string("nonce"), redirectURI: try row.string("redirect_uri"), clientState: try row.optionalString("client_state"),
+            codeChallenge: try row.optionalString("code_challenge"), createdAt: try row.int64("created_at"), expiresAt: try row.int64("expires_at"))
+    }
+}
