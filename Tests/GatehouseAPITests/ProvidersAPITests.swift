@@ -1,0 +1,389 @@
+import Foundation
+import GatehouseCore
+import GatehouseCrypto
+import GatehouseTesting
+import Testing
+
+/// Gatehouse with fake Apple, Google and Firebase servers over real HTTP, all on one clock.
+final class ProviderWorld {
+    static let bundleID = "com.example.photos"
+    static let servicesID = "com.example.photos.web"
+    static let googleClient = "1234-abc.apps.googleusercontent.com"
+    static let project = "photos-demo-123"
+    static let redirect = "https://app.example.com/auth/callback"
+
+    let clock = ManualClock()
+    let apple: FakeApple
+    let google: FakeGoogle
+    let firebase: FakeFirebase
+    let server: TestServer
+    let app: TestServer.CreatedApp
+
+    init(_ kind: TestDatabaseKind, settings: [String: JSON] = [:]) throws {
+        apple = try FakeApple(clock: clock)
+        google = try FakeGoogle(clock: clock)
+        firebase = try FakeFirebase(clock: clock)
+        let (appleURL, googleURL, firebaseURL) = (apple.baseURL, google.keysURL, firebase.keysURL)
+        server = try TestServer(kind, clock: clock) {
+            $0.appleURL = appleURL
+            $0.googleJWKSURL = googleURL
+            $0.firebaseJWKSURL = firebaseURL
+        }
+        let credentials = try apple.makeCredentials()
+        var all: [String: JSON] = [
+            "name": "Photos", "rate_limits": ["auth_per_minute_per_ip": 1000], "redirect_uris": [.string(Self.redirect)],
+            "apple": [
+                "client_ids": [.string(Self.bundleID)], "services_id": .string(Self.servicesID), "team_id": .string(credentials.teamID),
+                "key_id": .string(credentials.keyID), "private_key": .string(credentials.privateKeyPEM),
+            ],
+            "google": ["client_ids": [.string(Self.googleClient)]], "firebase": ["project_id": .string(Self.project)],
+        ]
+        for (key, value) in settings { all[key] = value }
+        app = try server.createApp(.object(all))
+    }
+
+    func stop() {
+        server.stop()
+        apple.stop()
+        google.stop()
+        firebase.stop()
+    }
+
+    static func hash(_ nonce: String) -> String { Digest.hex(Digest.sha256(Array(nonce.utf8))) }
+
+    func appleSignIn(_ body: JSON) throws -> TestResponse {
+        try server.request("POST", "/v1/auth/oauth/apple", appKey: app.appKey, json: body)
+    }
+
+    func appleToken(sub: String = "001.apple.user", email: String? = "pat@example.com", nonce: String = "raw-nonce-1") -> String {
+        apple.mintIdentityToken(sub: sub, aud: Self.bundleID, email: email, nonce: Self.hash(nonce))
+    }
+}
+
+@Suite("Sign in with Apple, Google and Firebase")
+struct ProvidersAPITests {
+    @Test(arguments: TestDatabase.kinds)
+    func appleNativeCreatesThenFindsTheUserAndTakesTheNameOnce(_ kind: TestDatabaseKind) throws {
+        let world = try ProviderWorld(kind)
+        defer { world.stop() }
+        let first = try world.appleSignIn(["identity_token": .string(world.appleToken()), "nonce": "raw-nonce-1", "first_name": "Pat", "last_name": "Lee"])
+        #expect(first.status == 201)
+        #expect(first.data?["is_new_user"] == true)
+        let user = try #require(first.data?["user"])
+        #expect(user["identities"] == ["apple"])
+        #expect(user["email"] == "pat@example.com")
+        #expect(user["email_verified"] == true)
+        #expect(user["first_name"] == "Pat")
+        let token = try #require(first.data?["access_token"]?.stringValue)
+        #expect(try JSON.parse(JWT.parse(token).payload)["amr"] == ["apple"])
+
+        let again = try world.appleSignIn(["identity_token": .string(world.appleToken(nonce: "raw-nonce-2")), "nonce": "raw-nonce-2", "first_name": "Other"])
+        #expect(again.status == 200)
+        #expect(again.data?["is_new_user"] == false)
+        #expect(again.data?["user"]?["id"] == user["id"])
+        #expect(again.data?["user"]?["first_name"] == "Pat")
+        // A private relay address and a missing email are both fine.
+        let relay = try world.appleSignIn([
+            "identity_token": .string(world.apple.mintIdentityToken(sub: "002.relay", aud: ProviderWorld.bundleID, email: "x1y2@privaterelay.appleid.com", nonce: ProviderWorld.hash("n3"))),
+            "nonce": "n3",
+        ])
+        #expect(relay.status == 201)
+        #expect(relay.data?["user"]?["email"] == "x1y2@privaterelay.appleid.com")
+        let noEmail = try world.appleSignIn(["identity_token": .string(world.appleToken(sub: "003.hidden", email: nil, nonce: "n4")), "nonce": "n4"])
+        #expect(noEmail.status == 201)
+        #expect(noEmail.data?["user"]?["email"] == .null)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func anAuthorizationCodeIsRedeemedAndApplesRefreshTokenKeptSealed(_ kind: TestDatabaseKind) throws {
+        let world = try ProviderWorld(kind)
+        defer { world.stop() }
+        let code = world.apple.issueCode(for: FakeAppleUser(sub: "001.apple.user", email: "pat@example.com", nonce: ProviderWorld.hash("raw-nonce-1")), clientID: ProviderWorld.bundleID)
+        let response = try world.appleSignIn(["identity_token": .string(world.appleToken()), "nonce": "raw-nonce-1", "authorization_code": .string(code)])
+        #expect(response.status == 201)
+        #expect(world.apple.tokenCalls.count == 1)
+        #expect(world.apple.tokenCalls.first?["client_id"] == ProviderWorld.bundleID)
+        #expect(world.apple.tokenCalls.first?["grant_type"] == "authorization_code")
+        #expect(world.apple.errors.isEmpty)
+        let stored = try world.server.gatehouse.database.query("SELECT refresh_token FROM provider_tokens").map { try $0.string("refresh_token") }
+        #expect(stored.count == 1)
+        #expect(!world.apple.issuedRefreshTokens.contains(stored[0]))
+        // The same code again: Apple says invalid_grant.
+        let reused = try world.appleSignIn(["identity_token": .string(world.appleToken(nonce: "n2")), "nonce": "n2", "authorization_code": .string(code)])
+        #expect(reused.status == 401)
+        #expect(reused.problemCode == "auth/invalid-credential")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func everyBadAppleTokenIsRefused(_ kind: TestDatabaseKind) throws {
+        let world = try ProviderWorld(kind)
+        defer { world.stop() }
+        let now = world.clock.nowSeconds
+        let nonce = ProviderWorld.hash("raw")
+        let bad: [(String, String)] = [
+            ("expired", world.apple.mintIdentityToken(aud: ProviderWorld.bundleID, nonce: nonce, issuedAt: now - 7200, expiresAt: now - 3600)),
+            ("not yet valid", world.apple.mintIdentityToken(aud: ProviderWorld.bundleID, nonce: nonce, issuedAt: now + 600, expiresAt: now + 1200)),
+            ("wrong aud", world.apple.mintIdentityToken(aud: "com.evil.app", nonce: nonce)),
+            ("wrong iss", world.apple.mintIdentityToken(aud: ProviderWorld.bundleID, nonce: nonce, issuer: "https://evil.example.com")),
+            ("unknown kid", world.apple.mintIdentityToken(aud: ProviderWorld.bundleID, nonce: nonce, kid: "unknown-kid")),
+            ("alg none", world.apple.mintIdentityToken(aud: ProviderWorld.bundleID, nonce: nonce, signature: .none)),
+            ("HS256 with the public key", world.apple.mintIdentityToken(aud: ProviderWorld.bundleID, nonce: nonce, signature: .hs256WithPublicKey)),
+            ("foreign key", world.apple.mintIdentityToken(aud: ProviderWorld.bundleID, nonce: nonce, signature: .foreignKey)),
+            ("wrong nonce", world.apple.mintIdentityToken(aud: ProviderWorld.bundleID, nonce: ProviderWorld.hash("other"))),
+            ("no nonce claim", world.apple.mintIdentityToken(aud: ProviderWorld.bundleID, nonce: nil)),
+            ("garbage", "not-a-jwt"),
+        ]
+        for (name, token) in bad {
+            let response = try world.appleSignIn(["identity_token": .string(token), "nonce": "raw"])
+            #expect(response.status == 401, "\(name)")
+            #expect(response.problemCode == "auth/invalid-credential", "\(name)")
+        }
+        let good = world.apple.mintIdentityToken(aud: ProviderWorld.bundleID, nonce: nonce)
+        let parts = good.split(separator: ".").map(String.init)
+        let tampered = parts[0] + "." + Base64URL.encode(#"{"iss":"https://appleid.apple.com","aud":"com.example.photos","sub":"someone-else","iat":1,"exp":9999999999,"nonce":"\#(nonce)"}"#.utf8) + "." + parts[2]
+        #expect(try world.appleSignIn(["identity_token": .string(tampered), "nonce": "raw"]).problemCode == "auth/invalid-credential")
+
+        let missingNonce = try world.appleSignIn(["identity_token": .string(good)])
+        #expect(missingNonce.status == 400)
+        #expect(missingNonce.json?["errors"]?.arrayValue?.first?["field"] == "nonce")
+        for token in ["", "   ", String(repeating: "a", count: 8193)] {
+            #expect(try world.appleSignIn(["identity_token": .string(token), "nonce": "raw"]).problemCode == "request/validation-failed")
+        }
+        #expect(try world.appleSignIn(["identity_token": .string(good), "nonce": "raw", "extra": 1]).problemCode == "request/validation-failed")
+        #expect(try world.server.gatehouse.database.query("SELECT id FROM users").isEmpty)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func anEmailOfAnotherAccountIsACollisionUnlessTheAppKeepsThemSeparate(_ kind: TestDatabaseKind) throws {
+        let world = try ProviderWorld(kind)
+        defer { world.stop() }
+        _ = try world.server.signUp(world.app, email: "pat@example.com")
+        let collision = try world.appleSignIn(["identity_token": .string(world.appleToken()), "nonce": "raw-nonce-1"])
+        #expect(collision.status == 409)
+        #expect(collision.problemCode == "auth/account-exists-with-different-credential")
+
+        let separate = try ProviderWorld(kind, settings: ["email_collision": "separate"])
+        defer { separate.stop() }
+        _ = try separate.server.signUp(separate.app, email: "pat@example.com")
+        let created = try separate.appleSignIn(["identity_token": .string(separate.appleToken()), "nonce": "raw-nonce-1"])
+        #expect(created.status == 201)
+        #expect(try separate.server.gatehouse.database.query("SELECT id FROM users").count == 2)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func googleAndFirebaseSignIn(_ kind: TestDatabaseKind) throws {
+        let world = try ProviderWorld(kind)
+        defer { world.stop() }
+        let google = try world.server.request(
+            "POST", "/v1/auth/oauth/google", appKey: world.app.appKey,
+            json: ["id_token": .string(world.google.mintIDToken(sub: "g-1", aud: ProviderWorld.googleClient, email: "gabe@gmail.com", nonce: "n1", givenName: "Gabe")), "nonce": "n1"])
+        #expect(google.status == 201)
+        #expect(google.data?["user"]?["identities"] == ["google"])
+        #expect(google.data?["user"]?["first_name"] == "Gabe")
+        #expect(try world.server.request("POST", "/v1/auth/oauth/google", appKey: world.app.appKey,
+            json: ["id_token": .string(world.google.mintIDToken(sub: "g-1", aud: ProviderWorld.googleClient, nonce: "n1")), "nonce": "n2"]).problemCode == "auth/invalid-credential")
+        #expect(try world.server.request("POST", "/v1/auth/oauth/google", appKey: world.app.appKey,
+            json: ["id_token": .string(world.google.mintIDToken(sub: "g-1", aud: ProviderWorld.googleClient, email: "gabe@gmail.com", issuer: "accounts.google.com"))]).status == 200)
+
+        // An Apple user natively, then through Firebase: one account.
+        let native = try world.appleSignIn(["identity_token": .string(world.appleToken(sub: "001.apple.user", email: "pat@example.com")), "nonce": "raw-nonce-1"])
+        let viaFirebase = try world.appleSignIn([
+            "firebase_id_token": .string(world.firebase.mintIDToken(projectID: ProviderWorld.project, signInProvider: "apple.com", providerSubject: "001.apple.user", email: "pat@example.com"))
+        ])
+        #expect(viaFirebase.status == 200)
+        #expect(viaFirebase.data?["user"]?["id"] == native.data?["user"]?["id"])
+
+        // The provider pin, with the contract's detail text.
+        let pinned = try world.appleSignIn(["firebase_id_token": .string(world.firebase.mintIDToken(projectID: ProviderWorld.project, signInProvider: "google.com", providerSubject: "g-2"))])
+        #expect(pinned.status == 401)
+        #expect(pinned.problemCode == "auth/invalid-credential")
+        #expect(pinned.json?["detail"] == "Expected a apple.com token but received google.com")
+        let otherProject = try world.appleSignIn(["firebase_id_token": .string(world.firebase.mintIDToken(projectID: "another-project-1", providerSubject: "001.apple.user"))])
+        #expect(otherProject.problemCode == "auth/invalid-credential")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func unconfiguredDisabledAndUnreachableProviders(_ kind: TestDatabaseKind) throws {
+        let world = try ProviderWorld(kind)
+        defer { world.stop() }
+        let bare = try world.server.createApp(["name": "Bare", "rate_limits": ["auth_per_minute_per_ip": 1000]])
+        let notConfigured = try world.server.request("POST", "/v1/auth/oauth/google", appKey: bare.appKey, json: ["id_token": "x.y.z"])
+        #expect(notConfigured.status == 503)
+        #expect(notConfigured.problemCode == "auth/provider-not-configured")
+        let passwordsOnly = try world.server.createApp(["name": "Pw", "sign_in_methods": ["password"], "google": ["client_ids": ["x"]]])
+        #expect(try world.server.request("POST", "/v1/auth/oauth/google", appKey: passwordsOnly.appKey, json: ["id_token": "x.y.z"]).problemCode == "auth/sign-in-method-disabled")
+
+        world.apple.setDown(true)
+        let down = try world.appleSignIn(["identity_token": .string(world.appleToken()), "nonce": "raw-nonce-1"])
+        #expect(down.status == 503)
+        #expect(down.problemCode == "provider/unavailable")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func linkingUnlinkingAndReauthenticatingWithAProvider(_ kind: TestDatabaseKind) throws {
+        let world = try ProviderWorld(kind)
+        defer { world.stop() }
+        let token = try #require(try world.server.signUp(world.app, email: "pat@example.com")["access_token"]?.stringValue)
+        let googleToken = world.google.mintIDToken(sub: "g-pat", aud: ProviderWorld.googleClient, email: "pat@example.com", nonce: "n1")
+        let linked = try world.server.request("POST", "/v1/me/identities/google", appKey: world.app.appKey, bearer: token, json: ["id_token": .string(googleToken), "nonce": "n1"])
+        #expect(linked.status == 200)
+        #expect(Set(linked.data?.arrayValue?.compactMap { $0["provider"]?.stringValue } ?? []) == ["password", "google"])
+        // Now Google signs in to the same account.
+        let viaGoogle = try world.server.request("POST", "/v1/auth/oauth/google", appKey: world.app.appKey, json: ["id_token": .string(googleToken), "nonce": "n1"])
+        #expect(viaGoogle.status == 200)
+        // Another user cannot link the same Google account.
+        let other = try #require(try world.server.signUp(world.app, email: "other@example.com")["access_token"]?.stringValue)
+        let taken = try world.server.request("POST", "/v1/me/identities/google", appKey: world.app.appKey, bearer: other, json: ["id_token": .string(googleToken), "nonce": "n1"])
+        #expect(taken.status == 409)
+        #expect(taken.problemCode == "auth/credential-already-in-use")
+        // Reauthentication: this user's Google works; another Google account does not.
+        let fresh = try world.server.request("POST", "/v1/auth/reauthenticate", appKey: world.app.appKey, bearer: token, json: ["provider": "google", "id_token": .string(googleToken), "nonce": "n1"])
+        #expect(fresh.status == 200)
+        let stranger = world.google.mintIDToken(sub: "g-stranger", aud: ProviderWorld.googleClient, nonce: "n1")
+        let wrongUser = try world.server.request("POST", "/v1/auth/reauthenticate", appKey: world.app.appKey, bearer: token, json: ["provider": "google", "id_token": .string(stranger), "nonce": "n1"])
+        #expect(wrongUser.status == 401)
+        #expect(wrongUser.problemCode == "auth/invalid-credential")
+        // Unlinking: fine while another method remains; the last one stays.
+        #expect(try world.server.request("DELETE", "/v1/me/identities/password", appKey: world.app.appKey, bearer: token).data?.arrayValue?.count == 1)
+        let last = try world.server.request("DELETE", "/v1/me/identities/google", appKey: world.app.appKey, bearer: token)
+        #expect(last.status == 409)
+        #expect(last.problemCode == "auth/last-sign-in-method")
+        #expect(try world.server.request("DELETE", "/v1/me/identities/apple", appKey: world.app.appKey, bearer: token).status == 404)
+        // Linking needs a recent sign-in.
+        world.clock.advance(seconds: 301)
+        let stale = try world.server.request("POST", "/v1/me/identities/apple", appKey: world.app.appKey, bearer: token, json: ["identity_token": .string(world.appleToken()), "nonce": "raw-nonce-1"])
+        #expect(stale.problemCode == "auth/requires-recent-login")
+    }
+}
+
+@Suite("The Apple web flow")
+struct AppleWebFlowTests {
+    struct Started {
+        let state: String
+        let nonce: String
+        let cookie: String
+    }
+
+    func start(_ world: ProviderWorld, redirect: String = ProviderWorld.redirect, extra: String = "&state=client-state-1&code_challenge=\(challenge)&code_challenge_method=S256") throws -> (TestResponse, Started?) {
+        let query = "app_key=\(world.app.appKey)&redirect_uri=\(redirect.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)" + extra
+        let response = try world.server.request("GET", "/v1/auth/oauth/apple/authorize?\(query)")
+        guard response.status == 302, let location = response.header("Location"), let items = URLComponents(string: location)?.queryItems,
+            let cookie = response.header("Set-Cookie")
+        else { return (response, nil) }
+        let value = { (name: String) in items.first { $0.name == name }?.value ?? "" }
+        return (response, Started(state: value("state"), nonce: value("nonce"), cookie: String(cookie.prefix { $0 != ";" })))
+    }
+
+    static let verifier = "a-long-enough-code-verifier-0123456789-abcdefghijklmnop"
+    static let challenge = Base64URL.encode(Digest.sha256(Array(verifier.utf8)))
+
+    func callback(_ world: ProviderWorld, _ fields: [(String, String)], cookie: String?) throws -> TestResponse {
+        let body = fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)" }.joined(separator: "&")
+        var headers = [("Content-Type", "application/x-www-form-urlencoded")]
+        if let cookie { headers.append(("Cookie", cookie)) }
+        return try world.server.request("POST", "/v1/auth/oauth/apple/callback", headers: headers, body: Array(body.utf8))
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func theWholeFlowEndsInASessionAndEveryPieceIsSingleUse(_ kind: TestDatabaseKind) throws {
+        let world = try ProviderWorld(kind)
+        defer { world.stop() }
+        let (authorize, startedOrNil) = try start(world)
+        let started = try #require(startedOrNil)
+        let location = try #require(authorize.header("Location"))
+        #expect(location.hasPrefix("\(world.apple.baseURL)/auth/authorize?client_id=\(ProviderWorld.servicesID)&redirect_uri="))
+        #expect(location.contains("&response_type=code%20id_token&scope=name%20email&response_mode=form_post&state="))
+        let cookieHeader = try #require(authorize.header("Set-Cookie"))
+        #expect(cookieHeader.contains("HttpOnly") && cookieHeader.contains("Secure") && cookieHeader.contains("SameSite=None"))
+        #expect(started.cookie.hasPrefix("gh_flow="))
+
+        let callbackURL = "\(TestServer.publicURL)/v1/auth/oauth/apple/callback"
+        let code = world.apple.issueCode(for: FakeAppleUser(sub: "web.user.1", email: "web@example.com", nonce: started.nonce), clientID: ProviderWorld.servicesID, redirectURI: callbackURL)
+        let user = #"{"name":{"firstName":"Wen","lastName":"Bo"},"email":"web@example.com"}"#
+        let back = try callback(world, [("state", started.state), ("code", code), ("user", user)], cookie: started.cookie)
+        #expect(back.status == 303)
+        let target = try #require(back.header("Location").flatMap { URLComponents(string: $0) })
+        #expect(target.host == "app.example.com")
+        let loginCode = try #require(target.queryItems?.first { $0.name == "login_code" }?.value)
+        #expect(target.queryItems?.first { $0.name == "state" }?.value == "client-state-1")
+        #expect(world.apple.errors.isEmpty)
+
+        // The state cannot be used twice.
+        #expect(try callback(world, [("state", started.state), ("code", code)], cookie: started.cookie).problemCode == "auth/invalid-flow")
+        // PKCE: a wrong verifier fails and burns the code (a login code is tried once); a new flow with the right one gets the session, once.
+        let wrong = try world.server.request("POST", "/v1/auth/exchange", appKey: world.app.appKey, json: ["login_code": .string(loginCode), "code_verifier": "wrong-verifier-wrong-verifier-wrong-verifier-1234"])
+        #expect(wrong.problemCode == "auth/invalid-login-code")
+        let (_, second) = try start(world)
+        let code2 = world.apple.issueCode(for: FakeAppleUser(sub: "web.user.1", email: "web@example.com", nonce: second!.nonce), clientID: ProviderWorld.servicesID, redirectURI: callbackURL)
+        let back2 = try callback(world, [("state", second!.state), ("code", code2)], cookie: second!.cookie)
+        let loginCode2 = try #require(back2.header("Location").flatMap { URLComponents(string: $0) }?.queryItems?.first { $0.name == "login_code" }?.value)
+        let session = try world.server.request("POST", "/v1/auth/exchange", appKey: world.app.appKey, json: ["login_code": .string(loginCode2), "code_verifier": .string(Self.verifier)])
+        #expect(session.status == 200)
+        #expect(session.data?["user"]?["identities"] == ["apple"])
+        #expect(try world.server.request("POST", "/v1/auth/exchange", appKey: world.app.appKey, json: ["login_code": .string(loginCode2), "code_verifier": .string(Self.verifier)]).problemCode == "auth/invalid-login-code")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func aNewAccountFromTheCallbackExchangesWith201(_ kind: TestDatabaseKind) throws {
+        let world = try ProviderWorld(kind)
+        defer { world.stop() }
+        let (_, startedOrNil) = try start(world, extra: "")
+        let started = try #require(startedOrNil)
+        let code = world.apple.issueCode(for: FakeAppleUser(sub: "web.user.2", email: "new@example.com", nonce: started.nonce), clientID: ProviderWorld.servicesID)
+        let back = try callback(world, [("state", started.state), ("code", code), ("user", #"{"name":{"firstName":"Nia"}}"#)], cookie: started.cookie)
+        let loginCode = try #require(back.header("Location").flatMap { URLComponents(string: $0) }?.queryItems?.first { $0.name == "login_code" }?.value)
+        let session = try world.server.request("POST", "/v1/auth/exchange", appKey: world.app.appKey, json: ["login_code": .string(loginCode)])
+        #expect(session.status == 201)
+        #expect(session.data?["is_new_user"] == true)
+        #expect(session.data?["user"]?["first_name"] == "Nia")
+        world.clock.advance(seconds: 61)
+        #expect(try world.server.request("POST", "/v1/auth/exchange", appKey: world.app.appKey, json: ["login_code": .string(loginCode)]).problemCode == "auth/invalid-login-code")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func flowsThatCannotBeTrustedAreRefusedWithoutARedirect(_ kind: TestDatabaseKind) throws {
+        let world = try ProviderWorld(kind)
+        defer { world.stop() }
+        let (wrongRedirect, _) = try start(world, redirect: "https://evil.example.com/cb")
+        #expect(wrongRedirect.status == 400)
+        #expect(wrongRedirect.problemCode == "auth/invalid-redirect-uri")
+        #expect(try world.server.request("GET", "/v1/auth/oauth/apple/authorize?redirect_uri=x").problemCode == "app/missing-key")
+
+        let (_, startedOrNil) = try start(world)
+        let started = try #require(startedOrNil)
+        for (fields, cookie) in [
+            ([("state", started.state), ("code", "c")], nil as String?),
+            ([("state", "unknown-state"), ("code", "c")], started.cookie),
+            ([("code", "c")], started.cookie),
+            ([("state", started.state), ("state", started.state), ("code", "c")], started.cookie),
+        ] {
+            let response = try callback(world, fields, cookie: cookie)
+            #expect(response.status == 400)
+            #expect(response.problemCode == "auth/invalid-flow")
+            #expect(response.header("Location") == nil)
+        }
+        // Form only.
+        #expect(try world.server.request("POST", "/v1/auth/oauth/apple/callback", json: ["state": "x"]).status == 415)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func cancelledOrFailedAuthorizationsComeBackAsErrorsWithTheState(_ kind: TestDatabaseKind) throws {
+        let world = try ProviderWorld(kind)
+        defer { world.stop() }
+        for (fields, expected) in [([("error", "user_cancelled_authorize")], "user_cancelled_authorize"), ([("code", "not-a-real-code")], "access_denied")] {
+            let (_, startedOrNil) = try start(world)
+            let started = try #require(startedOrNil)
+            let back = try callback(world, [("state", started.state)] + fields, cookie: started.cookie)
+            #expect(back.status == 303)
+            let items = back.header("Location").flatMap { URLComponents(string: $0) }?.queryItems ?? []
+            #expect(items.first { $0.name == "error" }?.value == expected)
+            #expect(items.first { $0.name == "state" }?.value == "client-state-1")
+            #expect(items.first { $0.name == "login_code" } == nil)
+        }
+        let (_, startedOrNil) = try start(world)
+        let started = try #require(startedOrNil)
+        world.apple.setDown(true)
+        let back = try callback(world, [("state", started.state), ("code", "any")], cookie: started.cookie)
+        #expect(back.header("Location")?.contains("error=server_error") == true)
+    }
+}
