@@ -317,6 +317,9 @@ struct AppleWebFlowTests {
         let code2 = world.apple.issueCode(for: FakeAppleUser(sub: "web.user.1", email: "web@example.com", nonce: second!.nonce), clientID: ProviderWorld.servicesID, redirectURI: callbackURL)
         let back2 = try callback(world, [("state", second!.state), ("code", code2)], cookie: second!.cookie)
         let loginCode2 = try #require(back2.header("Location").flatMap { URLComponents(string: $0) }?.queryItems?.first { $0.name == "login_code" }?.value)
+        // Another app's key cannot redeem it (and does not burn it).
+        let otherApp = try world.server.createApp(["name": "Other"])
+        #expect(try world.server.request("POST", "/v1/auth/exchange", appKey: otherApp.appKey, json: ["login_code": .string(loginCode2), "code_verifier": .string(Self.verifier)]).problemCode == "auth/invalid-login-code")
         let session = try world.server.request("POST", "/v1/auth/exchange", appKey: world.app.appKey, json: ["login_code": .string(loginCode2), "code_verifier": .string(Self.verifier)])
         #expect(session.status == 200)
         #expect(session.data?["user"]?["identities"] == ["apple"])
