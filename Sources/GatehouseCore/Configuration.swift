@@ -38,7 +38,8 @@ public struct Configuration: Sendable {
     public var argon2MemoryKiB = 19456
     public var argon2Iterations = 2
     public var argon2Parallelism = 1
-    /// Password hashes computed at once; more wait (up to 5 s, then 503 `server/busy`).
+    /// Password hashes computed at once, each on its own thread; as many callers again may wait,
+    /// and beyond that a call is refused at once with 503 `server/busy` (see `PasswordHasher`).
     public var hashConcurrency = ProcessInfo.processInfo.activeProcessorCount
 
     public init() {}

@@ -170,6 +170,7 @@ public final class ProviderSignInService: Sendable {
     /// Starts the web flow: checks the redirect URI, stores a single-use flow, and answers the
     /// Apple URL to redirect to and the browser-binding cookie value.
     public func startWebFlow(app: AppContext, redirectURI: String, clientState: String?, codeChallenge: String?, codeChallengeMethod: String?) throws -> (url: String, binding: String) {
+        try requireMethod(.apple, app)
         guard let servicesID = app.settings.apple.servicesID else { throw notConfigured("Sign in with Apple on the web (apple.services_id)") }
         guard app.settings.redirectURIs.contains(redirectURI) else {
             throw GatehouseError(.invalidRedirectURI, "redirect_uri is not one of the app's redirect_uris.")

@@ -83,3 +83,25 @@ struct ClientAddressTests {
         #expect(ClientAddress.resolve(peer: "10.0.0.2", forwardedFor: "not-an-ip", trustedProxies: proxies) == "10.0.0.2")
     }
 }
+
+@Suite("JSON")
+struct JSONTests {
+    @Test
+    func parsesEveryKindOfValueAndKeepsBooleansApartFromNumbers() throws {
+        let json = try JSON.parse(Array(#"{"t":true,"f":false,"one":1,"zero":0,"half":1.5,"big":12345678901234,"s":"é\n","n":null,"a":[1,true,"x"],"o":{"k":[]}}"#.utf8))
+        #expect(json == [
+            "t": true, "f": false, "one": 1, "zero": 0, "half": .double(1.5), "big": 12_345_678_901_234, "s": "é\n", "n": nil,
+            "a": [1, true, "x"], "o": ["k": []],
+        ])
+        #expect(try JSON.parse(Array(json.serialized())) == json)
+    }
+
+    @Test
+    func refusesWhatIsNotUTF8JSON() {
+        for bad: [UInt8] in [Array("{".utf8), Array("{\"a\":}".utf8), [0xFF, 0xFE, 0x7B, 0x00, 0x7D, 0x00], [0x22, 0xC3, 0x28, 0x22], Array("{'a':1}".utf8)] {
+            #expect(throws: JSON.ParseError.self) { try JSON.parse(bad) }
+        }
+        let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
+        #expect(throws: JSON.ParseError.self) { try JSON.parse(Array(deep.utf8)) }
+    }
+}
