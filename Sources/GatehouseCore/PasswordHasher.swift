@@ -51,7 +51,6 @@ public final class PasswordHasher: Sendable {
         dummyHash = try Argon2id.hash(password: Array("gatehouse-dummy-password".utf8), parameters: parameters)
         for index in 0..<threads {
             let thread = Thread { [queue] in
-                _ = pthread_setname_np(pthread_self(), "gh-hash-\(index)")  // visible in top -H
                 while true {
                     let job = queue.next()
                     job.result = job.work()
