@@ -65,7 +65,9 @@ public final class Gatehouse: Sendable {
             parameters: Argon2id.Parameters(
                 memoryKiB: UInt32(configuration.argon2MemoryKiB), iterations: UInt32(configuration.argon2Iterations),
                 parallelism: UInt32(configuration.argon2Parallelism)),
-            permits: configuration.hashConcurrency)
+            permits: configuration.hashConcurrency,
+            // Waiting sign-ins hold HTTP workers: let them take at most half of the workers.
+            maxQueued: max(configuration.hashConcurrency, configuration.httpThreads / 2 - configuration.hashConcurrency))
         accounts = AccountService(store: store, tokens: tokens, hasher: hasher, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds)
 
         let outbound = OutboundHTTPClient()

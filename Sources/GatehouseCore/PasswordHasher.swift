@@ -7,8 +7,8 @@ import Synchronization
 /// hash, so a flood of sign-ins queues here instead of starving refreshes and `/me` of CPU, and
 /// argon2's 19 MiB work areas stay in those threads' allocator arenas instead of one per HTTP
 /// worker (which kept ~19 MiB per worker resident). A caller waits, holding its HTTP worker
-/// thread, so the queue is short: at most `permits` more callers wait; the rest are refused at once
-/// with 503 `server/busy` and `Retry-After`.
+/// thread, so the queue is bounded (`maxQueued`); beyond it calls are refused at once with 503
+/// `server/busy` and `Retry-After`.
 public final class PasswordHasher: Sendable {
     public let parameters: Argon2id.Parameters
     private let queue = JobQueue()
@@ -44,10 +44,12 @@ public final class PasswordHasher: Sendable {
         init(_ work: @escaping @Sendable () -> Result<String, any Error>) { self.work = work }
     }
 
-    public init(parameters: Argon2id.Parameters, permits: Int) throws {
+    /// `maxQueued`: callers that may wait for a hash thread (each holds an HTTP worker while it
+    /// waits); by default as many as there are hash threads.
+    public init(parameters: Argon2id.Parameters, permits: Int, maxQueued: Int? = nil) throws {
         self.parameters = parameters
         let threads = max(1, permits)
-        maxAdmitted = 2 * threads
+        maxAdmitted = threads + max(1, maxQueued ?? threads)
         dummyHash = try Argon2id.hash(password: Array("gatehouse-dummy-password".utf8), parameters: parameters)
         for index in 0..<threads {
             let thread = Thread { [queue] in
