@@ -16,6 +16,12 @@ public final class Metrics: Sendable {
         var bucketCounts = [UInt64](repeating: 0, count: Metrics.buckets.count)
         var count: UInt64 = 0
         var sum: Double = 0
+
+        mutating func record(seconds: Double, bucket: Int?) {
+            count += 1
+            sum += seconds
+            if let bucket { bucketCounts[bucket] += 1 }
+        }
     }
 
     private let series = Mutex<[Key: Series]>([:])
@@ -25,12 +31,11 @@ public final class Metrics: Sendable {
     /// Records one finished request. `route` is the matched pattern, or a fixed word for unmatched requests.
     public func record(method: String, route: String, status: Int, seconds: Double) {
         let key = Key(method: method, route: route, status: status)
+        let bucket = Metrics.buckets.firstIndex(where: { seconds <= $0 })
+        // Mutated in place (no copy of the bucket array), so the lock is held for a few adds:
+        // every request of every worker thread passes here.
         series.withLock { all in
-            var s = all[key] ?? Series()
-            s.count += 1
-            s.sum += seconds
-            if let i = Metrics.buckets.firstIndex(where: { seconds <= $0 }) { s.bucketCounts[i] += 1 }
-            all[key] = s
+            all[key, default: Series()].record(seconds: seconds, bucket: bucket)
         }
     }
 

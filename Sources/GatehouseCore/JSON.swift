@@ -26,27 +26,8 @@ public enum JSON: Sendable, Equatable {
     }
 
     private init?(foundation object: Any) {
-        switch object {
-        case is NSNull:
-            self = .null
-        case let string as String:
-            self = .string(string)
-        case let number as NSNumber:
-            // Booleans come back as NSNumber with the `char` type; integers as `i`/`q`/…; others as double.
-            switch String(cString: number.objCType) {
-            case "c", "B": self = .bool(number.boolValue)
-            case "d", "f": self = .double(number.doubleValue)
-            default: self = .int(number.int64Value)
-            }
-        case let array as [Any]:
-            var values: [JSON] = []
-            values.reserveCapacity(array.count)
-            for element in array {
-                guard let value = JSON(foundation: element) else { return nil }
-                values.append(value)
-            }
-            self = .array(values)
-        case let dictionary as [String: Any]:
+        // Containers and strings first: testing a Swift dictionary `as NSNumber` would bridge it.
+        if let dictionary = object as? [String: Any] {
             var values: [String: JSON] = [:]
             values.reserveCapacity(dictionary.count)
             for (key, element) in dictionary {
@@ -54,7 +35,26 @@ public enum JSON: Sendable, Equatable {
                 values[key] = value
             }
             self = .object(values)
-        default:
+        } else if let array = object as? [Any] {
+            var values: [JSON] = []
+            values.reserveCapacity(array.count)
+            for element in array {
+                guard let value = JSON(foundation: element) else { return nil }
+                values.append(value)
+            }
+            self = .array(values)
+        } else if let string = object as? String {
+            self = .string(string)
+        } else if let number = object as? NSNumber {
+            // Booleans come back as NSNumber with the `char` type; integers as `i`/`q`/…; others as double.
+            switch String(cString: number.objCType) {
+            case "c", "B": self = .bool(number.boolValue)
+            case "d", "f": self = .double(number.doubleValue)
+            default: self = .int(number.int64Value)
+            }
+        } else if object is NSNull {
+            self = .null
+        } else {
             return nil
         }
     }
