@@ -49,33 +49,3 @@ struct Body {
 extension Request {
     var origin: RequestOrigin { RequestOrigin(ip: clientIP, userAgent: header("User-Agent")) }
 }
-
-/// The JSON shapes of accounts.
-enum AccountJSON {
-    static func user(_ user: User, _ identities: [Identity]) -> JSON {
-        [
-            "id": .string(user.id.rawValue), "email": .optional(user.email), "email_verified": .bool(user.emailVerified),
-            "first_name": .optional(user.firstName), "last_name": .optional(user.lastName), "photo_url": .optional(user.photoURL),
-            "created_at": .string(rfc3339(millis: user.createdAt)),
-            "last_sign_in_at": user.lastSignInAt.map { .string(rfc3339(millis: $0)) } ?? .null,
-            "identities": .array(uniqueProviders(identities).map(JSON.string)),
-        ]
-    }
-
-    static func identity(_ identity: Identity) -> JSON {
-        ["provider": .string(identity.provider), "email": .optional(identity.email), "created_at": .string(rfc3339(millis: identity.createdAt))]
-    }
-
-    static func session(_ session: Session, current: SessionID) -> JSON {
-        [
-            "id": .string(session.id.rawValue), "current": .bool(session.id == current), "method": .string(session.method.rawValue),
-            "created_at": .string(rfc3339(millis: session.createdAt)), "last_used_at": .string(rfc3339(millis: session.lastUsedAt)),
-            "ip": .optional(session.ip), "user_agent": .optional(session.userAgent),
-        ]
-    }
-
-    private static func uniqueProviders(_ identities: [Identity]) -> [String] {
-        var seen = Set<String>()
-        return identities.map(\.provider).filter { seen.insert($0).inserted }
-    }
-}

@@ -1,3 +1,4 @@
+import Foundation
 import GatehouseCore
 import GatehouseHTTP
 
@@ -158,5 +159,3 @@ enum FormBody {
         text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
     }
 }
-
-import Foundation

@@ -18,7 +18,7 @@ public final class AppContext: Sendable {
     public var id: AppID { record.id }
 
     /// The same app, confirmed unchanged at `checkedAt`.
-    init(copying other: AppContext, checkedAt: Int64) throws {
+    init(copying other: AppContext, checkedAt: Int64) {
         record = other.record
         settings = other.settings
         signingKey = other.signingKey

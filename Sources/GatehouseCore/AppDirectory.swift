@@ -70,7 +70,7 @@ public final class AppDirectory: Sendable {
             return nil
         }
         if version == context.record.version {
-            let refreshed = try AppContext(copying: context, checkedAt: now)
+            let refreshed = AppContext(copying: context, checkedAt: now)
             state.withLock { $0.byID[context.id] = refreshed }
             return refreshed
         }

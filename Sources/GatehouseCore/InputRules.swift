@@ -1,3 +1,5 @@
+import Foundation
+
 /// The rules for what users type: emails, names and passwords (API.md, "Numbers").
 public enum InputRules {
     /// Trimmed and lowercased; ≤ 254 characters, one `@`, a non-empty local part, a domain with a
@@ -30,5 +32,3 @@ public enum InputRules {
         }
     }
 }
-
-import Foundation

@@ -1,3 +1,4 @@
+import Foundation
 import GatehouseCrypto
 
 /// Sign-in with Apple (native and web), Google and Firebase-exchanged tokens; linking and
@@ -326,5 +327,3 @@ func formEncode(_ value: String) -> String {
     }
     return out
 }
-
-import Foundation
