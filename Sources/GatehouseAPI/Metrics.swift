@@ -17,6 +17,12 @@ public final class Metrics: Sendable {
         var count: UInt64 = 0
         var sum: Double = 0
 
+        mutating func add(_ other: Series) {
+            count += other.count
+            sum += other.sum
+            for i in bucketCounts.indices { bucketCounts[i] += other.bucketCounts[i] }
+        }
+
         mutating func record(seconds: Double, bucket: Int?) {
             count += 1
             sum += seconds
@@ -24,7 +30,12 @@ public final class Metrics: Sendable {
         }
     }
 
-    private let series = Mutex<[Key: Series]>([:])
+    /// Striped by thread so that worker threads rarely meet on one lock; merged when rendered.
+    private let shards: [Shard] = (0..<16).map { _ in Shard() }
+
+    private final class Shard: Sendable {
+        let series = Mutex<[Key: Series]>([:])
+    }
 
     public init() {}
 
@@ -34,14 +45,18 @@ public final class Metrics: Sendable {
         let bucket = Metrics.buckets.firstIndex(where: { seconds <= $0 })
         // Mutated in place (no copy of the bucket array), so the lock is held for a few adds:
         // every request of every worker thread passes here.
-        series.withLock { all in
+        let shard = shards[Int(UInt(bitPattern: pthread_self().hashValue) % UInt(shards.count))]
+        shard.series.withLock { all in
             all[key, default: Series()].record(seconds: seconds, bucket: bucket)
         }
     }
 
     /// The Prometheus text exposition, with `gauges` (name, help, value) appended.
     public func render(gauges: [(name: String, help: String, value: Double)]) -> String {
-        let snapshot = series.withLock { $0 }
+        var snapshot: [Key: Series] = [:]
+        for shard in shards {
+            for (key, series) in shard.series.withLock({ $0 }) { snapshot[key, default: Series()].add(series) }
+        }
         let keys = snapshot.keys.sorted { ($0.route, $0.method, $0.status) < ($1.route, $1.method, $1.status) }
         var out = "# HELP gatehouse_http_requests_total Requests answered, by route and status.\n"
         out += "# TYPE gatehouse_http_requests_total counter\n"

@@ -25,11 +25,14 @@ public struct Request: Sendable {
 
     /// The bearer token of `Authorization`, or nil.
     public var bearerToken: String? {
+        // On the UTF-8 view: Foundation's trimming walks UTF-16 and cost more than verifying the token.
         guard let value = http.headers["Authorization"] else { return nil }
-        let parts = value.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = parts[1].trimmingCharacters(in: .whitespaces)
-        return token.isEmpty ? nil : token
+        let bytes = value.utf8
+        guard bytes.count > 7, bytes.prefix(7).map({ $0 | 0x20 }).elementsEqual("bearer ".utf8) else { return nil }
+        let token = bytes.dropFirst(7).drop { $0 == 0x20 || $0 == 0x09 }
+        let end = token.lastIndex { $0 != 0x20 && $0 != 0x09 }
+        guard let end else { return nil }
+        return String(decoding: token[token.startIndex...end], as: UTF8.self)
     }
 }
 

@@ -31,7 +31,9 @@ public func rfc3339(millis: Int64) -> String {
     var seconds = time_t(millis / 1000)
     var parts = tm()
     gmtime_r(&seconds, &parts)
-    return String(
-        format: "%04d-%02d-%02dT%02d:%02d:%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-        Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+    // Built by hand: String(format:) goes through CFString and showed in profiles of /v1/me.
+    func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+    let year = Int(parts.tm_year) + 1900
+    let yearText = year < 1000 ? String(repeating: "0", count: 4 - String(year).count) + String(year) : String(year)
+    return "\(yearText)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
 }

@@ -70,14 +70,17 @@ public enum JWT {
               let payload = Base64URL.decode(utf8: bytes[(dots[0] + 1)..<dots[1]]),
               let signature = Base64URL.decode(utf8: bytes[(dots[1] + 1)...])
         else { throw CryptoError(.malformedInput, "token part is not base64url") }
-        let decoded: HeaderFields
-        do {
-            decoded = try JSONDecoder().decode(HeaderFields.self, from: Data(headerJSON))
-        } catch {
-            throw CryptoError(.malformedInput, "token header is not a JSON object with a string alg")
+        // JSONSerialization rather than JSONDecoder: this runs on every authenticated request.
+        guard let object = try? JSONSerialization.jsonObject(with: Data(headerJSON)) as? [String: Any],
+              let alg = object["alg"] as? String
+        else { throw CryptoError(.malformedInput, "token header is not a JSON object with a string alg") }
+        let kid = object["kid"], typ = object["typ"]
+        guard kid == nil || kid is String, typ == nil || typ is String else {
+            throw CryptoError(.malformedInput, "token header kid and typ must be strings")
         }
-        guard !decoded.hasCritical else { throw CryptoError(.malformedInput, "token header has unsupported crit") }
-        return Parsed(header: decoded.header, headerJSON: headerJSON, payload: payload,
+        guard object["crit"] == nil else { throw CryptoError(.malformedInput, "token header has unsupported crit") }
+        let header = Header(alg: alg, kid: kid as? String, typ: typ as? String)
+        return Parsed(header: header, headerJSON: headerJSON, payload: payload,
                       signingInput: Array(bytes[..<dots[1]]), signature: signature)
     }
 
@@ -87,23 +90,5 @@ public enum JWT {
     public static func verify(_ parsed: Parsed, with key: VerificationKey) -> Bool {
         guard parsed.header.alg == key.algorithm.rawValue else { return false }
         return key.verify(signature: parsed.signature, message: parsed.signingInput)
-    }
-
-    /// Decodes ``Header`` and notes whether a `crit` member is present.
-    private struct HeaderFields: Decodable {
-        let header: Header
-        let hasCritical: Bool
-
-        private struct Key: CodingKey {
-            var stringValue: String
-            var intValue: Int? { nil }
-            init(stringValue: String) { self.stringValue = stringValue }
-            init?(intValue: Int) { nil }
-        }
-
-        init(from decoder: any Decoder) throws {
-            header = try Header(from: decoder)
-            hasCritical = try decoder.container(keyedBy: Key.self).contains(Key(stringValue: "crit"))
-        }
     }
 }

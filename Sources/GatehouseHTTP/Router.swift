@@ -23,6 +23,8 @@ public struct Router<Handler: Sendable>: Sendable {
     }
 
     private var routes: [Route] = []
+    /// Routes by their number of segments: a path is only compared with routes of its length.
+    private var routesByLength: [Int: [Route]] = [:]
 
     /// Creates an empty router.
     public init() {}
@@ -38,7 +40,9 @@ public struct Router<Handler: Sendable>: Sendable {
         precondition(
             !routes.contains { $0.method == method && Self.shape($0.segments) == shape },
             "Router: duplicate route \(method) \(pattern)")
-        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
+        let route = Route(method: method, pattern: pattern, segments: segments, handler: handler)
+        routes.append(route)
+        routesByLength[segments.count, default: []].append(route)
     }
 
     /// Finds the route for `method` and `path` (the path without its query string).
@@ -49,7 +53,7 @@ public struct Router<Handler: Sendable>: Sendable {
 
         var best: (route: Route, parameters: [String: String])?
         var allowed: Set<String> = []
-        for route in routes {
+        for route in routesByLength[pathSegments.count] ?? [] {
             guard let parameters = Self.bind(route.segments, to: pathSegments) else { continue }
             guard route.method == method else {
                 allowed.insert(route.method)
@@ -97,11 +101,15 @@ public struct Router<Handler: Sendable>: Sendable {
 
     private static func bind(_ segments: [Segment], to path: [Substring]) -> [String: String]? {
         guard segments.count == path.count else { return nil }
+        // Literals first, byte-wise: most routes fail here, before anything is decoded or allocated.
+        for (segment, raw) in zip(segments, path) {
+            if case .literal(let literal) = segment, !raw.utf8.elementsEqual(literal.utf8) { return nil }
+        }
         var parameters: [String: String] = [:]
         for (segment, raw) in zip(segments, path) {
             switch segment {
-            case .literal(let literal):
-                guard raw == literal else { return nil }
+            case .literal:
+                continue
             case .parameter(let name):
                 guard !raw.isEmpty, let value = PercentDecoding.decode(raw), !value.isEmpty,
                     !value.contains("/")
