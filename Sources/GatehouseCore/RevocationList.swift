@@ -10,40 +10,45 @@ public final class RevocationList: Sendable {
     private let pollEveryMillis: Int64
     private let keepMillis: Int64 = (86400 + 60) * 1000
     static let overlapMillis: Int64 = 15_000
-    private let state: Mutex<State>
+
+    /// Every authenticated request looks here, from every worker thread: the set is split into
+    /// shards by session id so that lookups rarely meet on one lock, and "is a poll due" is an atomic.
+    private let shards: [Shard] = (0..<16).map { _ in Shard() }
+    private let lastPoll = Atomic<Int64>(0)
+    private let polledUpTo: Mutex<Int64>
     private let polling = Mutex(false)
 
-    private struct State {
-        var ended: [SessionID: Int64] = [:]
-        var polledUpTo: Int64
-        var lastPoll: Int64
+    private final class Shard: Sendable {
+        let ended = Mutex<[SessionID: Int64]>([:])
     }
 
     public init(store: any Store, clock: any Clock, pollEveryMillis: Int64 = 1000) {
         self.store = store
         self.clock = clock
         self.pollEveryMillis = pollEveryMillis
-        let now = clock.nowMillis()
         // Sessions that ended before this node started may still have live access tokens.
-        state = Mutex(State(polledUpTo: now - keepMillis, lastPoll: 0))
+        polledUpTo = Mutex(clock.nowMillis() - keepMillis)
     }
 
     /// Records sessions this node has just ended.
     public func add(_ ids: [SessionID]) {
         let now = clock.nowMillis()
-        state.withLock { s in for id in ids { s.ended[id] = now } }
+        for id in ids { shard(id).ended.withLock { $0[id] = now } }
     }
 
     public func isEnded(_ id: SessionID) -> Bool {
         pollIfDue()
-        return state.withLock { $0.ended[id] != nil }
+        return shard(id).ended.withLock { $0[id] != nil }
+    }
+
+    private func shard(_ id: SessionID) -> Shard {
+        shards[Int(UInt(bitPattern: id.hashValue) % UInt(shards.count))]
     }
 
     /// Polls when due. Only one thread polls at a time; the others use what is known.
     private func pollIfDue() {
         let now = clock.nowMillis()
-        let (due, since) = state.withLock { s in (now - s.lastPoll >= pollEveryMillis, s.polledUpTo) }
-        guard due else { return }
+        guard now - lastPoll.load(ordering: .relaxed) >= pollEveryMillis else { return }
         let mine = polling.withLock { busy -> Bool in
             if busy { return false }
             busy = true
@@ -51,14 +56,17 @@ public final class RevocationList: Sendable {
         }
         guard mine else { return }
         defer { polling.withLock { $0 = false } }
+        let since = polledUpTo.withLock { $0 }
         guard let ended = try? store.sessionsEnded(since: since) else { return }
-        state.withLock { s in
-            for (id, at) in ended { s.ended[id] = at }
-            // Overlap generously: `ended_at` comes from the ending node's clock, before its commit, so a
-            // late commit or a skewed clock must still be caught. Re-reading is harmless (a set).
-            s.polledUpTo = max(since, now - Self.overlapMillis)
-            s.lastPoll = now
-            if s.ended.count > 10_000 { s.ended = s.ended.filter { now - $0.value < keepMillis } }
+        for (id, at) in ended { shard(id).ended.withLock { $0[id] = at } }
+        // Overlap generously: `ended_at` comes from the ending node's clock, before its commit, so a
+        // late commit or a skewed clock must still be caught. Re-reading is harmless (a set).
+        polledUpTo.withLock { $0 = max(since, now - Self.overlapMillis) }
+        lastPoll.store(now, ordering: .relaxed)
+        for shard in shards {
+            shard.ended.withLock { entries in
+                if entries.count > 1_000 { entries = entries.filter { now - $0.value < keepMillis } }
+            }
         }
     }
 }
