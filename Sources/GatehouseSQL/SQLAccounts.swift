@@ -119,6 +119,27 @@ extension SQLAppScopedStore {
 
     func rotateRefreshToken(presentedHash: String, successorHash: String, graceMillis: Int64, origin: RequestOrigin, now: Int64) throws -> RefreshOutcome {
         try database.transaction { db in
+            // The common case in three statements: claim the current token (a concurrent refresh of
+            // the same token loses this claim and goes on below as a retry), touch its live
+            // session, add the successor.
+            if let claimed = try db.query("""
+                UPDATE refresh_tokens SET rotated_at = \(now)
+                WHERE token_hash = \(presentedHash) AND app_id = \(appID) AND rotated_at IS NULL
+                RETURNING session_id
+                """).first {
+                let sessionID = try claimed.string("session_id")
+                // The session may have ended (sign-out, a concurrent reuse) or expired: no new pair.
+                guard let row = try db.query("""
+                    UPDATE sessions SET last_used_at = \(now), ip = \(origin.ip), user_agent = \(origin.userAgent)
+                    WHERE app_id = \(appID) AND id = \(sessionID) AND ended_at IS NULL AND expires_at > \(now)
+                    RETURNING *
+                    """).first
+                else { return .invalid }
+                try db.execute("""
+                    INSERT INTO refresh_tokens (token_hash, app_id, session_id, created_at) VALUES (\(successorHash), \(appID), \(sessionID), \(now))
+                    """)
+                return .rotated(try sessionRecord(row))
+            }
             guard let row = try db.query("""
                 SELECT refresh_tokens.rotated_at AS token_rotated_at, sessions.*
                 FROM refresh_tokens JOIN sessions ON sessions.id = refresh_tokens.session_id
@@ -128,34 +149,9 @@ extension SQLAppScopedStore {
             var session = try sessionRecord(row)
             if session.endedAt != nil || session.expiresAt <= now { return .invalid }
 
-            if try row.optionalInt64("token_rotated_at") == nil {
-                // The current token. Claim it; a concurrent refresh of the same token loses here and
-                // goes on as a retry below.
-                let claimed = try db.execute("""
-                    UPDATE refresh_tokens SET rotated_at = \(now)
-                    WHERE token_hash = \(presentedHash) AND app_id = \(appID) AND rotated_at IS NULL
-                    """)
-                if claimed == 1 {
-                    try db.execute("""
-                        INSERT INTO refresh_tokens (token_hash, app_id, session_id, created_at) VALUES (\(successorHash), \(appID), \(session.id), \(now))
-                        """)
-                    // The session may have been ended meanwhile (a concurrent reuse): then no new pair.
-                    guard try db.execute("""
-                        UPDATE sessions SET last_used_at = \(now), ip = \(origin.ip), user_agent = \(origin.userAgent)
-                        WHERE app_id = \(appID) AND id = \(session.id) AND ended_at IS NULL
-                        """) == 1
-                    else { return .invalid }
-                    session.lastUsedAt = now
-                    session.ip = origin.ip
-                    session.userAgent = origin.userAgent
-                    return .rotated(session)
-                }
-            }
             // A rotated token: a retry within the grace window whose successor is still the current
             // token gets the same pair; anything else is reuse and ends the session.
-            let rotation = try db.query("""
-                SELECT rotated_at FROM refresh_tokens WHERE token_hash = \(presentedHash) AND app_id = \(appID)
-                """).first?.optionalInt64("rotated_at") ?? now
+            let rotation = try row.optionalInt64("token_rotated_at") ?? now
             let successorIsCurrent = try !db.query("""
                 SELECT 1 AS current FROM refresh_tokens
                 WHERE token_hash = \(successorHash) AND app_id = \(appID) AND session_id = \(session.id) AND rotated_at IS NULL
