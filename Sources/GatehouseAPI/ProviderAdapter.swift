@@ -23,9 +23,7 @@ struct ProviderAdapter: IdentityProviders {
 
     func exchangeAppleCode(_ code: String, clientID: String, redirectURI: String?, credentials: AppleCredentials) throws -> (idToken: String, refreshToken: String?) {
         do {
-            return try apple.exchange(
-                code: code, clientID: clientID, redirectURI: redirectURI,
-                credentials: AppleClient.Credentials(teamID: credentials.teamID, keyID: credentials.keyID, privateKeyPEM: credentials.privateKeyPEM))
+            return try apple.exchange(code: code, clientID: clientID, redirectURI: redirectURI, credentials: credentials)
         } catch {
             throw map(error)
         }

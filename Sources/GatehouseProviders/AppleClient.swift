@@ -20,22 +20,9 @@ public final class AppleClient: Sendable {
     private let client: OutboundHTTPClient
     private let clock: any Clock
 
-    /// An app's Sign in with Apple key, as configured for the app.
-    public struct Credentials: Sendable {
-        /// The Apple developer team id (the client secret's `iss`).
-        public var teamID: String
-        /// The key's id (the client secret's `kid`).
-        public var keyID: String
-        /// The `.p8` private key (PKCS#8 PEM, P-256). Secret: never log it.
-        public var privateKeyPEM: String
-
-        /// Creates credentials.
-        public init(teamID: String, keyID: String, privateKeyPEM: String) {
-            self.teamID = teamID
-            self.keyID = keyID
-            self.privateKeyPEM = privateKeyPEM
-        }
-    }
+    /// An app's Sign in with Apple key: the domain's own type (team id = the client secret's
+    /// `iss`, key id = its `kid`, the `.p8` PEM — secret, never logged).
+    public typealias Credentials = AppleCredentials
 
     /// Creates a client for `baseURL` (a trailing `/` is ignored).
     public init(baseURL: String, client: OutboundHTTPClient, clock: any Clock) {

@@ -77,10 +77,10 @@ public final class FakeApple: Sendable {
     }
 
     /// Generates a `.p8` (P-256) key, registers it, and returns credentials that use it.
-    public func makeCredentials(teamID: String = "TEAM123456", keyID: String = "KEY1234567") throws -> AppleClient.Credentials {
+    public func makeCredentials(teamID: String = "TEAM123456", keyID: String = "KEY1234567") throws -> AppleCredentials {
         let key = try SigningKey.generate(.es256)
         registerClient(teamID: teamID, keyID: keyID, publicKey: key.verificationKey)
-        return AppleClient.Credentials(teamID: teamID, keyID: keyID, privateKeyPEM: key.pkcs8PEM())
+        return AppleCredentials(teamID: teamID, keyID: keyID, privateKeyPEM: key.pkcs8PEM())
     }
 
     /// A single-use authorization code (valid 5 minutes by the fake's clock) that `/auth/token`
