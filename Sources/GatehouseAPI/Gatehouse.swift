@@ -53,7 +53,8 @@ public final class Gatehouse: Sendable {
         self.database = database
         self.clock = clock
         self.log = log
-        store = SQLStore(database: database)
+        let accountCache = AccountCache(clock: clock)
+        store = SQLStore(database: database, userChanges: accountCache)
         let sealer = try SecretSealer(masterKey: masterKey)
         try sealer.verifyMatchesDatabase(store)
         directory = AppDirectory(store: store, sealer: sealer, clock: clock)
@@ -68,7 +69,7 @@ public final class Gatehouse: Sendable {
             permits: configuration.hashConcurrency,
             // Waiting sign-ins hold HTTP workers: let them take at most half of the workers.
             maxQueued: max(configuration.hashConcurrency, configuration.httpThreads / 2 - configuration.hashConcurrency))
-        accounts = AccountService(store: store, tokens: tokens, hasher: hasher, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds)
+        accounts = AccountService(store: store, cache: accountCache, tokens: tokens, hasher: hasher, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds)
 
         let outbound = OutboundHTTPClient()
         let verifier = ProviderVerifier(

@@ -17,11 +17,14 @@ public final class AccountService: Sendable {
     private let hasher: PasswordHasher
     private let limiter: RateLimiter
     private let store: any Store
+    private let cache: AccountCache
     private let clock: any Clock
     private let refreshGraceMillis: Int64
 
-    public init(store: any Store, tokens: TokenService, hasher: PasswordHasher, clock: any Clock, refreshGraceSeconds: Int) {
+    /// - Parameter cache: the cache the store reports user changes to.
+    public init(store: any Store, cache: AccountCache, tokens: TokenService, hasher: PasswordHasher, clock: any Clock, refreshGraceSeconds: Int) {
         self.store = store
+        self.cache = cache
         self.tokens = tokens
         self.hasher = hasher
         self.limiter = RateLimiter(clock: clock)
@@ -103,7 +106,7 @@ public final class AccountService: Sendable {
             try data.record(Event(type: "session.revoked", userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "refresh_reused"], createdAt: clock.nowMillis()))
             throw GatehouseError(.refreshTokenReused, "This refresh token was already used; the session has been ended. Sign in again.")
         case .rotated(let session), .retried(let session):
-            guard let (user, identities) = try data.userWithIdentities(session.userID) else {
+            guard let (user, identities) = try cache.account(app: app.id, user: session.userID, store: store) else {
                 throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid.")
             }
             let access = try tokens.accessToken(app: app, user: user, session: session, identities: identities)
@@ -168,7 +171,7 @@ public final class AccountService: Sendable {
     // MARK: - The signed-in user
 
     public func me(app: AppContext, claims: AccessClaims) throws -> (User, [Identity]) {
-        guard let found = try store.app(app.id).userWithIdentities(claims.userID) else {
+        guard let found = try cache.account(app: app.id, user: claims.userID, store: store) else {
             throw GatehouseError(.sessionRevoked, "This account no longer exists.")
         }
         return found

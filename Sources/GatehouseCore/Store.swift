@@ -95,6 +95,9 @@ public protocol Store: Sendable {
     func setServerValueIfAbsent(_ name: String, _ value: String) throws
     /// Sessions of any app that ended after `since` (ms), for every node's revocation list.
     func sessionsEnded(since: Int64) throws -> [(SessionID, Int64)]
+    /// Users of any app whose account changed at or after `since` (ms, `users.changed_at`), for
+    /// every node's `AccountCache`.
+    func usersChanged(since: Int64) throws -> [(AppID, UserID)]
     /// Takes (marks used) an unexpired, unused web flow by the hash of its state. The flow names
     /// its app: the callback from Apple carries no app key.
     func takeWebFlow(id: String, now: Int64) throws -> WebFlow?

@@ -1,4 +1,5 @@
 import GatehouseCrypto
+import Synchronization
 
 /// The claims Gatehouse relies on in its own access tokens.
 public struct AccessClaims: Sendable {
@@ -16,6 +17,7 @@ public final class TokenService: Sendable {
     private let clock: any Clock
     private let refreshChainKey: [UInt8]
     public let revocations: RevocationList
+    private let verified = VerifiedTokens()
 
     public static let accessTokenType = "at+jwt"
 
@@ -49,6 +51,22 @@ public final class TokenService: Sendable {
     /// Checks an access token of `app`: signature with one of the app's published keys and the
     /// app's algorithm only, issuer, audience, expiry (no leeway), and that its session has not ended.
     public func verifyAccessToken(_ token: String, app: AppContext) throws(GatehouseError) -> AccessClaims {
+        let claims: AccessClaims
+        if let known = verified.lookup(token), known.app == app.id, known.algorithm == app.settings.signingAlgorithm,
+            let key = app.verificationKeys[known.kid], key === known.key
+        {
+            // Checked before, byte for byte, against a key the app still publishes.
+            claims = known.claims
+        } else {
+            claims = try verifySignatureAndClaims(token, app: app)
+        }
+        guard clock.nowSeconds < claims.expiresAt else { throw GatehouseError(.tokenExpired, "The access token has expired; refresh it.") }
+        if revocations.isEnded(claims.sessionID) { throw GatehouseError(.sessionRevoked, "This session has ended; sign in again.") }
+        return claims
+    }
+
+    /// Everything about a token that cannot change once it was true: its signature and its claims.
+    private func verifySignatureAndClaims(_ token: String, app: AppContext) throws(GatehouseError) -> AccessClaims {
         let invalid = GatehouseError(.invalidToken, "The access token is not valid for this app.")
         guard let parsed = try? JWT.parse(token, maxLength: 8192), parsed.header.alg == app.settings.signingAlgorithm.rawValue,
             parsed.header.typ == Self.accessTokenType, let kid = parsed.header.kid, let key = app.verificationKeys[kid],
@@ -58,9 +76,13 @@ public final class TokenService: Sendable {
             case .int(let exp)? = claims["exp"], case .int(let iat)? = claims["iat"], case .int(let authTime)? = claims["auth_time"],
             let sub = claims["sub"]?.stringValue.flatMap(UserID.init(parsing:)), let sid = claims["sid"]?.stringValue.flatMap(SessionID.init(parsing:))
         else { throw invalid }
-        guard clock.nowSeconds < exp else { throw GatehouseError(.tokenExpired, "The access token has expired; refresh it.") }
-        if revocations.isEnded(sid) { throw GatehouseError(.sessionRevoked, "This session has ended; sign in again.") }
-        return AccessClaims(userID: sub, sessionID: sid, authTime: authTime, issuedAt: iat, expiresAt: exp)
+        let verifiedClaims = AccessClaims(userID: sub, sessionID: sid, authTime: authTime, issuedAt: iat, expiresAt: exp)
+        if clock.nowSeconds < exp {
+            verified.remember(
+                token, VerifiedTokens.Entry(app: app.id, algorithm: app.settings.signingAlgorithm, kid: kid, key: key, claims: verifiedClaims),
+                now: clock.nowSeconds)
+        }
+        return verifiedClaims
     }
 
     /// A new refresh token: 256 random bits.
@@ -75,4 +97,48 @@ public final class TokenService: Sendable {
 
     /// How refresh tokens are stored: hex SHA-256.
     public func hash(refreshToken: String) -> String { Digest.hex(Digest.sha256(Array(refreshToken.utf8))) }
+}
+
+/// Access tokens this node has verified (signature, header and claims), by their exact text, so
+/// that a client calling again with the same token costs a lookup instead of a signature check and
+/// two JSON parses. Expiry and revocation are still checked on every use, and the app must still
+/// publish the very key and use the algorithm the token was checked with. Bounded: at most
+/// `capacity` tokens (about 1 KiB each), expired ones dropped first.
+final class VerifiedTokens: Sendable {
+    struct Entry: Sendable {
+        let app: AppID
+        let algorithm: SignatureAlgorithm
+        let kid: String
+        let key: VerificationKey
+        let claims: AccessClaims
+    }
+
+    private final class Shard: Sendable {
+        let entries = Mutex<[String: Entry]>([:])
+    }
+
+    private let shards: [Shard] = (0..<16).map { _ in Shard() }
+    private let shardCapacity: Int
+
+    init(capacity: Int = 8_192) {
+        shardCapacity = max(1, capacity / 16)
+    }
+
+    func lookup(_ token: String) -> Entry? {
+        shard(token).entries.withLock { $0[token] }
+    }
+
+    func remember(_ token: String, _ entry: Entry, now: Int64) {
+        shard(token).entries.withLock { entries in
+            if entries.count >= shardCapacity, entries[token] == nil {
+                entries = entries.filter { now < $0.value.claims.expiresAt }
+                if entries.count >= shardCapacity { entries.remove(at: entries.startIndex) }
+            }
+            entries[token] = entry
+        }
+    }
+
+    private func shard(_ token: String) -> Shard {
+        shards[Int(UInt(bitPattern: token.hashValue) % UInt(shards.count))]
+    }
 }

@@ -38,20 +38,23 @@ extension SQLAppScopedStore {
     }
 
     func updateProfile(_ id: UserID, firstName: String?, lastName: String?, now: Int64) throws -> User? {
-        try database.query("""
-            UPDATE users SET first_name = \(firstName), last_name = \(lastName), updated_at = \(now)
+        defer { changed(id) }
+        return try database.query("""
+            UPDATE users SET first_name = \(firstName), last_name = \(lastName), updated_at = \(now), changed_at = \(now)
             WHERE app_id = \(appID) AND id = \(id) RETURNING *
             """).first.map(userRecord)
     }
 
     func setLastSignIn(_ id: UserID, now: Int64) throws {
-        try database.execute("UPDATE users SET last_sign_in_at = \(now) WHERE app_id = \(appID) AND id = \(id)")
+        defer { changed(id) }
+        try database.execute("UPDATE users SET last_sign_in_at = \(now), changed_at = \(now) WHERE app_id = \(appID) AND id = \(id)")
     }
 
     func setPasswordHash(_ id: UserID, hash: String, addIdentity: Identity?, now: Int64) throws {
+        defer { changed(id) }
         do {
             try database.transaction { db in
-                try db.execute("UPDATE users SET password_hash = \(hash), updated_at = \(now) WHERE app_id = \(appID) AND id = \(id)")
+                try db.execute("UPDATE users SET password_hash = \(hash), updated_at = \(now), changed_at = \(now) WHERE app_id = \(appID) AND id = \(id)")
                 if let addIdentity { try insertIdentity(db, app: appID, user: id, addIdentity) }
             }
         } catch let error as SQLError where error.kind == .uniqueViolation {
@@ -64,10 +67,22 @@ extension SQLAppScopedStore {
     }
 
     func userWithIdentities(_ id: UserID) throws -> (User, [Identity])? {
-        try database.withConnection { db in
-            guard let user = try db.query("SELECT * FROM users WHERE app_id = \(appID) AND id = \(id)").first.map(userRecord) else { return nil }
-            return (user, try identities(on: db, id))
+        // One statement: a row per identity (or one row of NULLs for none), the user's columns on each.
+        let rows = try database.query("""
+            SELECT users.*, identities.provider AS identity_provider, identities.subject AS identity_subject,
+                   identities.email AS identity_email, identities.created_at AS identity_created_at
+            FROM users LEFT JOIN identities ON identities.app_id = users.app_id AND identities.user_id = users.id
+            WHERE users.app_id = \(appID) AND users.id = \(id)
+            ORDER BY identities.created_at, identities.provider
+            """)
+        guard let first = rows.first else { return nil }
+        let identities = try rows.compactMap { row -> Identity? in
+            guard let provider = try row.optionalString("identity_provider") else { return nil }
+            return Identity(
+                provider: provider, subject: try row.string("identity_subject"), email: try row.optionalString("identity_email"),
+                createdAt: try row.int64("identity_created_at"))
         }
+        return (try userRecord(first), identities)
     }
 
     private func identities(on db: any SQLConnection, _ id: UserID) throws -> [Identity] {
@@ -118,7 +133,31 @@ extension SQLAppScopedStore {
     }
 
     func rotateRefreshToken(presentedHash: String, successorHash: String, graceMillis: Int64, origin: RequestOrigin, now: Int64) throws -> RefreshOutcome {
-        try database.transaction { db in
+        if database.dialect == .postgres {
+            // The common case in one statement, so one round trip (a statement is atomic on its own):
+            // claim the current token, touch its live session, add the successor. A concurrent
+            // refresh of the same token waits for the claim's row lock, then finds it taken.
+            if let row = try database.query("""
+                WITH claimed AS (
+                    UPDATE refresh_tokens SET rotated_at = \(now)
+                    WHERE token_hash = \(presentedHash) AND app_id = \(appID) AND rotated_at IS NULL
+                    RETURNING session_id
+                ), touched AS (
+                    UPDATE sessions SET last_used_at = \(now), ip = \(origin.ip), user_agent = \(origin.userAgent)
+                    FROM claimed
+                    WHERE sessions.app_id = \(appID) AND sessions.id = claimed.session_id AND sessions.ended_at IS NULL AND sessions.expires_at > \(now)
+                    RETURNING sessions.*
+                ), added AS (
+                    INSERT INTO refresh_tokens (token_hash, app_id, session_id, created_at) SELECT \(successorHash), \(appID), id, \(now) FROM touched
+                )
+                SELECT claimed.session_id AS claimed_session_id, touched.* FROM claimed LEFT JOIN touched ON touched.id = claimed.session_id
+                """).first {
+                // Claimed; no live session (signed out, reused, expired) means no new pair.
+                return try row.optionalString("id") == nil ? .invalid : .rotated(try sessionRecord(row))
+            }
+            return try database.transaction { db in try rotatedBefore(db, presentedHash: presentedHash, successorHash: successorHash, graceMillis: graceMillis, now: now) }
+        }
+        return try database.transaction { db in
             // The common case in three statements: claim the current token (a concurrent refresh of
             // the same token loses this claim and goes on below as a retry), touch its live
             // session, add the successor.
@@ -140,30 +179,34 @@ extension SQLAppScopedStore {
                     """)
                 return .rotated(try sessionRecord(row))
             }
-            guard let row = try db.query("""
-                SELECT refresh_tokens.rotated_at AS token_rotated_at, sessions.*
-                FROM refresh_tokens JOIN sessions ON sessions.id = refresh_tokens.session_id
-                WHERE refresh_tokens.token_hash = \(presentedHash) AND refresh_tokens.app_id = \(appID) AND sessions.app_id = \(appID)
-                """).first
-            else { return .invalid }
-            var session = try sessionRecord(row)
-            if session.endedAt != nil || session.expiresAt <= now { return .invalid }
-
-            // A rotated token: a retry within the grace window whose successor is still the current
-            // token gets the same pair; anything else is reuse and ends the session.
-            let rotation = try row.optionalInt64("token_rotated_at") ?? now
-            let successorIsCurrent = try !db.query("""
-                SELECT 1 AS current FROM refresh_tokens
-                WHERE token_hash = \(successorHash) AND app_id = \(appID) AND session_id = \(session.id) AND rotated_at IS NULL
-                """).isEmpty
-            if successorIsCurrent && now - rotation <= graceMillis { return .retried(session) }
-            let endedNow = try db.execute("""
-                UPDATE sessions SET ended_at = \(now), end_reason = \(SessionEndReason.refreshReused.rawValue)
-                WHERE app_id = \(appID) AND id = \(session.id) AND ended_at IS NULL
-                """) == 1
-            session.endedAt = now
-            return .reused(session, endedNow: endedNow)
+            return try rotatedBefore(db, presentedHash: presentedHash, successorHash: successorHash, graceMillis: graceMillis, now: now)
         }
+    }
+
+    /// A token that is not (or no longer) the current one of its session: unknown, a retry within
+    /// the grace window whose successor is still current (the same pair again), or reuse, which
+    /// ends the session.
+    private func rotatedBefore(_ db: any SQLConnection, presentedHash: String, successorHash: String, graceMillis: Int64, now: Int64) throws -> RefreshOutcome {
+        guard let row = try db.query("""
+            SELECT refresh_tokens.rotated_at AS token_rotated_at, sessions.*
+            FROM refresh_tokens JOIN sessions ON sessions.id = refresh_tokens.session_id
+            WHERE refresh_tokens.token_hash = \(presentedHash) AND refresh_tokens.app_id = \(appID) AND sessions.app_id = \(appID)
+            """).first
+        else { return .invalid }
+        var session = try sessionRecord(row)
+        if session.endedAt != nil || session.expiresAt <= now { return .invalid }
+        let rotation = try row.optionalInt64("token_rotated_at") ?? now
+        let successorIsCurrent = try !db.query("""
+            SELECT 1 AS current FROM refresh_tokens
+            WHERE token_hash = \(successorHash) AND app_id = \(appID) AND session_id = \(session.id) AND rotated_at IS NULL
+            """).isEmpty
+        if successorIsCurrent && now - rotation <= graceMillis { return .retried(session) }
+        let endedNow = try db.execute("""
+            UPDATE sessions SET ended_at = \(now), end_reason = \(SessionEndReason.refreshReused.rawValue)
+            WHERE app_id = \(appID) AND id = \(session.id) AND ended_at IS NULL
+            """) == 1
+        session.endedAt = now
+        return .reused(session, endedNow: endedNow)
     }
 
     func setAuthTime(_ id: SessionID, now: Int64) throws {

@@ -16,21 +16,28 @@ extension SQLAppScopedStore {
     }
 
     func addIdentity(_ user: UserID, _ identity: Identity) throws {
+        defer { changed(user) }
         do {
-            try database.execute("""
-                INSERT INTO identities (app_id, provider, subject, user_id, email, created_at)
-                VALUES (\(appID), \(identity.provider), \(identity.subject), \(user), \(identity.email), \(identity.createdAt))
-                """)
+            try database.transaction { db in
+                try db.execute("""
+                    INSERT INTO identities (app_id, provider, subject, user_id, email, created_at)
+                    VALUES (\(appID), \(identity.provider), \(identity.subject), \(user), \(identity.email), \(identity.createdAt))
+                    """)
+                try db.execute("UPDATE users SET changed_at = \(identity.createdAt) WHERE app_id = \(appID) AND id = \(user)")
+            }
         } catch let error as SQLError where error.kind == .uniqueViolation {
             throw GatehouseError(.credentialAlreadyInUse, "This sign-in method is already linked to an account of this app.")
         }
     }
 
     func removeIdentity(_ user: UserID, provider: String, now: Int64) throws -> Bool {
-        try database.transaction { db in
+        defer { changed(user) }
+        return try database.transaction { db in
             let removed = try db.execute("DELETE FROM identities WHERE app_id = \(appID) AND user_id = \(user) AND provider = \(provider)")
             if provider == "password" {
-                try db.execute("UPDATE users SET password_hash = NULL, updated_at = \(now) WHERE app_id = \(appID) AND id = \(user)")
+                try db.execute("UPDATE users SET password_hash = NULL, updated_at = \(now), changed_at = \(now) WHERE app_id = \(appID) AND id = \(user)")
+            } else {
+                try db.execute("UPDATE users SET changed_at = \(now) WHERE app_id = \(appID) AND id = \(user)")
             }
             return removed > 0
         }
@@ -38,8 +45,10 @@ extension SQLAppScopedStore {
 
     func fillNames(_ user: UserID, firstName: String?, lastName: String?, now: Int64) throws {
         guard firstName != nil || lastName != nil else { return }
+        defer { changed(user) }
         try database.execute("""
-            UPDATE users SET first_name = COALESCE(first_name, \(firstName)), last_name = COALESCE(last_name, \(lastName)), updated_at = \(now)
+            UPDATE users SET first_name = COALESCE(first_name, \(firstName)), last_name = COALESCE(last_name, \(lastName)), updated_at = \(now),
+                             changed_at = \(now)
             WHERE app_id = \(appID) AND id = \(user) AND first_name IS NULL AND last_name IS NULL
             """)
     }

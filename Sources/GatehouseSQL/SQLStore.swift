@@ -5,13 +5,16 @@ import GatehouseCrypto
 public final class SQLStore: Store {
     public let database: any SQLDatabase
     public let apps: any AppCatalog
+    private let userChanges: (any UserChangeObserver)?
 
-    public init(database: any SQLDatabase) {
+    /// - Parameter userChanges: told, after the commit, of every change to a user's account.
+    public init(database: any SQLDatabase, userChanges: (any UserChangeObserver)? = nil) {
         self.database = database
         self.apps = SQLAppCatalog(database: database)
+        self.userChanges = userChanges
     }
 
-    public func app(_ id: AppID) -> any AppScopedStore { SQLAppScopedStore(database: database, appID: id) }
+    public func app(_ id: AppID) -> any AppScopedStore { SQLAppScopedStore(database: database, appID: id, userChanges: userChanges) }
 
     public func ping() -> Bool { database.ping() }
 
@@ -22,6 +25,12 @@ public final class SQLStore: Store {
     public func sessionsEnded(since: Int64) throws -> [(SessionID, Int64)] {
         try database.query("SELECT id, ended_at FROM sessions WHERE ended_at >= \(since) ORDER BY ended_at").map {
             (SessionID(unchecked: try $0.string("id")), try $0.int64("ended_at"))
+        }
+    }
+
+    public func usersChanged(since: Int64) throws -> [(AppID, UserID)] {
+        try database.query("SELECT app_id, id FROM users WHERE changed_at >= \(since)").map {
+            (AppID(unchecked: try $0.string("app_id")), UserID(unchecked: try $0.string("id")))
         }
     }
 
@@ -86,6 +95,10 @@ struct SQLAppCatalog: AppCatalog {
 struct SQLAppScopedStore: AppScopedStore {
     let database: any SQLDatabase
     let appID: AppID
+    let userChanges: (any UserChangeObserver)?
+
+    /// After a committed change to the user's row or identities (which also set `users.changed_at`).
+    func changed(_ user: UserID) { userChanges?.userChanged(app: appID, user: user) }
 
     func updateSettings(json: String, allowedOrigins: [String], sourceChecksum: String?, now: Int64) throws -> AppRecord {
         try database.transaction { db in

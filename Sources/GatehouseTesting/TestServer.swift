@@ -14,14 +14,28 @@ public final class TestServer: @unchecked Sendable {  // immutable after init; H
     public let database: TestDatabase
     public let baseURL: String
     public let clock: any Clock
+    private let ownsDatabase: Bool
 
     /// Starts a server. `configure` may change the configuration before it opens; `environment`
     /// is what `Tenants/` files read `_env` secrets from.
-    public init(
+    public convenience init(
         _ kind: TestDatabaseKind, clock: any Clock = SystemClock(), environment: [String: String] = [:],
         configure: (inout Configuration) -> Void = { _ in }
     ) throws {
-        database = try TestDatabase.make(kind)
+        try self.init(database: try TestDatabase.make(kind), owningIt: true, clock: clock, environment: environment, configure: configure)
+    }
+
+    /// Starts another node on the database of `first`, as a second process of the same deployment
+    /// would be; stopping it leaves the database to `first`.
+    public convenience init(anotherNodeOf first: TestServer, clock: any Clock = SystemClock()) throws {
+        try self.init(database: first.database, owningIt: false, clock: clock, environment: [:], configure: { _ in })
+    }
+
+    private init(
+        database: TestDatabase, owningIt: Bool, clock: any Clock, environment: [String: String], configure: (inout Configuration) -> Void
+    ) throws {
+        self.database = database
+        ownsDatabase = owningIt
         var configuration = Configuration()
         configuration.database = database.configuration
         configuration.masterKey = Array(repeating: 7, count: 32)
@@ -39,7 +53,7 @@ public final class TestServer: @unchecked Sendable {  // immutable after init; H
             server = gatehouse.makeServer(host: "127.0.0.1", port: 0)
             try server.start()
         } catch {
-            database.drop()
+            if owningIt { database.drop() }
             throw error
         }
         baseURL = "http://127.0.0.1:\(server.port)"
@@ -48,7 +62,7 @@ public final class TestServer: @unchecked Sendable {  // immutable after init; H
     public func stop() {
         server.shutdown()
         gatehouse.close()
-        database.drop()
+        if ownsDatabase { database.drop() }
     }
 
     /// Sends a request; `json` is serialised as the body with `Content-Type: application/json`.

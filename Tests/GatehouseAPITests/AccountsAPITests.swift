@@ -371,6 +371,41 @@ struct AccountsAPITests {
 /// Gatehouse rejects every access token it should not accept.
 @Suite("Access tokens from outside")
 struct AccessTokenRejectionTests {
+    /// Each node keeps verified tokens and accounts in memory (`VerifiedTokens`, `AccountCache`):
+    /// what another node changes must still show, within the poll interval.
+    @Test(arguments: TestDatabase.kinds)
+    func anotherNodeSeesProfileChangesAndEndedSessionsWithinAboutASecond(_ kind: TestDatabaseKind) throws {
+        let first = try TestServer(kind)
+        defer { first.stop() }
+        let second = try TestServer(anotherNodeOf: first)
+        defer { second.stop() }
+        let app = try first.createApp(AccountsAPITests.roomy)
+        let token = try #require(try first.signUp(app)["access_token"]?.stringValue)
+        func me(_ node: TestServer) throws -> TestResponse { try node.request("GET", "/v1/me", appKey: app.appKey, bearer: token) }
+        // Both nodes have now checked the token and read the account.
+        #expect(try me(first).data?["first_name"] == .null)
+        #expect(try me(second).data?["first_name"] == .null)
+
+        #expect(try first.request("PATCH", "/v1/me", appKey: app.appKey, bearer: token, json: ["first_name": "Grace"]).status == 200)
+        // The node that made the change shows it at once; the other within its poll.
+        #expect(try me(first).data?["first_name"] == "Grace")
+        #expect(try eventually { try me(second).data?["first_name"] == "Grace" })
+
+        #expect(try first.request("POST", "/v1/auth/signout", appKey: app.appKey, bearer: token).status == 204)
+        #expect(try me(first).problemCode == "auth/session-revoked")
+        #expect(try eventually { try me(second).problemCode == "auth/session-revoked" })
+    }
+
+    /// True once `condition` holds, polling for up to 5 s.
+    private func eventually(_ condition: () throws -> Bool) throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return false
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func forgedExpiredAndForeignTokensAreRefused(_ kind: TestDatabaseKind) throws {
         let clock = ManualClock()

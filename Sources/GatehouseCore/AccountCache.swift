@@ -1,0 +1,135 @@
+import Synchronization
+
+/// Told by the store, after the commit, that a user's account (profile, sign-in time, password,
+/// identities) changed.
+public protocol UserChangeObserver: Sendable {
+    func userChanged(app: AppID, user: UserID)
+}
+
+/// Accounts (a user and their identities) recently read on this node, so that `GET /v1/me` and
+/// refresh do not read them from the database on every request.
+///
+/// How fresh an entry is:
+/// - this node's own changes drop the entry as soon as they commit (the store calls
+///   ``userChanged(app:user:)``);
+/// - changes made by other nodes are seen by polling `users.changed_at` once a second (one query
+///   per node, not per request), re-reading an overlap for late commits: they show here within
+///   about a second;
+/// - an entry is used for at most `maxAgeMillis`, and not at all while the poll has been failing
+///   for more than `stalePollMillis` (then every read goes to the database).
+///
+/// A read that races a change never stores what it read: every shard counts the invalidations it
+/// has seen, and a load stores its result only if none happened in its shard since it began.
+public final class AccountCache: UserChangeObserver, Sendable {
+    private struct Key: Hashable {
+        let app: AppID
+        let user: UserID
+    }
+
+    private struct Entry {
+        let user: User
+        let identities: [Identity]
+        let loadedAt: Int64
+    }
+
+    private struct ShardState {
+        var entries: [Key: Entry] = [:]
+        var generation: UInt64 = 0
+    }
+
+    private final class Shard: Sendable {
+        let state = Mutex(ShardState())
+    }
+
+    private let clock: any Clock
+    private let maxAgeMillis: Int64
+    private let shardCapacity: Int
+    private let pollEveryMillis: Int64
+    static let stalePollMillis: Int64 = 5_000
+    static let overlapMillis: Int64 = 5_000
+
+    private let shards: [Shard] = (0..<16).map { _ in Shard() }
+    private let lastPoll = Atomic<Int64>(0)
+    private let lastPollSuccess = Atomic<Int64>(Int64.min / 2)
+    private let polledUpTo: Mutex<Int64>
+    private let polling = Mutex(false)
+
+    /// - Parameters:
+    ///   - capacity: at most this many accounts are kept (about half a KiB each).
+    public init(clock: any Clock, maxAgeSeconds: Int64 = 60, capacity: Int = 16_384, pollEveryMillis: Int64 = 1000) {
+        self.clock = clock
+        self.maxAgeMillis = maxAgeSeconds * 1000
+        self.shardCapacity = max(1, capacity / 16)
+        self.pollEveryMillis = pollEveryMillis
+        polledUpTo = Mutex(clock.nowMillis() - Self.overlapMillis)
+    }
+
+    /// The user and their identities, from this cache or else from `store` (and then kept);
+    /// `nil` when the user does not exist.
+    public func account(app: AppID, user: UserID, store: any Store) throws -> (User, [Identity])? {
+        let now = clock.nowMillis()
+        pollIfDue(store, now: now)
+        let key = Key(app: app, user: user)
+        let shard = self.shard(key)
+        // Only while the poll is current can an entry be trusted to reflect other nodes' changes.
+        let usable = now - lastPollSuccess.load(ordering: .acquiring) <= Self.stalePollMillis
+        var generation: UInt64 = 0
+        if usable {
+            let hit = shard.state.withLock { state -> Entry? in
+                generation = state.generation
+                guard let entry = state.entries[key], now - entry.loadedAt < maxAgeMillis else { return nil }
+                return entry
+            }
+            if let hit { return (hit.user, hit.identities) }
+        }
+        guard let (loaded, identities) = try store.app(app).userWithIdentities(user) else { return nil }
+        if usable {
+            let entry = Entry(user: loaded, identities: identities, loadedAt: now)
+            shard.state.withLock { state in
+                guard state.generation == generation else { return }
+                if state.entries.count >= shardCapacity, state.entries[key] == nil {
+                    state.entries = state.entries.filter { now - $0.value.loadedAt < maxAgeMillis }
+                    // Still full: let an arbitrary entry go (dictionary order is hash order).
+                    if state.entries.count >= shardCapacity { state.entries.remove(at: state.entries.startIndex) }
+                }
+                state.entries[key] = entry
+            }
+        }
+        return (loaded, identities)
+    }
+
+    public func userChanged(app: AppID, user: UserID) {
+        invalidate(Key(app: app, user: user))
+    }
+
+    private func invalidate(_ key: Key) {
+        shard(key).state.withLock { state in
+            state.generation &+= 1
+            state.entries[key] = nil
+        }
+    }
+
+    private func shard(_ key: Key) -> Shard {
+        shards[Int(UInt(bitPattern: key.user.hashValue) % UInt(shards.count))]
+    }
+
+    /// Polls for other nodes' changes when due; one thread at a time, the others go on.
+    private func pollIfDue(_ store: any Store, now: Int64) {
+        guard now - lastPoll.load(ordering: .relaxed) >= pollEveryMillis else { return }
+        let mine = polling.withLock { busy -> Bool in
+            if busy { return false }
+            busy = true
+            return true
+        }
+        guard mine else { return }
+        defer { polling.withLock { $0 = false } }
+        lastPoll.store(now, ordering: .relaxed)
+        let since = polledUpTo.withLock { $0 }
+        guard let changed = try? store.usersChanged(since: since) else { return }
+        for (app, user) in changed { invalidate(Key(app: app, user: user)) }
+        // `changed_at` comes from the changing node's clock, before its commit: overlap so that
+        // a late commit or a skewed clock is still seen. Invalidating twice is harmless.
+        polledUpTo.withLock { $0 = max(since, now - Self.overlapMillis) }
+        lastPollSuccess.store(now, ordering: .releasing)
+    }
+}
