@@ -38,7 +38,7 @@ public final class AccountCache: UserChangeObserver, Sendable {
     }
 
     private final class Shard: Sendable {
-        let state = Mutex(ShardState())
+        let state = ReadWriteLock(ShardState())
     }
 
     private let clock: any Clock
@@ -75,7 +75,7 @@ public final class AccountCache: UserChangeObserver, Sendable {
         let usable = now - lastPollSuccess.load(ordering: .acquiring) <= Self.stalePollMillis
         var generation: UInt64 = 0
         if usable {
-            let hit = shard.state.withLock { state -> Entry? in
+            let hit = shard.state.read { state -> Entry? in
                 generation = state.generation
                 guard let entry = state.entries[key], now - entry.loadedAt < maxAgeMillis else { return nil }
                 return entry
@@ -85,7 +85,7 @@ public final class AccountCache: UserChangeObserver, Sendable {
         guard let (loaded, identities) = try store.app(app).userWithIdentities(user) else { return nil }
         if usable {
             let entry = Entry(user: loaded, identities: identities, loadedAt: now)
-            shard.state.withLock { state in
+            shard.state.write { state in
                 guard state.generation == generation else { return }
                 if state.entries.count >= shardCapacity, state.entries[key] == nil {
                     state.entries = state.entries.filter { now - $0.value.loadedAt < maxAgeMillis }
@@ -103,7 +103,7 @@ public final class AccountCache: UserChangeObserver, Sendable {
     }
 
     private func invalidate(_ key: Key) {
-        shard(key).state.withLock { state in
+        shard(key).state.write { state in
             state.generation &+= 1
             state.entries[key] = nil
         }

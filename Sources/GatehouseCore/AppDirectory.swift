@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Resolves app keys and ids to `AppContext`s, cached per node. A cached entry is trusted for
 /// `revalidateAfterMillis`; after that one cheap version query decides whether it is rebuilt.
 /// Changes made through this node invalidate at once; other nodes see them within that interval.
@@ -8,7 +6,7 @@ public final class AppDirectory: Sendable {
     private let sealer: SecretSealer
     private let clock: any Clock
     private let revalidateAfterMillis: Int64
-    private let state = Mutex(State())
+    private let state = ReadWriteLock(State())
 
     private struct State {
         var byID: [AppID: AppContext] = [:]
@@ -27,7 +25,7 @@ public final class AppDirectory: Sendable {
     /// The app using this public key, or nil.
     public func app(key: String) throws -> AppContext? {
         let now = clock.nowMillis()
-        let cached: AppContext?? = state.withLock { s in
+        let cached: AppContext?? = state.read { s in
             if let id = s.idByKey[key] { return s.byID[id] }
             if let at = s.unknownKeys[key], now - at < revalidateAfterMillis { return .some(nil) }
             return nil
@@ -37,7 +35,7 @@ public final class AppDirectory: Sendable {
         case .some(.none): return nil
         case .none:
             guard let record = try store.apps.find(appKey: key) else {
-                state.withLock { s in
+                state.write { s in
                     if s.unknownKeys.count > 10_000 { s.unknownKeys.removeAll() }
                     s.unknownKeys[key] = now
                 }
@@ -50,14 +48,14 @@ public final class AppDirectory: Sendable {
     /// The app with this id, or nil.
     public func app(id: AppID) throws -> AppContext? {
         let now = clock.nowMillis()
-        if let context = state.withLock({ $0.byID[id] }) { return try revalidated(context, now: now) }
+        if let context = state.read({ $0.byID[id] }) { return try revalidated(context, now: now) }
         guard let record = try store.apps.find(id: id) else { return nil }
         return try remember(record, now: now)
     }
 
     /// Forgets an app so that the next request reads it afresh.
     public func invalidate(_ id: AppID) {
-        state.withLock { s in
+        state.write { s in
             if let context = s.byID.removeValue(forKey: id) { s.idByKey.removeValue(forKey: context.record.appKey) }
             s.unknownKeys.removeAll()
         }
@@ -71,7 +69,7 @@ public final class AppDirectory: Sendable {
         }
         if version == context.record.version {
             let refreshed = AppContext(copying: context, checkedAt: now)
-            state.withLock { $0.byID[context.id] = refreshed }
+            state.write { $0.byID[context.id] = refreshed }
             return refreshed
         }
         guard let record = try store.apps.find(id: context.id) else { return nil }
@@ -90,7 +88,7 @@ public final class AppDirectory: Sendable {
         }
         let keys = try store.app(record.id).signingKeys(now: now)
         let context = try AppContext(record: record, settings: settings, keys: keys, sealer: sealer, checkedAt: now)
-        state.withLock { s in
+        state.write { s in
             if let old = s.byID[record.id], old.record.appKey != record.appKey { s.idByKey.removeValue(forKey: old.record.appKey) }
             s.byID[record.id] = context
             s.idByKey[record.appKey] = record.id

@@ -19,7 +19,7 @@ public final class RevocationList: Sendable {
     private let polling = Mutex(false)
 
     private final class Shard: Sendable {
-        let ended = Mutex<[SessionID: Int64]>([:])
+        let ended = ReadWriteLock<[SessionID: Int64]>([:])
     }
 
     public init(store: any Store, clock: any Clock, pollEveryMillis: Int64 = 1000) {
@@ -33,12 +33,12 @@ public final class RevocationList: Sendable {
     /// Records sessions this node has just ended.
     public func add(_ ids: [SessionID]) {
         let now = clock.nowMillis()
-        for id in ids { shard(id).ended.withLock { $0[id] = now } }
+        for id in ids { shard(id).ended.write { $0[id] = now } }
     }
 
     public func isEnded(_ id: SessionID) -> Bool {
         pollIfDue()
-        return shard(id).ended.withLock { $0[id] != nil }
+        return shard(id).ended.read { $0[id] != nil }
     }
 
     private func shard(_ id: SessionID) -> Shard {
@@ -58,13 +58,13 @@ public final class RevocationList: Sendable {
         defer { polling.withLock { $0 = false } }
         let since = polledUpTo.withLock { $0 }
         guard let ended = try? store.sessionsEnded(since: since) else { return }
-        for (id, at) in ended { shard(id).ended.withLock { $0[id] = at } }
+        for (id, at) in ended { shard(id).ended.write { $0[id] = at } }
         // Overlap generously: `ended_at` comes from the ending node's clock, before its commit, so a
         // late commit or a skewed clock must still be caught. Re-reading is harmless (a set).
         polledUpTo.withLock { $0 = max(since, now - Self.overlapMillis) }
         lastPoll.store(now, ordering: .relaxed)
         for shard in shards {
-            shard.ended.withLock { entries in
+            shard.ended.write { entries in
                 if entries.count > 1_000 { entries = entries.filter { now - $0.value < keepMillis } }
             }
         }

@@ -1,5 +1,4 @@
 import GatehouseCrypto
-import Synchronization
 
 /// The claims Gatehouse relies on in its own access tokens.
 public struct AccessClaims: Sendable {
@@ -114,7 +113,7 @@ final class VerifiedTokens: Sendable {
     }
 
     private final class Shard: Sendable {
-        let entries = Mutex<[String: Entry]>([:])
+        let entries = ReadWriteLock<[String: Entry]>([:])
     }
 
     private let shards: [Shard] = (0..<16).map { _ in Shard() }
@@ -125,11 +124,11 @@ final class VerifiedTokens: Sendable {
     }
 
     func lookup(_ token: String) -> Entry? {
-        shard(token).entries.withLock { $0[token] }
+        shard(token).entries.read { $0[token] }
     }
 
     func remember(_ token: String, _ entry: Entry, now: Int64) {
-        shard(token).entries.withLock { entries in
+        shard(token).entries.write { entries in
             if entries.count >= shardCapacity, entries[token] == nil {
                 entries = entries.filter { now < $0.value.claims.expiresAt }
                 if entries.count >= shardCapacity { entries.remove(at: entries.startIndex) }

@@ -10,21 +10,16 @@
 ///   they differ wins (`/users/me` before `/users/{id}`).
 /// - Methods are compared exactly (`"GET"`, not `"get"`).
 public struct Router<Handler: Sendable>: Sendable {
-    private enum Segment: Sendable, Hashable {
-        case literal(String)
-        case parameter(String)
-    }
-
     private struct Route: Sendable {
         let method: String
         let pattern: String
-        let segments: [Segment]
+        let path: PathPattern
         let handler: Handler
     }
 
     private var routes: [Route] = []
-    /// Routes by their number of segments: a path is only compared with routes of its length.
-    private var routesByLength: [Int: [Route]] = [:]
+    /// Route indices by their number of segments: a path is only compared with routes of its length.
+    private var routesByLength: [Int: [Int]] = [:]
 
     /// Creates an empty router.
     public init() {}
@@ -35,37 +30,33 @@ public struct Router<Handler: Sendable>: Sendable {
     /// parameter name used twice) and on a second route with the same method and the same
     /// pattern shape (`/a/{x}` and `/a/{y}` count as the same).
     public mutating func add(_ method: String, _ pattern: String, _ handler: Handler) {
-        let segments = Self.parse(pattern: pattern)
-        let shape = Self.shape(segments)
+        let path = PathPattern(pattern)
         precondition(
-            !routes.contains { $0.method == method && Self.shape($0.segments) == shape },
+            !routes.contains { $0.method == method && $0.path.shape == path.shape },
             "Router: duplicate route \(method) \(pattern)")
-        let route = Route(method: method, pattern: pattern, segments: segments, handler: handler)
-        routes.append(route)
-        routesByLength[segments.count, default: []].append(route)
+        routesByLength[path.segments.count, default: []].append(routes.count)
+        routes.append(Route(method: method, pattern: pattern, path: path, handler: handler))
     }
 
     /// Finds the route for `method` and `path` (the path without its query string).
     public func match(method: String, path: String) -> RouteMatch<Handler> {
-        let pathSegments = path.utf8.first == UInt8(ascii: "/")
-            ? path.dropFirst().split(separator: "/", omittingEmptySubsequences: false) : nil
-        guard let pathSegments else { return .notFound }
-
-        var best: (route: Route, parameters: [String: String])?
+        guard path.utf8.first == UInt8(ascii: "/") else { return .notFound }
+        let pathSegments = path.utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        var best: (index: Int, parameters: [String: String])?
         var allowed: Set<String> = []
-        for route in routesByLength[pathSegments.count] ?? [] {
-            guard let parameters = Self.bind(route.segments, to: pathSegments) else { continue }
+        for index in routesByLength[pathSegments.count] ?? [] {
+            let route = routes[index]
+            guard let parameters = route.path.bind(pathSegments) else { continue }
             guard route.method == method else {
                 allowed.insert(route.method)
                 continue
             }
-            if let current = best, !Self.isMoreSpecific(route.segments, than: current.route.segments) {
-                continue
-            }
-            best = (route, parameters)
+            if let current = best, !route.path.isMoreSpecific(than: routes[current.index].path) { continue }
+            best = (index, parameters)
         }
         if let best {
-            return .matched(best.route.handler, parameters: best.parameters, pattern: best.route.pattern)
+            let route = routes[best.index]
+            return .matched(route.handler, parameters: best.parameters, pattern: route.pattern)
         }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed.sorted())
     }
@@ -74,11 +65,21 @@ public struct Router<Handler: Sendable>: Sendable {
     public var operations: [(method: String, pattern: String)] {
         routes.map { (method: $0.method, pattern: $0.pattern) }
     }
+}
 
-    private static func parse(pattern: String) -> [Segment] {
+/// A parsed route pattern; not generic, so matching runs as specialised code.
+struct PathPattern: Sendable {
+    enum Segment: Sendable, Hashable {
+        case literal([UInt8])
+        case parameter(String)
+    }
+
+    let segments: [Segment]
+
+    init(_ pattern: String) {
         precondition(pattern.hasPrefix("/"), "Router: pattern must start with '/': \(pattern)")
         var names: Set<String> = []
-        return pattern.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map { raw in
+        segments = pattern.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map { raw in
             if raw.hasPrefix("{") || raw.hasSuffix("}") || raw.contains("{") || raw.contains("}") {
                 precondition(
                     raw.count > 2 && raw.hasPrefix("{") && raw.hasSuffix("}")
@@ -88,41 +89,38 @@ public struct Router<Handler: Sendable>: Sendable {
                 precondition(names.insert(name).inserted, "Router: parameter \(name) used twice in \(pattern)")
                 return .parameter(name)
             }
-            return .literal(String(raw))
+            return .literal(Array(raw.utf8))
         }
     }
 
-    private static func shape(_ segments: [Segment]) -> [Segment] {
+    /// The pattern with parameter names erased: `/a/{x}` and `/a/{y}` have the same shape.
+    var shape: [Segment] {
         segments.map {
             if case .parameter = $0 { return .parameter("") }
             return $0
         }
     }
 
-    private static func bind(_ segments: [Segment], to path: [Substring]) -> [String: String]? {
+    func bind(_ path: [Substring.UTF8View.SubSequence]) -> [String: String]? {
         guard segments.count == path.count else { return nil }
         // Literals first, byte-wise: most routes fail here, before anything is decoded or allocated.
-        for (segment, raw) in zip(segments, path) {
-            if case .literal(let literal) = segment, !raw.utf8.elementsEqual(literal.utf8) { return nil }
+        for index in segments.indices {
+            if case .literal(let literal) = segments[index], !path[index].elementsEqual(literal) { return nil }
         }
         var parameters: [String: String] = [:]
-        for (segment, raw) in zip(segments, path) {
-            switch segment {
-            case .literal:
-                continue
-            case .parameter(let name):
-                guard !raw.isEmpty, let value = PercentDecoding.decode(raw), !value.isEmpty,
-                    !value.contains("/")
-                else { return nil }
-                parameters[name] = value
-            }
+        for index in segments.indices {
+            guard case .parameter(let name) = segments[index] else { continue }
+            let raw = Substring(path[index])
+            guard !raw.isEmpty, let value = PercentDecoding.decode(raw), !value.isEmpty, !value.contains("/") else { return nil }
+            parameters[name] = value
         }
         return parameters
     }
 
-    private static func isMoreSpecific(_ a: [Segment], than b: [Segment]) -> Bool {
-        for (x, y) in zip(a, b) {
-            switch (x, y) {
+    /// True when this pattern has a literal at the first position where the two differ in kind.
+    func isMoreSpecific(than other: PathPattern) -> Bool {
+        for index in segments.indices where index < other.segments.count {
+            switch (segments[index], other.segments[index]) {
             case (.literal, .parameter): return true
             case (.parameter, .literal): return false
             default: continue
