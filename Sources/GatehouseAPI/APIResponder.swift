@@ -123,6 +123,7 @@ final class APIResponder: HTTPResponder {
     }
 
     private func isJSON(_ contentType: String?) -> Bool {
+        if contentType == "application/json" { return true }  // what nearly every client sends
         guard let mediaType = mediaType(contentType) else { return false }
         return mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
     }

@@ -42,18 +42,33 @@ public enum JWT {
     /// Signs `payload` and returns `header.payload.signature`, with header JSON
     /// `{"alg":…,"kid":…,"typ":…}` (`typ` omitted when `nil`).
     public static func sign(payload: [UInt8], key: SigningKey, kid: String, type: String? = nil) throws(CryptoError) -> String {
-        let header = Header(alg: key.algorithm.rawValue, kid: kid, typ: type)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]  // alg, kid, typ
-        let headerJSON: Data
-        do {
-            headerJSON = try encoder.encode(header)
-        } catch {
-            throw CryptoError(.internalFailure, "cannot encode JWS header")
-        }
-        let signingInput = Base64URL.encode(headerJSON) + "." + Base64URL.encode(payload)
+        // Written by hand (sorted keys: alg, kid, typ) rather than with JSONEncoder: this runs for
+        // every token issued, and the three members are plain strings.
+        var headerJSON = #"{"alg":"# + quoted(key.algorithm.rawValue) + #","kid":"# + quoted(kid)
+        if let type { headerJSON += #","typ":"# + quoted(type) }
+        headerJSON += "}"
+        let signingInput = Base64URL.encode(Array(headerJSON.utf8)) + "." + Base64URL.encode(payload)
         let signature = try key.sign(Array(signingInput.utf8))
         return signingInput + "." + Base64URL.encode(signature)
+    }
+
+    /// `text` as a JSON string literal: quotes, backslashes and control characters escaped.
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
     }
 
     /// Splits and base64url-decodes a compact JWS. Throws ``CryptoError/Code/malformedInput`` for

@@ -27,12 +27,15 @@ public struct SQLError: Error, Sendable, CustomStringConvertible {
     /// The constraint or index the database named, when it said (PostgreSQL's constraint
     /// name; SQLite's `table.column` list from "UNIQUE constraint failed: t.col").
     public let constraint: String?
+    /// PostgreSQL's SQLSTATE (`23505`, …) when the server sent one.
+    public let state: String?
 
     /// Creates an error.
-    public init(kind: Kind, message: String, constraint: String? = nil) {
+    public init(kind: Kind, message: String, constraint: String? = nil, state: String? = nil) {
         self.kind = kind
         self.message = message
         self.constraint = constraint
+        self.state = state
     }
 
     /// A ``Kind/decoding`` error naming the column.

@@ -13,6 +13,17 @@ final class PostgresConnection: PooledConnection, SQLConnection {
     let dialect = SQLDialect.postgres
     private let handle: OpaquePointer
     private let secret: Secret
+    /// Statements this connection has prepared, by text and parameter types: the server parses
+    /// and plans each once per connection instead of on every execution. Bounded, since a
+    /// statement's text may vary (optional clauses); past the bound statements run unprepared.
+    private var prepared: [PreparedKey: String] = [:]
+    private var preparedCount = 0
+    static let maxPrepared = 256
+
+    private struct PreparedKey: Hashable {
+        let text: String
+        let types: [Oid]
+    }
 
     /// Connects with `url` (a `postgres://` URL or `key=value` string); `application_name`
     /// defaults to `gatehouse` and `client_encoding` is UTF-8.
@@ -95,20 +106,54 @@ final class PostgresConnection: PooledConnection, SQLConnection {
                 values.append(buffer); lengths.append(Int32(bytes.count)); formats.append(1); types.append(Self.byteaOID)
             }
         }
-        let result = values.withUnsafeBufferPointer { valuePointers in
-            valuePointers.withMemoryRebound(to: UnsafePointer<CChar>?.self) { valuePointers in
-                PQexecParams(
-                    handle, text, Int32(binds.count), types, valuePointers.baseAddress, lengths, formats, 0)
+        let key = PreparedKey(text: text, types: types)
+        func execute(prepared name: String?) -> OpaquePointer? {
+            values.withUnsafeBufferPointer { valuePointers in
+                valuePointers.withMemoryRebound(to: UnsafePointer<CChar>?.self) { valuePointers in
+                    if let name {
+                        PQexecPrepared(handle, name, Int32(binds.count), valuePointers.baseAddress, lengths, formats, 0)
+                    } else {
+                        PQexecParams(handle, text, Int32(binds.count), types, valuePointers.baseAddress, lengths, formats, 0)
+                    }
+                }
             }
         }
-        guard let result else { throw noResultError() }
+        let name = try preparedName(for: key)
+        guard let result = execute(prepared: name) else { throw noResultError() }
         do {
             try check(result)
         } catch {
             PQclear(result)
-            throw error
+            // A prepared statement that no longer fits (a migration changed a `SELECT *` table:
+            // "cached plan must not change result type") or is gone (the session was reset): forget
+            // it, and outside a transaction run the statement once more, unprepared.
+            guard let name, error.state == "0A000" || error.state == "26000" else { throw error }
+            prepared[key] = nil
+            PQclear(PQexec(handle, "DEALLOCATE \(name)"))
+            guard PQtransactionStatus(handle) == PQTRANS_IDLE, let retry = execute(prepared: nil) else { throw error }
+            do {
+                try check(retry)
+            } catch {
+                PQclear(retry)
+                throw error
+            }
+            return retry
         }
         return result
+    }
+
+    /// The name of the prepared statement for `key`, preparing it first if needed; `nil` once the
+    /// connection holds ``maxPrepared`` statements.
+    private func preparedName(for key: PreparedKey) throws(SQLError) -> String? {
+        if let name = prepared[key] { return name }
+        guard prepared.count < Self.maxPrepared else { return nil }
+        preparedCount += 1
+        let name = "gh_\(preparedCount)"
+        let result = PQprepare(handle, name, key.text, Int32(key.types.count), key.types)
+        defer { PQclear(result) }
+        try check(result)
+        prepared[key] = name
+        return name
     }
 
     private static func cString(_ string: String) -> UnsafeMutablePointer<CChar> {
@@ -194,7 +239,7 @@ final class PostgresConnection: PooledConnection, SQLConnection {
         case _ where state.hasPrefix("08"): kind = .connection
         default: kind = PQstatus(handle) == CONNECTION_OK ? .other : .connection
         }
-        return SQLError(kind: kind, message: message, constraint: constraint)
+        return SQLError(kind: kind, message: message, constraint: constraint, state: state)
     }
 }
 

@@ -22,6 +22,14 @@ import Testing
         #expect(String(decoding: try JWT.parse(token).headerJSON, as: UTF8.self) == #"{"alg":"ES256","kid":"k"}"#)
     }
 
+    @Test func headerStringsAreEscaped() throws {
+        let kid = "k\"\\/\u{1}\n é"
+        let token = try JWT.sign(payload: payload, key: try SigningKey.generate(.es256), kid: kid, type: "at+jwt")
+        let parsed = try JWT.parse(token)
+        #expect(parsed.header.kid == kid)
+        #expect(String(decoding: parsed.headerJSON, as: UTF8.self) == #"{"alg":"ES256","kid":"k\"\\/\u0001\n é","typ":"at+jwt"}"#)
+    }
+
     @Test(arguments: ["a.b", "a.b.c.d", "", "..", "abc"])
     func parseRejectsWrongPartCounts(_ token: String) {
         #expect { try JWT.parse(token) } throws: { ($0 as? CryptoError)?.code == .malformedInput }

@@ -48,4 +48,29 @@ import Testing
             #expect(try row.int("small") == 2)
         }
     }
+
+    /// Statements are prepared once per connection; a migration that changes a table under a
+    /// prepared `SELECT *` (another node's, in a rolling deploy) must not break the next call.
+    @Test(.enabled(if: DatabaseKind.all.contains { $0.name == "postgres" }))
+    func aPreparedStatementSurvivesAChangedTable() throws {
+        try withDatabase(.postgres, poolSize: 1) { test in
+            let db = test.database
+            try db.execute("CREATE TABLE widgets (id BIGINT PRIMARY KEY)")
+            try db.execute("INSERT INTO widgets (id) VALUES (\(1))")
+            let select: SQL = "SELECT * FROM widgets WHERE id = \(1)"
+            #expect(try db.query(select).first?.int64("id") == 1)
+            #expect(try db.query(select).first?.int64("id") == 1)
+            let other = try test.openAnother()
+            defer { other.close() }
+            try other.execute("ALTER TABLE widgets ADD COLUMN colour TEXT NOT NULL DEFAULT 'blue'")
+            let row = try #require(try db.query(select).first)
+            #expect(try row.string("colour") == "blue")
+            #expect(try db.query(select).first?.string("colour") == "blue")
+            // Inside a transaction the statement cannot be run again (the transaction is aborted):
+            // that transaction fails, the next statement works.
+            try other.execute("ALTER TABLE widgets ADD COLUMN size BIGINT NOT NULL DEFAULT 3")
+            #expect(throws: SQLError.self) { try db.transaction { connection in try connection.query(select).count } }
+            #expect(try db.query(select).first?.int64("size") == 3)
+        }
+    }
 }
