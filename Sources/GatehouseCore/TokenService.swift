@@ -51,7 +51,9 @@ public final class TokenService: Sendable {
     /// app's algorithm only, issuer, audience, expiry (no leeway), and that its session has not ended.
     public func verifyAccessToken(_ token: String, app: AppContext) throws(GatehouseError) -> AccessClaims {
         let claims: AccessClaims
-        if let known = verified.lookup(token), known.app == app.id, known.algorithm == app.settings.signingAlgorithm,
+        // Swift compares strings by canonical equivalence (U+212A KELVIN SIGN equals "K"): only an
+        // ASCII token, as every valid one is, may match a remembered one, so a match is byte for byte.
+        if token.utf8.allSatisfy({ $0 < 0x80 }), let known = verified.lookup(token), known.app == app.id, known.algorithm == app.settings.signingAlgorithm,
             let key = app.verificationKeys[known.kid], key === known.key
         {
             // Checked before, byte for byte, against a key the app still publishes.

@@ -421,6 +421,10 @@ struct AccessTokenRejectionTests {
         func code(_ bearer: String) throws -> String? { try server.request("GET", "/v1/me", appKey: app.appKey, bearer: bearer).problemCode }
         #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: token).status == 200)
         #expect(try code(foreign) == "auth/invalid-token")
+        // Swift's String equality is canonical equivalence: KELVIN SIGN equals "K". The token just
+        // verified (and remembered) must not vouch for a different byte string.
+        let k = try #require(token.firstIndex(of: "K"), "a ~700-character base64url token without a K")
+        #expect(try code(token.replacingCharacters(in: k...k, with: "\u{212A}")) == "auth/invalid-token")
         // alg none.
         #expect(try code(Base64URL.encode(#"{"alg":"none","typ":"at+jwt"}"#.utf8) + "." + parts[1] + ".") == "auth/invalid-token")
         // HS256 with the app's public key as the secret.
