@@ -44,15 +44,13 @@ public final class AccountCache: UserChangeObserver, Sendable {
     private let clock: any Clock
     private let maxAgeMillis: Int64
     private let shardCapacity: Int
-    private let pollEveryMillis: Int64
     static let stalePollMillis: Int64 = 5_000
     static let overlapMillis: Int64 = 5_000
 
     private let shards: [Shard] = (0..<16).map { _ in Shard() }
-    private let lastPoll = Atomic<Int64>(0)
+    private let schedule: PollSchedule
     private let lastPollSuccess = Atomic<Int64>(Int64.min / 2)
     private let polledUpTo: Mutex<Int64>
-    private let polling = Mutex(false)
 
     /// - Parameters:
     ///   - capacity: at most this many accounts are kept (about half a KiB each).
@@ -60,7 +58,7 @@ public final class AccountCache: UserChangeObserver, Sendable {
         self.clock = clock
         self.maxAgeMillis = maxAgeSeconds * 1000
         self.shardCapacity = max(1, capacity / 16)
-        self.pollEveryMillis = pollEveryMillis
+        schedule = PollSchedule(everyMillis: pollEveryMillis)
         polledUpTo = Mutex(clock.nowMillis() - Self.overlapMillis)
     }
 
@@ -68,7 +66,7 @@ public final class AccountCache: UserChangeObserver, Sendable {
     /// `nil` when the user does not exist.
     public func account(app: AppID, user: UserID, store: any Store) throws -> (User, [Identity])? {
         let now = clock.nowMillis()
-        pollIfDue(store, now: now)
+        schedule.runIfDue(now: now) { poll(store, now: now) }
         let key = Key(app: app, user: user)
         let shard = self.shard(key)
         // Only while the poll is current can an entry be trusted to reflect other nodes' changes.
@@ -113,17 +111,8 @@ public final class AccountCache: UserChangeObserver, Sendable {
         shards[Int(UInt(bitPattern: key.user.hashValue) % UInt(shards.count))]
     }
 
-    /// Polls for other nodes' changes when due; one thread at a time, the others go on.
-    private func pollIfDue(_ store: any Store, now: Int64) {
-        guard now - lastPoll.load(ordering: .relaxed) >= pollEveryMillis else { return }
-        let mine = polling.withLock { busy -> Bool in
-            if busy { return false }
-            busy = true
-            return true
-        }
-        guard mine else { return }
-        defer { polling.withLock { $0 = false } }
-        lastPoll.store(now, ordering: .relaxed)
+    /// Drops the accounts other nodes changed since the last poll (and an overlap).
+    private func poll(_ store: any Store, now: Int64) {
         let since = polledUpTo.withLock { $0 }
         guard let changed = try? store.usersChanged(since: since) else { return }
         for (app, user) in changed { invalidate(Key(app: app, user: user)) }

@@ -7,16 +7,14 @@ import Synchronization
 public final class RevocationList: Sendable {
     private let store: any Store
     private let clock: any Clock
-    private let pollEveryMillis: Int64
     private let keepMillis: Int64 = (86400 + 60) * 1000
     static let overlapMillis: Int64 = 15_000
 
     /// Every authenticated request looks here, from every worker thread: the set is split into
     /// shards by session id so that lookups rarely meet on one lock, and "is a poll due" is an atomic.
     private let shards: [Shard] = (0..<16).map { _ in Shard() }
-    private let lastPoll = Atomic<Int64>(0)
+    private let schedule: PollSchedule
     private let polledUpTo: Mutex<Int64>
-    private let polling = Mutex(false)
 
     private final class Shard: Sendable {
         let ended = ReadWriteLock<[SessionID: Int64]>([:])
@@ -25,7 +23,7 @@ public final class RevocationList: Sendable {
     public init(store: any Store, clock: any Clock, pollEveryMillis: Int64 = 1000) {
         self.store = store
         self.clock = clock
-        self.pollEveryMillis = pollEveryMillis
+        schedule = PollSchedule(everyMillis: pollEveryMillis)
         // Sessions that ended before this node started may still have live access tokens.
         polledUpTo = Mutex(clock.nowMillis() - keepMillis)
     }
@@ -45,24 +43,18 @@ public final class RevocationList: Sendable {
         shards[Int(UInt(bitPattern: id.hashValue) % UInt(shards.count))]
     }
 
-    /// Polls when due. Only one thread polls at a time; the others use what is known.
     private func pollIfDue() {
         let now = clock.nowMillis()
-        guard now - lastPoll.load(ordering: .relaxed) >= pollEveryMillis else { return }
-        let mine = polling.withLock { busy -> Bool in
-            if busy { return false }
-            busy = true
-            return true
-        }
-        guard mine else { return }
-        defer { polling.withLock { $0 = false } }
+        schedule.runIfDue(now: now) { poll(now: now) }
+    }
+
+    private func poll(now: Int64) {
         let since = polledUpTo.withLock { $0 }
         guard let ended = try? store.sessionsEnded(since: since) else { return }
         for (id, at) in ended { shard(id).ended.write { $0[id] = at } }
         // Overlap generously: `ended_at` comes from the ending node's clock, before its commit, so a
         // late commit or a skewed clock must still be caught. Re-reading is harmless (a set).
         polledUpTo.withLock { $0 = max(since, now - Self.overlapMillis) }
-        lastPoll.store(now, ordering: .relaxed)
         for shard in shards {
             shard.ended.write { entries in
                 if entries.count > 1_000 { entries = entries.filter { now - $0.value < keepMillis } }
