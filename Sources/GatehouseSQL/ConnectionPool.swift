@@ -142,3 +142,17 @@ public final class ConnectionPool<Connection: PooledConnection>: @unchecked Send
         if !reuse { connection.close() }
     }
 }
+
+extension ConnectionPool where Connection: SQLConnection {
+    /// `true` when `SELECT 1` succeeds, waiting at most a second for a connection: the drivers'
+    /// liveness probe for `/readyz`.
+    public func ping() -> Bool {
+        do {
+            return try withConnection(timeout: 1) { connection in
+                try connection.query("SELECT 1 AS ok").first?.int64("ok") == 1
+            }
+        } catch {
+            return false
+        }
+    }
+}
