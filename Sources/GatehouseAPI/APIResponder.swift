@@ -44,7 +44,7 @@ final class APIResponder: HTTPResponder {
                 return .respond(
                     finish(request, route: pattern, start: .now, problem(.unsupportedMediaType, "Send the body as application/x-www-form-urlencoded.", request)))
             }
-            return .readBody(limit: Self.jsonBodyLimit)
+            return .readBody(limit: Self.jsonBodyLimit, offload: route.hashesPassword)
         }
     }
 
@@ -74,6 +74,13 @@ final class APIResponder: HTTPResponder {
 
     func badRequest(_ request: HTTPRequest, reason: String) -> HTTPResponse {
         finish(request, route: "unmatched", start: .now, problem(.malformedRequest, reason, request))
+    }
+
+    func busy(_ request: HTTPRequest) -> HTTPResponse {
+        let error = GatehouseError(.busy, "Too many sign-ins are waiting; retry shortly.", retryAfter: 1)
+        var pattern = "unmatched"
+        if case .matched(_, _, let matched) = router.match(method: request.method, path: request.path) { pattern = matched }
+        return finish(request, route: pattern, start: .now, Problem.response(error, instance: request.path, requestID: Self.requestID(request)))
     }
 
     func uriTooLong(_ request: HTTPRequest) -> HTTPResponse {

@@ -10,11 +10,11 @@ struct AuthController {
     static let refreshCookie = "gh_refresh"
 
     func register(_ routes: inout Routes) {
-        routes.post("/v1/auth/signup", signUp)
-        routes.post("/v1/auth/signin", signIn)
+        routes.post("/v1/auth/signup", hashesPassword: true, signUp)
+        routes.post("/v1/auth/signin", hashesPassword: true, signIn)
         routes.post("/v1/auth/refresh", refresh)
         routes.post("/v1/auth/signout", signOut)
-        routes.post("/v1/auth/reauthenticate", reauthenticate)
+        routes.post("/v1/auth/reauthenticate", hashesPassword: true, reauthenticate)
     }
 
     func signUp(_ request: Request) throws -> HTTPResponse {

@@ -67,8 +67,9 @@ public final class Gatehouse: Sendable {
                 memoryKiB: UInt32(configuration.argon2MemoryKiB), iterations: UInt32(configuration.argon2Iterations),
                 parallelism: UInt32(configuration.argon2Parallelism)),
             permits: configuration.hashConcurrency,
-            // Waiting sign-ins hold HTTP workers: let them take at most half of the workers.
-            maxQueued: max(configuration.hashConcurrency, configuration.httpThreads / 2 - configuration.hashConcurrency))
+            // Password routes run on the HTTP server's offload threads, two per permit (one
+            // hashing, one at the database or ready): so at most as many wait as hash.
+            maxQueued: configuration.hashConcurrency)
         accounts = AccountService(store: store, cache: accountCache, tokens: tokens, hasher: hasher, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds)
 
         let outbound = OutboundHTTPClient()
@@ -101,6 +102,11 @@ public final class Gatehouse: Sendable {
         http.host = host ?? configuration.listenHost
         http.port = port ?? configuration.listenPort
         http.threadCount = configuration.httpThreads
+        // Requests that hash passwords wait on their own threads, their connections suspended,
+        // so a sign-in flood never holds the workers that answer refresh and /me. About a
+        // second of sign-ins may queue; more are answered 503 server/busy at once.
+        http.offloadThreads = 2 * configuration.hashConcurrency
+        http.offloadQueueLimit = 64 * configuration.hashConcurrency
         http.connectionLimit = configuration.connectionLimit
         http.perIPConnectionLimit = configuration.perIPConnectionLimit
         http.connectionTimeoutSeconds = configuration.connectionTimeoutSeconds

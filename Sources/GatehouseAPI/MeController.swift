@@ -11,9 +11,9 @@ struct MeController {
         routes.patch("/v1/me", updateMe)
         routes.get("/v1/me/sessions", sessions)
         routes.delete("/v1/me/sessions/{id}", endSession)
-        routes.put("/v1/me/password", changePassword)
+        routes.put("/v1/me/password", hashesPassword: true, changePassword)
         routes.get("/v1/me/identities", identities)
-        routes.post("/v1/me/identities/password", addPassword)
+        routes.post("/v1/me/identities/password", hashesPassword: true, addPassword)
     }
 
     func me(_ request: Request) throws -> HTTPResponse {

@@ -17,10 +17,14 @@ public struct Route: Sendable {
     }
 
     public let body: Body
+    /// Answered on the server's offload threads, not on an HTTP worker: the handler hashes a
+    /// password and may wait for the hasher (ADR 0004).
+    public let hashesPassword: Bool
     public let handler: Handler
 
-    public init(body: Body, handler: @escaping Handler) {
+    public init(body: Body, hashesPassword: Bool = false, handler: @escaping Handler) {
         self.body = body
+        self.hashesPassword = hashesPassword
         self.handler = handler
     }
 }
@@ -31,9 +35,11 @@ public struct Routes {
 
     public mutating func get(_ pattern: String, _ handler: @escaping Handler) { router.add("GET", pattern, Route(body: .none, handler: handler)) }
     public mutating func delete(_ pattern: String, _ handler: @escaping Handler) { router.add("DELETE", pattern, Route(body: .none, handler: handler)) }
-    public mutating func post(_ pattern: String, body: Route.Body = .json, _ handler: @escaping Handler) {
-        router.add("POST", pattern, Route(body: body, handler: handler))
+    public mutating func post(_ pattern: String, body: Route.Body = .json, hashesPassword: Bool = false, _ handler: @escaping Handler) {
+        router.add("POST", pattern, Route(body: body, hashesPassword: hashesPassword, handler: handler))
     }
     public mutating func patch(_ pattern: String, _ handler: @escaping Handler) { router.add("PATCH", pattern, Route(body: .json, handler: handler)) }
-    public mutating func put(_ pattern: String, _ handler: @escaping Handler) { router.add("PUT", pattern, Route(body: .json, handler: handler)) }
+    public mutating func put(_ pattern: String, hashesPassword: Bool = false, _ handler: @escaping Handler) {
+        router.add("PUT", pattern, Route(body: .json, hashesPassword: hashesPassword, handler: handler))
+    }
 }

@@ -1,16 +1,18 @@
 /// What `HTTPResponder.head` decides once the request headers are in.
 public enum HeadDecision: Sendable {
-    /// Read the body, up to `limit` bytes; more is answered with `bodyTooLarge`.
-    case readBody(limit: Int)
+    /// Read the body, up to `limit` bytes; more is answered with `bodyTooLarge`. With `offload`,
+    /// `respond` runs on the server's offload threads instead of the worker (for handlers that
+    /// wait long, such as password hashing: see `HTTPServer.Configuration.offloadThreads`).
+    case readBody(limit: Int, offload: Bool = false)
     /// Answer now without reading the body (libmicrohttpd then closes the connection if a body was sent).
     case respond(HTTPResponse)
 }
 
 /// What the server calls.
 ///
-/// All methods are called on libmicrohttpd worker threads; implementations are synchronous and
-/// thread-safe. A worker blocked in a method also delays the other connections that worker
-/// serves, so keep them bounded.
+/// All methods are called on libmicrohttpd worker threads (`respond` of an offloaded request on
+/// an offload thread); implementations are synchronous and thread-safe. A worker blocked in a
+/// method also delays the other connections that worker serves: offload what waits long.
 ///
 /// Size limits: the server checks `HTTPServer.Configuration.maxURLBytes` and `maxHeaderBytes`
 /// before `head` and calls `uriTooLong` / `headerTooLarge` instead. Requests whose request line
@@ -41,6 +43,9 @@ public protocol HTTPResponder: Sendable {
     /// body is not read and the connection is closed. `reason` is a short English sentence.
     /// The default answers 400 with an empty body.
     func badRequest(_ request: HTTPRequest, reason: String) -> HTTPResponse
+    /// A request to be offloaded finds the offload queue full, or the server stopping.
+    /// Answer with 503. The default answers 503 with an empty body.
+    func busy(_ request: HTTPRequest) -> HTTPResponse
 }
 
 extension HTTPResponder {
@@ -54,5 +59,9 @@ extension HTTPResponder {
 
     public func badRequest(_ request: HTTPRequest, reason: String) -> HTTPResponse {
         HTTPResponse(status: 400)
+    }
+
+    public func busy(_ request: HTTPRequest) -> HTTPResponse {
+        HTTPResponse(status: 503)
     }
 }

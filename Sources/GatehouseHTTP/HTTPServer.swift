@@ -53,7 +53,16 @@ public final class HTTPServer: @unchecked Sendable {
         /// what arrives, buffering nothing; past this many discarded bytes it closes the
         /// connection without an answer instead.
         public var maxDiscardedBodyBytes: Int = 256 * 1024
+        /// Threads that answer offloaded requests (`HeadDecision.readBody(limit:offload:)`)
+        /// while their connection is suspended, so a handler that waits long does not hold a
+        /// worker and its other connections. 0: offloaded requests are answered on the worker.
+        public var offloadThreads: Int = 0
+        /// Offloaded requests that may wait for an offload thread, holding no thread; more are
+        /// answered with `HTTPResponder.busy` at once.
+        public var offloadQueueLimit: Int = 256
         /// How long `shutdown()` waits for requests in flight before closing everything.
+        /// Offloaded requests are not cut short: queued ones are answered `busy`, running ones
+        /// are waited for (libmicrohttpd cannot stop with a connection suspended).
         public var shutdownGracePeriodSeconds: Double = 10
         /// Let libmicrohttpd print its diagnostics to stderr (off in production).
         public var logLibraryErrors: Bool = false
@@ -81,7 +90,9 @@ public final class HTTPServer: @unchecked Sendable {
             responder: responder,
             maxHeaderBytes: configuration.maxHeaderBytes,
             maxURLBytes: configuration.maxURLBytes,
-            maxDiscardedBodyBytes: configuration.maxDiscardedBodyBytes)
+            maxDiscardedBodyBytes: configuration.maxDiscardedBodyBytes,
+            offloadPool: configuration.offloadThreads > 0
+                ? OffloadPool(threadCount: configuration.offloadThreads, queueLimit: configuration.offloadQueueLimit) : nil)
     }
 
     deinit {
@@ -122,6 +133,7 @@ public final class HTTPServer: @unchecked Sendable {
         lifecycle.withLock { lifecycle in
             guard case .running(let handle) = lifecycle else {
                 lifecycle = .stopped
+                context.offloadPool?.drain()  // its threads exit
                 return
             }
             lifecycle = .stopped
@@ -132,6 +144,7 @@ public final class HTTPServer: @unchecked Sendable {
             if listenSocket >= 0 {
                 _ = Glibc.shutdown(listenSocket, Int32(SHUT_RDWR))
             }
+            context.offloadPool?.drain()
             let deadline = Self.monotonicSeconds() + configuration.shutdownGracePeriodSeconds
             while context.inFlight.load(ordering: .acquiring) > 0, Self.monotonicSeconds() < deadline {
                 usleep(5_000)
@@ -148,6 +161,9 @@ public final class HTTPServer: @unchecked Sendable {
         let eventLoop = MHD_is_feature_supported(.FEATURE_EPOLL) == .YES
             ? MHD_USE_EPOLL_INTERNAL_THREAD.rawValue : MHD_USE_POLL_INTERNAL_THREAD.rawValue
         var flags = eventLoop | MHD_USE_ITC.rawValue | address.flags
+        if configuration.offloadThreads > 0 {
+            flags |= MHD_ALLOW_SUSPEND_RESUME.rawValue
+        }
         if configuration.logLibraryErrors {
             flags |= MHD_USE_ERROR_LOG.rawValue
         }

@@ -1,12 +1,18 @@
+import Synchronization
+
 /// Per-request state, carried in libmicrohttpd's `*con_cls` from the request line to the
-/// completion callback. Not Sendable and needs no lock: libmicrohttpd calls back for one
-/// connection on one worker thread at a time.
+/// completion callback. Needs no lock: libmicrohttpd calls back for one connection on one worker
+/// thread at a time, and while an offloaded request's connection is suspended only the offload
+/// thread touches it, through `offloadedResponse`.
 final class RequestState {
     enum Phase {
         /// Request line seen; the access handler has not run yet.
         case created
         /// `head` said to read the body (or has not been asked yet).
         case readingBody
+        /// The connection is suspended while an offload thread answers; the access handler
+        /// runs again once it is resumed, with the answer in `offloadedResponse`.
+        case offloaded
         /// A response is queued.
         case answered
     }
@@ -20,6 +26,9 @@ final class RequestState {
     var counted = false
     var request = HTTPRequest(method: "", path: "")
     var limit = 0
+    var offload = false
+    /// The answer of an offloaded request, set by the offload thread before it resumes the connection.
+    let offloadedResponse = Mutex<HTTPResponse?>(nil)
     var body: [UInt8] = []
     var bodyTooLarge = false
     /// Body bytes thrown away after the limit was passed.

@@ -13,11 +13,13 @@ final class ServerContext: Sendable {
     let maxHeaderBytes: Int
     let maxURLBytes: Int
     let maxDiscardedBodyBytes: Int
+    let offloadPool: OffloadPool?
     /// Requests whose headers reached the access handler and that have not completed yet.
     let inFlight = Atomic<Int>(0)
 
-    init(responder: any HTTPResponder, maxHeaderBytes: Int, maxURLBytes: Int, maxDiscardedBodyBytes: Int) {
+    init(responder: any HTTPResponder, maxHeaderBytes: Int, maxURLBytes: Int, maxDiscardedBodyBytes: Int, offloadPool: OffloadPool?) {
         self.responder = responder
+        self.offloadPool = offloadPool
         self.maxHeaderBytes = maxHeaderBytes
         self.maxURLBytes = maxURLBytes
         self.maxDiscardedBodyBytes = maxDiscardedBodyBytes
@@ -69,11 +71,20 @@ final class ServerContext: Sendable {
             if state.bodyTooLarge {
                 return respondBodyTooLarge(state, connection: connection)
             }
-            state.phase = .answered
             var request = state.request
             request.body = state.body
             state.body = []
+            if state.offload, let offloadPool {
+                return offload(request, state, connection: connection, to: offloadPool)
+            }
+            state.phase = .answered
             return queue(responder.respond(to: request), on: connection)
+
+        case .offloaded:
+            // Resumed: the offload thread has set the answer.
+            guard let response = state.offloadedResponse.withLock({ $0.take() }) else { return .NO }
+            state.phase = .answered
+            return queue(response, on: connection)
 
         case .answered:
             // A response is queued; anything more the client sends is not ours to read.
@@ -108,8 +119,9 @@ final class ServerContext: Sendable {
         case .respond(let response):
             state.phase = .answered
             return queue(response, on: connection)
-        case .readBody(let limit):
+        case .readBody(let limit, let offload):
             state.limit = max(0, limit)
+            state.offload = offload
             if Self.declaresMoreThan(state.limit, request.headers) {
                 state.phase = .answered
                 return queue(responder.bodyTooLarge(request), on: connection)
@@ -120,6 +132,25 @@ final class ServerContext: Sendable {
             state.request = request
             return .YES
         }
+    }
+
+    /// Suspends the connection and answers on an offload thread, which resumes it; or, when the
+    /// pool's queue is full or it is stopping, answers `busy` at once.
+    private func offload(_ request: HTTPRequest, _ state: RequestState, connection: OpaquePointer, to pool: OffloadPool) -> MHD_Result {
+        let suspended = SuspendedRequest(state: state, connection: connection)
+        let responder = self.responder
+        let job = OffloadPool.Job(
+            run: { suspended.resume(with: responder.respond(to: request)) },
+            refuse: { suspended.resume(with: responder.busy(request)) })
+        let accepted = pool.submit(job) {
+            state.phase = .offloaded
+            MHD_suspend_connection(connection)
+        }
+        guard accepted else {
+            state.phase = .answered
+            return queue(responder.busy(request), on: connection)
+        }
+        return .YES
     }
 
     private func respondBodyTooLarge(_ state: RequestState, connection: OpaquePointer) -> MHD_Result {
@@ -170,5 +201,20 @@ extension String {
         guard let start = firstIndex(where: { !set.contains($0) }) else { return "" }
         let end = lastIndex(where: { !set.contains($0) })!
         return self[start...end]
+    }
+}
+
+/// A request whose connection is suspended while an offload thread answers it.
+///
+/// `@unchecked Sendable`: while the connection is suspended libmicrohttpd does not call back for
+/// it, so the offload thread is the only one touching it; the answer crosses back through
+/// `offloadedResponse`'s lock, and `MHD_resume_connection` may be called from any thread.
+private struct SuspendedRequest: @unchecked Sendable {
+    let state: RequestState
+    let connection: OpaquePointer
+
+    func resume(with response: HTTPResponse) {
+        state.offloadedResponse.withLock { $0 = response }
+        MHD_resume_connection(connection)
     }
 }

@@ -235,6 +235,57 @@ struct HTTPServerTests {
         server.shutdown()  // idempotent
     }
 
+    @Test func anOffloadedRequestDoesNotHoldItsWorker() throws {
+        let responder = TestResponder()
+        // One worker: without offloading, /hello would wait behind /wait.
+        let server = try startServer(responder: responder) {
+            $0.threadCount = 1
+            $0.offloadThreads = 1
+        }
+        defer { server.shutdown() }
+        let waiting = try #require(RawConnection(port: server.port))
+        #expect(waiting.send("GET /wait HTTP/1.1\r\nHost: h\r\n\r\n"))
+        #expect(waitUntil { responder.waiting.load(ordering: .relaxed) == 1 })
+        #expect(get(port: server.port, "/hello")?.text == "hello")
+        responder.gate.signal()
+        let answer = waiting.readResponse()
+        #expect(answer?.status == 200)
+        #expect(answer?.text == "waited")
+        // The connection is usable again after its offloaded request.
+        #expect(waiting.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n"))
+        #expect(waiting.readResponse()?.text == "hello")
+    }
+
+    @Test func aFullOffloadQueueIsAnsweredBusyAtOnceAndShutdownFinishesTheRest() throws {
+        let responder = TestResponder()
+        let server = try startServer(responder: responder) {
+            $0.offloadThreads = 1
+            $0.offloadQueueLimit = 1
+        }
+        let running = try #require(RawConnection(port: server.port))
+        #expect(running.send("GET /wait HTTP/1.1\r\nHost: h\r\n\r\n"))
+        #expect(waitUntil { responder.waiting.load(ordering: .relaxed) == 1 })
+        let queued = try #require(RawConnection(port: server.port))
+        #expect(queued.send("GET /wait HTTP/1.1\r\nHost: h\r\n\r\n"))
+        #expect(waitUntil { server.requestsInFlight == 2 })
+        let refused = get(port: server.port, "/wait")
+        #expect(refused?.status == 503)
+        #expect(refused?.text == "busy")
+
+        // Shutting down: the queued request is answered busy, the running one is waited for.
+        let shutDown = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            server.shutdown()
+            shutDown.signal()
+        }
+        #expect(queued.readResponse()?.status == 503)
+        #expect(shutDown.wait(timeout: .now() + 0.2) == .timedOut, "shutdown waits for the running request")
+        responder.gate.signal()
+        #expect(running.readResponse()?.text == "waited")
+        #expect(shutDown.wait(timeout: .now() + 15) == .success)
+        #expect(responder.waiting.load(ordering: .relaxed) == 1)
+    }
+
     @Test func decodesQueryArgumentsInOrder() throws {
         let server = try startServer()
         defer { server.shutdown() }

@@ -1,3 +1,4 @@
+import Dispatch
 import GatehouseHTTP
 import Synchronization
 
@@ -14,6 +15,9 @@ final class TestResponder: HTTPResponder {
     let bodyLimit: Int
     let respondCalls = Atomic<Int>(0)
     let bodyTooLargeCalls = Atomic<Int>(0)
+    /// `GET /wait` is offloaded and waits for `gate`; `waiting` counts those that started.
+    let gate = DispatchSemaphore(value: 0)
+    let waiting = Atomic<Int>(0)
 
     init(bodyLimit: Int = 1024) {
         self.bodyLimit = bodyLimit
@@ -51,11 +55,16 @@ final class TestResponder: HTTPResponder {
 
     func head(_ request: HTTPRequest) -> HeadDecision {
         if request.path == "/forbidden" { return .respond(.text(403, "forbidden early")) }
-        return .readBody(limit: bodyLimit)
+        return .readBody(limit: bodyLimit, offload: request.path == "/wait")
     }
 
     func respond(to request: HTTPRequest) -> HTTPResponse {
         respondCalls.add(1, ordering: .relaxed)
+        if request.path == "/wait" {
+            waiting.add(1, ordering: .relaxed)
+            gate.wait()
+            return .text(200, "waited")
+        }
         switch router.match(method: request.method, path: request.path) {
         case .matched(let handler, let parameters, _):
             return handler(request, parameters)
@@ -77,6 +86,10 @@ final class TestResponder: HTTPResponder {
 
     func badRequest(_ request: HTTPRequest, reason: String) -> HTTPResponse {
         .text(400, reason)
+    }
+
+    func busy(_ request: HTTPRequest) -> HTTPResponse {
+        .text(503, "busy")
     }
 
     func uriTooLong(_ request: HTTPRequest) -> HTTPResponse {
