@@ -40,7 +40,8 @@ struct AuthController {
     func refresh(_ request: Request) throws -> HTTPResponse {
         let app = try auth.app(request)
         var body = try Body(request, allowEmpty: true)
-        let given = body.optional("refresh_token", maxLength: 512)
+        // Any length: a token that is not one of ours is 401 auth/invalid-refresh-token (API.md), not a validation error.
+        let given = body.optional("refresh_token", maxLength: 8192)
         try body.finish()
         let cookie = app.settings.refreshCookie ? Cookies.parse(request.header("Cookie"))[Self.refreshCookie] : nil
         guard let token = given ?? cookie else { throw GatehouseError.validation("refresh_token", "Required (or the gh_refresh cookie).") }

@@ -73,12 +73,13 @@ public final class Gatehouse: Sendable {
         accounts = AccountService(store: store, cache: accountCache, tokens: tokens, hasher: hasher, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds)
 
         let outbound = OutboundHTTPClient()
+        let apple = AppleClient(baseURL: configuration.appleURL, client: outbound, clock: clock)
         let verifier = ProviderVerifier(
-            jwks: JWKSCache(client: outbound, clock: clock), clock: clock, appleKeysURL: configuration.appleURL + "/auth/keys",
+            jwks: JWKSCache(client: outbound, clock: clock), clock: clock, appleKeysURL: apple.keysURL,
             googleKeysURL: configuration.googleJWKSURL, firebaseKeysURL: configuration.firebaseJWKSURL)
         providerSignIn = ProviderSignInService(
             store: store, directory: directory, accounts: accounts,
-            providers: ProviderAdapter(verifier: verifier, apple: AppleClient(baseURL: configuration.appleURL, client: outbound, clock: clock), log: log),
+            providers: ProviderAdapter(verifier: verifier, apple: apple, log: log),
             sealer: sealer, clock: clock, publicURL: configuration.publicURL)
 
         let auth = Authenticator(directory: directory, apps: apps, tokens: tokens)

@@ -124,7 +124,7 @@ struct ProviderController {
     func linkGoogle(_ request: Request) throws -> HTTPResponse {
         let (app, claims) = try auth.user(request)
         var body = try Body(request)
-        let proof = try googleProof(&body, allowFirebase: false, nonceRequired: false)
+        let proof = try googleProof(&body, allowFirebase: false, nonceRequired: true)
         try body.finish()
         return identities(try providers.link(app: app, claims: claims, provider: .google, proof: proof, origin: request.origin))
     }

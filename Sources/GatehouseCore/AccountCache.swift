@@ -86,9 +86,7 @@ public final class AccountCache: UserChangeObserver, Sendable {
             shard.state.write { state in
                 guard state.generation == generation else { return }
                 if state.entries.count >= shardCapacity, state.entries[key] == nil {
-                    state.entries = state.entries.filter { now - $0.value.loadedAt < maxAgeMillis }
-                    // Still full: let an arbitrary entry go (dictionary order is hash order).
-                    if state.entries.count >= shardCapacity { state.entries.remove(at: state.entries.startIndex) }
+                    state.entries.makeRoom(capacity: shardCapacity) { now - $0.loadedAt >= maxAgeMillis }
                 }
                 state.entries[key] = entry
             }
@@ -120,5 +118,16 @@ public final class AccountCache: UserChangeObserver, Sendable {
         // a late commit or a skewed clock is still seen. Invalidating twice is harmless.
         polledUpTo.withLock { $0 = max(since, now - Self.overlapMillis) }
         lastPollSuccess.store(now, ordering: .releasing)
+    }
+}
+
+extension Dictionary {
+    /// Makes room in a full bounded cache: drops the `stale` entries, and if that frees less than
+    /// an eighth, arbitrary ones (dictionary order is hash order) down to seven eighths of
+    /// `capacity`, so that the next inserts do not each scan the whole cache again.
+    mutating func makeRoom(capacity: Int, stale: (Value) -> Bool) {
+        self = filter { !stale($0.value) }
+        let target = capacity - Swift.max(1, capacity / 8)
+        while count > target { remove(at: startIndex) }
     }
 }

@@ -43,7 +43,11 @@ public final class AccountService: Sendable {
         try InputRules.newPassword(password, minimum: app.settings.passwordMinLength)
         let first = try firstName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "first_name") }
         let last = try lastName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "last_name") }
-        if try data.passwordUser(email: email) != nil { throw GatehouseError(.emailAlreadyInUse, "An account with this email already exists.") }
+        // Also an account that signs in with a provider and has this email, unless the app keeps
+        // such accounts separate (`email_collision`, as for provider sign-in).
+        if try data.passwordUser(email: email) != nil || (app.settings.emailCollision == "reject" && data.emailInUse(email, except: nil)) {
+            throw GatehouseError(.emailAlreadyInUse, "An account with this email already exists.")
+        }
 
         let hash = try hasher.hash(password)
         let now = clock.nowMillis()
@@ -82,7 +86,7 @@ public final class AccountService: Sendable {
         signedIn.lastSignInAt = now
         try data.record(Event(type: "user.signed_in", userID: user.id, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(method.rawValue)], createdAt: now))
         let identities = try data.identities(user.id)
-        let access = try tokens.accessToken(app: app, user: signedIn, session: session, identities: identities)
+        let access = try tokens.accessToken(app: app, user: signedIn, session: session)
         return SessionGrant(user: signedIn, identities: identities, accessToken: access.token, expiresIn: access.expiresIn, refreshToken: refreshToken, isNewUser: isNewUser)
     }
 
@@ -109,7 +113,7 @@ public final class AccountService: Sendable {
             guard let (user, identities) = try cache.account(app: app.id, user: session.userID, store: store) else {
                 throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid.")
             }
-            let access = try tokens.accessToken(app: app, user: user, session: session, identities: identities)
+            let access = try tokens.accessToken(app: app, user: user, session: session)
             return SessionGrant(user: user, identities: identities, accessToken: access.token, expiresIn: access.expiresIn, refreshToken: successor, isNewUser: false)
         }
     }
@@ -158,7 +162,7 @@ public final class AccountService: Sendable {
             throw GatehouseError(.sessionRevoked, "This session has ended; sign in again.")
         }
         session.authTime = now
-        return try tokens.accessToken(app: app, user: user, session: session, identities: try data.identities(user.id))
+        return try tokens.accessToken(app: app, user: user, session: session)
     }
 
     /// The recent-login policy: `auth_time` within the app's `recent_login_seconds`, else 403 `auth/requires-recent-login`.

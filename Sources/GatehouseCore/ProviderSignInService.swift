@@ -233,8 +233,10 @@ public final class ProviderSignInService: Sendable {
         }
         guard let app = try? directory.app(id: flow.appID) else { return redirect([("error", "server_error")]) }
         do {
-            guard let code = callback.code, let servicesID = app.settings.apple.servicesID, let credentials = appleCredentials(app) else {
-                return redirect([("error", "access_denied")])
+            guard let code = callback.code else { return redirect([("error", "access_denied")]) }
+            // The app's own configuration is missing: the server's fault, not the user's.
+            guard let servicesID = app.settings.apple.servicesID, let credentials = appleCredentials(app) else {
+                return redirect([("error", "server_error")])
             }
             let exchanged = try providers.exchangeAppleCode(code, clientID: servicesID, redirectURI: callbackURL, credentials: credentials)
             let identity = try providers.verifyApple(exchanged.idToken, audiences: [servicesID], expectedNonceHash: flow.nonce)
@@ -254,6 +256,9 @@ public final class ProviderSignInService: Sendable {
             case .providerUnavailable: return redirect([("error", "server_error")])
             default: return redirect([("error", "access_denied")])
             }
+        } catch {
+            // The flow is used up: the browser must land on the app's page, not on a problem document.
+            return redirect([("error", "server_error")])
         }
     }
 

@@ -31,7 +31,7 @@ public final class TokenService: Sendable {
     public func issuer(_ app: AppID) -> String { "\(publicURL)/v1/apps/\(app.rawValue)" }
 
     /// A signed access token for the session, and its lifetime in seconds.
-    public func accessToken(app: AppContext, user: User, session: Session, identities: [Identity]) throws -> (token: String, expiresIn: Int64) {
+    public func accessToken(app: AppContext, user: User, session: Session) throws -> (token: String, expiresIn: Int64) {
         let now = clock.nowSeconds
         // Never past the session's own end.
         let ttl = max(1, min(app.settings.accessTokenTTLSeconds, session.expiresAt / 1000 - now))
@@ -132,8 +132,7 @@ final class VerifiedTokens: Sendable {
     func remember(_ token: String, _ entry: Entry, now: Int64) {
         shard(token).entries.write { entries in
             if entries.count >= shardCapacity, entries[token] == nil {
-                entries = entries.filter { now < $0.value.claims.expiresAt }
-                if entries.count >= shardCapacity { entries.remove(at: entries.startIndex) }
+                entries.makeRoom(capacity: shardCapacity) { now >= $0.claims.expiresAt }
             }
             entries[token] = entry
         }

@@ -10,9 +10,6 @@ public final class AppleClient: Sendable {
     /// Client secrets are valid this long (Apple allows up to six months; a short life limits a leak).
     public static let clientSecretLifetimeSeconds: Int64 = 300
 
-    /// Apple's real base URL (the default `GATEHOUSE_APPLE_URL`).
-    public static let defaultBaseURL = "https://appleid.apple.com"
-
     /// The base URL without a trailing slash.
     public let baseURL: String
     /// `<base>/auth/keys`, Apple's JWKS: the `appleKeysURL` for ``ProviderVerifier``.

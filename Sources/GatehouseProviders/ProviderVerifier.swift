@@ -12,11 +12,6 @@ public final class ProviderVerifier: Sendable {
     public static let appleIssuer = "https://appleid.apple.com"
     /// Google's two issuers.
     public static let googleIssuers: Set<String> = ["accounts.google.com", "https://accounts.google.com"]
-    /// Google's ID-token keys (the default `GATEHOUSE_GOOGLE_JWKS_URL`).
-    public static let defaultGoogleKeysURL = "https://www.googleapis.com/oauth2/v3/certs"
-    /// Firebase Auth's ID-token keys as a JWKS (the default `GATEHOUSE_FIREBASE_JWKS_URL`).
-    public static let defaultFirebaseKeysURL =
-        "https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com"
     /// How the client-facing Firebase provider-pin detail starts (see ``ProviderError/clientDetail``).
     static let providerPinPrefix = "Expected a "
     /// Clock skew allowed on `exp`, `iat` and `auth_time`, in seconds.

@@ -168,6 +168,10 @@ struct AccountsAPITests {
         let token = try #require(try server.signUp(a)["refresh_token"]?.stringValue)
         #expect(try server.request("POST", "/v1/auth/refresh", appKey: b.appKey, json: ["refresh_token": .string(token)]).problemCode == "auth/invalid-refresh-token")
         #expect(try server.request("POST", "/v1/auth/refresh", appKey: a.appKey, json: ["refresh_token": "garbage"]).problemCode == "auth/invalid-refresh-token")
+        // However long: not one of ours is 401, not a validation error.
+        let long = try server.request("POST", "/v1/auth/refresh", appKey: a.appKey, json: ["refresh_token": .string(String(repeating: "r", count: 600))])
+        #expect(long.status == 401)
+        #expect(long.problemCode == "auth/invalid-refresh-token")
         #expect(try server.request("POST", "/v1/auth/refresh", appKey: a.appKey, json: [:]).problemCode == "request/validation-failed")
         let stored = try server.gatehouse.database.query("SELECT token_hash FROM refresh_tokens").map { try $0.string("token_hash") }
         #expect(!stored.contains(token))

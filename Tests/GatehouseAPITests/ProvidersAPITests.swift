@@ -168,6 +168,18 @@ struct ProvidersAPITests {
         let created = try separate.appleSignIn(["identity_token": .string(separate.appleToken()), "nonce": "raw-nonce-1"])
         #expect(created.status == 201)
         #expect(try separate.server.gatehouse.database.query("SELECT id FROM users").count == 2)
+
+        // The other way round: a password sign-up with the email of an Apple account.
+        let appleFirst = try ProviderWorld(kind)
+        defer { appleFirst.stop() }
+        #expect(try appleFirst.appleSignIn(["identity_token": .string(appleFirst.appleToken()), "nonce": "raw-nonce-1"]).status == 201)
+        let signUp = try appleFirst.server.request(
+            "POST", "/v1/auth/signup", appKey: appleFirst.app.appKey, json: ["email": "pat@example.com", "password": "correct horse battery"])
+        #expect(signUp.status == 409)
+        #expect(signUp.problemCode == "auth/email-already-in-use")
+        #expect(try separate.appleSignIn(["identity_token": .string(separate.appleToken(sub: "001.apple.other", email: "sam@example.com")), "nonce": "raw-nonce-1"]).status == 201)
+        #expect(try separate.server.request(
+            "POST", "/v1/auth/signup", appKey: separate.app.appKey, json: ["email": "sam@example.com", "password": "correct horse battery"]).status == 201)
     }
 
     @Test(arguments: TestDatabase.kinds)
@@ -225,6 +237,8 @@ struct ProvidersAPITests {
         defer { world.stop() }
         let token = try #require(try world.server.signUp(world.app, email: "pat@example.com")["access_token"]?.stringValue)
         let googleToken = world.google.mintIDToken(sub: "g-pat", aud: ProviderWorld.googleClient, email: "pat@example.com", nonce: "n1")
+        let withoutNonce = try world.server.request("POST", "/v1/me/identities/google", appKey: world.app.appKey, bearer: token, json: ["id_token": .string(googleToken)])
+        #expect(withoutNonce.problemCode == "request/validation-failed")
         let linked = try world.server.request("POST", "/v1/me/identities/google", appKey: world.app.appKey, bearer: token, json: ["id_token": .string(googleToken), "nonce": "n1"])
         #expect(linked.status == 200)
         #expect(Set(linked.data?.arrayValue?.compactMap { $0["provider"]?.stringValue } ?? []) == ["password", "google"])
@@ -388,5 +402,15 @@ struct AppleWebFlowTests {
         world.apple.setDown(true)
         let back = try callback(world, [("state", started.state), ("code", "any")], cookie: started.cookie)
         #expect(back.header("Location")?.contains("error=server_error") == true)
+
+        // The app lost its Services ID while the user was at Apple: the server's fault.
+        world.apple.setDown(false)
+        let (_, pendingOrNil) = try start(world)
+        let pending = try #require(pendingOrNil)
+        let patched = try world.server.request("PATCH", "/v1/admin/app", bearer: world.app.secretKey, json: ["apple": ["services_id": nil]])
+        #expect(patched.status == 200)
+        let misconfigured = try callback(world, [("state", pending.state), ("code", "any")], cookie: pending.cookie)
+        #expect(misconfigured.status == 303)
+        #expect(misconfigured.header("Location")?.contains("error=server_error") == true)
     }
 }
