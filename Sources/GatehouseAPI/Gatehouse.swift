@@ -61,6 +61,7 @@ public final class Gatehouse: Sendable {
         apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken)
 
         let revocations = RevocationList(store: store, clock: clock)
+        try revocations.load()
         tokens = TokenService(publicURL: configuration.publicURL, clock: clock, masterKey: masterKey, revocations: revocations)
         let hasher = try PasswordHasher(
             parameters: Argon2id.Parameters(

@@ -14,6 +14,9 @@ public final class AppContext: Sendable {
     public let jwks: [UInt8]
     /// When this node last confirmed the version with the database (ms).
     let checkedAt: Int64
+    /// When the first retired key leaves the JWKS (ms): the context must be rebuilt by then even
+    /// though the app's version does not change.
+    let keysExpireAt: Int64?
 
     public var id: AppID { record.id }
 
@@ -25,6 +28,7 @@ public final class AppContext: Sendable {
         signingKeyID = other.signingKeyID
         verificationKeys = other.verificationKeys
         jwks = other.jwks
+        keysExpireAt = other.keysExpireAt
         self.checkedAt = checkedAt
     }
 
@@ -50,6 +54,7 @@ public final class AppContext: Sendable {
         }
         verificationKeys = verification
         self.jwks = JSON.object(["keys": .array(jwks)]).serialized()
+        keysExpireAt = keys.compactMap(\.expiresAt).min()
     }
 }
 

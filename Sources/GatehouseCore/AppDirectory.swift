@@ -62,12 +62,13 @@ public final class AppDirectory: Sendable {
     }
 
     private func revalidated(_ context: AppContext, now: Int64) throws -> AppContext? {
-        if now - context.checkedAt < revalidateAfterMillis { return context }
+        if now - context.checkedAt < revalidateAfterMillis, now < context.keysExpireAt ?? .max { return context }
         guard let version = try store.apps.version(of: context.id) else {
             invalidate(context.id)
             return nil
         }
-        if version == context.record.version {
+        // Unchanged, and no retired key has expired since it was built (expiry moves no version).
+        if version == context.record.version, now < context.keysExpireAt ?? .max {
             let refreshed = AppContext(copying: context, checkedAt: now)
             state.write { $0.byID[context.id] = refreshed }
             return refreshed

@@ -28,6 +28,12 @@ public final class RevocationList: Sendable {
         polledUpTo = Mutex(clock.nowMillis() - keepMillis)
     }
 
+    /// Reads the sessions ended within the last day, before the node serves: until the first poll,
+    /// a token of a session that ended before this node started would otherwise pass.
+    public func load() throws {
+        try poll(now: clock.nowMillis())
+    }
+
     /// Records sessions this node has just ended.
     public func add(_ ids: [SessionID]) {
         let now = clock.nowMillis()
@@ -45,12 +51,12 @@ public final class RevocationList: Sendable {
 
     private func pollIfDue() {
         let now = clock.nowMillis()
-        schedule.runIfDue(now: now) { poll(now: now) }
+        schedule.runIfDue(now: now) { try? poll(now: now) }
     }
 
-    private func poll(now: Int64) {
+    private func poll(now: Int64) throws {
         let since = polledUpTo.withLock { $0 }
-        guard let ended = try? store.sessionsEnded(since: since) else { return }
+        let ended = try store.sessionsEnded(since: since)
         for (id, at) in ended { shard(id).ended.write { $0[id] = at } }
         // Overlap generously: `ended_at` comes from the ending node's clock, before its commit, so a
         // late commit or a skewed clock must still be caught. Re-reading is harmless (a set).

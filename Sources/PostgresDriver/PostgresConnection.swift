@@ -17,12 +17,22 @@ final class PostgresConnection: PooledConnection, SQLConnection {
     /// and plans each once per connection instead of on every execution. Bounded, since a
     /// statement's text may vary (optional clauses); past the bound statements run unprepared.
     private var prepared: [PreparedKey: String] = [:]
-    private var preparedCount = 0
     static let maxPrepared = 256
 
     private struct PreparedKey: Hashable {
         let text: String
         let types: [Oid]
+
+        /// Named after its content (FNV-1a, 64 bits, of the text and the types), so one name means
+        /// one statement in every process: a pooler that hands this session a statement another
+        /// client prepared under the same name hands over the same SQL.
+        var name: String {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            for type in types { hash = (hash ^ UInt64(type)) &* 0x100_0000_01b3 }
+            let hex = String(hash, radix: 16)
+            return "gh_" + String(repeating: "0", count: 16 - hex.count) + hex
+        }
     }
 
     /// Connects with `url` (a `postgres://` URL or `key=value` string); `application_name`
@@ -147,9 +157,15 @@ final class PostgresConnection: PooledConnection, SQLConnection {
     private func preparedName(for key: PreparedKey) throws(SQLError) -> String? {
         if let name = prepared[key] { return name }
         guard prepared.count < Self.maxPrepared else { return nil }
-        preparedCount += 1
-        let name = "gh_\(preparedCount)"
-        let result = PQprepare(handle, name, key.text, Int32(key.types.count), key.types)
+        let name = key.name
+        var result = PQprepare(handle, name, key.text, Int32(key.types.count), key.types)
+        if let existing = result, PQresultStatus(existing) == PGRES_FATAL_ERROR, error(from: existing).state == "42P05" {
+            // Already prepared in this session (by a pooler's other client, or before a failed
+            // DEALLOCATE): it may hold an outdated plan, so prepare it afresh.
+            PQclear(existing)
+            PQclear(PQexec(handle, "DEALLOCATE \(name)"))
+            result = PQprepare(handle, name, key.text, Int32(key.types.count), key.types)
+        }
         defer { PQclear(result) }
         try check(result)
         prepared[key] = name

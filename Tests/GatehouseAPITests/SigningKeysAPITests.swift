@@ -95,9 +95,12 @@ struct SigningKeysAPITests {
             Issue.record("a token signed before rotation no longer verifies: \(why)")
         }
 
-        // A day later (beyond any access-token lifetime) the retired key leaves at the next rotation.
+        // A day later (beyond any access-token lifetime) the retired key has left the JWKS (and
+        // this node's trusted keys) on its own, with no change to the app, and stays out after the
+        // next rotation.
         clock.advance(seconds: 86400 + 301)
         let oldKid = try #require(JWT.parse(oldToken).header.kid)
+        #expect(!kids(try server.request("GET", "/v1/apps/\(app.id)/jwks.json").json).contains(oldKid))
         _ = try server.request("POST", "/v1/admin/app/signing-keys/rotate", bearer: app.secretKey)
         let later = kids(try server.request("GET", "/v1/apps/\(app.id)/jwks.json").json)
         #expect(!later.contains(oldKid))
