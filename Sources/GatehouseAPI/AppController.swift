@@ -6,7 +6,6 @@ import GatehouseHTTP
 struct AppController {
     let auth: Authenticator
     let directory: AppDirectory
-    let publicURL: String
 
     func register(_ routes: inout Routes) {
         routes.get("/v1/app", publicSettings)
@@ -36,7 +35,7 @@ struct AppController {
 
     func discovery(_ request: Request) throws -> HTTPResponse {
         let app = try pathApp(request)
-        let issuer = Issuer.url(publicURL: publicURL, app: app.id)
+        let issuer = auth.tokens.issuer(app.id)
         var response = HTTPResponse.json([
             "issuer": .string(issuer),
             "jwks_uri": .string(issuer + "/jwks.json"),
@@ -54,9 +53,4 @@ struct AppController {
         }
         return app
     }
-}
-
-/// Token issuers are per app: `<public_url>/v1/apps/<app_id>`.
-enum Issuer {
-    static func url(publicURL: String, app: AppID) -> String { "\(publicURL)/v1/apps/\(app.rawValue)" }
 }

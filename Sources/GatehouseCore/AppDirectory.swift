@@ -70,7 +70,8 @@ public final class AppDirectory: Sendable {
         // Unchanged, and no retired key has expired since it was built (expiry moves no version).
         if version == context.record.version, now < context.keysExpireAt ?? .max {
             let refreshed = AppContext(copying: context, checkedAt: now)
-            state.write { $0.byID[context.id] = refreshed }
+            // Only over the entry it checked: a change this node made meanwhile must not be undone.
+            state.write { if $0.byID[context.id] === context { $0.byID[context.id] = refreshed } }
             return refreshed
         }
         guard let record = try store.apps.find(id: context.id) else { return nil }
@@ -90,6 +91,8 @@ public final class AppDirectory: Sendable {
         let keys = try store.app(record.id).signingKeys(now: now)
         let context = try AppContext(record: record, settings: settings, keys: keys, sealer: sealer, checkedAt: now)
         state.write { s in
+            // A slower reader of an older version must not replace a newer entry.
+            if let newer = s.byID[record.id], newer.record.version > record.version { return }
             if let old = s.byID[record.id], old.record.appKey != record.appKey { s.idByKey.removeValue(forKey: old.record.appKey) }
             s.byID[record.id] = context
             s.idByKey[record.appKey] = record.id

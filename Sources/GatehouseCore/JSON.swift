@@ -65,7 +65,6 @@ public enum JSON: Sendable, Equatable {
     public var objectValue: [String: JSON]? { if case .object(let o) = self { o } else { nil } }
     public var arrayValue: [JSON]? { if case .array(let a) = self { a } else { nil } }
     public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
-    public var isNull: Bool { self == .null }
 
     public subscript(key: String) -> JSON? {
         if case .object(let o) = self { o[key] } else { nil }

@@ -150,7 +150,10 @@ public final class ProviderSignInService: Sendable {
         guard identities.contains(where: { $0.provider == provider }) else { throw GatehouseError(.notFound, "This sign-in method is not linked.") }
         guard identities.count > 1 else { throw GatehouseError(.lastSignInMethod, "This is the account's only way to sign in; add another first.") }
         let now = clock.nowMillis()
-        _ = try data.removeIdentity(claims.userID, provider: provider, now: now)
+        // Checked again atomically: a concurrent unlink of the other method may have won.
+        guard try data.removeIdentity(claims.userID, provider: provider, now: now) else {
+            throw GatehouseError(.lastSignInMethod, "This is the account's only way to sign in; add another first.")
+        }
         try data.record(Event(type: "identity.unlinked", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider)], createdAt: now))
         return try data.identities(claims.userID)
     }

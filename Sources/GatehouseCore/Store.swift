@@ -113,7 +113,6 @@ public protocol AppCatalog: Sendable {
     func find(secretKeyHash: String, now: Int64) throws -> AppRecord?
     /// The current version of an app, for cache revalidation; nil when it no longer exists.
     func version(of id: AppID) throws -> Int64?
-    func all() throws -> [AppRecord]
     /// True when some app lists this origin in `allowed_origins`.
     func isOriginAllowedByAnyApp(_ origin: String) throws -> Bool
 }
@@ -152,7 +151,8 @@ public protocol AppScopedStore: Sendable {
     func emailInUse(_ email: String, except: UserID?) throws -> Bool
     /// Links an identity. Throws `auth/credential-already-in-use` when it is linked already.
     func addIdentity(_ user: UserID, _ identity: Identity) throws
-    /// Unlinks; for `password` also forgets the hash. False when the user had none.
+    /// Unlinks, unless it is the user's only way to sign in (checked atomically); for `password`
+    /// also forgets the hash. False when nothing was removed.
     func removeIdentity(_ user: UserID, provider: String, now: Int64) throws -> Bool
     /// Sets names only where the user has none (Apple sends the name once).
     func fillNames(_ user: UserID, firstName: String?, lastName: String?, now: Int64) throws
@@ -180,7 +180,6 @@ public protocol AppScopedStore: Sendable {
     // MARK: Events and limits
 
     func record(_ event: Event) throws
-    func events(user: UserID?, type: String?, limit: Int) throws -> [Event]
     /// Counts a hit in the fixed window starting at `windowStart`; returns the hits in that window so far.
     func hitRateLimit(bucket: String, windowStart: Int64) throws -> Int64
     /// Deletes this app's counters of windows that started before `before`.

@@ -221,20 +221,6 @@ extension SQLAppScopedStore {
             """)
     }
 
-    func events(user: UserID?, type: String?, limit: Int) throws -> [Event] {
-        var sql: SQL = "SELECT * FROM events WHERE app_id = \(appID)"
-        if let user { sql += " AND user_id = \(user)" }
-        if let type { sql += " AND type = \(type)" }
-        sql += " ORDER BY created_at DESC, id DESC LIMIT \(limit)"
-        return try database.query(sql).map { row in
-            Event(
-                type: try row.string("type"), userID: try row.optionalString("user_id").map(UserID.init(unchecked:)),
-                sessionID: try row.optionalString("session_id").map(SessionID.init(unchecked:)), ip: try row.optionalString("ip"),
-                userAgent: try row.optionalString("user_agent"), data: (try? JSON.parse(Array(try row.string("data").utf8))) ?? [:],
-                createdAt: try row.int64("created_at"), id: EventID(unchecked: try row.string("id")))
-        }
-    }
-
     func hitRateLimit(bucket: String, windowStart: Int64) throws -> Int64 {
         try database.query("""
             INSERT INTO rate_limits (app_id, bucket, window_start, hits) VALUES (\(appID), \(bucket), \(windowStart), 1)
@@ -253,7 +239,7 @@ extension SQLAppScopedStore {
     }
 }
 
-private func insertIdentity(_ db: any SQLConnection, app: AppID, user: UserID, _ identity: Identity) throws {
+func insertIdentity(_ db: any SQLConnection, app: AppID, user: UserID, _ identity: Identity) throws {
     try db.execute("""
         INSERT INTO identities (app_id, provider, subject, user_id, email, created_at)
         VALUES (\(app), \(identity.provider), \(identity.subject), \(user), \(identity.email), \(identity.createdAt))

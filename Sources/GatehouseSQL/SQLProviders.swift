@@ -19,10 +19,7 @@ extension SQLAppScopedStore {
         defer { changed(user) }
         do {
             try database.transaction { db in
-                try db.execute("""
-                    INSERT INTO identities (app_id, provider, subject, user_id, email, created_at)
-                    VALUES (\(appID), \(identity.provider), \(identity.subject), \(user), \(identity.email), \(identity.createdAt))
-                    """)
+                try insertIdentity(db, app: appID, user: user, identity)
                 try db.execute("UPDATE users SET changed_at = \(identity.createdAt) WHERE app_id = \(appID) AND id = \(user)")
             }
         } catch let error as SQLError where error.kind == .uniqueViolation {
@@ -33,11 +30,15 @@ extension SQLAppScopedStore {
     func removeIdentity(_ user: UserID, provider: String, now: Int64) throws -> Bool {
         defer { changed(user) }
         return try database.transaction { db in
-            let removed = try db.execute("DELETE FROM identities WHERE app_id = \(appID) AND user_id = \(user) AND provider = \(provider)")
-            if provider == "password" {
-                try db.execute("UPDATE users SET password_hash = NULL, updated_at = \(now), changed_at = \(now) WHERE app_id = \(appID) AND id = \(user)")
-            } else {
-                try db.execute("UPDATE users SET changed_at = \(now) WHERE app_id = \(appID) AND id = \(user)")
+            // The user's row first: its lock serialises concurrent unlinks of one user, so that
+            // the count below sees the other one's removal and never lets both go.
+            try db.execute("UPDATE users SET changed_at = \(now) WHERE app_id = \(appID) AND id = \(user)")
+            let removed = try db.execute("""
+                DELETE FROM identities WHERE app_id = \(appID) AND user_id = \(user) AND provider = \(provider)
+                  AND (SELECT count(*) FROM identities WHERE app_id = \(appID) AND user_id = \(user)) > 1
+                """)
+            if removed > 0, provider == "password" {
+                try db.execute("UPDATE users SET password_hash = NULL, updated_at = \(now) WHERE app_id = \(appID) AND id = \(user)")
             }
             return removed > 0
         }

@@ -83,10 +83,6 @@ struct SQLAppCatalog: AppCatalog {
         try database.query("SELECT version FROM apps WHERE id = \(id)").first?.int64("version")
     }
 
-    func all() throws -> [AppRecord] {
-        try database.query("SELECT * FROM apps ORDER BY created_at, id").map(appRecord)
-    }
-
     func isOriginAllowedByAnyApp(_ origin: String) throws -> Bool {
         try !database.query("SELECT 1 AS found FROM app_origins WHERE origin = \(origin) LIMIT 1").isEmpty
     }

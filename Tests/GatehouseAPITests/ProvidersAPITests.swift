@@ -2,6 +2,7 @@ import Foundation
 import GatehouseCore
 import GatehouseCrypto
 import GatehouseTesting
+import Synchronization
 import Testing
 
 /// Gatehouse with fake Apple, Google and Firebase servers over real HTTP, all on one clock.
@@ -263,6 +264,17 @@ struct ProvidersAPITests {
         #expect(last.status == 409)
         #expect(last.problemCode == "auth/last-sign-in-method")
         #expect(try world.server.request("DELETE", "/v1/me/identities/apple", appKey: world.app.appKey, bearer: token).status == 404)
+        // Two methods unlinked at the same moment: one goes, the other stays.
+        let otherGoogle = world.google.mintIDToken(sub: "g-other", aud: ProviderWorld.googleClient, email: "other@example.com", nonce: "n1")
+        #expect(try world.server.request("POST", "/v1/me/identities/google", appKey: world.app.appKey, bearer: other, json: ["id_token": .string(otherGoogle), "nonce": "n1"]).status == 200)
+        let statuses = Mutex<[Int]>([])
+        let (server, appKey) = (world.server, world.app.appKey)
+        DispatchQueue.concurrentPerform(iterations: 2) { index in
+            let status = (try? server.request("DELETE", "/v1/me/identities/\(index == 0 ? "password" : "google")", appKey: appKey, bearer: other).status) ?? 0
+            statuses.withLock { $0.append(status) }
+        }
+        #expect(statuses.withLock { $0.sorted() } == [200, 409])
+        #expect(try world.server.request("GET", "/v1/me/identities", appKey: world.app.appKey, bearer: other).data?.arrayValue?.count == 1)
         // Linking needs a recent sign-in.
         world.clock.advance(seconds: 301)
         let stale = try world.server.request("POST", "/v1/me/identities/apple", appKey: world.app.appKey, bearer: token, json: ["identity_token": .string(world.appleToken()), "nonce": "raw-nonce-1"])
