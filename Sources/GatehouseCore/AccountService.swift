@@ -97,9 +97,10 @@ public final class AccountService: Sendable {
         guard !refreshToken.isEmpty, refreshToken.utf8.count <= 256 else { throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid.") }
         let data = store.app(app.id)
         let successor = tokens.successor(of: refreshToken)
+        let now = clock.nowMillis()
         let outcome = try data.rotateRefreshToken(
             presentedHash: tokens.hash(refreshToken: refreshToken), successorHash: tokens.hash(refreshToken: successor), graceMillis: refreshGraceMillis,
-            origin: origin, now: clock.nowMillis())
+            usedSince: Self.usedSince(app, now: now), origin: origin, now: now)
         switch outcome {
         case .invalid:
             throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid: sign in again.")
@@ -201,7 +202,13 @@ public final class AccountService: Sendable {
     }
 
     public func sessions(app: AppContext, claims: AccessClaims) throws -> [Session] {
-        try store.app(app.id).activeSessions(claims.userID, now: clock.nowMillis())
+        let now = clock.nowMillis()
+        return try store.app(app.id).activeSessions(claims.userID, now: now, usedSince: Self.usedSince(app, now: now))
+    }
+
+    /// The oldest last use of a live session: the app's idle timeout before `now`, or 0 without one.
+    private static func usedSince(_ app: AppContext, now: Int64) -> Int64 {
+        app.settings.refreshTokenIdleSeconds.map { now - $0 * 1000 } ?? 0
     }
 
     /// Signs one of the user's devices out. Another user's session (or an unknown one) is 404.

@@ -12,6 +12,8 @@ public struct AppSettings: Sendable, Equatable {
     public var recentLoginSeconds: Int64 = 300
     public var accessTokenTTLSeconds: Int64 = 900
     public var refreshTokenTTLSeconds: Int64 = 30 * 86400
+    /// A session not refreshed for this long cannot be refreshed any more; nil: no idle timeout.
+    public var refreshTokenIdleSeconds: Int64?
     public var deletionGraceDays: Int64 = 0
     public var emailCollision = "reject"
     public var passwordMinLength: Int64 = 8
@@ -128,6 +130,15 @@ extension AppSettings {
         if let v = r.int("recent_login_seconds", 1...86400) { s.recentLoginSeconds = v }
         if let v = r.int("access_token_ttl_seconds", 60...86400) { s.accessTokenTTLSeconds = v }
         if let v = r.int("refresh_token_ttl_seconds", 300...(366 * 86400)) { s.refreshTokenTTLSeconds = v }
+        if let v = r.int("refresh_token_idle_seconds", 300...(366 * 86400)) {
+            // Shorter than an access token's life, a client that refreshes when its token expires
+            // would always find its session idle.
+            if v < s.accessTokenTTLSeconds {
+                r.fail("refresh_token_idle_seconds", "Must be at least access_token_ttl_seconds (\(s.accessTokenTTLSeconds)), or null.")
+            } else {
+                s.refreshTokenIdleSeconds = v
+            }
+        }
         if let v = r.int("deletion_grace_days", 0...365) { s.deletionGraceDays = v }
         if let v = r.string("email_collision") {
             if ["reject", "separate"].contains(v) { s.emailCollision = v } else { r.fail("email_collision", "Must be reject or separate.") }
@@ -331,6 +342,7 @@ extension AppSettings {
             "recent_login_seconds": .int(recentLoginSeconds),
             "access_token_ttl_seconds": .int(accessTokenTTLSeconds),
             "refresh_token_ttl_seconds": .int(refreshTokenTTLSeconds),
+            "refresh_token_idle_seconds": refreshTokenIdleSeconds.map(JSON.int) ?? .null,
             "deletion_grace_days": .int(deletionGraceDays),
             "email_collision": .string(emailCollision),
             "password_min_length": .int(passwordMinLength),

@@ -167,14 +167,16 @@ public protocol AppScopedStore: Sendable {
 
     func insertSession(_ session: Session, refreshTokenHash: String) throws
     func session(_ id: SessionID) throws -> Session?
-    /// Sessions of the user that have not ended and not expired, newest first.
-    func activeSessions(_ user: UserID, now: Int64) throws -> [Session]
+    /// Sessions of the user that have not ended, not expired and were last used at or after
+    /// `usedSince` (the app's idle timeout; 0 when it has none), newest first.
+    func activeSessions(_ user: UserID, now: Int64, usedSince: Int64) throws -> [Session]
     /// Ends one session of the user; false when it was not theirs or had already ended.
     func endSession(_ id: SessionID, user: UserID, reason: SessionEndReason, now: Int64) throws -> Bool
     /// Ends the user's sessions except `keeping`; returns the ids ended.
     func endSessions(of user: UserID, keeping: SessionID?, reason: SessionEndReason, now: Int64) throws -> [SessionID]
-    /// Refresh-token rotation in one transaction (see `RefreshOutcome`).
-    func rotateRefreshToken(presentedHash: String, successorHash: String, graceMillis: Int64, origin: RequestOrigin, now: Int64) throws -> RefreshOutcome
+    /// Refresh-token rotation in one transaction (see `RefreshOutcome`). A session last used
+    /// before `usedSince` (idle) is not live: its token rotates to nothing (`.invalid`).
+    func rotateRefreshToken(presentedHash: String, successorHash: String, graceMillis: Int64, usedSince: Int64, origin: RequestOrigin, now: Int64) throws -> RefreshOutcome
     func setAuthTime(_ id: SessionID, now: Int64) throws
 
     // MARK: Events and limits

@@ -110,9 +110,10 @@ extension SQLAppScopedStore {
         try database.query("SELECT * FROM sessions WHERE app_id = \(appID) AND id = \(id)").first.map(sessionRecord)
     }
 
-    func activeSessions(_ user: UserID, now: Int64) throws -> [Session] {
+    func activeSessions(_ user: UserID, now: Int64, usedSince: Int64) throws -> [Session] {
         try database.query("""
-            SELECT * FROM sessions WHERE app_id = \(appID) AND user_id = \(user) AND ended_at IS NULL AND expires_at > \(now)
+            SELECT * FROM sessions
+            WHERE app_id = \(appID) AND user_id = \(user) AND ended_at IS NULL AND expires_at > \(now) AND last_used_at >= \(usedSince)
             ORDER BY last_used_at DESC, id
             """).map(sessionRecord)
     }
@@ -132,7 +133,7 @@ extension SQLAppScopedStore {
             """).map { SessionID(unchecked: try $0.string("id")) }
     }
 
-    func rotateRefreshToken(presentedHash: String, successorHash: String, graceMillis: Int64, origin: RequestOrigin, now: Int64) throws -> RefreshOutcome {
+    func rotateRefreshToken(presentedHash: String, successorHash: String, graceMillis: Int64, usedSince: Int64, origin: RequestOrigin, now: Int64) throws -> RefreshOutcome {
         if database.dialect == .postgres {
             // The common case in one statement, so one round trip (a statement is atomic on its own):
             // claim the current token, touch its live session, add the successor. A concurrent
@@ -146,13 +147,14 @@ extension SQLAppScopedStore {
                     UPDATE sessions SET last_used_at = \(now), ip = \(origin.ip), user_agent = \(origin.userAgent)
                     FROM claimed
                     WHERE sessions.app_id = \(appID) AND sessions.id = claimed.session_id AND sessions.ended_at IS NULL AND sessions.expires_at > \(now)
+                      AND sessions.last_used_at >= \(usedSince)
                     RETURNING sessions.*
                 ), added AS (
                     INSERT INTO refresh_tokens (token_hash, app_id, session_id, created_at) SELECT \(successorHash), \(appID), id, \(now) FROM touched
                 )
                 SELECT claimed.session_id AS claimed_session_id, touched.* FROM claimed LEFT JOIN touched ON touched.id = claimed.session_id
                 """).first {
-                // Claimed; no live session (signed out, reused, expired) means no new pair.
+                // Claimed; no live session (signed out, reused, expired, idle) means no new pair.
                 return try row.optionalString("id") == nil ? .invalid : .rotated(try sessionRecord(row))
             }
             return try database.transaction { db in try rotatedBefore(db, presentedHash: presentedHash, successorHash: successorHash, graceMillis: graceMillis, now: now) }
@@ -167,10 +169,10 @@ extension SQLAppScopedStore {
                 RETURNING session_id
                 """).first {
                 let sessionID = try claimed.string("session_id")
-                // The session may have ended (sign-out, a concurrent reuse) or expired: no new pair.
+                // The session may have ended (sign-out, a concurrent reuse), expired or idled: no new pair.
                 guard let row = try db.query("""
                     UPDATE sessions SET last_used_at = \(now), ip = \(origin.ip), user_agent = \(origin.userAgent)
-                    WHERE app_id = \(appID) AND id = \(sessionID) AND ended_at IS NULL AND expires_at > \(now)
+                    WHERE app_id = \(appID) AND id = \(sessionID) AND ended_at IS NULL AND expires_at > \(now) AND last_used_at >= \(usedSince)
                     RETURNING *
                     """).first
                 else { return .invalid }

@@ -192,6 +192,54 @@ struct AccountsAPITests {
     }
 
     @Test(arguments: TestDatabase.kinds)
+    func aSessionLeftIdleLongerThanTheAppAllowsCannotBeRefreshed(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let app = try server.createApp([
+            "name": "Idle", "access_token_ttl_seconds": 600, "refresh_token_idle_seconds": 3600,
+            "rate_limits": ["auth_per_minute_per_ip": 1000],
+        ])
+        func refresh(_ token: String) throws -> TestResponse {
+            try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": .string(token)])
+        }
+        let signedUp = try server.signUp(app)
+        var token = try #require(signedUp["refresh_token"]?.stringValue)
+        // Refreshing within the idle time keeps the session alive, well past one idle period in all.
+        for _ in 0..<3 {
+            clock.advance(seconds: 3500)
+            token = try #require(try refresh(token).data?["refresh_token"]?.stringValue)
+        }
+        let second = try #require(try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"]).data)
+        let sessions = try server.request("GET", "/v1/me/sessions", appKey: app.appKey, bearer: try #require(second["access_token"]?.stringValue))
+        #expect(sessions.data?.arrayValue?.count == 2)
+
+        clock.advance(seconds: 3601)
+        #expect(try refresh(token).problemCode == "auth/invalid-refresh-token")
+        #expect(try refresh(try #require(second["refresh_token"]?.stringValue)).problemCode == "auth/invalid-refresh-token")
+
+        // A new sign-in lists only itself: the idle sessions are gone.
+        let third = try #require(try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"]).data?["access_token"]?.stringValue)
+        let listed = try server.request("GET", "/v1/me/sessions", appKey: app.appKey, bearer: third).data?.arrayValue ?? []
+        #expect(listed.map { $0["current"] } == [true])
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func anIdleTimeoutShorterThanAnAccessTokenIsRefused(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Idle", "access_token_ttl_seconds": 3600])
+        let refused = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["refresh_token_idle_seconds": 1800])
+        #expect(refused.problemCode == "request/validation-failed")
+        #expect(refused.json?["errors"]?.arrayValue?.map { $0["field"] } == ["refresh_token_idle_seconds"])
+        let accepted = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["refresh_token_idle_seconds": 7200])
+        #expect(accepted.data?["refresh_token_idle_seconds"] == 7200)
+        let cleared = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["refresh_token_idle_seconds": nil])
+        #expect(cleared.status == 200)
+        #expect(cleared.data?["refresh_token_idle_seconds"] == .null)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
     func signOutScopesEndTheRightSessions(_ kind: TestDatabaseKind) throws {
         let server = try TestServer(kind)
         defer { server.stop() }
