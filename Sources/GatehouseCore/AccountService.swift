@@ -52,8 +52,9 @@ public final class AccountService: Sendable {
         let hash = try hasher.hash(password)
         let now = clock.nowMillis()
         let user = User(id: .generate(), email: email, emailVerified: false, firstName: first, lastName: last, createdAt: now, updatedAt: now, lastSignInAt: now)
-        try data.insertUser(user, passwordHash: hash, identity: Identity(provider: "password", subject: email, email: email, createdAt: now))
-        try data.record(Event(type: "user.signed_up", userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: now))
+        try data.insertUser(
+            user, passwordHash: hash, identity: Identity(provider: "password", subject: email, email: email, createdAt: now),
+            event: Event(type: "user.signed_up", userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: now))
         return try startSession(app: app, data, user: user, method: .password, isNewUser: true, origin: origin)
     }
 
@@ -80,11 +81,11 @@ public final class AccountService: Sendable {
             id: .generate(), userID: user.id, method: method, authTime: now, createdAt: now, lastUsedAt: now,
             expiresAt: now + app.settings.refreshTokenTTLSeconds * 1000, ip: origin.ip, userAgent: origin.userAgent)
         let refreshToken = tokens.newRefreshToken()
-        try data.insertSession(session, refreshTokenHash: tokens.hash(refreshToken: refreshToken))
-        if !isNewUser { try data.setLastSignIn(user.id, now: now) }
+        try data.insertSession(
+            session, refreshTokenHash: tokens.hash(refreshToken: refreshToken),
+            event: Event(type: "user.signed_in", userID: user.id, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(method.rawValue)], createdAt: now))
         var signedIn = user
         signedIn.lastSignInAt = now
-        try data.record(Event(type: "user.signed_in", userID: user.id, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(method.rawValue)], createdAt: now))
         let identities = try data.identities(user.id)
         let access = try tokens.accessToken(app: app, user: signedIn, session: session)
         return SessionGrant(user: signedIn, identities: identities, accessToken: access.token, expiresIn: access.expiresIn, refreshToken: refreshToken, isNewUser: isNewUser)

@@ -57,7 +57,7 @@ public final class ProviderSignInService: Sendable {
         let first = try firstName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "first_name") }
         let last = try lastName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "last_name") }
         let (identity, appleRefreshToken) = try verify(app: app, provider: provider, proof: proof)
-        let (user, isNew) = try account(app: app, data, provider: provider, identity: identity, firstName: first, lastName: last)
+        let (user, isNew) = try account(app: app, data, provider: provider, identity: identity, firstName: first, lastName: last, origin: origin)
         try keepAppleToken(app: app, data, user: user.id, identity: identity, refreshToken: appleRefreshToken)
         return try accounts.startSession(app: app, data, user: user, method: provider.method, isNewUser: isNew, origin: origin)
     }
@@ -91,7 +91,9 @@ public final class ProviderSignInService: Sendable {
 
     /// The user of a verified identity: the linked one, or a new account (never one found by
     /// email: a provider sign-in never attaches to an existing account by email).
-    func account(app: AppContext, _ data: any AppScopedStore, provider: Provider, identity: ExternalIdentity, firstName: String?, lastName: String?) throws -> (User, Bool) {
+    func account(
+        app: AppContext, _ data: any AppScopedStore, provider: Provider, identity: ExternalIdentity, firstName: String?, lastName: String?, origin: RequestOrigin
+    ) throws -> (User, Bool) {
         let now = clock.nowMillis()
         if let user = try data.user(provider: provider.rawValue, subject: identity.subject) {
             if user.firstName == nil && user.lastName == nil, firstName != nil || lastName != nil {
@@ -110,13 +112,14 @@ public final class ProviderSignInService: Sendable {
             id: .generate(), email: email, emailVerified: email != nil && identity.emailVerified, firstName: firstName ?? identity.firstName,
             lastName: lastName ?? identity.lastName, createdAt: now, updatedAt: now, lastSignInAt: now)
         do {
-            try data.insertUser(user, passwordHash: nil, identity: Identity(provider: provider.rawValue, subject: identity.subject, email: email, createdAt: now))
+            try data.insertUser(
+                user, passwordHash: nil, identity: Identity(provider: provider.rawValue, subject: identity.subject, email: email, createdAt: now),
+                event: Event(type: "user.signed_up", userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(provider.rawValue)], createdAt: now))
         } catch let error as GatehouseError where error.code == .emailAlreadyInUse {
             // The same provider account signed up at the same moment from another request: use it.
             if let existing = try data.user(provider: provider.rawValue, subject: identity.subject) { return (existing, false) }
             throw error
         }
-        try data.record(Event(type: "user.signed_up", userID: user.id, sessionID: nil, ip: nil, userAgent: nil, data: ["method": .string(provider.rawValue)], createdAt: now))
         return (user, true)
     }
 
@@ -245,7 +248,7 @@ public final class ProviderSignInService: Sendable {
             let identity = try providers.verifyApple(exchanged.idToken, audiences: [servicesID], expectedNonceHash: flow.nonce)
             let names = Self.appleUserNames(callback.user)
             let data = store.app(app.id)
-            let (user, isNew) = try account(app: app, data, provider: .apple, identity: identity, firstName: names.first, lastName: names.last)
+            let (user, isNew) = try account(app: app, data, provider: .apple, identity: identity, firstName: names.first, lastName: names.last, origin: origin)
             try keepAppleToken(app: app, data, user: user.id, identity: identity, refreshToken: exchanged.refreshToken)
             let loginCode = SecureRandom.token()
             let now = clock.nowMillis()

@@ -132,14 +132,14 @@ public protocol AppScopedStore: Sendable {
 
     // MARK: Users and identities
 
-    /// Inserts a user with one identity. Throws `auth/email-already-in-use` when the identity exists.
-    func insertUser(_ user: User, passwordHash: String?, identity: Identity) throws
+    /// Inserts a user with one identity and records `event` (its sign-up), in one transaction.
+    /// Throws `auth/email-already-in-use` when the identity exists.
+    func insertUser(_ user: User, passwordHash: String?, identity: Identity, event: Event) throws
     func user(_ id: UserID) throws -> User?
     /// The user with this password identity and their password hash.
     func passwordUser(email: String) throws -> (User, String)?
     func passwordHash(_ id: UserID) throws -> String?
     func updateProfile(_ id: UserID, firstName: String?, lastName: String?, now: Int64) throws -> User?
-    func setLastSignIn(_ id: UserID, now: Int64) throws
     /// Sets the password hash; adds the password identity when `addIdentity` is given.
     func setPasswordHash(_ id: UserID, hash: String, addIdentity: Identity?, now: Int64) throws
     func identities(_ id: UserID) throws -> [Identity]
@@ -165,7 +165,9 @@ public protocol AppScopedStore: Sendable {
 
     // MARK: Sessions
 
-    func insertSession(_ session: Session, refreshTokenHash: String) throws
+    /// Starts a session, in one transaction: the session with its first refresh token, the
+    /// user's last sign-in set to the session's start, and `event` (its sign-in) recorded.
+    func insertSession(_ session: Session, refreshTokenHash: String, event: Event) throws
     func session(_ id: SessionID) throws -> Session?
     /// Sessions of the user that have not ended, not expired and were last used at or after
     /// `usedSince` (the app's idle timeout; 0 when it has none), newest first.

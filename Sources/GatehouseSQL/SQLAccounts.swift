@@ -5,7 +5,7 @@ extension SessionID: SQLBindable { public var sqlValue: SQLValue { .text(rawValu
 
 // Users, identities, sessions, refresh tokens, events and limits, always bound to `appID`.
 extension SQLAppScopedStore {
-    func insertUser(_ user: User, passwordHash: String?, identity: Identity) throws {
+    func insertUser(_ user: User, passwordHash: String?, identity: Identity, event: Event) throws {
         do {
             try database.transaction { db in
                 try db.execute("""
@@ -14,6 +14,7 @@ extension SQLAppScopedStore {
                             \(passwordHash), \(user.createdAt), \(user.updatedAt), \(user.lastSignInAt))
                     """)
                 try insertIdentity(db, app: appID, user: user.id, identity)
+                try insertEvent(db, event)
             }
         } catch let error as SQLError where error.kind == .uniqueViolation {
             throw GatehouseError(.emailAlreadyInUse, "An account with this email already exists.")
@@ -43,11 +44,6 @@ extension SQLAppScopedStore {
             UPDATE users SET first_name = \(firstName), last_name = \(lastName), updated_at = \(now), changed_at = \(now)
             WHERE app_id = \(appID) AND id = \(id) RETURNING *
             """).first.map(userRecord)
-    }
-
-    func setLastSignIn(_ id: UserID, now: Int64) throws {
-        defer { changed(id) }
-        try database.execute("UPDATE users SET last_sign_in_at = \(now), changed_at = \(now) WHERE app_id = \(appID) AND id = \(id)")
     }
 
     func setPasswordHash(_ id: UserID, hash: String, addIdentity: Identity?, now: Int64) throws {
@@ -93,7 +89,8 @@ extension SQLAppScopedStore {
         }
     }
 
-    func insertSession(_ session: Session, refreshTokenHash: String) throws {
+    func insertSession(_ session: Session, refreshTokenHash: String, event: Event) throws {
+        defer { changed(session.userID) }
         try database.transaction { db in
             try db.execute("""
                 INSERT INTO sessions (id, app_id, user_id, method, auth_time, created_at, last_used_at, expires_at, ip, user_agent)
@@ -103,6 +100,11 @@ extension SQLAppScopedStore {
             try db.execute("""
                 INSERT INTO refresh_tokens (token_hash, app_id, session_id, created_at) VALUES (\(refreshTokenHash), \(appID), \(session.id), \(session.createdAt))
                 """)
+            try db.execute("""
+                UPDATE users SET last_sign_in_at = \(session.createdAt), changed_at = \(session.createdAt)
+                WHERE app_id = \(appID) AND id = \(session.userID)
+                """)
+            try insertEvent(db, event)
         }
     }
 
@@ -216,7 +218,11 @@ extension SQLAppScopedStore {
     }
 
     func record(_ event: Event) throws {
-        try database.execute("""
+        try database.withConnection { db in try insertEvent(db, event) }
+    }
+
+    private func insertEvent(_ db: any SQLConnection, _ event: Event) throws {
+        try db.execute("""
             INSERT INTO events (id, app_id, type, user_id, session_id, ip, user_agent, data, created_at)
             VALUES (\(event.id.rawValue), \(appID), \(event.type), \(event.userID), \(event.sessionID), \(event.ip), \(event.userAgent),
                     \(event.data.serializedString), \(event.createdAt))

@@ -387,7 +387,8 @@ struct AccountsAPITests {
 
     @Test(arguments: TestDatabase.kinds)
     func theAuthLimiterAnswers429WithRetryAfter(_ kind: TestDatabaseKind) throws {
-        let server = try TestServer(kind)
+        // A clock that stands still: the minute's window cannot roll over during the test.
+        let server = try TestServer(kind, clock: ManualClock())
         defer { server.stop() }
         let app = try server.createApp(["name": "Limited"])
         for i in 0..<10 {
@@ -513,7 +514,9 @@ struct AddPasswordTests {
         let data = server.gatehouse.store.app(app.id)
         let now = server.clock.nowMillis()
         let user = User(id: .generate(), email: "sam@example.com", emailVerified: true, firstName: nil, lastName: nil, createdAt: now, updatedAt: now, lastSignInAt: now)
-        try data.insertUser(user, passwordHash: nil, identity: Identity(provider: "apple", subject: "001234.abcd", email: "sam@example.com", createdAt: now))
+        try data.insertUser(
+            user, passwordHash: nil, identity: Identity(provider: "apple", subject: "001234.abcd", email: "sam@example.com", createdAt: now),
+            event: Event(type: "user.signed_up", userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: now))
         let grant = try server.gatehouse.accounts.startSession(
             app: app, data, user: user, method: .apple, isNewUser: false, origin: RequestOrigin(ip: "127.0.0.1", userAgent: nil))
         let token = grant.accessToken
@@ -557,7 +560,8 @@ struct AccountLimitsTests {
 
     @Test(arguments: TestDatabase.kinds)
     func guessingTheCurrentPasswordIsLimited(_ kind: TestDatabaseKind) throws {
-        let server = try TestServer(kind)
+        // A clock that stands still: the minute's window cannot roll over between the guesses.
+        let server = try TestServer(kind, clock: ManualClock())
         defer { server.stop() }
         let app = try server.createApp(["name": "Limited", "rate_limits": ["auth_per_minute_per_ip": 5]])
         let token = try #require(try server.signUp(app)["access_token"]?.stringValue)

@@ -77,6 +77,13 @@ struct ProvidersAPITests {
         #expect(user["first_name"] == "Pat")
         let token = try #require(first.data?["access_token"]?.stringValue)
         #expect(try JSON.parse(JWT.parse(token).payload)["amr"] == ["apple"])
+        // The audit trail: the sign-up and the sign-in, each with where it came from.
+        let events = try world.server.gatehouse.database.query("""
+            SELECT type, ip, session_id FROM events WHERE user_id = \(try #require(user["id"]?.stringValue)) ORDER BY type
+            """)
+        #expect(try events.map { try $0.string("type") } == ["user.signed_in", "user.signed_up"])
+        #expect(try events.map { try $0.optionalString("ip") } == ["127.0.0.1", "127.0.0.1"])
+        #expect(try events[0].optionalString("session_id") != nil)
 
         let again = try world.appleSignIn(["identity_token": .string(world.appleToken(nonce: "raw-nonce-2")), "nonce": "raw-nonce-2", "first_name": "Other"])
         #expect(again.status == 200)
