@@ -133,7 +133,7 @@ extension AppSettings {
         if let v = r.int("refresh_token_idle_seconds", 300...(366 * 86400)) {
             // Shorter than an access token's life, a client that refreshes when its token expires
             // would always find its session idle.
-            if v < s.accessTokenTTLSeconds {
+            if v < s.accessTokenTTLSeconds, !r.errors.contains(where: { $0.field == "access_token_ttl_seconds" }) {
                 r.fail("refresh_token_idle_seconds", "Must be at least access_token_ttl_seconds (\(s.accessTokenTTLSeconds)), or null.")
             } else {
                 s.refreshTokenIdleSeconds = v

@@ -6,18 +6,19 @@ extension SessionID: SQLBindable { public var sqlValue: SQLValue { .text(rawValu
 // Users, identities, sessions, refresh tokens, events and limits, always bound to `appID`.
 extension SQLAppScopedStore {
     func insertUser(_ user: User, passwordHash: String?, identity: Identity, event: Event) throws {
-        do {
-            try database.transaction { db in
+        try database.transaction { db in
+            do {
                 try db.execute("""
                     INSERT INTO users (id, app_id, email, email_verified, first_name, last_name, photo_url, password_hash, created_at, updated_at, last_sign_in_at)
                     VALUES (\(user.id), \(appID), \(user.email), \(user.emailVerified), \(user.firstName), \(user.lastName), \(user.photoURL),
                             \(passwordHash), \(user.createdAt), \(user.updatedAt), \(user.lastSignInAt))
                     """)
                 try insertIdentity(db, app: appID, user: user.id, identity)
-                try insertEvent(db, event)
+            } catch let error as SQLError where error.kind == .uniqueViolation {
+                // The identity exists: the same email or provider account signed up just before.
+                throw GatehouseError(.emailAlreadyInUse, "An account with this email already exists.")
             }
-        } catch let error as SQLError where error.kind == .uniqueViolation {
-            throw GatehouseError(.emailAlreadyInUse, "An account with this email already exists.")
+            try insertEvent(db, event)
         }
     }
 
@@ -159,7 +160,7 @@ extension SQLAppScopedStore {
                 // Claimed; no live session (signed out, reused, expired, idle) means no new pair.
                 return try row.optionalString("id") == nil ? .invalid : .rotated(try sessionRecord(row))
             }
-            return try database.transaction { db in try rotatedBefore(db, presentedHash: presentedHash, successorHash: successorHash, graceMillis: graceMillis, now: now) }
+            return try database.transaction { db in try rotatedBefore(db, presentedHash: presentedHash, successorHash: successorHash, graceMillis: graceMillis, usedSince: usedSince, now: now) }
         }
         return try database.transaction { db in
             // The common case in three statements: claim the current token (a concurrent refresh of
@@ -183,14 +184,16 @@ extension SQLAppScopedStore {
                     """)
                 return .rotated(try sessionRecord(row))
             }
-            return try rotatedBefore(db, presentedHash: presentedHash, successorHash: successorHash, graceMillis: graceMillis, now: now)
+            return try rotatedBefore(db, presentedHash: presentedHash, successorHash: successorHash, graceMillis: graceMillis, usedSince: usedSince, now: now)
         }
     }
 
-    /// A token that is not (or no longer) the current one of its session: unknown, a retry within
-    /// the grace window whose successor is still current (the same pair again), or reuse, which
-    /// ends the session.
-    private func rotatedBefore(_ db: any SQLConnection, presentedHash: String, successorHash: String, graceMillis: Int64, now: Int64) throws -> RefreshOutcome {
+    /// A token that is not (or no longer) the current one of its session: unknown or of a session
+    /// that is no longer live (ended, expired, idle), a retry within the grace window whose
+    /// successor is still current (the same pair again), or reuse, which ends the session.
+    private func rotatedBefore(
+        _ db: any SQLConnection, presentedHash: String, successorHash: String, graceMillis: Int64, usedSince: Int64, now: Int64
+    ) throws -> RefreshOutcome {
         guard let row = try db.query("""
             SELECT refresh_tokens.rotated_at AS token_rotated_at, sessions.*
             FROM refresh_tokens JOIN sessions ON sessions.id = refresh_tokens.session_id
@@ -198,7 +201,7 @@ extension SQLAppScopedStore {
             """).first
         else { return .invalid }
         var session = try sessionRecord(row)
-        if session.endedAt != nil || session.expiresAt <= now { return .invalid }
+        if session.endedAt != nil || session.expiresAt <= now || session.lastUsedAt < usedSince { return .invalid }
         let rotation = try row.optionalInt64("token_rotated_at") ?? now
         let successorIsCurrent = try !db.query("""
             SELECT 1 AS current FROM refresh_tokens

@@ -216,6 +216,9 @@ struct AccountsAPITests {
 
         clock.advance(seconds: 3601)
         #expect(try refresh(token).problemCode == "auth/invalid-refresh-token")
+        // Trying again is no reuse: the session was idle, not stolen.
+        #expect(try refresh(token).problemCode == "auth/invalid-refresh-token")
+        #expect(try server.gatehouse.database.query("SELECT 1 AS one FROM events WHERE type = 'session.refresh_reused'").isEmpty)
         #expect(try refresh(try #require(second["refresh_token"]?.stringValue)).problemCode == "auth/invalid-refresh-token")
 
         // A new sign-in lists only itself: the idle sessions are gone.
@@ -234,6 +237,9 @@ struct AccountsAPITests {
         #expect(refused.json?["errors"]?.arrayValue?.map { $0["field"] } == ["refresh_token_idle_seconds"])
         let accepted = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["refresh_token_idle_seconds": 7200])
         #expect(accepted.data?["refresh_token_idle_seconds"] == 7200)
+        // Raising the access tokens' lifetime above the idle timeout is refused as well.
+        let longer = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["access_token_ttl_seconds": 10800])
+        #expect(longer.json?["errors"]?.arrayValue?.map { $0["field"] } == ["refresh_token_idle_seconds"])
         let cleared = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["refresh_token_idle_seconds": nil])
         #expect(cleared.status == 200)
         #expect(cleared.data?["refresh_token_idle_seconds"] == .null)
