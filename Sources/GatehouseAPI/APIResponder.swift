@@ -55,13 +55,14 @@ final class APIResponder: HTTPResponder {
             return finish(request, route: "unmatched", start: start, problem(.notFound, nil, request))
         }
         let requestID = Self.requestID(request)
+        let ip = clientIP(request)
         var response: HTTPResponse
         do {
-            response = try route.handler(Request(http: request, parameters: parameters, requestID: requestID, clientIP: clientIP(request)))
+            response = try route.handler(Request(http: request, parameters: parameters, requestID: requestID, clientIP: ip))
         } catch {
             response = Problem.response(for: error, instance: request.path, requestID: requestID, log: log)
         }
-        return finish(request, route: pattern, start: start, response, requestID: requestID)
+        return finish(request, route: pattern, start: start, response, requestID: requestID, clientIP: ip)
     }
 
     func bodyTooLarge(_ request: HTTPRequest) -> HTTPResponse {
@@ -96,7 +97,9 @@ final class APIResponder: HTTPResponder {
     }
 
     /// Adds the headers every response carries, then counts and logs it.
-    private func finish(_ request: HTTPRequest, route: String, start: ContinuousClock.Instant, _ response: HTTPResponse, requestID: String? = nil) -> HTTPResponse {
+    private func finish(
+        _ request: HTTPRequest, route: String, start: ContinuousClock.Instant, _ response: HTTPResponse, requestID: String? = nil, clientIP ip: String? = nil
+    ) -> HTTPResponse {
         var response = response
         let id = requestID ?? response.headers["X-Request-Id"] ?? Self.requestID(request)
         response.headers.set("X-Request-Id", id)
@@ -110,7 +113,7 @@ final class APIResponder: HTTPResponder {
                 [
                     "request_id": .string(id), "method": .string(String(request.method.prefix(16))), "route": .string(route),
                     "path": .string(String(request.path.prefix(256))), "status": .int(Int64(response.status)),
-                    "duration_ms": .double((seconds * 1_000_000).rounded() / 1000), "ip": .string(clientIP(request)),
+                    "duration_ms": .double((seconds * 1_000_000).rounded() / 1000), "ip": .string(ip ?? clientIP(request)),
                     "bytes": .int(Int64(response.body.count)),
                 ])
         }

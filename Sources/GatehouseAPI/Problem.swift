@@ -29,12 +29,9 @@ enum Problem {
         if !error.fieldErrors.isEmpty {
             body["errors"] = .array(error.fieldErrors.map { ["field": .string($0.field), "message": .string($0.message)] })
         }
+        if let retryAfter = error.retryAfter { body["retry_after"] = .int(Int64(retryAfter)) }
         var response = HTTPResponse.json(.object(body), status: error.status, contentType: "application/problem+json")
-        if let retryAfter = error.retryAfter {
-            body["retry_after"] = .int(Int64(retryAfter))
-            response = HTTPResponse.json(.object(body), status: error.status, contentType: "application/problem+json")
-            response.headers.set("Retry-After", String(retryAfter))
-        }
+        if let retryAfter = error.retryAfter { response.headers.set("Retry-After", String(retryAfter)) }
         response.headers.set("Cache-Control", "no-store")
         response.headers.set("X-Request-Id", requestID)
         return response
