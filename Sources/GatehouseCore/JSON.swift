@@ -17,12 +17,44 @@ public enum JSON: Sendable, Equatable {
     /// faster here than `JSONDecoder`); this only converts its objects.
     public static func parse(_ bytes: some Collection<UInt8>) throws(JSON.ParseError) -> JSON {
         let array = Array(bytes)
-        // JSONSerialization would also guess UTF-16 and UTF-32; the API speaks UTF-8 only.
-        guard String(validating: array, as: UTF8.self) != nil,
+        // JSONSerialization would also guess UTF-16 and UTF-32; the API speaks UTF-8 only. It
+        // (and JSONDecoder) also take a trailing comma, which RFC 8259 does not allow.
+        guard String(validating: array, as: UTF8.self) != nil, !hasTrailingComma(array),
             let object = try? JSONSerialization.jsonObject(with: Data(array), options: [.fragmentsAllowed]),
             let json = JSON(foundation: object)
         else { throw ParseError() }
         return json
+    }
+
+    /// Whether a `,` outside strings is followed (after whitespace) by `}` or `]`.
+    static func hasTrailingComma(_ bytes: [UInt8]) -> Bool {
+        var inString = false
+        var escaped = false
+        var afterComma = false
+        for byte in bytes {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"):
+                continue
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                if afterComma { return true }
+            case UInt8(ascii: "\""):
+                inString = true
+            default:
+                break
+            }
+            afterComma = byte == UInt8(ascii: ",")
+        }
+        return false
     }
 
     private init?(foundation object: Any) {

@@ -51,8 +51,9 @@ public final class HTTPServer: @unchecked Sendable {
         /// `bodyTooLarge` only once the client has sent its last chunk (libmicrohttpd 0.9.75
         /// cannot queue a response in the middle of a body). Until then the server discards
         /// what arrives, buffering nothing; past this many discarded bytes it closes the
-        /// connection without an answer instead.
-        public var maxDiscardedBodyBytes: Int = 256 * 1024
+        /// connection without an answer instead. 2 MiB lets a client that sent, say, a 1 MiB
+        /// password in chunks read why it was refused.
+        public var maxDiscardedBodyBytes: Int = 2 * 1024 * 1024
         /// Threads that answer offloaded requests (`HeadDecision.readBody(limit:offload:)`)
         /// while their connection is suspended, so a handler that waits long does not hold a
         /// worker and its other connections. 0: offloaded requests are answered on the worker.

@@ -104,4 +104,12 @@ struct JSONTests {
         let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
         #expect(throws: JSON.ParseError.self) { try JSON.parse(Array(deep.utf8)) }
     }
+
+    @Test
+    func refusesTrailingCommasButNotCommasInStrings() throws {
+        for bad in [#"{"a":1,}"#, "[1,2 ,\n]", #"{"a":[1,],"b":2}"#, #"{"a":{"b":1,}}"#] {
+            #expect(throws: JSON.ParseError.self, "\(bad)") { try JSON.parse(Array(bad.utf8)) }
+        }
+        #expect(try JSON.parse(Array(#"{"a":",}","b":["\\",",]"]}"#.utf8)) == ["a": ",}", "b": ["\\", ",]"]])
+    }
 }

@@ -18,6 +18,9 @@ struct ProtocolAPITests {
             ("DELETE", "/v1/app", [], nil, 405, "request/method-not-allowed"),
             ("PATCH", "/v1/admin/app", admin + json, Array("{\"name\": ".utf8), 400, "request/validation-failed"),
             ("PATCH", "/v1/admin/app", admin + json, Array("[1,2]".utf8), 400, "request/validation-failed"),
+            // Trailing commas, which Foundation's parser would take, are not JSON.
+            ("PATCH", "/v1/admin/app", admin + json, Array("{\"name\": \"N\",}".utf8), 400, "request/validation-failed"),
+            ("PATCH", "/v1/admin/app", admin + json, Array("{\"allowed_origins\": [\"https://a.example.com\", ]}".utf8), 400, "request/validation-failed"),
             ("PATCH", "/v1/admin/app", admin + json, [0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x3A, 0x31, 0x7D], 400, "request/validation-failed"),
             ("PATCH", "/v1/admin/app", admin + json, [], 400, "request/validation-failed"),
             ("PATCH", "/v1/admin/app", admin + [("Content-Type", "text/plain")], Array("{}".utf8), 415, "request/unsupported-media-type"),
@@ -52,6 +55,11 @@ struct ProtocolAPITests {
             body: Array(repeating: 0x20, count: 100_000))
         #expect(response.status == 413)
         #expect(response.problemCode == "request/payload-too-large")
+        // A 1 MiB password in chunks is refused before hashing, and the client reads why.
+        let password = try server.request(
+            "POST", "/v1/auth/signin", appKey: app.appKey, headers: [("Content-Type", "application/json"), ("Transfer-Encoding", "chunked")],
+            body: Array(#"{"email":"a@b.co","password":""#.utf8) + Array(repeating: 0x61, count: 1 << 20) + Array(#""}"#.utf8))
+        #expect(password.problemCode == "request/payload-too-large")
     }
 
     @Test(arguments: TestDatabase.kinds)

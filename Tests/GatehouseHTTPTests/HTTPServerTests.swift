@@ -81,6 +81,19 @@ struct HTTPServerTests {
         #expect(responder.respondCalls.load(ordering: .relaxed) == 0)
     }
 
+    @Test func aChunkedMebibyteIsStillAnsweredWith413ByDefault() throws {
+        let responder = TestResponder(bodyLimit: 64 * 1024)
+        let server = try startServer(responder: responder)
+        defer { server.shutdown() }
+        let connection = try #require(RawConnection(port: server.port))
+        connection.send("POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n")
+        let chunk = "4000\r\n" + String(repeating: "p", count: 16 * 1024) + "\r\n"  // 0x4000 == 16 KiB
+        for _ in 0..<64 { connection.send(chunk) }
+        connection.send("0\r\n\r\n")
+        #expect(connection.readResponse()?.status == 413)
+        #expect(responder.respondCalls.load(ordering: .relaxed) == 0)
+    }
+
     @Test func chunkedBodyThatNeverEndsIsCutOff() throws {
         let responder = TestResponder(bodyLimit: 1024)
         let server = try startServer(responder: responder) { $0.maxDiscardedBodyBytes = 8 * 1024 }
