@@ -14,7 +14,8 @@ public final class RevocationList: Sendable {
     /// shards by session id so that lookups rarely meet on one lock, and "is a poll due" is an atomic.
     private let shards: [Shard] = (0..<16).map { _ in Shard() }
     private let schedule: PollSchedule
-    private let polledUpTo: Mutex<Int64>
+    /// Where the next poll starts, by the database's clock; nil before the first.
+    private let polledUpTo = Mutex<Int64?>(nil)
 
     private final class Shard: Sendable {
         let ended = ReadWriteLock<[SessionID: Int64]>([:])
@@ -24,8 +25,6 @@ public final class RevocationList: Sendable {
         self.store = store
         self.clock = clock
         schedule = PollSchedule(everyMillis: pollEveryMillis)
-        // Sessions that ended before this node started may still have live access tokens.
-        polledUpTo = Mutex(clock.nowMillis() - keepMillis)
     }
 
     /// Reads the sessions ended within the last day, before the node serves: until the first poll,
@@ -56,11 +55,13 @@ public final class RevocationList: Sendable {
 
     private func poll(now: Int64) throws {
         let since = polledUpTo.withLock { $0 }
-        let ended = try store.sessionsEnded(since: since)
-        for (id, at) in ended { shard(id).ended.write { $0[id] = at } }
-        // Overlap generously: `ended_at` comes from the ending node's clock, before its commit, so a
-        // late commit or a skewed clock must still be caught. Re-reading is harmless (a set).
-        polledUpTo.withLock { $0 = max(since, now - Self.overlapMillis) }
+        // The first poll looks back as far as an access token lives: sessions that ended before
+        // this node started may still have live tokens.
+        let (ended, databaseNow) = try store.sessionsEnded(since: since, lookBack: keepMillis)
+        for id in ended { shard(id).ended.write { $0[id] = now } }
+        // Overlap: a session's end is stamped by its statement, before its commit, so a commit that
+        // lands late must still be caught. Re-reading is harmless (a set).
+        polledUpTo.withLock { $0 = max(since ?? .min, databaseNow - Self.overlapMillis) }
         for shard in shards {
             shard.ended.write { entries in
                 if entries.count > 1_000 { entries = entries.filter { now - $0.value < keepMillis } }

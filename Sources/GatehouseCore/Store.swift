@@ -93,8 +93,11 @@ public protocol Store: Sendable {
     func serverValue(_ name: String) throws -> String?
     /// Stores a server-wide value unless one is already there.
     func setServerValueIfAbsent(_ name: String, _ value: String) throws
-    /// Sessions of any app that ended after `since` (ms), for every node's revocation list.
-    func sessionsEnded(since: Int64) throws -> [(SessionID, Int64)]
+    /// Sessions of any app that ended at or after `since`, by the database's clock (ms), or within
+    /// `lookBack` ms before its present time when `since` is nil; with that present time, for the
+    /// next call. Every node's revocation list polls this: one clock for all nodes, so a node whose
+    /// own clock lags cannot end a session the others miss.
+    func sessionsEnded(since: Int64?, lookBack: Int64) throws -> (ended: [SessionID], databaseNow: Int64)
     /// Users of any app whose account changed at or after `since` (ms, `users.changed_at`), for
     /// every node's `AccountCache`.
     func usersChanged(since: Int64) throws -> [(AppID, UserID)]

@@ -123,14 +123,14 @@ extension SQLAppScopedStore {
 
     func endSession(_ id: SessionID, user: UserID, reason: SessionEndReason, now: Int64) throws -> Bool {
         try database.execute("""
-            UPDATE sessions SET ended_at = \(now), end_reason = \(reason.rawValue)
+            UPDATE sessions SET ended_at = \(now), ended_db_at = \(database.dialect.nowMillis), end_reason = \(reason.rawValue)
             WHERE app_id = \(appID) AND id = \(id) AND user_id = \(user) AND ended_at IS NULL
             """) == 1
     }
 
     func endSessions(of user: UserID, keeping: SessionID?, reason: SessionEndReason, now: Int64) throws -> [SessionID] {
         try database.query("""
-            UPDATE sessions SET ended_at = \(now), end_reason = \(reason.rawValue)
+            UPDATE sessions SET ended_at = \(now), ended_db_at = \(database.dialect.nowMillis), end_reason = \(reason.rawValue)
             WHERE app_id = \(appID) AND user_id = \(user) AND ended_at IS NULL AND id <> \(keeping?.rawValue ?? "")
             RETURNING id
             """).map { SessionID(unchecked: try $0.string("id")) }
@@ -209,7 +209,7 @@ extension SQLAppScopedStore {
             """).isEmpty
         if successorIsCurrent && now - rotation <= graceMillis { return .retried(session) }
         let endedNow = try db.execute("""
-            UPDATE sessions SET ended_at = \(now), end_reason = \(SessionEndReason.refreshReused.rawValue)
+            UPDATE sessions SET ended_at = \(now), ended_db_at = \(db.dialect.nowMillis), end_reason = \(SessionEndReason.refreshReused.rawValue)
             WHERE app_id = \(appID) AND id = \(session.id) AND ended_at IS NULL
             """) == 1
         session.endedAt = now

@@ -22,10 +22,14 @@ public final class SQLStore: Store {
         try database.query("SELECT value FROM server_values WHERE name = \(name)").first?.string("value")
     }
 
-    public func sessionsEnded(since: Int64) throws -> [(SessionID, Int64)] {
-        try database.query("SELECT id, ended_at FROM sessions WHERE ended_at >= \(since) ORDER BY ended_at").map {
-            (SessionID(unchecked: try $0.string("id")), try $0.int64("ended_at"))
+    public func sessionsEnded(since: Int64?, lookBack: Int64) throws -> (ended: [SessionID], databaseNow: Int64) {
+        // The clock first: whatever ends after this reading is at or after it, so the next poll,
+        // which starts from it (less an overlap), finds it.
+        let now = try database.query("SELECT \(database.dialect.nowMillis) AS now").first?.int64("now") ?? 0
+        let ended = try database.query("SELECT id FROM sessions WHERE ended_db_at >= \(since ?? now - lookBack)").map {
+            SessionID(unchecked: try $0.string("id"))
         }
+        return (ended, now)
     }
 
     public func usersChanged(since: Int64) throws -> [(AppID, UserID)] {

@@ -455,6 +455,24 @@ struct AccessTokenRejectionTests {
         #expect(try eventually { try me(second).problemCode == "auth/session-revoked" })
     }
 
+    /// A node whose clock lags ends a session: the others poll by the database's clock, so they
+    /// still see it ended (by `ended_at`, from the lagging clock, they would look past it).
+    @Test(arguments: TestDatabase.kinds)
+    func aSessionEndedOnANodeWhoseClockLagsIsSeenEndedByTheOthers(_ kind: TestDatabaseKind) throws {
+        struct LaggingClock: Clock {
+            func nowMillis() -> Int64 { SystemClock().nowMillis() - 60_000 }
+        }
+        let first = try TestServer(kind)
+        defer { first.stop() }
+        let lagging = try TestServer(anotherNodeOf: first, clock: LaggingClock())
+        defer { lagging.stop() }
+        let app = try first.createApp(AccountsAPITests.roomy)
+        let token = try #require(try lagging.signUp(app)["access_token"]?.stringValue)
+        #expect(try first.request("GET", "/v1/me", appKey: app.appKey, bearer: token).status == 200)
+        #expect(try lagging.request("POST", "/v1/auth/signout", appKey: app.appKey, bearer: token).status == 204)
+        #expect(try eventually { try first.request("GET", "/v1/me", appKey: app.appKey, bearer: token).problemCode == "auth/session-revoked" })
+    }
+
     /// True once `condition` holds, polling for up to 5 s.
     private func eventually(_ condition: () throws -> Bool) throws -> Bool {
         let deadline = ContinuousClock.now + .seconds(5)
