@@ -50,7 +50,8 @@ public final class AccountCache: UserChangeObserver, Sendable {
     private let shards: [Shard] = (0..<16).map { _ in Shard() }
     private let schedule: PollSchedule
     private let lastPollSuccess = Atomic<Int64>(Int64.min / 2)
-    private let polledUpTo: Mutex<Int64>
+    /// Where the next poll starts, by the database's clock; nil before the first.
+    private let polledUpTo = Mutex<Int64?>(nil)
 
     /// - Parameters:
     ///   - capacity: at most this many accounts are kept (about half a KiB each).
@@ -59,7 +60,6 @@ public final class AccountCache: UserChangeObserver, Sendable {
         self.maxAgeMillis = maxAgeSeconds * 1000
         self.shardCapacity = max(1, capacity / 16)
         schedule = PollSchedule(everyMillis: pollEveryMillis)
-        polledUpTo = Mutex(clock.nowMillis() - Self.overlapMillis)
     }
 
     /// The user and their identities, from this cache or else from `store` (and then kept);
@@ -112,11 +112,11 @@ public final class AccountCache: UserChangeObserver, Sendable {
     /// Drops the accounts other nodes changed since the last poll (and an overlap).
     private func poll(_ store: any Store, now: Int64) {
         let since = polledUpTo.withLock { $0 }
-        guard let changed = try? store.usersChanged(since: since) else { return }
+        guard let (changed, databaseNow) = try? store.usersChanged(since: since, lookBack: Self.overlapMillis) else { return }
         for (app, user) in changed { invalidate(Key(app: app, user: user)) }
-        // `changed_at` comes from the changing node's clock, before its commit: overlap so that
-        // a late commit or a skewed clock is still seen. Invalidating twice is harmless.
-        polledUpTo.withLock { $0 = max(since, now - Self.overlapMillis) }
+        // `changed_at` is stamped by its statement, before the commit: overlap so that a late
+        // commit is still seen. Invalidating twice is harmless.
+        polledUpTo.withLock { $0 = max(since ?? .min, databaseNow - Self.overlapMillis) }
         lastPollSuccess.store(now, ordering: .releasing)
     }
 }

@@ -98,9 +98,10 @@ public protocol Store: Sendable {
     /// next call. Every node's revocation list polls this: one clock for all nodes, so a node whose
     /// own clock lags cannot end a session the others miss.
     func sessionsEnded(since: Int64?, lookBack: Int64) throws -> (ended: [SessionID], databaseNow: Int64)
-    /// Users of any app whose account changed at or after `since` (ms, `users.changed_at`), for
-    /// every node's `AccountCache`.
-    func usersChanged(since: Int64) throws -> [(AppID, UserID)]
+    /// Users of any app whose account changed at or after `since` by the database's clock (ms,
+    /// `users.changed_at`), or within `lookBack` ms before its present time when `since` is nil;
+    /// with that present time, for the next call. Every node's `AccountCache` polls this.
+    func usersChanged(since: Int64?, lookBack: Int64) throws -> (changed: [(AppID, UserID)], databaseNow: Int64)
     /// Takes (marks used) an unexpired, unused web flow by the hash of its state. The flow names
     /// its app: the callback from Apple carries no app key.
     func takeWebFlow(id: String, now: Int64) throws -> WebFlow?

@@ -42,7 +42,7 @@ extension SQLAppScopedStore {
     func updateProfile(_ id: UserID, firstName: String?, lastName: String?, now: Int64) throws -> User? {
         defer { changed(id) }
         return try database.query("""
-            UPDATE users SET first_name = \(firstName), last_name = \(lastName), updated_at = \(now), changed_at = \(now)
+            UPDATE users SET first_name = \(firstName), last_name = \(lastName), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
             WHERE app_id = \(appID) AND id = \(id) RETURNING *
             """).first.map(userRecord)
     }
@@ -51,7 +51,7 @@ extension SQLAppScopedStore {
         defer { changed(id) }
         do {
             try database.transaction { db in
-                try db.execute("UPDATE users SET password_hash = \(hash), updated_at = \(now), changed_at = \(now) WHERE app_id = \(appID) AND id = \(id)")
+                try db.execute("UPDATE users SET password_hash = \(hash), updated_at = \(now), changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(id)")
                 if let addIdentity { try insertIdentity(db, app: appID, user: id, addIdentity) }
             }
         } catch let error as SQLError where error.kind == .uniqueViolation {
@@ -102,7 +102,7 @@ extension SQLAppScopedStore {
                 INSERT INTO refresh_tokens (token_hash, app_id, session_id, created_at) VALUES (\(refreshTokenHash), \(appID), \(session.id), \(session.createdAt))
                 """)
             try db.execute("""
-                UPDATE users SET last_sign_in_at = \(session.createdAt), changed_at = \(session.createdAt)
+                UPDATE users SET last_sign_in_at = \(session.createdAt), changed_at = \(database.dialect.nowMillis)
                 WHERE app_id = \(appID) AND id = \(session.userID)
                 """)
             try insertEvent(db, event)

@@ -20,7 +20,7 @@ extension SQLAppScopedStore {
         do {
             try database.transaction { db in
                 try insertIdentity(db, app: appID, user: user, identity)
-                try db.execute("UPDATE users SET changed_at = \(identity.createdAt) WHERE app_id = \(appID) AND id = \(user)")
+                try db.execute("UPDATE users SET changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(user)")
             }
         } catch let error as SQLError where error.kind == .uniqueViolation {
             throw GatehouseError(.credentialAlreadyInUse, "This sign-in method is already linked to an account of this app.")
@@ -32,7 +32,7 @@ extension SQLAppScopedStore {
         return try database.transaction { db in
             // The user's row first: its lock serialises concurrent unlinks of one user, so that
             // the count below sees the other one's removal and never lets both go.
-            try db.execute("UPDATE users SET changed_at = \(now) WHERE app_id = \(appID) AND id = \(user)")
+            try db.execute("UPDATE users SET changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(user)")
             let removed = try db.execute("""
                 DELETE FROM identities WHERE app_id = \(appID) AND user_id = \(user) AND provider = \(provider)
                   AND (SELECT count(*) FROM identities WHERE app_id = \(appID) AND user_id = \(user)) > 1
@@ -49,7 +49,7 @@ extension SQLAppScopedStore {
         defer { changed(user) }
         try database.execute("""
             UPDATE users SET first_name = COALESCE(first_name, \(firstName)), last_name = COALESCE(last_name, \(lastName)), updated_at = \(now),
-                             changed_at = \(now)
+                             changed_at = \(database.dialect.nowMillis)
             WHERE app_id = \(appID) AND id = \(user) AND first_name IS NULL AND last_name IS NULL
             """)
     }

@@ -23,19 +23,25 @@ public final class SQLStore: Store {
     }
 
     public func sessionsEnded(since: Int64?, lookBack: Int64) throws -> (ended: [SessionID], databaseNow: Int64) {
-        // The clock first: whatever ends after this reading is at or after it, so the next poll,
-        // which starts from it (less an overlap), finds it.
-        let now = try database.query("SELECT \(database.dialect.nowMillis) AS now").first?.int64("now") ?? 0
+        let now = try databaseNow()
         let ended = try database.query("SELECT id FROM sessions WHERE ended_db_at >= \(since ?? now - lookBack)").map {
             SessionID(unchecked: try $0.string("id"))
         }
         return (ended, now)
     }
 
-    public func usersChanged(since: Int64) throws -> [(AppID, UserID)] {
-        try database.query("SELECT app_id, id FROM users WHERE changed_at >= \(since)").map {
+    public func usersChanged(since: Int64?, lookBack: Int64) throws -> (changed: [(AppID, UserID)], databaseNow: Int64) {
+        let now = try databaseNow()
+        let changed = try database.query("SELECT app_id, id FROM users WHERE changed_at >= \(since ?? now - lookBack)").map {
             (AppID(unchecked: try $0.string("app_id")), UserID(unchecked: try $0.string("id")))
         }
+        return (changed, now)
+    }
+
+    /// The database's clock, read first by the polls: whatever changes after this reading is
+    /// stamped at or after it, so the next poll, which starts from it (less an overlap), finds it.
+    private func databaseNow() throws -> Int64 {
+        try database.query("SELECT \(database.dialect.nowMillis) AS now").first?.int64("now") ?? 0
     }
 
     public func setServerValueIfAbsent(_ name: String, _ value: String) throws {

@@ -455,10 +455,10 @@ struct AccessTokenRejectionTests {
         #expect(try eventually { try me(second).problemCode == "auth/session-revoked" })
     }
 
-    /// A node whose clock lags ends a session: the others poll by the database's clock, so they
-    /// still see it ended (by `ended_at`, from the lagging clock, they would look past it).
+    /// A node whose clock lags changes an account and ends a session: the others poll by the
+    /// database's clock, so they still see both (by the lagging clock's times they would look past them).
     @Test(arguments: TestDatabase.kinds)
-    func aSessionEndedOnANodeWhoseClockLagsIsSeenEndedByTheOthers(_ kind: TestDatabaseKind) throws {
+    func whatANodeWhoseClockLagsChangesIsSeenByTheOthers(_ kind: TestDatabaseKind) throws {
         struct LaggingClock: Clock {
             func nowMillis() -> Int64 { SystemClock().nowMillis() - 60_000 }
         }
@@ -468,7 +468,9 @@ struct AccessTokenRejectionTests {
         defer { lagging.stop() }
         let app = try first.createApp(AccountsAPITests.roomy)
         let token = try #require(try lagging.signUp(app)["access_token"]?.stringValue)
-        #expect(try first.request("GET", "/v1/me", appKey: app.appKey, bearer: token).status == 200)
+        #expect(try first.request("GET", "/v1/me", appKey: app.appKey, bearer: token).data?["first_name"] == .null)
+        #expect(try lagging.request("PATCH", "/v1/me", appKey: app.appKey, bearer: token, json: ["first_name": "Ada"]).status == 200)
+        #expect(try eventually { try first.request("GET", "/v1/me", appKey: app.appKey, bearer: token).data?["first_name"] == "Ada" })
         #expect(try lagging.request("POST", "/v1/auth/signout", appKey: app.appKey, bearer: token).status == 204)
         #expect(try eventually { try first.request("GET", "/v1/me", appKey: app.appKey, bearer: token).problemCode == "auth/session-revoked" })
     }
