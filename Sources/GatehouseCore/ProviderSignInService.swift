@@ -85,6 +85,12 @@ public final class ProviderSignInService: Sendable {
             guard let code, let credentials = appleCredentials(app) else { return (identity, nil) }
             try checkLength(code, field: "authorization_code")
             let exchanged = try providers.exchangeAppleCode(code, clientID: identity.audience, redirectURI: nil, credentials: credentials)
+            // The code must be this Apple account's: else another account's refresh token would be
+            // kept here (and revoked at Apple when this user deletes theirs).
+            let redeemed = try providers.verifyApple(exchanged.idToken, audiences: [identity.audience], expectedNonceHash: nil)
+            guard constantTimeEquals(Array(redeemed.subject.utf8), Array(identity.subject.utf8)) else {
+                throw GatehouseError(.invalidCredential, "The authorization code is not of the Apple account of identity_token.", status: 401)
+            }
             return (identity, exchanged.refreshToken)
         }
     }
@@ -102,6 +108,8 @@ public final class ProviderSignInService: Sendable {
             }
             return (user, false)
         }
+        // A new account: the same rule as password sign-up.
+        guard app.settings.allowSignup else { throw GatehouseError(.signupDisabled, "This app does not accept new accounts.") }
         let email = identity.email.flatMap { try? InputRules.email($0) }
         if let email, app.settings.emailCollision == "reject", try data.emailInUse(email, except: nil) {
             throw GatehouseError(
@@ -179,6 +187,8 @@ public final class ProviderSignInService: Sendable {
     public func startWebFlow(app: AppContext, redirectURI: String, clientState: String?, codeChallenge: String?, codeChallengeMethod: String?) throws -> (url: String, binding: String) {
         try requireMethod(.apple, app)
         guard let servicesID = app.settings.apple.servicesID else { throw notConfigured("Sign in with Apple on the web (apple.services_id)") }
+        // The callback redeems Apple's code, which needs the app's key: refuse now, not after the user signed in at Apple.
+        guard appleCredentials(app) != nil else { throw notConfigured("Sign in with Apple on the web (apple.team_id, key_id and private_key)") }
         guard app.settings.redirectURIs.contains(redirectURI) else {
             throw GatehouseError(.invalidRedirectURI, "redirect_uri is not one of the app's redirect_uris.")
         }

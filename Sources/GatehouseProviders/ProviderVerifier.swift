@@ -84,7 +84,8 @@ public final class ProviderVerifier: Sendable {
     /// `expectedProvider` (`"apple.com"` or `"google.com"`). A token that passes everything but the
     /// provider pin throws `.invalidToken("Expected a <expected> token but received <actual>")` —
     /// that text is safe to show to the client. The subject is
-    /// `firebase.identities[expectedProvider][0]` when present, else the Firebase uid.
+    /// `firebase.identities[expectedProvider][0]` when present, else `firebase:<uid>`: a Firebase
+    /// uid is not the provider's id, and must not be able to equal a native user's subject.
     public func verifyFirebase(_ token: String, projectID: String, expectedProvider: String) throws(ProviderError) -> ProviderIdentity {
         guard !projectID.isEmpty else { throw .invalidToken("no Firebase project id configured") }
         let claims = try verifiedClaims(token, keysURL: firebaseKeysURL)
@@ -104,7 +105,7 @@ public final class ProviderVerifier: Sendable {
         let email = claims["email"]?.stringValue
         let relay = expectedProvider == "apple.com" && (email.map { $0.lowercased().hasSuffix("@privaterelay.appleid.com") } ?? false)
         return ProviderIdentity(
-            subject: providerSubject.flatMap { $0.isEmpty ? nil : $0 } ?? uid, email: email,
+            subject: providerSubject.flatMap { $0.isEmpty ? nil : $0 } ?? "firebase:\(uid)", email: email,
             emailVerified: Self.flag(claims["email_verified"]), isPrivateRelayEmail: relay, audience: audience)
     }
 

@@ -116,6 +116,13 @@ struct ProvidersAPITests {
         let stored = try world.server.gatehouse.database.query("SELECT refresh_token FROM provider_tokens").map { try $0.string("refresh_token") }
         #expect(stored.count == 1)
         #expect(!world.apple.issuedRefreshTokens.contains(stored[0]))
+
+        // A code of another Apple account is refused, and its refresh token kept nowhere.
+        let foreign = world.apple.issueCode(for: FakeAppleUser(sub: "002.someone.else", nonce: ProviderWorld.hash("raw-nonce-2")), clientID: ProviderWorld.bundleID)
+        let mixed = try world.appleSignIn(["identity_token": .string(world.appleToken(nonce: "raw-nonce-2")), "nonce": "raw-nonce-2", "authorization_code": .string(foreign)])
+        #expect(mixed.status == 401)
+        #expect(mixed.problemCode == "auth/invalid-credential")
+        #expect(try world.server.gatehouse.database.query("SELECT refresh_token FROM provider_tokens").count == 1)
         // The same code again: Apple says invalid_grant.
         let reused = try world.appleSignIn(["identity_token": .string(world.appleToken(nonce: "n2")), "nonce": "n2", "authorization_code": .string(code)])
         #expect(reused.status == 401)
@@ -220,6 +227,13 @@ struct ProvidersAPITests {
         #expect(pinned.json?["detail"] == "Expected a apple.com token but received google.com")
         let otherProject = try world.appleSignIn(["firebase_id_token": .string(world.firebase.mintIDToken(projectID: "another-project-1", providerSubject: "001.apple.user"))])
         #expect(otherProject.problemCode == "auth/invalid-credential")
+        // Without `firebase.identities`, the Firebase uid is not taken for an Apple id, even when
+        // it reads like the native user's.
+        let uidOnly = try world.appleSignIn([
+            "firebase_id_token": .string(world.firebase.mintIDToken(uid: "001.apple.user", projectID: ProviderWorld.project, signInProvider: "apple.com", email: nil))
+        ])
+        #expect(uidOnly.status == 201)
+        #expect(uidOnly.data?["user"]?["id"] != native.data?["user"]?["id"])
     }
 
     @Test(arguments: TestDatabase.kinds)
@@ -237,6 +251,18 @@ struct ProvidersAPITests {
         let down = try world.appleSignIn(["identity_token": .string(world.appleToken()), "nonce": "raw-nonce-1"])
         #expect(down.status == 503)
         #expect(down.problemCode == "provider/unavailable")
+        world.apple.setDown(false)
+
+        // An app closed to new accounts is closed to them by every sign-in method; known users still sign in.
+        let known = try world.appleSignIn(["identity_token": .string(world.appleToken()), "nonce": "raw-nonce-1"])
+        #expect(known.status == 201)
+        #expect(try world.server.request("PATCH", "/v1/admin/app", bearer: world.app.secretKey, json: ["allow_signup": false]).status == 200)
+        #expect(try world.appleSignIn(["identity_token": .string(world.appleToken()), "nonce": "raw-nonce-1"]).status == 200)
+        let newcomer = try world.server.request("POST", "/v1/auth/oauth/google", appKey: world.app.appKey,
+            json: ["id_token": .string(world.google.mintIDToken(sub: "g-new", aud: ProviderWorld.googleClient, nonce: "n9")), "nonce": "n9"])
+        #expect(newcomer.problemCode == "auth/signup-disabled")
+        let viaFirebase = try world.appleSignIn(["firebase_id_token": .string(world.firebase.mintIDToken(projectID: ProviderWorld.project, providerSubject: "001.new.user"))])
+        #expect(viaFirebase.problemCode == "auth/signup-disabled")
     }
 
     @Test(arguments: TestDatabase.kinds)
@@ -374,6 +400,16 @@ struct AppleWebFlowTests {
         #expect(session.data?["user"]?["first_name"] == "Nia")
         world.clock.advance(seconds: 61)
         #expect(try world.server.request("POST", "/v1/auth/exchange", appKey: world.app.appKey, json: ["login_code": .string(loginCode)]).problemCode == "auth/invalid-login-code")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func theWebFlowNeedsTheAppsAppleKeyBeforeItStarts(_ kind: TestDatabaseKind) throws {
+        let world = try ProviderWorld(kind, settings: ["apple": ["client_ids": [.string(ProviderWorld.bundleID)], "services_id": .string(ProviderWorld.servicesID)]])
+        defer { world.stop() }
+        let (response, started) = try start(world)
+        #expect(started == nil)
+        #expect(response.status == 503)
+        #expect(response.problemCode == "auth/provider-not-configured")
     }
 
     @Test(arguments: TestDatabase.kinds)

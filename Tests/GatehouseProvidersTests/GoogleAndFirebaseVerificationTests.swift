@@ -87,7 +87,7 @@ import Testing
         #expect(identity.emailVerified)
         #expect(identity.isPrivateRelayEmail)
         let without = f.firebase.mintIDToken(uid: "fbUID2", projectID: project, signInProvider: "google.com")
-        #expect(try f.verifier.verifyFirebase(without, projectID: project, expectedProvider: "google.com").subject == "fbUID2")
+        #expect(try f.verifier.verifyFirebase(without, projectID: project, expectedProvider: "google.com").subject == "firebase:fbUID2")
     }
 
     @Test func anotherProjectIsRefused() {
