@@ -46,6 +46,13 @@ import Testing
         #expect(reason == "token issued in the future")
     }
 
+    @Test func aNotBeforeInTheFutureIsRefusedBeyondTheLeeway() throws {
+        let now = f.now
+        #expect(try verify(f.apple.mintIdentityToken(aud: bundleID, extraClaims: ["nbf": .int(now + 60)])).subject != "")
+        #expect(invalidTokenReason { try verify(f.apple.mintIdentityToken(aud: bundleID, extraClaims: ["nbf": .int(now + 61)])) } == "token not valid yet")
+        #expect(invalidTokenReason { try verify(f.apple.mintIdentityToken(aud: bundleID, extraClaims: ["nbf": "soon"])) } == "token not valid yet")
+    }
+
     @Test func missingTimesAreRefused() {
         for claim in ["exp", "iat"] {
             let token = f.apple.mintIdentityToken(aud: bundleID, extraClaims: [claim: .null])
