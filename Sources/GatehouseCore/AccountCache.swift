@@ -115,8 +115,9 @@ public final class AccountCache: UserChangeObserver, Sendable {
         guard let (changed, databaseNow) = try? store.usersChanged(since: since, lookBack: Self.overlapMillis) else { return }
         for (app, user) in changed { invalidate(Key(app: app, user: user)) }
         // `changed_at` is stamped by its statement, before the commit: overlap so that a late
-        // commit is still seen. Invalidating twice is harmless.
-        polledUpTo.withLock { $0 = max(since ?? .min, databaseNow - Self.overlapMillis) }
+        // commit is still seen. Invalidating twice is harmless. From the database's reading, not
+        // the furthest one: if its clock steps back (a failover), so does the poll.
+        polledUpTo.withLock { $0 = databaseNow - Self.overlapMillis }
         lastPollSuccess.store(now, ordering: .releasing)
     }
 }

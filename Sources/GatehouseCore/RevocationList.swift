@@ -58,10 +58,12 @@ public final class RevocationList: Sendable {
         // The first poll looks back as far as an access token lives: sessions that ended before
         // this node started may still have live tokens.
         let (ended, databaseNow) = try store.sessionsEnded(since: since, lookBack: keepMillis)
-        for id in ended { shard(id).ended.write { $0[id] = now } }
+        // Kept by this node's clock (for dropping them a day later): as long ago as the database says.
+        for (id, endedAt) in ended { shard(id).ended.write { $0[id] = now - max(0, databaseNow - endedAt) } }
         // Overlap: a session's end is stamped by its statement, before its commit, so a commit that
-        // lands late must still be caught. Re-reading is harmless (a set).
-        polledUpTo.withLock { $0 = max(since ?? .min, databaseNow - Self.overlapMillis) }
+        // lands late must still be caught. Re-reading is harmless (a set). From the database's
+        // reading, not the furthest one: if its clock steps back (a failover), so does the poll.
+        polledUpTo.withLock { $0 = databaseNow - Self.overlapMillis }
         for shard in shards {
             shard.ended.write { entries in
                 if entries.count > 1_000 { entries = entries.filter { now - $0.value < keepMillis } }

@@ -97,7 +97,8 @@ public protocol Store: Sendable {
     /// `lookBack` ms before its present time when `since` is nil; with that present time, for the
     /// next call. Every node's revocation list polls this: one clock for all nodes, so a node whose
     /// own clock lags cannot end a session the others miss.
-    func sessionsEnded(since: Int64?, lookBack: Int64) throws -> (ended: [SessionID], databaseNow: Int64)
+    /// Each session comes with when it ended, by the same clock.
+    func sessionsEnded(since: Int64?, lookBack: Int64) throws -> (ended: [(SessionID, Int64)], databaseNow: Int64)
     /// Users of any app whose account changed at or after `since` by the database's clock (ms,
     /// `users.changed_at`), or within `lookBack` ms before its present time when `since` is nil;
     /// with that present time, for the next call. Every node's `AccountCache` polls this.

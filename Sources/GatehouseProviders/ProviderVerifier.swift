@@ -153,7 +153,7 @@ public final class ProviderVerifier: Sendable {
         guard let issuedAt = Self.seconds(claims["iat"]) else { throw .invalidToken("iat missing") }
         guard now < expiresAt + Self.leewaySeconds else { throw .invalidToken("token expired") }
         guard issuedAt <= now + Self.leewaySeconds else { throw .invalidToken("token issued in the future") }
-        // Apple and Google send no `nbf`; when a token has one, it holds (RFC 7519 §4.1.5).
+        // Apple sends no `nbf`, Google may: when a token has one, it holds (RFC 7519 §4.1.5).
         if claims["nbf"] != nil {
             guard let notBefore = Self.seconds(claims["nbf"]), notBefore <= now + Self.leewaySeconds else { throw .invalidToken("token not valid yet") }
         }

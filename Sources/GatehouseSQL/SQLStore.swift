@@ -22,11 +22,14 @@ public final class SQLStore: Store {
         try database.query("SELECT value FROM server_values WHERE name = \(name)").first?.string("value")
     }
 
-    public func sessionsEnded(since: Int64?, lookBack: Int64) throws -> (ended: [SessionID], databaseNow: Int64) {
+    public func sessionsEnded(since: Int64?, lookBack: Int64) throws -> (ended: [(SessionID, Int64)], databaseNow: Int64) {
         let now = try databaseNow()
-        let ended = try database.query("SELECT id FROM sessions WHERE ended_db_at >= \(since ?? now - lookBack)").map {
-            SessionID(unchecked: try $0.string("id"))
-        }
+        let start = since ?? now - lookBack
+        // `ended_db_at IS NULL`: ended by a node of the previous version during an upgrade (migration 0005).
+        let ended = try database.query("""
+            SELECT id, COALESCE(ended_db_at, ended_at) AS ended FROM sessions
+            WHERE ended_db_at >= \(start) OR (ended_db_at IS NULL AND ended_at >= \(start))
+            """).map { (SessionID(unchecked: try $0.string("id")), try $0.int64("ended")) }
         return (ended, now)
     }
 

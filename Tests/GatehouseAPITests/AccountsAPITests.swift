@@ -475,6 +475,22 @@ struct AccessTokenRejectionTests {
         #expect(try eventually { try first.request("GET", "/v1/me", appKey: app.appKey, bearer: token).problemCode == "auth/session-revoked" })
     }
 
+    /// During an upgrade, a node of the previous version ends sessions without `ended_db_at`
+    /// (migration 0005): the others still see those ended.
+    @Test(arguments: TestDatabase.kinds)
+    func aSessionEndedByANodeOfThePreviousVersionIsSeenEnded(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(AccountsAPITests.roomy)
+        let token = try #require(try server.signUp(app)["access_token"]?.stringValue)
+        #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: token).status == 200)
+        let session = try #require(try JSON.parse(JWT.parse(token).payload)["sid"]?.stringValue)
+        try server.gatehouse.database.execute("""
+            UPDATE sessions SET ended_at = \(SystemClock().nowMillis()), end_reason = 'signed_out' WHERE id = \(session)
+            """)
+        #expect(try eventually { try server.request("GET", "/v1/me", appKey: app.appKey, bearer: token).problemCode == "auth/session-revoked" })
+    }
+
     /// True once `condition` holds, polling for up to 5 s.
     private func eventually(_ condition: () throws -> Bool) throws -> Bool {
         let deadline = ContinuousClock.now + .seconds(5)
