@@ -39,9 +39,13 @@ public final class Metrics: Sendable {
 
     public init() {}
 
+    /// Methods get a label of their own; any other (clients may send any token) counts as `other`,
+    /// so that the series stay bounded and every label value is safe in the exposition format.
+    static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
     /// Records one finished request. `route` is the matched pattern, or a fixed word for unmatched requests.
     public func record(method: String, route: String, status: Int, seconds: Double) {
-        let key = Key(method: method, route: route, status: status)
+        let key = Key(method: Self.knownMethods.contains(method) ? method : "other", route: route, status: status)
         let bucket = Metrics.buckets.firstIndex(where: { seconds <= $0 })
         // Mutated in place (no copy of the bucket array), so the lock is held for a few adds:
         // every request of every worker thread passes here.

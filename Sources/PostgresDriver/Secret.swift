@@ -14,6 +14,11 @@ struct Secret: Sendable {
         if let decoded = password.removingPercentEncoding, !decoded.isEmpty {
             result = result.replacingOccurrences(of: decoded, with: "***")
         }
+        // A password with an unencoded `/`, `@` or `:` is split by libpq's URL parser, which may
+        // then quote a piece of it as a port, host or database name.
+        for piece in password.split(whereSeparator: { "/@:?#".contains($0) }) where piece.count >= 3 {
+            result = result.replacingOccurrences(of: piece, with: "***")
+        }
         return result
     }
 
@@ -21,9 +26,10 @@ struct Secret: Sendable {
     private static func password(in url: String) -> String? {
         if let scheme = url.range(of: "://") {
             let rest = url[scheme.upperBound...]
-            let authority = rest.prefix { $0 != "/" && $0 != "?" }
-            if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
-                return String(authority[authority.index(after: colon)..<at])
+            // Up to the last `@` before any query: the password may hold an unencoded `/` or `@`.
+            let beforeQuery = rest.prefix { $0 != "?" }
+            if let at = beforeQuery.lastIndex(of: "@"), let colon = beforeQuery[..<at].firstIndex(of: ":") {
+                return String(beforeQuery[beforeQuery.index(after: colon)..<at])
             }
             if let query = rest.firstIndex(of: "?") {
                 for pair in rest[rest.index(after: query)...].split(separator: "&") where pair.hasPrefix("password=") {

@@ -113,6 +113,9 @@ struct ProtocolAPITests {
         #expect(try server.request("GET", "/healthz").status == 200)
         #expect(try server.request("GET", "/readyz").json == ["status": "ok"])
         _ = try server.request("GET", "/v1/app")
+        // Made-up methods share one series, whatever they contain.
+        _ = try server.request("BREW", "/v1/app")
+        _ = try server.request(#"GE"T}x"#, "/v1/app")
         #expect(try server.request("GET", "/metrics").problemCode == "auth/missing-token")
         #expect(try server.request("GET", "/metrics", bearer: "wrong").problemCode == "auth/invalid-token")
         let metrics = try server.request("GET", "/metrics", bearer: TestServer.adminToken)
@@ -121,5 +124,7 @@ struct ProtocolAPITests {
         #expect(metrics.text.contains(#"gatehouse_http_requests_total{method="GET",route="/v1/app",status="401"} 1"#))
         #expect(metrics.text.contains(#"gatehouse_http_request_duration_seconds_bucket{method="GET",route="/healthz",status="200",le="+Inf"} 1"#))
         #expect(metrics.text.contains("gatehouse_db_pool_connections"))
+        #expect(metrics.text.contains(#"gatehouse_http_requests_total{method="other",route="unmatched",status="405"} 2"#))
+        #expect(!metrics.text.contains("BREW") && !metrics.text.contains(#"GE""#))
     }
 }

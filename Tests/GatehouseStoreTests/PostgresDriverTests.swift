@@ -19,6 +19,16 @@ import Testing
         #expect(error?.message.contains("hunter2") == false)
     }
 
+    @Test func aPasswordWithUnencodedSeparatorsIsNotQuotedPieceByPiece() {
+        // libpq's parser splits these at `/` and `@`, and quotes the pieces as a port or a host.
+        for url in ["postgres://user:PGpart/SECRETpass@127.0.0.1:1/db?connect_timeout=2", "postgres://user:SECRET@pass@127.0.0.1:1/db?connect_timeout=2"] {
+            let error = sqlError { _ = try PostgresDatabase(url: url) }
+            #expect(error?.kind == .connection)
+            #expect(error?.description.contains("SECRET") == false, "\(error?.description ?? "")")
+            #expect(error?.description.contains("PGpart") == false, "\(error?.description ?? "")")
+        }
+    }
+
     @Test(.enabled(if: DatabaseKind.all.contains { $0.name == "postgres" }))
     func aConnectionKilledByTheServerIsReplaced() throws {
         try withDatabase(.postgres, poolSize: 1) { test in
