@@ -34,7 +34,7 @@ public final class Gatehouse: Sendable {
         let database = try openDatabase(configuration)
         do {
             try migrate(database)
-            let masterKey = try configuration.masterKey ?? loadOrCreateEmbeddedMasterKey(configuration, log: log)
+            let masterKey = try configuration.masterKey ?? loadOrCreateEmbeddedMasterKey(configuration, database: database, log: log)
             let gatehouse = try Gatehouse(configuration: configuration, database: database, masterKey: masterKey, clock: clock, log: log)
             if let folder = configuration.tenantsDirectory {
                 for line in try gatehouse.apps.applyTenants(folder: folder, environment: environment) {
@@ -139,7 +139,7 @@ public final class Gatehouse: Sendable {
     }
 
     /// Embedded mode without a configured key: use `<data>/master.key`, creating it (mode 0600) on first start.
-    static func loadOrCreateEmbeddedMasterKey(_ configuration: Configuration, log: Log) throws -> [UInt8] {
+    static func loadOrCreateEmbeddedMasterKey(_ configuration: Configuration, database: any SQLDatabase, log: Log) throws -> [UInt8] {
         guard let folder = configuration.dataDirectory else {
             throw ConfigurationError(problems: ["GATEHOUSE_MASTER_KEY or GATEHOUSE_MASTER_KEY_FILE is required."])
         }
@@ -148,8 +148,14 @@ public final class Gatehouse: Sendable {
             guard let key = MasterKey.decode(text) else { throw ConfigurationError(problems: ["\(path) does not hold a valid master key."]) }
             return key
         }
+        // A database already sealed with a key: a new key would only be refused (and leave a wrong key file behind).
+        if try SQLStore(database: database).serverValue(SecretSealer.checkName) != nil {
+            throw ConfigurationError(problems: [
+                "\(path) is missing, but the database was written with a master key: put that key back, or set GATEHOUSE_MASTER_KEY."
+            ])
+        }
         let key = SecureRandom.bytes(32)
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let created = FileManager.default.createFile(
             atPath: path, contents: Data((Base64URL.encode(key) + "\n").utf8), attributes: [.posixPermissions: 0o600])
         guard created else { throw ConfigurationError(problems: ["Cannot write the generated master key to \(path)."]) }

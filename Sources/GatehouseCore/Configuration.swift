@@ -93,11 +93,13 @@ public struct Configuration: Sendable {
         }
         if let publicURL = value("GATEHOUSE_PUBLIC_URL") {
             if let parsed = URLComponents(string: publicURL), let scheme = parsed.scheme, ["http", "https"].contains(scheme),
-                parsed.host?.isEmpty == false, parsed.query == nil, parsed.fragment == nil
+                parsed.host?.isEmpty == false, parsed.query == nil, parsed.fragment == nil, parsed.user == nil, parsed.password == nil
             {
-                config.publicURL = publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
+                var trimmed = Substring(publicURL)
+                while trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+                config.publicURL = String(trimmed)
             } else {
-                problems.append("GATEHOUSE_PUBLIC_URL must be an absolute http(s) URL without query, e.g. https://auth.example.com.")
+                problems.append("GATEHOUSE_PUBLIC_URL must be an absolute http(s) URL without user, query or fragment, e.g. https://auth.example.com.")
             }
         } else if listenGiven {
             let host = config.listenHost.contains(":") ? "[\(config.listenHost)]" : config.listenHost

@@ -30,19 +30,22 @@ public struct SecretSealer: Sendable {
         return String(decoding: try cipher.open(box, associatedData: Array(context.utf8)), as: UTF8.self)
     }
 
+    /// The server value that holds the sealed marker of ``verifyMatchesDatabase(_:)``.
+    public static let checkName = "master_key_check"
+
     /// Checks that this master key is the one the database was written with: the first start
     /// stores a sealed marker, every later start must open it. Without this check a wrong key
     /// would only show up as errors on the first request that needs a secret.
     public func verifyMatchesDatabase(_ store: any Store) throws {
         let context = "gatehouse/server/master-key-check"
-        if let marker = try store.serverValue("master_key_check") {
+        if let marker = try store.serverValue(Self.checkName) {
             do { _ = try open(marker, context: context) } catch {
                 throw MasterKeyMismatch()
             }
         } else {
-            try store.setServerValueIfAbsent("master_key_check", seal("gatehouse", context: context))
+            try store.setServerValueIfAbsent(Self.checkName, seal("gatehouse", context: context))
             // Another node may have won the race with another key: read back and check.
-            if let marker = try store.serverValue("master_key_check"), (try? open(marker, context: context)) == nil { throw MasterKeyMismatch() }
+            if let marker = try store.serverValue(Self.checkName), (try? open(marker, context: context)) == nil { throw MasterKeyMismatch() }
         }
     }
 }
@@ -50,6 +53,6 @@ public struct SecretSealer: Sendable {
 /// The configured master key cannot open what the database holds.
 public struct MasterKeyMismatch: Error, CustomStringConvertible {
     public var description: String {
-        "The master key does not match the one this database was written with. Start with the original GATEHOUSE_MASTER_KEY (or data/master.key); secrets sealed with it cannot be read otherwise."
+        "The master key does not match the one this database was written with. Start with the original GATEHOUSE_MASTER_KEY (or the master.key file of the data folder); secrets sealed with it cannot be read otherwise."
     }
 }

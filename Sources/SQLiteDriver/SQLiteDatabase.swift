@@ -29,7 +29,12 @@ public final class SQLiteDatabase: SQLDatabase {
         self.busyTimeout = busyTimeout
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
         do {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            // Only its owner reads the accounts: the folder 0700, the file (and so SQLite's -wal and
+            // -shm, which take its mode) 0600, whatever the umask.
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            if !FileManager.default.fileExists(atPath: path) {
+                FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+            }
         } catch {
             throw SQLError(kind: .connection, message: "cannot create folder \(folder.path): \(error)")
         }

@@ -49,8 +49,10 @@ struct ConfigurationTests {
         let v6 = try Configuration.fromEnvironment(["GATEHOUSE_LISTEN": "[::1]:9000"])
         #expect(v6.listenHost == "::1")
         #expect(v6.publicURL == "http://[::1]:9000")
-        let explicit = try Configuration.fromEnvironment(["GATEHOUSE_LISTEN": "0.0.0.0:80", "GATEHOUSE_PUBLIC_URL": "https://auth.example.com/"])
+        let explicit = try Configuration.fromEnvironment(["GATEHOUSE_LISTEN": "0.0.0.0:80", "GATEHOUSE_PUBLIC_URL": "https://auth.example.com//"])
         #expect(explicit.publicURL == "https://auth.example.com")
+        // A URL with credentials would put them in every issuer and in the log.
+        #expect(throws: ConfigurationError.self) { try Configuration.fromEnvironment(["GATEHOUSE_PUBLIC_URL": "https://user:pw@auth.example.com"]) }
     }
 
     @Test

@@ -87,6 +87,25 @@ struct ExecutableTests {
     }
 
     @Test
+    func embeddedModeKeepsItsFilesPrivateAndNeverReplacesALostKey() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-embedded-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var configuration = Configuration()
+        configuration.database = .sqlite(path: folder + "/gatehouse.db")
+        let previous = umask(0o022)
+        defer { umask(previous) }
+        try Gatehouse.open(configuration: configuration, log: Log(enabled: false)).close()
+        func mode(_ path: String) throws -> Int { try #require(FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) }
+        #expect(try mode(folder) == 0o700)
+        #expect(try mode(folder + "/gatehouse.db") == 0o600)
+        #expect(try mode(folder + "/master.key") == 0o600)
+        // The key is lost: the next start refuses, and writes no new key.
+        try FileManager.default.removeItem(atPath: folder + "/master.key")
+        #expect(throws: ConfigurationError.self) { try Gatehouse.open(configuration: configuration, log: Log(enabled: false)) }
+        #expect(!FileManager.default.fileExists(atPath: folder + "/master.key"))
+    }
+
+    @Test
     func aDifferentMasterKeyIsRefusedAtStart() throws {
         let database = try TestDatabase.make(.sqlite)
         defer { database.drop() }
