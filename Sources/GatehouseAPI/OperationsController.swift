@@ -20,7 +20,7 @@ struct OperationsController {
     }
 
     func ready(_ request: Request) throws -> HTTPResponse {
-        guard store.ping() else { throw GatehouseError(.unavailable, "The database is not reachable.") }
+        guard store.ping() else { throw GatehouseError(.unavailable, "The database is not reachable.", retryAfter: 1) }
         return .json(["status": "ok"])
     }
 

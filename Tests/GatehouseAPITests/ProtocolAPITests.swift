@@ -107,6 +107,18 @@ struct ProtocolAPITests {
     }
 
     @Test(arguments: TestDatabase.kinds)
+    func readinessFailsWithRetryAfterWhenTheDatabaseIsGone(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        server.gatehouse.database.close()
+        let ready = try server.request("GET", "/readyz")
+        #expect(ready.status == 503)
+        #expect(ready.problemCode == "server/unavailable")
+        #expect(ready.header("Retry-After") == "1")
+        #expect(try server.request("GET", "/healthz").status == 200)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
     func healthReadinessAndMetrics(_ kind: TestDatabaseKind) throws {
         let server = try TestServer(kind)
         defer { server.stop() }
