@@ -26,13 +26,20 @@ func fail(_ message: String, code: Int32 = 1) -> Never {
     exit(code)
 }
 
-func option(_ name: String, in args: [String]) -> String? {
-    guard let i = args.firstIndex(of: name), i + 1 < args.count else { return nil }
-    return args[i + 1]
-}
-
 func loadConfiguration() -> Configuration {
     do { return try Configuration.fromEnvironment() } catch { fail(error.description) }
+}
+
+/// Opens the database as `serve` does, telling standard error when this created the embedded
+/// master key (the server logs it; a command's standard output is its result).
+func open(_ configuration: Configuration) throws -> Gatehouse {
+    let keyFile = configuration.masterKey == nil ? configuration.dataDirectory.map { ($0 as NSString).appendingPathComponent("master.key") } : nil
+    let hadKey = keyFile.map { FileManager.default.fileExists(atPath: $0) } ?? true
+    let gatehouse = try Gatehouse.open(configuration: configuration, log: Log(enabled: false))
+    if !hadKey, let keyFile, FileManager.default.fileExists(atPath: keyFile) {
+        FileHandle.standardError.write(Data("gatehouse: generated a master key for embedded mode in \(keyFile); back it up.\n".utf8))
+    }
+    return gatehouse
 }
 
 /// Runs the server until SIGTERM or SIGINT, then stops accepting, lets requests in flight finish, and exits 0.
@@ -67,7 +74,7 @@ func withGatehouse(_ body: (Gatehouse) throws -> Void) -> Never {
     var configuration = loadConfiguration()
     configuration.tenantsDirectory = nil
     do {
-        let gatehouse = try Gatehouse.open(configuration: configuration, log: Log(enabled: false))
+        let gatehouse = try open(configuration)
         defer { gatehouse.close() }
         try body(gatehouse)
     } catch let error as GatehouseError {
@@ -87,48 +94,50 @@ func findApp(_ target: String, in gatehouse: Gatehouse) throws -> AppContext {
     return app
 }
 
+// Every command has one exact shape; anything else (an unknown option, a stray argument) is
+// a usage error rather than silently ignored.
 let args = Array(CommandLine.arguments.dropFirst())
-switch args.first {
-case nil, "serve":
+switch args {
+case [], ["serve"]:
     serve()
-case "--help", "-h", "help":
+case ["--help"], ["-h"], ["help"]:
     print(usage)
-case "migrate":
+case ["migrate"]:
     var configuration = loadConfiguration()
     configuration.tenantsDirectory = nil
     do {
-        let gatehouse = try Gatehouse.open(configuration: configuration, log: Log(enabled: false))
-        gatehouse.close()
+        try open(configuration).close()
         print("migrations applied")
     } catch { fail("gatehouse: \(error)") }
-case "apps" where args.count >= 3 && args[1] == "apply":
+case _ where args.count == 3 && args[0] == "apps" && args[1] == "apply":
+    var isFolder: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: args[2], isDirectory: &isFolder), isFolder.boolValue else {
+        fail("gatehouse: \(args[2]) is not a folder")
+    }
     withGatehouse { gatehouse in
         for line in try gatehouse.apps.applyTenants(folder: args[2], environment: ProcessInfo.processInfo.environment) { print(line) }
     }
-case "apps" where args.count >= 2 && args[1] == "create":
+case _ where args.count == 4 && args[0] == "apps" && args[1] == "create" && ["--name", "--settings"].contains(args[2]):
     withGatehouse { gatehouse in
         let settings: JSON
-        if let file = option("--settings", in: args) {
-            guard let data = FileManager.default.contents(atPath: file) else { fail("gatehouse: cannot read \(file)") }
-            settings = try JSON.parse(Array(data))
-        } else if let name = option("--name", in: args) {
-            settings = ["name": .string(name)]
+        if args[2] == "--settings" {
+            guard let data = FileManager.default.contents(atPath: args[3]) else { fail("gatehouse: cannot read \(args[3])") }
+            guard let json = try? JSON.parse(Array(data)) else { fail("gatehouse: \(args[3]) is not valid JSON") }
+            settings = json
         } else {
-            fail(usage, code: 2)
+            settings = ["name": .string(args[3])]
         }
         let created = try gatehouse.apps.create(settings: settings)
         printJSON(["app_id": .string(created.app.id.rawValue), "app_key": .string(created.app.record.appKey), "secret_key": .string(created.secretKey)])
     }
-case "apps" where args.count >= 2 && args[1] == "secret-key":
-    guard let target = option("--app", in: args) else { fail(usage, code: 2) }
+case _ where args.count == 4 && args[0] == "apps" && args[1] == "secret-key" && args[2] == "--app":
     withGatehouse { gatehouse in
-        let app = try findApp(target, in: gatehouse)
+        let app = try findApp(args[3], in: gatehouse)
         printJSON(["app_id": .string(app.id.rawValue), "secret_key": .string(try gatehouse.apps.rotateSecretKey(app))])
     }
-case "keys" where args.count >= 2 && args[1] == "rotate":
-    guard let target = option("--app", in: args) else { fail(usage, code: 2) }
+case _ where args.count == 4 && args[0] == "keys" && args[1] == "rotate" && args[2] == "--app":
     withGatehouse { gatehouse in
-        let app = try findApp(target, in: gatehouse)
+        let app = try findApp(args[3], in: gatehouse)
         printJSON(["app_id": .string(app.id.rawValue), "kid": .string(try gatehouse.apps.rotateSigningKey(app))])
     }
 default:
