@@ -193,11 +193,13 @@ public struct Configuration: Sendable {
             host = text[text.index(after: text.startIndex)..<close]
             portText = text[text.index(close, offsetBy: 2)...]
         } else {
-            guard let colon = text.lastIndex(of: ":") else { return nil }
+            // An IPv6 address goes in brackets: `::1:8080` could be read two ways.
+            guard let colon = text.lastIndex(of: ":"), !text[..<colon].contains(":") else { return nil }
             host = text[..<colon]
             portText = text[text.index(after: colon)...]
         }
-        guard !host.isEmpty, let port = UInt16(portText), IPRange(String(host)) != nil || host == "localhost" else { return nil }
+        // Port 0 would bind a port nobody knows (and a public URL that says 0).
+        guard !host.isEmpty, let port = UInt16(portText), port > 0, IPRange(String(host)) != nil || host == "localhost" else { return nil }
         return (host == "localhost" ? "127.0.0.1" : String(host), port)
     }
 }

@@ -51,6 +51,9 @@ struct ConfigurationTests {
         #expect(v6.publicURL == "http://[::1]:9000")
         let explicit = try Configuration.fromEnvironment(["GATEHOUSE_LISTEN": "0.0.0.0:80", "GATEHOUSE_PUBLIC_URL": "https://auth.example.com//"])
         #expect(explicit.publicURL == "https://auth.example.com")
+        for bad in ["::1:9000", "127.0.0.1:0", "127.0.0.1:65536", "[::1]9000"] {
+            #expect(throws: ConfigurationError.self, "\(bad)") { try Configuration.fromEnvironment(["GATEHOUSE_LISTEN": bad]) }
+        }
         // A URL with credentials would put them in every issuer and in the log.
         #expect(throws: ConfigurationError.self) { try Configuration.fromEnvironment(["GATEHOUSE_PUBLIC_URL": "https://user:pw@auth.example.com"]) }
     }
