@@ -163,8 +163,11 @@ public final class AppService: Sendable {
         }
     }
 
-    /// Applies every `*.json` file of a folder, in name order. Returns one line per file.
-    public func applyTenants(folder: String, environment: [String: String]) throws -> [String] {
+    /// Applies every `*.json` file of `folder` in name order; returns a line per file, each also
+    /// passed to `applied` as soon as its file is done (so that a later file's failure does not
+    /// hide what the earlier ones changed).
+    @discardableResult
+    public func applyTenants(folder: String, environment: [String: String], applied: (String) -> Void = { _ in }) throws -> [String] {
         let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".json") }.sorted()
         var lines: [String] = []
         for name in names {
@@ -174,6 +177,7 @@ public final class AppService: Sendable {
                 let json = try JSON.parse(Array(data))
                 let (app, outcome) = try applyTenant(json, directory: folder, environment: environment)
                 lines.append("\(name): \(outcome.rawValue) \(app.id)")
+                applied(lines[lines.count - 1])
             } catch let error as GatehouseError {
                 throw TenantFileError(file: name, problems: error.fieldErrors.isEmpty ? [error.detail ?? error.code.rawValue] : error.fieldErrors.map { "\($0.field): \($0.message)" })
             } catch is JSON.ParseError {

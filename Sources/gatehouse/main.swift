@@ -115,7 +115,7 @@ case _ where args.count == 3 && args[0] == "apps" && args[1] == "apply":
         fail("gatehouse: \(args[2]) is not a folder")
     }
     withGatehouse { gatehouse in
-        for line in try gatehouse.apps.applyTenants(folder: args[2], environment: ProcessInfo.processInfo.environment) { print(line) }
+        try gatehouse.apps.applyTenants(folder: args[2], environment: ProcessInfo.processInfo.environment) { print($0) }
     }
 case _ where args.count == 4 && args[0] == "apps" && args[1] == "create" && ["--name", "--settings"].contains(args[2]):
     withGatehouse { gatehouse in
