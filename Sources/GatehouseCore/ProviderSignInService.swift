@@ -56,15 +56,21 @@ public final class ProviderSignInService: Sendable {
         try requireMethod(provider, app)
         let first = try firstName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "first_name") }
         let last = try lastName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "last_name") }
-        let (identity, appleRefreshToken) = try verify(app: app, provider: provider, proof: proof)
+        let (identity, appleCode) = try verify(app: app, provider: provider, proof: proof)
+        // A refused sign-up is refused before the code is redeemed: else Apple's refresh token
+        // for it would be dropped unrevoked.
+        if appleCode != nil, try data.user(provider: provider.rawValue, subject: identity.subject) == nil {
+            try requireNewAccountAllowed(app: app, data, identity: identity)
+        }
+        let appleRefreshToken = try redeemAppleCode(appleCode, app: app, identity: identity)
         let (user, isNew) = try account(app: app, data, provider: provider, identity: identity, firstName: first, lastName: last, origin: origin)
         try keepAppleToken(app: app, data, user: user.id, identity: identity, refreshToken: appleRefreshToken)
         return try accounts.startSession(app: app, data, user: user, method: provider.method, isNewUser: isNew, origin: origin)
     }
 
-    /// Verifies a proof for the app: the provider must be configured, the token valid, and for
-    /// Apple with an authorization code and a configured key, the code redeemed at Apple.
-    func verify(app: AppContext, provider: Provider, proof: Proof) throws -> (ExternalIdentity, String?) {
+    /// Verifies a proof for the app: the provider must be configured and the token valid. An
+    /// Apple authorization code comes back not yet redeemed (``redeemAppleCode(_:app:identity:)``).
+    func verify(app: AppContext, provider: Provider, proof: Proof) throws -> (ExternalIdentity, appleCode: String?) {
         switch proof {
         case .firebase(let token):
             try checkLength(token, field: "firebase_id_token")
@@ -82,17 +88,23 @@ public final class ProviderSignInService: Sendable {
             if nonce == nil && apple.requireNonce { throw GatehouseError.validation("nonce", "Required: the raw nonce whose SHA-256 the app gave Apple.") }
             if let nonce, nonce.isEmpty || nonce.utf8.count > 512 { throw GatehouseError.validation("nonce", "Must be 1 to 512 characters.") }
             let identity = try providers.verifyApple(token, audiences: audiences, expectedNonceHash: nonce.map { Digest.hex(Digest.sha256(Array($0.utf8))) })
-            guard let code, let credentials = appleCredentials(app) else { return (identity, nil) }
-            try checkLength(code, field: "authorization_code")
-            let exchanged = try providers.exchangeAppleCode(code, clientID: identity.audience, redirectURI: nil, credentials: credentials)
-            // The code must be this Apple account's: else another account's refresh token would be
-            // kept here (and revoked at Apple when this user deletes theirs).
-            let redeemed = try providers.verifyApple(exchanged.idToken, audiences: [identity.audience], expectedNonceHash: nil)
-            guard constantTimeEquals(Array(redeemed.subject.utf8), Array(identity.subject.utf8)) else {
-                throw GatehouseError(.invalidCredential, "The authorization code is not of the Apple account of identity_token.", status: 401)
-            }
-            return (identity, exchanged.refreshToken)
+            if let code { try checkLength(code, field: "authorization_code") }
+            return (identity, code)
         }
+    }
+
+    /// Redeems an Apple authorization code at Apple for the refresh token to keep; nil without a
+    /// code or when the app has no Apple key. The code must be of `identity`'s Apple account: else
+    /// another account's refresh token would be kept here (and revoked at Apple when this user
+    /// deletes theirs).
+    func redeemAppleCode(_ code: String?, app: AppContext, identity: ExternalIdentity) throws -> String? {
+        guard let code, let credentials = appleCredentials(app) else { return nil }
+        let exchanged = try providers.exchangeAppleCode(code, clientID: identity.audience, redirectURI: nil, credentials: credentials)
+        let redeemed = try providers.verifyApple(exchanged.idToken, audiences: [identity.audience], expectedNonceHash: nil)
+        guard constantTimeEquals(Array(redeemed.subject.utf8), Array(identity.subject.utf8)) else {
+            throw GatehouseError(.invalidCredential, "The authorization code is not of the Apple account of identity_token.", status: 401)
+        }
+        return exchanged.refreshToken
     }
 
     /// The user of a verified identity: the linked one, or a new account (never one found by
@@ -108,14 +120,8 @@ public final class ProviderSignInService: Sendable {
             }
             return (user, false)
         }
-        // A new account: the same rule as password sign-up.
-        guard app.settings.allowSignup else { throw GatehouseError(.signupDisabled, "This app does not accept new accounts.") }
+        try requireNewAccountAllowed(app: app, data, identity: identity)
         let email = identity.email.flatMap { try? InputRules.email($0) }
-        if let email, app.settings.emailCollision == "reject", try data.emailInUse(email, except: nil) {
-            throw GatehouseError(
-                .accountExistsWithDifferentCredential,
-                "An account with this email already exists. Sign in the way you did before, then link this method in the account settings.")
-        }
         let user = User(
             id: .generate(), email: email, emailVerified: email != nil && identity.emailVerified, firstName: firstName ?? identity.firstName,
             lastName: lastName ?? identity.lastName, createdAt: now, updatedAt: now, lastSignInAt: now)
@@ -131,6 +137,19 @@ public final class ProviderSignInService: Sendable {
         return (user, true)
     }
 
+    /// Whether this identity may become a new account: sign-up open (as for passwords), and its
+    /// email not another account's unless the app keeps such accounts separate.
+    private func requireNewAccountAllowed(app: AppContext, _ data: any AppScopedStore, identity: ExternalIdentity) throws {
+        guard app.settings.allowSignup else { throw GatehouseError(.signupDisabled, "This app does not accept new accounts.") }
+        if let email = identity.email.flatMap({ try? InputRules.email($0) }), app.settings.emailCollision == "reject",
+            try data.emailInUse(email, except: nil)
+        {
+            throw GatehouseError(
+                .accountExistsWithDifferentCredential,
+                "An account with this email already exists. Sign in the way you did before, then link this method in the account settings.")
+        }
+    }
+
     // MARK: - Linking
 
     /// Links Apple or Google to the signed-in user (recent sign-in required).
@@ -138,7 +157,7 @@ public final class ProviderSignInService: Sendable {
         try accounts.requireRecentLogin(app: app, claims: claims)
         let data = store.app(app.id)
         try requireMethod(provider, app)
-        let (identity, appleRefreshToken) = try verify(app: app, provider: provider, proof: proof)
+        let (identity, appleCode) = try verify(app: app, provider: provider, proof: proof)
         if let owner = try data.user(provider: provider.rawValue, subject: identity.subject) {
             if owner.id == claims.userID { return try data.identities(claims.userID) }
             throw GatehouseError(.credentialAlreadyInUse, "This \(provider.rawValue) account signs in to another user of this app.")
@@ -146,6 +165,7 @@ public final class ProviderSignInService: Sendable {
         if try data.identities(claims.userID).contains(where: { $0.provider == provider.rawValue }) {
             throw GatehouseError(.credentialAlreadyInUse, "Another \(provider.rawValue) account is linked already; unlink it first.")
         }
+        let appleRefreshToken = try redeemAppleCode(appleCode, app: app, identity: identity)
         let now = clock.nowMillis()
         try data.addIdentity(claims.userID, Identity(provider: provider.rawValue, subject: identity.subject, email: identity.email, createdAt: now))
         try keepAppleToken(app: app, data, user: claims.userID, identity: identity, refreshToken: appleRefreshToken)

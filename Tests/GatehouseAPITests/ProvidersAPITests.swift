@@ -263,6 +263,12 @@ struct ProvidersAPITests {
         #expect(newcomer.problemCode == "auth/signup-disabled")
         let viaFirebase = try world.appleSignIn(["firebase_id_token": .string(world.firebase.mintIDToken(projectID: ProviderWorld.project, providerSubject: "001.new.user"))])
         #expect(viaFirebase.problemCode == "auth/signup-disabled")
+        // Refused before its code is redeemed: Apple hands out no refresh token to drop.
+        let calls = world.apple.tokenCalls.count
+        let code = world.apple.issueCode(for: FakeAppleUser(sub: "009.closed", nonce: ProviderWorld.hash("n7")), clientID: ProviderWorld.bundleID)
+        let withCode = try world.appleSignIn(["identity_token": .string(world.appleToken(sub: "009.closed", nonce: "n7")), "nonce": "n7", "authorization_code": .string(code)])
+        #expect(withCode.problemCode == "auth/signup-disabled")
+        #expect(world.apple.tokenCalls.count == calls)
     }
 
     @Test(arguments: TestDatabase.kinds)
