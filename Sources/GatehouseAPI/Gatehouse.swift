@@ -85,7 +85,7 @@ public final class Gatehouse: Sendable {
 
         let auth = Authenticator(directory: directory, apps: apps, tokens: tokens)
         var routes = Routes()
-        OperationsController(auth: auth, store: store, database: database, metrics: metrics).register(&routes)
+        OperationsController(auth: auth, store: store, metrics: metrics).register(&routes)
         AppController(auth: auth, directory: directory).register(&routes)
         AdminController(auth: auth, apps: apps).register(&routes)
         let authController = AuthController(auth: auth, accounts: accounts, providers: providerSignIn)

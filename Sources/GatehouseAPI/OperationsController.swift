@@ -1,12 +1,10 @@
 import GatehouseCore
 import GatehouseHTTP
-import GatehouseSQL
 
 /// Health, readiness and metrics for operators and load balancers.
 struct OperationsController {
     let auth: Authenticator
     let store: any Store
-    let database: any SQLDatabase
     let metrics: Metrics
 
     func register(_ routes: inout Routes) {
@@ -26,9 +24,9 @@ struct OperationsController {
 
     func prometheus(_ request: Request) throws -> HTTPResponse {
         try auth.platform(request)
-        let pool = database.poolStatistics
+        let pool = store.connections
         let text = metrics.render(gauges: [
-            ("gatehouse_db_pool_connections", "Database connections open in the pool.", Double(pool.size)),
+            ("gatehouse_db_pool_connections", "Database connections open in the pool.", Double(pool.open)),
             ("gatehouse_db_pool_in_use", "Database connections in use.", Double(pool.inUse)),
             ("gatehouse_db_pool_waiting", "Requests waiting for a database connection.", Double(pool.waiting)),
         ])

@@ -1,6 +1,5 @@
 import GatehouseCore
 import GatehouseHTTP
-import GatehouseSQL
 
 /// The one place errors become responses (RFC 9457 problem+json). A `GatehouseError` shows its
 /// code, title and detail; anything else is logged with the request id and answered as a bare 500
@@ -8,7 +7,7 @@ import GatehouseSQL
 enum Problem {
     static func response(for error: any Error, instance: String, requestID: String, log: Log) -> HTTPResponse {
         if let error = error as? GatehouseError { return response(error, instance: instance, requestID: requestID) }
-        if let error = error as? SQLError, error.kind == .connection || error.kind == .busy {
+        if let error = error as? any StoreFailure, error.isUnavailable {
             log.error("database unavailable", ["request_id": .string(requestID), "error": .string(error.description)])
             return response(GatehouseError(.unavailable, "The database is busy or unreachable; retry shortly.", retryAfter: 1), instance: instance, requestID: requestID)
         }

@@ -82,6 +82,12 @@ public struct SecretKeyRecord: Sendable, Equatable {
 }
 
 /// The persistence the domain needs. Written once in `GatehouseSQL` for SQLite and PostgreSQL.
+/// An error of a store's database. When `isUnavailable` (unreachable, or every connection busy),
+/// the request is answered 503 `server/unavailable` with `Retry-After`; any other is a 500.
+public protocol StoreFailure: Error, CustomStringConvertible {
+    var isUnavailable: Bool { get }
+}
+
 public protocol Store: Sendable {
     /// Platform-level lookups: the only queries not scoped to one app.
     var apps: any AppCatalog { get }
@@ -89,6 +95,8 @@ public protocol Store: Sendable {
     func app(_ id: AppID) -> any AppScopedStore
     /// True when the database answers.
     func ping() -> Bool
+    /// The connection pool's gauges, for `/metrics`.
+    var connections: (open: Int, inUse: Int, waiting: Int) { get }
     /// A server-wide value (not of any app), such as the master-key check.
     func serverValue(_ name: String) throws -> String?
     /// Stores a server-wide value unless one is already there.

@@ -18,6 +18,11 @@ public final class SQLStore: Store {
 
     public func ping() -> Bool { database.ping() }
 
+    public var connections: (open: Int, inUse: Int, waiting: Int) {
+        let pool = database.poolStatistics
+        return (pool.size, pool.inUse, pool.waiting)
+    }
+
     public func serverValue(_ name: String) throws -> String? {
         try database.query("SELECT value FROM server_values WHERE name = \(name)").first?.string("value")
     }
@@ -200,4 +205,9 @@ private func signingKeyRecord(_ row: SQLRow) throws -> SigningKeyRecord {
         kid: try row.string("kid"), algorithm: algorithm, sealedPrivateKey: try row.string("private_key"),
         publicJWK: try row.string("public_jwk"), state: state, createdAt: try row.int64("created_at"),
         expiresAt: try row.optionalInt64("expires_at"))
+}
+
+extension SQLError: StoreFailure {
+    /// Unreachable or busy: worth a retry.
+    public var isUnavailable: Bool { kind == .connection || kind == .busy }
 }

@@ -116,6 +116,11 @@ struct ProtocolAPITests {
         #expect(ready.problemCode == "server/unavailable")
         #expect(ready.header("Retry-After") == "1")
         #expect(try server.request("GET", "/healthz").status == 200)
+        // Any request that needs the database gets the same answer, not a 500.
+        let lookup = try server.request("GET", "/v1/app", appKey: "pk_not_cached_anywhere_00000000")
+        #expect(lookup.status == 503)
+        #expect(lookup.problemCode == "server/unavailable")
+        #expect(lookup.header("Retry-After") == "1")
     }
 
     @Test(arguments: TestDatabase.kinds)
