@@ -27,8 +27,9 @@ struct MeController {
         var body = try Body(request)
         let first = body.nullable("first_name", maxLength: 200)
         let last = body.nullable("last_name", maxLength: 200)
+        let photo = body.nullable("photo_file_id", maxLength: 64)
         try body.finish()
-        let (user, identities) = try accounts.updateProfile(app: app, claims: claims, firstName: first, lastName: last)
+        let (user, identities) = try accounts.updateProfile(app: app, claims: claims, firstName: first, lastName: last, photoFileID: photo)
         return HTTPResponse.data(AccountJSON.user(user, identities)).noStore()
     }
 

@@ -184,7 +184,10 @@ public final class AccountService: Sendable {
     }
 
     /// Changes first and last name: absent keeps, null or empty clears.
-    public func updateProfile(app: AppContext, claims: AccessClaims, firstName: String??, lastName: String??) throws -> (User, [Identity]) {
+    /// `photoFileID`: absent keeps the photo, null removes it, an id sets it from one of the user's
+    /// public image files. Files are not built yet, so no id names a file of this user: every id is
+    /// 404 `request/not-found`, as API.md answers for another user's file.
+    public func updateProfile(app: AppContext, claims: AccessClaims, firstName: String??, lastName: String??, photoFileID: String??) throws -> (User, [Identity]) {
         let (user, _) = try me(app: app, claims: claims)
         func resolve(_ change: String??, _ current: String?, _ field: String) throws(GatehouseError) -> String? {
             switch change {
@@ -195,8 +198,10 @@ public final class AccountService: Sendable {
         }
         let first = try resolve(firstName, user.firstName, "first_name")
         let last = try resolve(lastName, user.lastName, "last_name")
+        if case .some(.some) = photoFileID { throw GatehouseError(.notFound, "No such file of yours.") }
+        let photo = photoFileID == nil ? user.photoURL : nil
         let data = store.app(app.id)
-        guard let updated = try data.updateProfile(user.id, firstName: first, lastName: last, now: clock.nowMillis()) else {
+        guard let updated = try data.updateProfile(user.id, firstName: first, lastName: last, photoURL: photo, now: clock.nowMillis()) else {
             throw GatehouseError(.sessionRevoked, "This account no longer exists.")
         }
         return (updated, try data.identities(user.id))

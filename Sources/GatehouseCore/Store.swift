@@ -152,7 +152,7 @@ public protocol AppScopedStore: Sendable {
     /// The user with this password identity and their password hash.
     func passwordUser(email: String) throws -> (User, String)?
     func passwordHash(_ id: UserID) throws -> String?
-    func updateProfile(_ id: UserID, firstName: String?, lastName: String?, now: Int64) throws -> User?
+    func updateProfile(_ id: UserID, firstName: String?, lastName: String?, photoURL: String?, now: Int64) throws -> User?
     /// Sets the password hash; adds the password identity when `addIdentity` is given.
     func setPasswordHash(_ id: UserID, hash: String, addIdentity: Identity?, now: Int64) throws
     func identities(_ id: UserID) throws -> [Identity]

@@ -39,10 +39,10 @@ extension SQLAppScopedStore {
         try database.query("SELECT password_hash FROM users WHERE app_id = \(appID) AND id = \(id)").first?.optionalString("password_hash")
     }
 
-    func updateProfile(_ id: UserID, firstName: String?, lastName: String?, now: Int64) throws -> User? {
+    func updateProfile(_ id: UserID, firstName: String?, lastName: String?, photoURL: String?, now: Int64) throws -> User? {
         defer { changed(id) }
         return try database.query("""
-            UPDATE users SET first_name = \(firstName), last_name = \(lastName), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
+            UPDATE users SET first_name = \(firstName), last_name = \(lastName), photo_url = \(photoURL), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
             WHERE app_id = \(appID) AND id = \(id) RETURNING *
             """).first.map(userRecord)
     }

@@ -283,6 +283,13 @@ struct AccountsAPITests {
         let cleared = try server.request("PATCH", "/v1/me", appKey: app.appKey, bearer: token, json: ["last_name": nil])
         #expect(cleared.data?["first_name"] == "Grace")
         #expect(cleared.data?["last_name"] == .null)
+        // A photo from a file that is not the user's is 404, and nothing of the request is written.
+        let foreignPhoto = try server.request("PATCH", "/v1/me", appKey: app.appKey, bearer: token, json: ["first_name": "Ada", "photo_file_id": "fil_not_yours"])
+        #expect(foreignPhoto.status == 404)
+        #expect(foreignPhoto.problemCode == "request/not-found")
+        let noPhoto = try server.request("PATCH", "/v1/me", appKey: app.appKey, bearer: token, json: ["photo_file_id": nil])
+        #expect(noPhoto.data?["photo_url"] == .null)
+        #expect(noPhoto.data?["first_name"] == "Grace")
         for bad: JSON in [["first_name": .string(String(repeating: "x", count: 51))], ["first_name": "tab\tname"], ["first_name": 5], ["nickname": "x"]] {
             #expect(try server.request("PATCH", "/v1/me", appKey: app.appKey, bearer: token, json: bad).problemCode == "request/validation-failed")
         }
