@@ -40,6 +40,8 @@ struct ProviderController {
     }
 
     /// `identity_token` + `nonce` (+ `authorization_code`), or `firebase_id_token`.
+    /// Linking (`allowFirebase: false`) takes all three, as API.md lists them: the nonce and the
+    /// code (for the refresh token revoked when the account is deleted) are not optional there.
     func appleProof(_ body: inout Body, allowFirebase: Bool, nonceRequired: Bool) throws -> ProviderSignInService.Proof {
         if allowFirebase, let firebase = body.optional("firebase_id_token", maxLength: 1 << 20) {
             if body.isPresent("identity_token") { throw GatehouseError.validation("firebase_id_token", "Send identity_token or firebase_id_token, not both.") }
@@ -47,7 +49,7 @@ struct ProviderController {
         }
         let token = body.required("identity_token", maxLength: 1 << 20)
         let nonce = nonceRequired ? body.required("nonce", maxLength: 512) : body.optional("nonce", maxLength: 512)
-        let code = body.optional("authorization_code", maxLength: 1024)
+        let code = allowFirebase ? body.optional("authorization_code", maxLength: 1024) : body.required("authorization_code", maxLength: 1024)
         try body.check()
         return .apple(identityToken: token, nonce: nonce, authorizationCode: code)
     }
@@ -116,7 +118,7 @@ struct ProviderController {
     func linkApple(_ request: Request) throws -> HTTPResponse {
         let (app, claims) = try auth.user(request)
         var body = try Body(request)
-        let proof = try appleProof(&body, allowFirebase: false, nonceRequired: app.settings.apple.requireNonce)
+        let proof = try appleProof(&body, allowFirebase: false, nonceRequired: true)
         try body.finish()
         return identities(try providers.link(app: app, claims: claims, provider: .apple, proof: proof, origin: request.origin))
     }

@@ -314,9 +314,22 @@ struct ProvidersAPITests {
         }
         #expect(statuses.withLock { $0.sorted() } == [200, 409])
         #expect(try world.server.request("GET", "/v1/me/identities", appKey: world.app.appKey, bearer: other).data?.arrayValue?.count == 1)
+        // Apple: identity token, nonce and code, all three; the code is redeemed and Apple's refresh token kept.
+        func linkApple(_ body: JSON) throws -> TestResponse {
+            try world.server.request("POST", "/v1/me/identities/apple", appKey: world.app.appKey, bearer: token, json: body)
+        }
+        let code = world.apple.issueCode(for: FakeAppleUser(sub: "001.apple.user", nonce: ProviderWorld.hash("raw-nonce-1")), clientID: ProviderWorld.bundleID)
+        let withoutCode = try linkApple(["identity_token": .string(world.appleToken()), "nonce": "raw-nonce-1"])
+        #expect(withoutCode.json?["errors"]?.arrayValue?.first?["field"] == "authorization_code")
+        let appleWithoutNonce = try linkApple(["identity_token": .string(world.appleToken()), "authorization_code": .string(code)])
+        #expect(appleWithoutNonce.json?["errors"]?.arrayValue?.first?["field"] == "nonce")
+        let appleLinked = try linkApple(["identity_token": .string(world.appleToken()), "nonce": "raw-nonce-1", "authorization_code": .string(code)])
+        #expect(appleLinked.status == 200)
+        #expect(appleLinked.data?.arrayValue?.contains { $0["provider"] == "apple" } == true)
+        #expect(try world.server.gatehouse.database.query("SELECT refresh_token FROM provider_tokens").count == 1)
         // Linking needs a recent sign-in.
         world.clock.advance(seconds: 301)
-        let stale = try world.server.request("POST", "/v1/me/identities/apple", appKey: world.app.appKey, bearer: token, json: ["identity_token": .string(world.appleToken()), "nonce": "raw-nonce-1"])
+        let stale = try linkApple(["identity_token": .string(world.appleToken()), "nonce": "raw-nonce-1", "authorization_code": .string(code)])
         #expect(stale.problemCode == "auth/requires-recent-login")
     }
 }
