@@ -70,7 +70,10 @@ public final class AccountService: Sendable {
             try data.record(Event(type: "user.sign_in_failed", userID: found?.0.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: clock.nowMillis()))
             throw GatehouseError(.invalidCredential, "The email or password is wrong.")
         }
-        if hasher.needsRehash(hash) { try data.setPasswordHash(user.id, hash: try hasher.hash(password), addIdentity: nil, now: clock.nowMillis()) }
+        if hasher.needsRehash(hash) {
+            // Skipped, not failed, if the password changed meanwhile.
+            _ = try data.setPasswordHash(user.id, hash: try hasher.hash(password), replacing: hash, addIdentity: nil, now: clock.nowMillis())
+        }
         return try startSession(app: app, data, user: user, method: .password, isNewUser: false, origin: origin)
     }
 
@@ -231,13 +234,20 @@ public final class AccountService: Sendable {
         let data = store.app(app.id)
         try limitAuth(app, data, origin)
         try limiter.hit(data, bucket: "password", subject: claims.userID.rawValue, limit: app.settings.rateLimits.authPerMinutePerIP)
-        guard current.count <= 128, try hasher.verify(current, encoded: try data.passwordHash(claims.userID)) else {
+        let stored = try data.passwordHash(claims.userID)
+        guard current.count <= 128, try hasher.verify(current, encoded: stored) else {
             try data.record(Event(type: "user.sign_in_failed", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "password_change": true], createdAt: clock.nowMillis()))
             throw GatehouseError(.invalidCredential, "The current password is wrong.", fieldErrors: [FieldError("current_password", "Wrong password.")])
         }
         try InputRules.newPassword(new, minimum: app.settings.passwordMinLength)
         let now = clock.nowMillis()
-        try data.setPasswordHash(claims.userID, hash: try hasher.hash(new), addIdentity: nil, now: now)
+        // Only if the password is still the one just checked: of two concurrent changes, one wins
+        // and the other is told its current password is no longer current.
+        guard try data.setPasswordHash(claims.userID, hash: try hasher.hash(new), replacing: stored, addIdentity: nil, now: now) else {
+            throw GatehouseError(
+                .invalidCredential, "The password was changed meanwhile; the current password is not that one any more.",
+                fieldErrors: [FieldError("current_password", "Wrong password.")])
+        }
         let ended = try data.endSessions(of: claims.userID, keeping: claims.sessionID, reason: .passwordChanged, now: now)
         tokens.revocations.add(ended)
         try data.record(Event(type: "user.password_changed", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, createdAt: now))
@@ -262,7 +272,10 @@ public final class AccountService: Sendable {
         let now = clock.nowMillis()
         let data = store.app(app.id)
         try limitAuth(app, data, origin)
-        try data.setPasswordHash(user.id, hash: try hasher.hash(password), addIdentity: Identity(provider: "password", subject: email, email: email, createdAt: now), now: now)
+        let identity = Identity(provider: "password", subject: email, email: email, createdAt: now)
+        guard try data.setPasswordHash(user.id, hash: try hasher.hash(password), replacing: nil, addIdentity: identity, now: now) else {
+            throw GatehouseError(.credentialAlreadyInUse, "This account already signs in with a password; change it with PUT /v1/me/password.")
+        }
         try data.record(Event(type: "identity.linked", userID: user.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": "password"], createdAt: now))
         return try data.identities(user.id)
     }

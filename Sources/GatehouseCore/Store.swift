@@ -132,8 +132,9 @@ public protocol AppCatalog: Sendable {
 
 public protocol AppScopedStore: Sendable {
     var appID: AppID { get }
-    /// Replaces the settings and bumps the version. Returns the updated record.
-    func updateSettings(json: String, allowedOrigins: [String], sourceChecksum: String?, now: Int64) throws -> AppRecord
+    /// Replaces the settings and bumps the version, if the version is still `expectedVersion`
+    /// (nil: whatever it is). Returns the updated record, or nil when another change came first.
+    func updateSettings(json: String, allowedOrigins: [String], sourceChecksum: String?, expectedVersion: Int64?, now: Int64) throws -> AppRecord?
     /// Keys not yet expired, any state.
     func signingKeys(now: Int64) throws -> [SigningKeyRecord]
     /// In one transaction: `next` becomes `current`, `current` becomes `retired` until
@@ -153,8 +154,10 @@ public protocol AppScopedStore: Sendable {
     func passwordUser(email: String) throws -> (User, String)?
     func passwordHash(_ id: UserID) throws -> String?
     func updateProfile(_ id: UserID, firstName: String?, lastName: String?, photoURL: String?, now: Int64) throws -> User?
-    /// Sets the password hash; adds the password identity when `addIdentity` is given.
-    func setPasswordHash(_ id: UserID, hash: String, addIdentity: Identity?, now: Int64) throws
+    /// Sets the password hash if the stored one is still `replacing` (nil: the user has none), and
+    /// adds the password identity when `addIdentity` is given; false, writing nothing, when the
+    /// stored hash changed meanwhile (a concurrent change won).
+    func setPasswordHash(_ id: UserID, hash: String, replacing: String?, addIdentity: Identity?, now: Int64) throws -> Bool
     func identities(_ id: UserID) throws -> [Identity]
     /// The user and their identities, read together (one connection, one round trip each).
     func userWithIdentities(_ id: UserID) throws -> (User, [Identity])?

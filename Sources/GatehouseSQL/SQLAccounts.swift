@@ -47,12 +47,18 @@ extension SQLAppScopedStore {
             """).first.map(userRecord)
     }
 
-    func setPasswordHash(_ id: UserID, hash: String, addIdentity: Identity?, now: Int64) throws {
+    func setPasswordHash(_ id: UserID, hash: String, replacing: String?, addIdentity: Identity?, now: Int64) throws -> Bool {
         defer { changed(id) }
+        let stillCurrent: SQL = replacing.map { "password_hash = \($0)" } ?? "password_hash IS NULL"
         do {
-            try database.transaction { db in
-                try db.execute("UPDATE users SET password_hash = \(hash), updated_at = \(now), changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(id)")
+            return try database.transaction { db in
+                guard try db.execute("""
+                    UPDATE users SET password_hash = \(hash), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
+                    WHERE app_id = \(appID) AND id = \(id) AND \(stillCurrent)
+                    """) == 1
+                else { return false }
                 if let addIdentity { try insertIdentity(db, app: appID, user: id, addIdentity) }
+                return true
             }
         } catch let error as SQLError where error.kind == .uniqueViolation {
             throw GatehouseError(.emailAlreadyInUse, "Another account signs in with this email and a password.")

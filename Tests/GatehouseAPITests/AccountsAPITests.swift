@@ -160,6 +160,31 @@ struct AccountsAPITests {
     }
 
     @Test(arguments: TestDatabase.kinds)
+    func ofConcurrentPasswordChangesExactlyOneWins(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(Self.roomy)
+        let token = try #require(try server.signUp(app)["access_token"]?.stringValue)
+        let statuses = Mutex<[Int: Int]>([:])
+        DispatchQueue.concurrentPerform(iterations: 6) { i in
+            let status = (try? server.request(
+                "PUT", "/v1/me/password", appKey: app.appKey, bearer: token,
+                json: ["current_password": "correct horse battery", "password": .string("new password number \(i)")]).status) ?? 0
+            statuses.withLock { $0[i] = status }
+        }
+        let all = statuses.withLock { $0 }
+        #expect(all.values.filter { $0 == 204 }.count == 1)
+        #expect(all.values.filter { $0 == 400 }.count == 5)
+        // The winner's password is the one that works, and its session stays.
+        let winner = try #require(all.first { $0.value == 204 }?.key)
+        for i in 0..<6 {
+            let signIn = try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "ada@example.com", "password": .string("new password number \(i)")])
+            #expect(signIn.status == (i == winner ? 200 : 400))
+        }
+        #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: token).status == 200)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
     func refreshTokensAreCheckedPerAppAndStoredOnlyAsHashes(_ kind: TestDatabaseKind) throws {
         let server = try TestServer(kind)
         defer { server.stop() }
