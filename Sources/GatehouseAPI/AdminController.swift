@@ -25,7 +25,7 @@ struct AdminController {
 
     func settings(_ request: Request) throws -> HTTPResponse {
         let app = try auth.adminApp(request)
-        return HTTPResponse.data(apps.adminView(app)).noStore()
+        return HTTPResponse.data(apps.adminView(try apps.latest(app))).noStore()
     }
 
     func updateSettings(_ request: Request) throws -> HTTPResponse {

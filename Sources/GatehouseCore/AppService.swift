@@ -95,17 +95,27 @@ public final class AppService: Sendable {
             if sent != .string(value) { readOnlyErrors.append(FieldError(key, "Read-only.")) }
         }
         if !readOnlyErrors.isEmpty { throw GatehouseError.validation(readOnlyErrors) }
-        let merged = app.settings.json(secrets: .plain).merging(patch: .object(patchObject))
-        let settings = try AppSettings.decode(merged, source: .admin(current: app.settings))
-        if settings.signingAlgorithm != app.settings.signingAlgorithm {
-            throw GatehouseError.validation(
-                "signing_algorithm", "Set when the app is created; changing it needs a key rotation, which this version does not do.")
+        // The patch applies to the stored settings, not this node's cached copy (up to 5 s old),
+        // and is written only if nobody changed them since it was read: else read again and
+        // re-apply, so that concurrent patches of different fields all land.
+        for _ in 0..<8 {
+            let current = try reloaded(app.id)
+            let merged = current.settings.json(secrets: .plain).merging(patch: .object(patchObject))
+            let settings = try AppSettings.decode(merged, source: .admin(current: current.settings))
+            if settings.signingAlgorithm != current.settings.signingAlgorithm {
+                throw GatehouseError.validation(
+                    "signing_algorithm", "Set when the app is created; changing it needs a key rotation, which this version does not do.")
+            }
+            guard settings != current.settings else { return current }
+            let now = clock.nowMillis()
+            guard try store.app(app.id).updateSettings(
+                json: sealed(settings, app: app.id), allowedOrigins: settings.allowedOrigins, sourceChecksum: current.record.sourceChecksum,
+                expectedVersion: current.record.version, now: now) != nil
+            else { continue }
+            try store.app(app.id).record(Event(type: "app.settings_changed", userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "admin"], createdAt: now))
+            return try reloaded(app.id)
         }
-        guard settings != app.settings else { return app }
-        let now = clock.nowMillis()
-        _ = try store.app(app.id).updateSettings(json: sealed(settings, app: app.id), allowedOrigins: settings.allowedOrigins, sourceChecksum: app.record.sourceChecksum, now: now)
-        try store.app(app.id).record(Event(type: "app.settings_changed", userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "admin"], createdAt: now))
-        return try reloaded(app.id)
+        throw GatehouseError(.busy, "The app's settings are changing too fast; retry shortly.", retryAfter: 1)
     }
 
     // MARK: - Keys
@@ -151,7 +161,8 @@ public final class AppService: Sendable {
                 throw GatehouseError.validation("signing_algorithm", "Cannot change after the app was created.")
             }
             let now = clock.nowMillis()
-            _ = try store.app(existing.id).updateSettings(json: sealed(settings, app: existing.id), allowedOrigins: settings.allowedOrigins, sourceChecksum: checksum, now: now)
+            _ = try store.app(existing.id).updateSettings(
+                json: sealed(settings, app: existing.id), allowedOrigins: settings.allowedOrigins, sourceChecksum: checksum, expectedVersion: nil, now: now)
             try store.app(existing.id).record(Event(type: "app.settings_changed", userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "tenants"], createdAt: now))
             return (try reloaded(existing.id), .updated)
         }
@@ -188,6 +199,9 @@ public final class AppService: Sendable {
     }
 
     // MARK: - Helpers
+
+    /// The app as stored now, not this node's cached copy (up to 5 s old): what an admin reads.
+    public func latest(_ app: AppContext) throws -> AppContext { try reloaded(app.id) }
 
     private func reloaded(_ id: AppID) throws -> AppContext {
         directory.invalidate(id)

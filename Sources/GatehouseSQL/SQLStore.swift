@@ -114,13 +114,14 @@ struct SQLAppScopedStore: AppScopedStore {
     /// After a committed change to the user's row or identities (which also set `users.changed_at`).
     func changed(_ user: UserID) { userChanges?.userChanged(app: appID, user: user) }
 
-    func updateSettings(json: String, allowedOrigins: [String], sourceChecksum: String?, now: Int64) throws -> AppRecord {
+    func updateSettings(json: String, allowedOrigins: [String], sourceChecksum: String?, expectedVersion: Int64?, now: Int64) throws -> AppRecord? {
         try database.transaction { db in
+            let sameVersion: SQL = expectedVersion.map { "version = \($0)" } ?? "TRUE"
             let rows = try db.query("""
                 UPDATE apps SET settings = \(json), source_checksum = \(sourceChecksum), version = version + 1, updated_at = \(now)
-                WHERE id = \(appID) RETURNING *
+                WHERE id = \(appID) AND \(sameVersion) RETURNING *
                 """)
-            guard let row = rows.first else { throw GatehouseError(.notFound) }
+            guard let row = rows.first else { return nil }
             try replaceOrigins(db, app: appID, origins: allowedOrigins)
             return try appRecord(row)
         }

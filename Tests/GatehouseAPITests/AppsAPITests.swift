@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseCore
 import GatehouseTesting
+import Synchronization
 import Testing
 
 @Suite("Apps through the admin API")
@@ -130,6 +131,33 @@ struct AppsAPITests {
         #expect(fields == ["colour", "access_token_ttl_seconds", "recent_login_seconds", "allowed_origins[1]", "apple.team_id", "apple.extra", "email_collision", "redirect_uris[0]"])
         let unchanged = try server.request("GET", "/v1/admin/app", bearer: app.secretKey)
         #expect(unchanged.data?["name"] == "Strict")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func concurrentPatchesOfDifferentFieldsAllLandOnEveryNode(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let other = try TestServer(anotherNodeOf: server)
+        defer { other.stop() }
+        let app = try server.createApp(["name": "Busy"])
+        // Both nodes have the app cached before the changes.
+        #expect(try other.request("GET", "/v1/admin/app", bearer: app.secretKey).status == 200)
+        let patches: [JSON] = [
+            ["recent_login_seconds": 600], ["access_token_ttl_seconds": 1200], ["password_min_length": 12], ["refresh_cookie": true],
+            ["allow_signup": false], ["deletion_grace_days": 7], ["name": "Renamed"], ["email_collision": "separate"],
+        ]
+        let statuses = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: patches.count) { i in
+            let response = try? (i.isMultiple(of: 2) ? server : other).request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: patches[i])
+            statuses.withLock { $0.append("\(response?.status ?? 0) \(response?.problemCode ?? "")") }
+        }
+        #expect(statuses.withLock { $0 }.allSatisfy { $0 == "200 " }, "\(statuses.withLock { $0 })")
+        let stored = try #require(try server.request("GET", "/v1/admin/app", bearer: app.secretKey).data)
+        for patch in patches {
+            guard case .object(let fields) = patch, let (field, value) = fields.first else { continue }
+            #expect(stored[field] == value, "\(field)")
+        }
+        #expect(try server.gatehouse.database.query("SELECT 1 AS one FROM events WHERE type = 'app.settings_changed'").count == patches.count)
     }
 
     @Test(arguments: TestDatabase.kinds)
