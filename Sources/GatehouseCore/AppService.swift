@@ -148,10 +148,17 @@ public final class AppService: Sendable {
     /// Applies one `Tenants/*.json` document: creates the app with its fixed `app_key`, or replaces
     /// its settings when the file changed since it was last applied. Idempotent.
     public func applyTenant(_ json: JSON, directory folder: String, environment: [String: String], retried: Bool = false) throws -> (AppContext, ApplyOutcome) {
-        guard case .string(let appKey)? = json["app_key"], Self.isValidAppKey(appKey) else {
-            throw GatehouseError.validation("app_key", "Required: 16 to 128 letters, digits, '_' or '-'.")
+        // A bad app_key is reported with the file's other problems, not instead of them.
+        let appKey = json["app_key"]?.stringValue.flatMap { Self.isValidAppKey($0) ? $0 : nil }
+        var problems = appKey == nil ? [FieldError("app_key", "Required: 16 to 128 letters, digits, '_' or '-'.")] : []
+        var decoded: AppSettings?
+        do {
+            decoded = try AppSettings.decode(json, source: .tenantFile(directory: folder, environment: environment), extraKeys: ["app_key"])
+        } catch {
+            if error.fieldErrors.isEmpty { throw error }
+            problems += error.fieldErrors
         }
-        let settings = try AppSettings.decode(json, source: .tenantFile(directory: folder, environment: environment), extraKeys: ["app_key"])
+        guard let appKey, let settings = decoded, problems.isEmpty else { throw GatehouseError.validation(problems) }
         // The checksum covers the resolved settings, so a changed key file or variable counts as a change.
         let checksum = Digest.hex(Digest.sha256(settings.json(secrets: .plain).serialized()))
         if let existing = try store.apps.find(appKey: appKey) {

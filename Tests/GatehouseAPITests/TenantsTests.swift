@@ -58,12 +58,13 @@ struct TenantsTests {
     @Test(arguments: TestDatabase.kinds)
     func aBadTenantsFileStopsTheStartWithEveryProblem(_ kind: TestDatabaseKind) throws {
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        try write("bad.json", ["app_key": "pk_tenant_bad_0123456789", "name": "", "unknown": true, "email": ["smtp_password_env": "NOT_SET_ANYWHERE"]])
+        // A bad app_key too: it is one problem among the others, not the only one reported.
+        try write("bad.json", ["app_key": "short", "name": "", "unknown": true, "email": ["smtp_password_env": "NOT_SET_ANYWHERE"]])
         #expect {
             try TestServer(kind) { $0.tenantsDirectory = folder }
         } throws: { error in
             let text = String(describing: error)
-            return text.contains("bad.json") && text.contains("name") && text.contains("unknown") && text.contains("NOT_SET_ANYWHERE")
+            return text.contains("bad.json") && text.contains("app_key") && text.contains("name") && text.contains("unknown") && text.contains("NOT_SET_ANYWHERE")
         }
     }
 
