@@ -255,8 +255,7 @@ public final class ProviderSignInService: Sendable {
     public func finishWebFlow(_ callback: Callback, origin: RequestOrigin) throws -> String {
         let invalidFlow = GatehouseError(.invalidFlow, "This sign-in link is not valid any more. Start again from the app.")
         guard let state = callback.state, state.utf8.count <= 256, let binding = callback.binding, binding.utf8.count <= 256,
-            let flow = try store.takeWebFlow(id: hash(state), now: clock.nowMillis()),
-            constantTimeEquals(Array(flow.bindingHash.utf8), Array(hash(binding).utf8))
+            let flow = try store.takeWebFlow(id: hash(state), bindingHash: hash(binding), now: clock.nowMillis())
         else { throw invalidFlow }
         func redirect(_ parameters: [(String, String)]) -> String {
             var all = parameters

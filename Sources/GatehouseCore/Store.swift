@@ -113,7 +113,9 @@ public protocol Store: Sendable {
     func usersChanged(since: Int64?, lookBack: Int64) throws -> (changed: [(AppID, UserID)], databaseNow: Int64)
     /// Takes (marks used) an unexpired, unused web flow by the hash of its state. The flow names
     /// its app: the callback from Apple carries no app key.
-    func takeWebFlow(id: String, now: Int64) throws -> WebFlow?
+    /// Only with the browser's binding (`bindingHash`): a callback without it uses nothing up, so
+    /// whoever saw the state in Apple's URL cannot spoil the user's sign-in.
+    func takeWebFlow(id: String, bindingHash: String, now: Int64) throws -> WebFlow?
 }
 
 public protocol AppCatalog: Sendable {

@@ -92,9 +92,10 @@ extension SQLAppScopedStore {
 }
 
 extension SQLStore {
-    public func takeWebFlow(id: String, now: Int64) throws -> WebFlow? {
+    public func takeWebFlow(id: String, bindingHash: String, now: Int64) throws -> WebFlow? {
         guard let row = try database.query("""
-            UPDATE web_flows SET used_at = \(now) WHERE id = \(id) AND used_at IS NULL AND expires_at > \(now) RETURNING *
+            UPDATE web_flows SET used_at = \(now)
+            WHERE id = \(id) AND binding_hash = \(bindingHash) AND used_at IS NULL AND expires_at > \(now) RETURNING *
             """).first
         else { return nil }
         return WebFlow(

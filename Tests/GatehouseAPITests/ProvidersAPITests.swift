@@ -444,6 +444,7 @@ struct AppleWebFlowTests {
         let started = try #require(startedOrNil)
         for (fields, cookie) in [
             ([("state", started.state), ("code", "c")], nil as String?),
+            ([("state", started.state), ("code", "c")], "gh_flow=not-the-browsers"),
             ([("state", "unknown-state"), ("code", "c")], started.cookie),
             ([("code", "c")], started.cookie),
             ([("state", started.state), ("state", started.state), ("code", "c")], started.cookie),
@@ -453,6 +454,11 @@ struct AppleWebFlowTests {
             #expect(response.problemCode == "auth/invalid-flow")
             #expect(response.header("Location") == nil)
         }
+        // Those attempts used nothing up: the browser that started the flow still finishes it.
+        let code = world.apple.issueCode(for: FakeAppleUser(sub: "web.user.3", email: "w3@example.com", nonce: started.nonce), clientID: ProviderWorld.servicesID)
+        let finished = try callback(world, [("state", started.state), ("code", code)], cookie: started.cookie)
+        #expect(finished.status == 303)
+        #expect(finished.header("Location")?.contains("login_code=") == true)
         // Form only.
         #expect(try world.server.request("POST", "/v1/auth/oauth/apple/callback", json: ["state": "x"]).status == 415)
     }
