@@ -41,6 +41,12 @@ struct AdminController {
 
     func rotateSecretKey(_ request: Request) throws -> HTTPResponse {
         let app = try auth.adminApp(request)
-        return HTTPResponse.data(["secret_key": .string(try apps.rotateSecretKey(app))], status: 201).noStore()
+        let revoke: Bool
+        switch request.http.queryValue("revoke_others") {
+        case nil, "false": revoke = false
+        case "true": revoke = true
+        default: throw GatehouseError.validation("revoke_others", "Must be true or false.")
+        }
+        return HTTPResponse.data(["secret_key": .string(try apps.rotateSecretKey(app, revokeOthers: revoke))], status: 201).noStore()
     }
 }

@@ -121,10 +121,14 @@ public final class AppService: Sendable {
     // MARK: - Keys
 
     /// Issues a new secret key; the others keep working for 24 hours.
-    public func rotateSecretKey(_ app: AppContext) throws -> String {
+    /// - Parameter revokeOthers: end every other key at once instead of in 24 hours: for a key
+    ///   that leaked (else whoever holds it keeps it a day, and could rotate keys of their own).
+    public func rotateSecretKey(_ app: AppContext, revokeOthers: Bool = false) throws -> String {
         let now = clock.nowMillis()
         let (key, record) = Self.newSecretKey(now: now)
-        try store.app(app.id).addSecretKey(record, othersExpireAt: now + Self.previousSecretKeyLifetimeMillis)
+        try store.app(app.id).addSecretKey(record, othersExpireAt: revokeOthers ? now : now + Self.previousSecretKeyLifetimeMillis)
+        try store.app(app.id).record(
+            Event(type: "app.secret_key_rotated", userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["others_revoked": .bool(revokeOthers)], createdAt: now))
         return key
     }
 

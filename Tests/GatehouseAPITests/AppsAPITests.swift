@@ -199,6 +199,15 @@ struct AppsAPITests {
         #expect(old.status == 401)
         #expect(old.problemCode == "auth/invalid-token")
         #expect(try server.request("GET", "/v1/admin/app", bearer: newKey).status == 200)
+
+        // A key that leaked is revoked at once, with every other key but the new one.
+        let third = try server.request("POST", "/v1/admin/app/secret-keys?revoke_others=true", bearer: newKey)
+        let thirdKey = try #require(third.data?["secret_key"]?.stringValue)
+        #expect(try server.request("GET", "/v1/admin/app", bearer: newKey).problemCode == "auth/invalid-token")
+        #expect(try server.request("GET", "/v1/admin/app", bearer: thirdKey).status == 200)
+        #expect(try server.request("POST", "/v1/admin/app/secret-keys?revoke_others=maybe", bearer: thirdKey).problemCode == "request/validation-failed")
+        let rotations = try server.gatehouse.database.query("SELECT data FROM events WHERE type = 'app.secret_key_rotated' ORDER BY created_at, data")
+        #expect(rotations.count == 2)
     }
 
     @Test(arguments: TestDatabase.kinds)
