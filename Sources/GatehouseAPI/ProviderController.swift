@@ -24,7 +24,7 @@ struct ProviderController {
     func appleSignIn(_ request: Request) throws -> HTTPResponse {
         let app = try auth.app(request)
         var body = try Body(request)
-        let proof = try appleProof(&body, allowFirebase: true, nonceRequired: false)
+        let proof = try appleProof(&body, linking: false)
         let first = body.optional("first_name", maxLength: 200)
         let last = body.optional("last_name", maxLength: 200)
         try body.finish()
@@ -34,33 +34,34 @@ struct ProviderController {
     func googleSignIn(_ request: Request) throws -> HTTPResponse {
         let app = try auth.app(request)
         var body = try Body(request)
-        let proof = try googleProof(&body, allowFirebase: true, nonceRequired: false)
+        let proof = try googleProof(&body, linking: false)
         try body.finish()
         return sessions.sessionResponse(app, try providers.signIn(app: app, provider: .google, proof: proof, firstName: nil, lastName: nil, origin: request.origin))
     }
 
     /// `identity_token` + `nonce` (+ `authorization_code`), or `firebase_id_token`.
-    /// Linking (`allowFirebase: false`) takes all three, as API.md lists them: the nonce and the
-    /// code (for the refresh token revoked when the account is deleted) are not optional there.
-    func appleProof(_ body: inout Body, allowFirebase: Bool, nonceRequired: Bool) throws -> ProviderSignInService.Proof {
-        if allowFirebase, let firebase = body.optional("firebase_id_token", maxLength: 1 << 20) {
+    /// Linking takes all three, as API.md lists them: the nonce and the code (for the refresh
+    /// token revoked when the account is deleted) are not optional there, and Firebase is not offered.
+    func appleProof(_ body: inout Body, linking: Bool) throws -> ProviderSignInService.Proof {
+        if !linking, let firebase = body.optional("firebase_id_token", maxLength: 1 << 20) {
             if body.isPresent("identity_token") { throw GatehouseError.validation("firebase_id_token", "Send identity_token or firebase_id_token, not both.") }
             return .firebase(token: firebase)
         }
         let token = body.required("identity_token", maxLength: 1 << 20)
-        let nonce = nonceRequired ? body.required("nonce", maxLength: 512) : body.optional("nonce", maxLength: 512)
-        let code = allowFirebase ? body.optional("authorization_code", maxLength: 1024) : body.required("authorization_code", maxLength: 1024)
+        let nonce = linking ? body.required("nonce", maxLength: 512) : body.optional("nonce", maxLength: 512)
+        let code = linking ? body.required("authorization_code", maxLength: 1024) : body.optional("authorization_code", maxLength: 1024)
         try body.check()
         return .apple(identityToken: token, nonce: nonce, authorizationCode: code)
     }
 
-    func googleProof(_ body: inout Body, allowFirebase: Bool, nonceRequired: Bool) throws -> ProviderSignInService.Proof {
-        if allowFirebase, let firebase = body.optional("firebase_id_token", maxLength: 1 << 20) {
+    /// Linking requires the nonce and does not offer Firebase.
+    func googleProof(_ body: inout Body, linking: Bool) throws -> ProviderSignInService.Proof {
+        if !linking, let firebase = body.optional("firebase_id_token", maxLength: 1 << 20) {
             if body.isPresent("id_token") { throw GatehouseError.validation("firebase_id_token", "Send id_token or firebase_id_token, not both.") }
             return .firebase(token: firebase)
         }
         let token = body.required("id_token", maxLength: 1 << 20)
-        let nonce = nonceRequired ? body.required("nonce", maxLength: 512) : body.optional("nonce", maxLength: 512)
+        let nonce = linking ? body.required("nonce", maxLength: 512) : body.optional("nonce", maxLength: 512)
         try body.check()
         return .google(idToken: token, nonce: nonce)
     }
@@ -118,7 +119,7 @@ struct ProviderController {
     func linkApple(_ request: Request) throws -> HTTPResponse {
         let (app, claims) = try auth.user(request)
         var body = try Body(request)
-        let proof = try appleProof(&body, allowFirebase: false, nonceRequired: true)
+        let proof = try appleProof(&body, linking: true)
         try body.finish()
         return identities(try providers.link(app: app, claims: claims, provider: .apple, proof: proof, origin: request.origin))
     }
@@ -126,7 +127,7 @@ struct ProviderController {
     func linkGoogle(_ request: Request) throws -> HTTPResponse {
         let (app, claims) = try auth.user(request)
         var body = try Body(request)
-        let proof = try googleProof(&body, allowFirebase: false, nonceRequired: true)
+        let proof = try googleProof(&body, linking: true)
         try body.finish()
         return identities(try providers.link(app: app, claims: claims, provider: .google, proof: proof, origin: request.origin))
     }

@@ -28,7 +28,7 @@ public struct Request: Sendable {
         // On the UTF-8 view: Foundation's trimming walks UTF-16 and cost more than verifying the token.
         guard let value = http.headers["Authorization"] else { return nil }
         let bytes = value.utf8
-        guard bytes.count > 7, bytes.prefix(7).map({ $0 | 0x20 }).elementsEqual("bearer ".utf8) else { return nil }
+        guard bytes.count > 7, bytes.prefix(7).lazy.map({ $0 | 0x20 }).elementsEqual("bearer ".utf8) else { return nil }
         let token = bytes.dropFirst(7).drop { $0 == 0x20 || $0 == 0x09 }
         let end = token.lastIndex { $0 != 0x20 && $0 != 0x09 }
         guard let end else { return nil }

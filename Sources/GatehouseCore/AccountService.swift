@@ -191,7 +191,7 @@ public final class AccountService: Sendable {
     /// public image files. Files are not built yet, so no id names a file of this user: every id is
     /// 404 `request/not-found`, as API.md answers for another user's file.
     public func updateProfile(app: AppContext, claims: AccessClaims, firstName: String??, lastName: String??, photoFileID: String??) throws -> (User, [Identity]) {
-        let (user, _) = try me(app: app, claims: claims)
+        let (user, identities) = try me(app: app, claims: claims)
         func resolve(_ change: String??, _ current: String?, _ field: String) throws(GatehouseError) -> String? {
             switch change {
             case .none: return current
@@ -203,11 +203,11 @@ public final class AccountService: Sendable {
         let last = try resolve(lastName, user.lastName, "last_name")
         if case .some(.some) = photoFileID { throw GatehouseError(.notFound, "No such file of yours.") }
         let photo = photoFileID == nil ? user.photoURL : nil
-        let data = store.app(app.id)
-        guard let updated = try data.updateProfile(user.id, firstName: first, lastName: last, photoURL: photo, now: clock.nowMillis()) else {
+        guard let updated = try store.app(app.id).updateProfile(user.id, firstName: first, lastName: last, photoURL: photo, now: clock.nowMillis()) else {
             throw GatehouseError(.sessionRevoked, "This account no longer exists.")
         }
-        return (updated, try data.identities(user.id))
+        // A profile change leaves the identities as they were.
+        return (updated, identities)
     }
 
     public func sessions(app: AppContext, claims: AccessClaims) throws -> [Session] {

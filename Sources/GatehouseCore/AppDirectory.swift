@@ -53,6 +53,15 @@ public final class AppDirectory: Sendable {
         return try remember(record, now: now)
     }
 
+    /// The app with this id as stored now: a cached entry is checked against the database's
+    /// version at once, instead of after `revalidateAfterMillis`, and rebuilt only if it changed.
+    public func current(id: AppID) throws -> AppContext? {
+        let now = clock.nowMillis()
+        if let context = state.read({ $0.byID[id] }) { return try revalidated(context, now: now, force: true) }
+        guard let record = try store.apps.find(id: id) else { return nil }
+        return try remember(record, now: now)
+    }
+
     /// Forgets an app so that the next request reads it afresh.
     public func invalidate(_ id: AppID) {
         state.write { s in
@@ -61,8 +70,8 @@ public final class AppDirectory: Sendable {
         }
     }
 
-    private func revalidated(_ context: AppContext, now: Int64) throws -> AppContext? {
-        if now - context.checkedAt < revalidateAfterMillis, now < context.keysExpireAt ?? .max { return context }
+    private func revalidated(_ context: AppContext, now: Int64, force: Bool = false) throws -> AppContext? {
+        if !force, now - context.checkedAt < revalidateAfterMillis, now < context.keysExpireAt ?? .max { return context }
         guard let version = try store.apps.version(of: context.id) else {
             invalidate(context.id)
             return nil

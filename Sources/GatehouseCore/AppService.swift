@@ -99,7 +99,7 @@ public final class AppService: Sendable {
         // and is written only if nobody changed them since it was read: else read again and
         // re-apply, so that concurrent patches of different fields all land.
         for _ in 0..<8 {
-            let current = try reloaded(app.id)
+            let current = try latest(app)
             let merged = current.settings.json(secrets: .plain).merging(patch: .object(patchObject))
             let settings = try AppSettings.decode(merged, source: .admin(current: current.settings))
             if settings.signingAlgorithm != current.settings.signingAlgorithm {
@@ -212,7 +212,10 @@ public final class AppService: Sendable {
     // MARK: - Helpers
 
     /// The app as stored now, not this node's cached copy (up to 5 s old): what an admin reads.
-    public func latest(_ app: AppContext) throws -> AppContext { try reloaded(app.id) }
+    public func latest(_ app: AppContext) throws -> AppContext {
+        guard let context = try directory.current(id: app.id) else { throw InternalError("app \(app.id) vanished") }
+        return context
+    }
 
     private func reloaded(_ id: AppID) throws -> AppContext {
         directory.invalidate(id)

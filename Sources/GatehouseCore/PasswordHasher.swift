@@ -6,9 +6,10 @@ import Synchronization
 /// argon2id on its own few threads: `permits` dedicated threads (about one per core) compute every
 /// hash, so a flood of sign-ins queues here instead of starving refreshes and `/me` of CPU, and
 /// argon2's 19 MiB work areas stay in those threads' allocator arenas instead of one per HTTP
-/// worker (which kept ~19 MiB per worker resident). A caller waits, holding its HTTP worker
-/// thread, so the queue is bounded (`maxQueued`); beyond it calls are refused at once with 503
-/// `server/busy` and `Retry-After`.
+/// worker (which kept ~19 MiB per worker resident). A caller blocks its thread while it waits (the
+/// HTTP server runs password routes on offload threads for that, ADR 0004), so the queue is
+/// bounded (`maxQueued`); beyond it calls are refused at once with 503 `server/busy` and
+/// `Retry-After`.
 public final class PasswordHasher: Sendable {
     public let parameters: Argon2id.Parameters
     private let queue = JobQueue()
@@ -44,7 +45,7 @@ public final class PasswordHasher: Sendable {
         init(_ work: @escaping @Sendable () -> Result<String, any Error>) { self.work = work }
     }
 
-    /// `maxQueued`: callers that may wait for a hash thread (each holds an HTTP worker while it
+    /// `maxQueued`: callers that may wait for a hash thread (each blocks its thread while it
     /// waits); by default as many as there are hash threads.
     public init(parameters: Argon2id.Parameters, permits: Int, maxQueued: Int? = nil) throws {
         self.parameters = parameters

@@ -59,11 +59,11 @@ public final class ProviderSignInService: Sendable {
         let (identity, appleCode) = try verify(app: app, provider: provider, proof: proof)
         // A refused sign-up is refused before the code is redeemed: else Apple's refresh token
         // for it would be dropped unrevoked.
-        if appleCode != nil, try data.user(provider: provider.rawValue, subject: identity.subject) == nil {
-            try requireNewAccountAllowed(app: app, data, identity: identity)
-        }
+        let existing = try data.user(provider: provider.rawValue, subject: identity.subject)
+        if appleCode != nil, existing == nil { try requireNewAccountAllowed(app: app, data, identity: identity) }
         let appleRefreshToken = try redeemAppleCode(appleCode, app: app, identity: identity)
-        let (user, isNew) = try account(app: app, data, provider: provider, identity: identity, firstName: first, lastName: last, origin: origin)
+        let (user, isNew) = try account(
+            app: app, data, provider: provider, identity: identity, existing: existing, firstName: first, lastName: last, origin: origin)
         try keepAppleToken(app: app, data, user: user.id, identity: identity, refreshToken: appleRefreshToken)
         return try accounts.startSession(app: app, data, user: user, method: provider.method, isNewUser: isNew, origin: origin)
     }
@@ -107,13 +107,14 @@ public final class ProviderSignInService: Sendable {
         return exchanged.refreshToken
     }
 
-    /// The user of a verified identity: the linked one, or a new account (never one found by
-    /// email: a provider sign-in never attaches to an existing account by email).
+    /// The user of a verified identity: `existing`, the one it is linked to, or a new account
+    /// (never one found by email: a provider sign-in never attaches to an existing account by email).
     func account(
-        app: AppContext, _ data: any AppScopedStore, provider: Provider, identity: ExternalIdentity, firstName: String?, lastName: String?, origin: RequestOrigin
+        app: AppContext, _ data: any AppScopedStore, provider: Provider, identity: ExternalIdentity, existing: User?, firstName: String?, lastName: String?,
+        origin: RequestOrigin
     ) throws -> (User, Bool) {
         let now = clock.nowMillis()
-        if let user = try data.user(provider: provider.rawValue, subject: identity.subject) {
+        if let user = existing {
             if user.firstName == nil && user.lastName == nil, firstName != nil || lastName != nil {
                 try data.fillNames(user.id, firstName: firstName, lastName: lastName, now: now)
                 return (try data.user(user.id) ?? user, false)
@@ -277,7 +278,9 @@ public final class ProviderSignInService: Sendable {
             let identity = try providers.verifyApple(exchanged.idToken, audiences: [servicesID], expectedNonceHash: flow.nonce)
             let names = Self.appleUserNames(callback.user)
             let data = store.app(app.id)
-            let (user, isNew) = try account(app: app, data, provider: .apple, identity: identity, firstName: names.first, lastName: names.last, origin: origin)
+            let existing = try data.user(provider: Provider.apple.rawValue, subject: identity.subject)
+            let (user, isNew) = try account(
+                app: app, data, provider: .apple, identity: identity, existing: existing, firstName: names.first, lastName: names.last, origin: origin)
             try keepAppleToken(app: app, data, user: user.id, identity: identity, refreshToken: exchanged.refreshToken)
             let loginCode = SecureRandom.token()
             let now = clock.nowMillis()

@@ -81,13 +81,13 @@ public struct SecretKeyRecord: Sendable, Equatable {
     }
 }
 
-/// The persistence the domain needs. Written once in `GatehouseSQL` for SQLite and PostgreSQL.
 /// An error of a store's database. When `isUnavailable` (unreachable, or every connection busy),
 /// the request is answered 503 `server/unavailable` with `Retry-After`; any other is a 500.
 public protocol StoreFailure: Error, CustomStringConvertible {
     var isUnavailable: Bool { get }
 }
 
+/// The persistence the domain needs. Written once in `GatehouseSQL` for SQLite and PostgreSQL.
 public protocol Store: Sendable {
     /// Platform-level lookups: the only queries not scoped to one app.
     var apps: any AppCatalog { get }
@@ -161,7 +161,7 @@ public protocol AppScopedStore: Sendable {
     /// stored hash changed meanwhile (a concurrent change won).
     func setPasswordHash(_ id: UserID, hash: String, replacing: String?, addIdentity: Identity?, now: Int64) throws -> Bool
     func identities(_ id: UserID) throws -> [Identity]
-    /// The user and their identities, read together (one connection, one round trip each).
+    /// The user and their identities, read together (one statement).
     func userWithIdentities(_ id: UserID) throws -> (User, [Identity])?
     /// The user with this provider identity.
     func user(provider: String, subject: String) throws -> User?

@@ -66,7 +66,9 @@ extension SQLAppScopedStore {
     }
 
     func identities(_ id: UserID) throws -> [Identity] {
-        try database.withConnection { try identities(on: $0, id) }
+        try database.query("""
+            SELECT provider, subject, email, created_at FROM identities WHERE app_id = \(appID) AND user_id = \(id) ORDER BY created_at, provider
+            """).map { try identityRecord($0, prefix: "") }
     }
 
     func userWithIdentities(_ id: UserID) throws -> (User, [Identity])? {
@@ -79,21 +81,15 @@ extension SQLAppScopedStore {
             ORDER BY identities.created_at, identities.provider
             """)
         guard let first = rows.first else { return nil }
-        let identities = try rows.compactMap { row -> Identity? in
-            guard let provider = try row.optionalString("identity_provider") else { return nil }
-            return Identity(
-                provider: provider, subject: try row.string("identity_subject"), email: try row.optionalString("identity_email"),
-                createdAt: try row.int64("identity_created_at"))
-        }
+        let identities = try rows.compactMap { row in try row.optionalString("identity_provider") == nil ? nil : try identityRecord(row, prefix: "identity_") }
         return (try userRecord(first), identities)
     }
 
-    private func identities(on db: any SQLConnection, _ id: UserID) throws -> [Identity] {
-        try db.query("""
-            SELECT provider, subject, email, created_at FROM identities WHERE app_id = \(appID) AND user_id = \(id) ORDER BY created_at, provider
-            """).map { row in
-            Identity(provider: try row.string("provider"), subject: try row.string("subject"), email: try row.optionalString("email"), createdAt: try row.int64("created_at"))
-        }
+    /// An identity from its columns, named `<prefix>provider` and so on.
+    private func identityRecord(_ row: SQLRow, prefix: String) throws -> Identity {
+        Identity(
+            provider: try row.string(prefix + "provider"), subject: try row.string(prefix + "subject"), email: try row.optionalString(prefix + "email"),
+            createdAt: try row.int64(prefix + "created_at"))
     }
 
     func insertSession(_ session: Session, refreshTokenHash: String, event: Event) throws {
