@@ -10,6 +10,14 @@ final class SQLiteConnection: PooledConnection, SQLConnection {
     /// `SQLITE_TRANSIENT`: SQLite copies bound buffers before the call returns.
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
     private static let statementCacheLimit = 256
+    /// WAL pages after which a commit checkpoints (SQLite's default is 1000, about 4 MiB).
+    ///
+    /// The committing writer checkpoints with the write lock held, and every other writer waits
+    /// for its `fdatasync`s. A checkpoint copies each page once however often it changed, so
+    /// fewer, larger checkpoints cost less in all: under the refresh benchmark, 10,000 pages
+    /// (a WAL of up to about 40 MiB) left the CPUs idle 6 % of the time instead of 10 % and
+    /// rotated 7 % more tokens a second.
+    static let checkpointPages = 10_000
 
     let dialect = SQLDialect.sqlite
     private let handle: OpaquePointer
@@ -30,7 +38,10 @@ final class SQLiteConnection: PooledConnection, SQLConnection {
         sqlite3_extended_result_codes(handle, 1)
         sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
         do {
-            try executeScript("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
+            try executeScript("""
+                PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;
+                PRAGMA wal_autocheckpoint = \(Self.checkpointPages);
+                """)
         } catch {
             close()
             throw error
