@@ -103,11 +103,13 @@ extension SQLAppScopedStore {
             try db.execute("""
                 INSERT INTO refresh_tokens (token_hash, app_id, session_id, created_at) VALUES (\(refreshTokenHash), \(appID), \(session.id), \(session.createdAt))
                 """)
+            try insertEvent(db, event)
+            // Last: the user's row stays locked until COMMIT, and concurrent sign-ins of one user
+            // queue on it.
             try db.execute("""
                 UPDATE users SET last_sign_in_at = \(session.createdAt), changed_at = \(database.dialect.nowMillis)
                 WHERE app_id = \(appID) AND id = \(session.userID)
                 """)
-            try insertEvent(db, event)
         }
     }
 
