@@ -140,6 +140,25 @@ struct AccountsAPITests {
     }
 
     @Test(arguments: TestDatabase.kinds)
+    func aRetryAfterTheNewTokenWasUsedIsReuseEvenWithinTheGraceWindow(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let app = try server.createApp(Self.roomy)
+        func refresh(_ token: String) throws -> TestResponse {
+            try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": .string(token)])
+        }
+        let r0 = try #require(try server.signUp(app)["refresh_token"]?.stringValue)
+        let r1 = try #require(try refresh(r0).data?["refresh_token"]?.stringValue)
+        clock.advance(seconds: 1)
+        let r2 = try #require(try refresh(r1).data?["refresh_token"]?.stringValue)
+        // r0 is 1 s past its rotation, but r1, the pair it would get again, is spent.
+        clock.advance(seconds: 1)
+        #expect(try refresh(r0).problemCode == "auth/refresh-token-reused")
+        #expect(try refresh(r2).problemCode == "auth/invalid-refresh-token")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
     func racingRefreshesOfOneTokenAllGetTheSamePair(_ kind: TestDatabaseKind) throws {
         let server = try TestServer(kind)
         defer { server.stop() }
@@ -210,10 +229,23 @@ struct AccountsAPITests {
         defer { server.stop() }
         let app = try server.createApp(["name": "Short", "refresh_token_ttl_seconds": 3600, "rate_limits": ["auth_per_minute_per_ip": 1000]])
         var token = try #require(try server.signUp(app)["refresh_token"]?.stringValue)
+        func refresh() throws -> TestResponse {
+            try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": .string(token)])
+        }
         clock.advance(seconds: 1800)
-        token = try #require(try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": .string(token)]).data?["refresh_token"]?.stringValue)
-        clock.advance(seconds: 1801)
-        #expect(try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": .string(token)]).problemCode == "auth/invalid-refresh-token")
+        var data = try #require(try refresh().data)
+        #expect(data["expires_in"] == 900)
+        token = try #require(data["refresh_token"]?.stringValue)
+        // 300 s before the session's end, the access token lasts only that long.
+        clock.advance(seconds: 1500)
+        data = try #require(try refresh().data)
+        #expect(data["expires_in"] == 300)
+        let claims = try JSON.parse(JWT.parse(try #require(data["access_token"]?.stringValue)).payload)
+        guard case .int(let exp) = claims["exp"], case .int(let iat) = claims["iat"] else { Issue.record("no exp or iat: \(claims)"); return }
+        #expect(exp - iat == 300)
+        token = try #require(data["refresh_token"]?.stringValue)
+        clock.advance(seconds: 301)
+        #expect(try refresh().problemCode == "auth/invalid-refresh-token")
     }
 
     @Test(arguments: TestDatabase.kinds)
