@@ -63,7 +63,7 @@ public final class AccountService: Sendable {
         try limitAuth(app, data, origin)
         try requireMethod("password", app)
         let email = try InputRules.email(rawEmail)
-        guard password.count <= 128 else { throw GatehouseError.validation("password", "Must be at most 128 characters.") }
+        try InputRules.presentedPassword(password)
         let found = try data.passwordUser(email: email)
         // Unknown email and wrong password: the same answer after the same work.
         guard try hasher.verify(password, encoded: found?.1), let (user, hash) = found else {
@@ -151,7 +151,8 @@ public final class AccountService: Sendable {
     public func reauthenticate(app: AppContext, claims: AccessClaims, password: String, origin: RequestOrigin) throws -> (token: String, expiresIn: Int64) {
         let data = store.app(app.id)
         try limitAuth(app, data, origin)
-        guard password.count <= 128, try hasher.verify(password, encoded: try data.passwordHash(claims.userID)) else {
+        try InputRules.presentedPassword(password)
+        guard try hasher.verify(password, encoded: try data.passwordHash(claims.userID)) else {
             try data.record(Event(type: "user.sign_in_failed", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "reauthentication": true], createdAt: clock.nowMillis()))
             throw GatehouseError(.invalidCredential, "The password is wrong.")
         }
@@ -234,8 +235,9 @@ public final class AccountService: Sendable {
         let data = store.app(app.id)
         try limitAuth(app, data, origin)
         try limiter.hit(data, bucket: "password", subject: claims.userID.rawValue, limit: app.settings.rateLimits.authPerMinutePerIP)
+        try InputRules.presentedPassword(current, field: "current_password")
         let stored = try data.passwordHash(claims.userID)
-        guard current.count <= 128, try hasher.verify(current, encoded: stored) else {
+        guard try hasher.verify(current, encoded: stored) else {
             try data.record(Event(type: "user.sign_in_failed", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "password_change": true], createdAt: clock.nowMillis()))
             throw GatehouseError(.invalidCredential, "The current password is wrong.", fieldErrors: [FieldError("current_password", "Wrong password.")])
         }

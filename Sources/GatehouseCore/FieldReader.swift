@@ -38,7 +38,7 @@ public struct FieldReader {
     public mutating func string(_ key: String, maxLength: Int = 1024) -> String? {
         guard let v = raw(key) else { return nil }
         guard case .string(let s) = v else { fail(key, "Must be a string."); return nil }
-        if s.count > maxLength { fail(key, "Must be at most \(maxLength) characters."); return nil }
+        if !InputRules.fits(s, characters: maxLength) { fail(key, "Must be at most \(maxLength) characters."); return nil }
         if s.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
             fail(key, "Must not contain control characters.")
             return nil
@@ -70,7 +70,7 @@ public struct FieldReader {
         if items.count > maxCount { fail(key, "Must have at most \(maxCount) items."); return nil }
         var result: [String] = []
         for (i, item) in items.enumerated() {
-            guard case .string(let s) = item, !s.isEmpty, s.count <= maxLength,
+            guard case .string(let s) = item, !s.isEmpty, InputRules.fits(s, characters: maxLength),
                 !s.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
             else {
                 errors.append(FieldError("\(field(key))[\(i)]", "Must be a non-empty string of at most \(maxLength) characters."))

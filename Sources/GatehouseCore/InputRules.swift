@@ -7,7 +7,7 @@ public enum InputRules {
     public static func email(_ raw: String, field: String = "email") throws(GatehouseError) -> String {
         let email = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
-        guard email.count <= 254, parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !parts[1].hasPrefix("."),
+        guard fits(email, characters: 254), parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !parts[1].hasPrefix("."),
             !parts[1].hasSuffix("."), !email.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control })
         else { throw .validation(field, "Must be an email address.") }
         return email
@@ -16,17 +16,32 @@ public enum InputRules {
     /// A first or last name: trimmed, no control characters, at most 50 characters. Empty means none.
     public static func name(_ raw: String, field: String) throws(GatehouseError) -> String? {
         let name = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard name.count <= 50 else { throw .validation(field, "Must be at most 50 characters.") }
+        guard fits(name, characters: 50) else { throw .validation(field, "Must be at most 50 characters.") }
         guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw .validation(field, "Must not contain control characters.")
         }
         return name.isEmpty ? nil : name
     }
 
+    /// A password given to be checked (signing in, reauthenticating, the current one): over 128
+    /// characters is a validation error, as for a new one, before any hashing.
+    public static func presentedPassword(_ password: String, field: String = "password") throws(GatehouseError) {
+        guard fits(password, characters: 128) else { throw .validation(field, "Must be at most 128 characters.") }
+    }
+
+    /// Whether `text` is at most `limit` characters long. A character is what a reader sees as
+    /// one, but its code points count too, at most 4 a character on average: else one letter
+    /// under thousands of combining marks would be a single character kilobytes long (in a name,
+    /// it made every access token too large to send).
+    public static func fits(_ text: String, characters limit: Int) -> Bool {
+        if text.utf8.count <= limit { return true }
+        return text.unicodeScalars.count <= 4 * limit && text.count <= limit
+    }
+
     /// 8–128 characters, at least the app's minimum. Under the minimum is `auth/weak-password`;
     /// over 128 is a validation error.
     public static func newPassword(_ password: String, minimum: Int64, field: String = "password") throws(GatehouseError) {
-        if password.count > 128 { throw .validation(field, "Must be at most 128 characters.") }
+        try presentedPassword(password, field: field)
         if password.count < max(8, minimum) {
             throw GatehouseError(.weakPassword, "Use at least \(max(8, minimum)) characters.", fieldErrors: [FieldError(field, "Too short.")])
         }

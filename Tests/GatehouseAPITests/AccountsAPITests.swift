@@ -66,6 +66,9 @@ struct AccountsAPITests {
             (["email": "new@example.com", "password": "long enough pw", "admin": true], 400, "request/validation-failed"),
             (["email": "new@example.com", "password": "long enough pw", "first_name": .string(String(repeating: "n", count: 51))], 400, "request/validation-failed"),
             (["email": "new@example.com", "password": "long enough pw", "first_name": "bell\u{7}"], 400, "request/validation-failed"),
+            // One letter under 300 combining marks is one character to a reader, not a name of 50.
+            (["email": "new@example.com", "password": "long enough pw", "first_name": .string("a" + String(repeating: "\u{301}", count: 300))], 400, "request/validation-failed"),
+            (["email": .string("n" + String(repeating: "\u{301}", count: 1100) + "@example.com"), "password": "long enough pw"], 400, "request/validation-failed"),
         ]
         for (body, status, code) in cases {
             let response = try server.request("POST", "/v1/auth/signup", appKey: app.appKey, json: body)
@@ -347,7 +350,8 @@ struct AccountsAPITests {
         let noPhoto = try server.request("PATCH", "/v1/me", appKey: app.appKey, bearer: token, json: ["photo_file_id": nil])
         #expect(noPhoto.data?["photo_url"] == .null)
         #expect(noPhoto.data?["first_name"] == "Grace")
-        for bad: JSON in [["first_name": .string(String(repeating: "x", count: 51))], ["first_name": "tab\tname"], ["first_name": 5], ["nickname": "x"]] {
+        let marks = "a" + String(repeating: "\u{301}", count: 300)
+        for bad: JSON in [["first_name": .string(String(repeating: "x", count: 51))], ["last_name": .string(marks)], ["first_name": "tab\tname"], ["first_name": 5], ["nickname": "x"]] {
             #expect(try server.request("PATCH", "/v1/me", appKey: app.appKey, bearer: token, json: bad).problemCode == "request/validation-failed")
         }
         #expect(try server.request("GET", "/v1/me", appKey: app.appKey).problemCode == "auth/missing-token")
@@ -397,6 +401,10 @@ struct AccountsAPITests {
         let wrong = try server.request("PUT", "/v1/me/password", appKey: app.appKey, bearer: here, json: ["current_password": "nope nope nope", "password": "a brand new one"])
         #expect(wrong.status == 400)
         #expect(wrong.problemCode == "auth/invalid-credential")
+        // Over 128 characters is no password at all, as at sign-in.
+        let long = try server.request("PUT", "/v1/me/password", appKey: app.appKey, bearer: here, json: ["current_password": .string(String(repeating: "p", count: 129)), "password": "a brand new one"])
+        #expect(long.problemCode == "request/validation-failed")
+        #expect(long.json?["errors"]?.arrayValue?.first?["field"] == "current_password")
         #expect(try server.request("PUT", "/v1/me/password", appKey: app.appKey, bearer: here, json: ["current_password": "correct horse battery", "password": "short"]).problemCode == "auth/weak-password")
         #expect(try server.request("PUT", "/v1/me/password", appKey: app.appKey, bearer: here, json: ["current_password": "correct horse battery", "password": "a brand new one"]).status == 204)
         #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: here).status == 200)
@@ -430,6 +438,8 @@ struct AccountsAPITests {
         clock.advance(seconds: 400)
         let wrong = try server.request("POST", "/v1/auth/reauthenticate", appKey: app.appKey, bearer: token, json: ["password": "not it at all"])
         #expect(wrong.problemCode == "auth/invalid-credential")
+        let long = try server.request("POST", "/v1/auth/reauthenticate", appKey: app.appKey, bearer: token, json: ["password": .string(String(repeating: "p", count: 129))])
+        #expect(long.problemCode == "request/validation-failed")
         let fresh = try server.request("POST", "/v1/auth/reauthenticate", appKey: app.appKey, bearer: token, json: ["password": "correct horse battery"])
         #expect(fresh.status == 200)
         #expect(fresh.data?["refresh_token"] == nil)
