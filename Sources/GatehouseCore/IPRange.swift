@@ -36,6 +36,19 @@ public struct IPRange: Sendable, Equatable {
         return true
     }
 
+    /// One spelling per address: IPv4 dotted, IPv6 as `inet_ntop` writes it, and an IPv4-mapped
+    /// IPv6 address (`::ffff:10.0.0.1`) as the IPv4 address it is. Nil when `text` is no address.
+    public static func canonical(_ text: String) -> String? {
+        guard var bytes = parseAddress(text) else { return nil }
+        if bytes.count == 16, bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF {
+            bytes = Array(bytes[12...])
+        }
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        let family = bytes.count == 4 ? AF_INET : AF_INET6
+        guard bytes.withUnsafeBytes({ inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count)) }) != nil else { return nil }
+        return String(cString: buffer)
+    }
+
     /// The 4 or 16 bytes of a textual IP address, or nil.
     public static func parseAddress(_ text: String) -> [UInt8]? {
         var v4 = in_addr()

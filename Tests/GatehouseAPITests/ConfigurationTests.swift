@@ -87,6 +87,16 @@ struct ClientAddressTests {
         #expect(ClientAddress.resolve(peer: "10.0.0.2", forwardedFor: "6.6.6.6, 198.51.100.7, 10.0.0.9", trustedProxies: proxies) == "198.51.100.7")
         #expect(ClientAddress.resolve(peer: "10.0.0.2", forwardedFor: "not-an-ip", trustedProxies: proxies) == "10.0.0.2")
     }
+
+    @Test
+    func aForwardedAddressComesOutInOneSpelling() {
+        // An IPv4 client written as IPv4-mapped IPv6 is that IPv4 client (else every such client
+        // would share one /64 limiter bucket), and IPv6 is written one way.
+        #expect(ClientAddress.resolve(peer: "10.0.0.2", forwardedFor: "::ffff:198.51.100.7", trustedProxies: proxies) == "198.51.100.7")
+        #expect(ClientAddress.resolve(peer: "10.0.0.2", forwardedFor: "::FFFF:10.0.0.9, ::ffff:c633:6407", trustedProxies: proxies) == "198.51.100.7")
+        #expect(ClientAddress.resolve(peer: "10.0.0.2", forwardedFor: "2001:DB8:0:0::1", trustedProxies: proxies) == "2001:db8::1")
+        #expect(rateLimitSubject(ip: ClientAddress.resolve(peer: "10.0.0.2", forwardedFor: "::ffff:10.1.1.1", trustedProxies: proxies)) == "10.1.1.1")
+    }
 }
 
 @Suite("JSON")
