@@ -32,8 +32,17 @@ enum RequestReader {
         guard let cls else { return .YES }
         let collector = Unmanaged<Collector>.fromOpaque(cls).takeUnretainedValue()
         collector.collected.headerBytes += keySize + valueSize
-        collector.collected.headers.add(text(key, keySize), text(value, valueSize))
+        collector.collected.headers.add(text(key, keySize), text(value, withoutTrailingWhitespace(value, valueSize)))
         return .YES
+    }
+
+    /// The size of a header value without the spaces and tabs at its end, which are not part of
+    /// it (RFC 9110, 5.5); libmicrohttpd drops only those at its start.
+    private static func withoutTrailingWhitespace(_ value: UnsafePointer<CChar>?, _ size: Int) -> Int {
+        guard let value else { return 0 }
+        var size = size
+        while size > 0, value[size - 1] == 0x20 || value[size - 1] == 0x09 { size -= 1 }
+        return size
     }
 
     private static let collectArgument: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in

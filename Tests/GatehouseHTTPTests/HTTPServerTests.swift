@@ -126,6 +126,13 @@ struct HTTPServerTests {
         #expect(connection.readResponse()?.text == "jwks of second")
     }
 
+    @Test func headerValuesLoseTheWhitespaceAroundThem() throws {
+        let server = try startServer()
+        defer { server.shutdown() }
+        let response = try #require(get(port: server.port, "/header", headers: "X-Test: \t value with  inner spaces \t \r\n"))
+        #expect(response.text == "value with  inner spaces")
+    }
+
     @Test func headersOverTheConfiguredMaximumGoToHeaderTooLarge() throws {
         let server = try startServer()
         defer { server.shutdown() }
