@@ -39,10 +39,14 @@ public final class AccountService: Sendable {
         try limitAuth(app, data, origin)
         guard app.settings.allowSignup else { throw GatehouseError(.signupDisabled, "This app does not accept new accounts.") }
         try requireMethod("password", app)
-        let email = try InputRules.email(rawEmail)
+        var checks = FieldChecks()
+        let checkedEmail = try checks.run { () throws(GatehouseError) in try InputRules.email(rawEmail) }
+        _ = try checks.run { () throws(GatehouseError) in try InputRules.presentedPassword(password) }
+        let first = try checks.run { () throws(GatehouseError) in try firstName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "first_name") } } ?? nil
+        let last = try checks.run { () throws(GatehouseError) in try lastName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "last_name") } } ?? nil
+        try checks.finish()
+        guard let email = checkedEmail else { throw GatehouseError.validation("email", "Must be an email address.") }
         try InputRules.newPassword(password, minimum: app.settings.passwordMinLength)
-        let first = try firstName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "first_name") }
-        let last = try lastName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "last_name") }
         // Also an account that signs in with a provider and has this email, unless the app keeps
         // such accounts separate (`email_collision`, as for provider sign-in).
         if try data.passwordUser(email: email) != nil || (app.settings.emailCollision == "reject" && data.emailInUse(email, except: nil)) {
@@ -200,8 +204,10 @@ public final class AccountService: Sendable {
             case .some(.some(let value)): return try InputRules.name(value, field: field)
             }
         }
-        let first = try resolve(firstName, user.firstName, "first_name")
-        let last = try resolve(lastName, user.lastName, "last_name")
+        var checks = FieldChecks()
+        let first = try checks.run { () throws(GatehouseError) in try resolve(firstName, user.firstName, "first_name") } ?? nil
+        let last = try checks.run { () throws(GatehouseError) in try resolve(lastName, user.lastName, "last_name") } ?? nil
+        try checks.finish()
         if case .some(.some) = photoFileID { throw GatehouseError(.notFound, "No such file of yours.") }
         let photo = photoFileID == nil ? user.photoURL : nil
         guard let updated = try store.app(app.id).updateProfile(user.id, firstName: first, lastName: last, photoURL: photo, now: clock.nowMillis()) else {

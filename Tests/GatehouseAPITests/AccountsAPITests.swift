@@ -75,6 +75,11 @@ struct AccountsAPITests {
             #expect(response.status == status, "\(body.serializedString)")
             #expect(response.problemCode == code, "\(body.serializedString)")
         }
+        // Every field's problem at once.
+        let several = try server.request(
+            "POST", "/v1/auth/signup", appKey: app.appKey,
+            json: ["email": "not-an-email", "password": .string(String(repeating: "p", count: 129)), "first_name": .string(String(repeating: "n", count: 51)), "last_name": "Lovelace"])
+        #expect(several.json?["errors"]?.arrayValue?.compactMap { $0["field"]?.stringValue } == ["email", "password", "first_name"])
         let huge = try server.request(
             "POST", "/v1/auth/signup", appKey: app.appKey, headers: [("Content-Type", "application/json")],
             body: Array(#"{"email":"a@b.co","password":""#.utf8) + Array(repeating: 0x61, count: 1 << 20) + Array(#""}"#.utf8))
@@ -351,6 +356,8 @@ struct AccountsAPITests {
         #expect(noPhoto.data?["photo_url"] == .null)
         #expect(noPhoto.data?["first_name"] == "Grace")
         let marks = "a" + String(repeating: "\u{301}", count: 300)
+        let both = try server.request("PATCH", "/v1/me", appKey: app.appKey, bearer: token, json: ["first_name": .string(String(repeating: "x", count: 51)), "last_name": .string(marks)])
+        #expect(both.json?["errors"]?.arrayValue?.compactMap { $0["field"]?.stringValue } == ["first_name", "last_name"])
         for bad: JSON in [["first_name": .string(String(repeating: "x", count: 51))], ["last_name": .string(marks)], ["first_name": "tab\tname"], ["first_name": 5], ["nickname": "x"]] {
             #expect(try server.request("PATCH", "/v1/me", appKey: app.appKey, bearer: token, json: bad).problemCode == "request/validation-failed")
         }
