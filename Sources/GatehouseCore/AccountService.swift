@@ -40,12 +40,14 @@ public final class AccountService: Sendable {
         guard app.settings.allowSignup else { throw GatehouseError(.signupDisabled, "This app does not accept new accounts.") }
         try requireMethod("password", app)
         var checks = FieldChecks()
-        let checkedEmail = try checks.run { () throws(GatehouseError) in try InputRules.email(rawEmail) }
-        _ = try checks.run { () throws(GatehouseError) in try InputRules.presentedPassword(password) }
-        let first = try checks.run { () throws(GatehouseError) in try firstName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "first_name") } } ?? nil
-        let last = try checks.run { () throws(GatehouseError) in try lastName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "last_name") } } ?? nil
+        var email = ""
+        var first: String?
+        var last: String?
+        try checks.run { () throws(GatehouseError) in email = try InputRules.email(rawEmail) }
+        try checks.run { () throws(GatehouseError) in try InputRules.presentedPassword(password) }
+        try checks.run { () throws(GatehouseError) in first = try firstName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "first_name") } }
+        try checks.run { () throws(GatehouseError) in last = try lastName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "last_name") } }
         try checks.finish()
-        guard let email = checkedEmail else { throw GatehouseError.validation("email", "Must be an email address.") }
         try InputRules.newPassword(password, minimum: app.settings.passwordMinLength)
         // Also an account that signs in with a provider and has this email, unless the app keeps
         // such accounts separate (`email_collision`, as for provider sign-in).
@@ -66,8 +68,11 @@ public final class AccountService: Sendable {
         let data = store.app(app.id)
         try limitAuth(app, data, origin)
         try requireMethod("password", app)
-        let email = try InputRules.email(rawEmail)
-        try InputRules.presentedPassword(password)
+        var checks = FieldChecks()
+        var email = ""
+        try checks.run { () throws(GatehouseError) in email = try InputRules.email(rawEmail) }
+        try checks.run { () throws(GatehouseError) in try InputRules.presentedPassword(password) }
+        try checks.finish()
         let found = try data.passwordUser(email: email)
         // Unknown email and wrong password: the same answer after the same work.
         guard try hasher.verify(password, encoded: found?.1), let (user, hash) = found else {
@@ -205,8 +210,10 @@ public final class AccountService: Sendable {
             }
         }
         var checks = FieldChecks()
-        let first = try checks.run { () throws(GatehouseError) in try resolve(firstName, user.firstName, "first_name") } ?? nil
-        let last = try checks.run { () throws(GatehouseError) in try resolve(lastName, user.lastName, "last_name") } ?? nil
+        var first = user.firstName
+        var last = user.lastName
+        try checks.run { () throws(GatehouseError) in first = try resolve(firstName, user.firstName, "first_name") }
+        try checks.run { () throws(GatehouseError) in last = try resolve(lastName, user.lastName, "last_name") }
         try checks.finish()
         if case .some(.some) = photoFileID { throw GatehouseError(.notFound, "No such file of yours.") }
         let photo = photoFileID == nil ? user.photoURL : nil
@@ -241,7 +248,10 @@ public final class AccountService: Sendable {
         let data = store.app(app.id)
         try limitAuth(app, data, origin)
         try limiter.hit(data, bucket: "password", subject: claims.userID.rawValue, limit: app.settings.rateLimits.authPerMinutePerIP)
-        try InputRules.presentedPassword(current, field: "current_password")
+        var checks = FieldChecks()
+        try checks.run { () throws(GatehouseError) in try InputRules.presentedPassword(current, field: "current_password") }
+        try checks.run { () throws(GatehouseError) in try InputRules.presentedPassword(new) }
+        try checks.finish()
         let stored = try data.passwordHash(claims.userID)
         guard try hasher.verify(current, encoded: stored) else {
             try data.record(Event(type: "user.sign_in_failed", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "password_change": true], createdAt: clock.nowMillis()))

@@ -118,26 +118,3 @@ public struct GatehouseError: Error, Sendable {
         validation([FieldError(field, message)])
     }
 }
-
-/// Runs the checks of several fields and throws their validation errors together, so that a
-/// client learns every field's problem at once. A check's other errors propagate at once.
-public struct FieldChecks {
-    private var errors: [FieldError] = []
-
-    public init() {}
-
-    /// What `check` returns, or nil when it failed validation (its errors are kept for ``finish()``).
-    public mutating func run<T>(_ check: () throws(GatehouseError) -> T) throws(GatehouseError) -> T? {
-        do {
-            return try check()
-        } catch where error.code == .validationFailed {
-            errors += error.fieldErrors
-            return nil
-        }
-    }
-
-    /// Throws every validation error kept, if any. After it, every check's value is there.
-    public func finish() throws(GatehouseError) {
-        if !errors.isEmpty { throw .validation(errors) }
-    }
-}

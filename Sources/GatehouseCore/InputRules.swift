@@ -24,18 +24,23 @@ public enum InputRules {
     }
 
     /// A password given to be checked (signing in, reauthenticating, the current one): over 128
-    /// characters is a validation error, as for a new one, before any hashing.
+    /// characters is a validation error, as for a new one, before any hashing. Characters as a
+    /// reader sees them, with no bound in bytes: a password is never stored or sent on, and a
+    /// stricter rule now would lock out whoever chose a long one before.
     public static func presentedPassword(_ password: String, field: String = "password") throws(GatehouseError) {
-        guard fits(password, characters: 128) else { throw .validation(field, "Must be at most 128 characters.") }
+        guard password.count <= 128 else { throw .validation(field, "Must be at most 128 characters.") }
     }
 
     /// Whether `text` is at most `limit` characters long. A character is what a reader sees as
-    /// one, but its code points count too, at most 4 a character on average: else one letter
+    /// one, but its bytes count too, at most 6 of UTF-8 a character on average: else one letter
     /// under thousands of combining marks would be a single character kilobytes long (in a name,
-    /// it made every access token too large to send).
+    /// it made every access token too large to send). 6 leaves room for scripts whose letters
+    /// carry marks (3 bytes each in Devanagari), and keeps the largest email and names within
+    /// about 2 KB of a token.
     public static func fits(_ text: String, characters limit: Int) -> Bool {
-        if text.utf8.count <= limit { return true }
-        return text.unicodeScalars.count <= 4 * limit && text.count <= limit
+        let bytes = text.utf8.count
+        if bytes <= limit { return true }
+        return (bytes + 5) / 6 <= limit && text.count <= limit
     }
 
     /// 8–128 characters, at least the app's minimum. Under the minimum is `auth/weak-password`;

@@ -54,8 +54,12 @@ public final class ProviderSignInService: Sendable {
         let data = store.app(app.id)
         try limiter.hit(data, bucket: "auth", subject: rateLimitSubject(ip: origin.ip), limit: app.settings.rateLimits.authPerMinutePerIP)
         try requireMethod(provider, app)
-        let first = try firstName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "first_name") }
-        let last = try lastName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "last_name") }
+        var checks = FieldChecks()
+        var first: String?
+        var last: String?
+        try checks.run { () throws(GatehouseError) in first = try firstName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "first_name") } }
+        try checks.run { () throws(GatehouseError) in last = try lastName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "last_name") } }
+        try checks.finish()
         let (identity, appleCode) = try verify(app: app, provider: provider, proof: proof)
         // A refused sign-up is refused before the code is redeemed: else Apple's refresh token
         // for it would be dropped unrevoked.

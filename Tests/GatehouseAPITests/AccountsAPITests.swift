@@ -80,11 +80,20 @@ struct AccountsAPITests {
             "POST", "/v1/auth/signup", appKey: app.appKey,
             json: ["email": "not-an-email", "password": .string(String(repeating: "p", count: 129)), "first_name": .string(String(repeating: "n", count: 51)), "last_name": "Lovelace"])
         #expect(several.json?["errors"]?.arrayValue?.compactMap { $0["field"]?.stringValue } == ["email", "password", "first_name"])
+        let signIn = try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "not-an-email", "password": .string(String(repeating: "p", count: 129))])
+        #expect(signIn.json?["errors"]?.arrayValue?.compactMap { $0["field"]?.stringValue } == ["email", "password"])
         let huge = try server.request(
             "POST", "/v1/auth/signup", appKey: app.appKey, headers: [("Content-Type", "application/json")],
             body: Array(#"{"email":"a@b.co","password":""#.utf8) + Array(repeating: 0x61, count: 1 << 20) + Array(#""}"#.utf8))
         #expect(huge.status == 413)
         #expect(try server.gatehouse.database.query("SELECT id FROM users").count == 1)
+
+        // Combining marks within 6 bytes a character on average are fine: 50 accented letters,
+        // each an "e" and U+0301.
+        let accented = String(repeating: "e\u{301}", count: 50)
+        let marked = try server.request("POST", "/v1/auth/signup", appKey: app.appKey, json: ["email": "marks@example.com", "password": "long enough pw", "last_name": .string(accented)])
+        #expect(marked.status == 201)
+        #expect(marked.data?["user"]?["last_name"] == .string(accented))
 
         let closed = try server.createApp(["name": "Closed", "allow_signup": false])
         #expect(try server.request("POST", "/v1/auth/signup", appKey: closed.appKey, json: ["email": "a@example.com", "password": "long enough pw"]).problemCode == "auth/signup-disabled")
@@ -412,6 +421,10 @@ struct AccountsAPITests {
         let long = try server.request("PUT", "/v1/me/password", appKey: app.appKey, bearer: here, json: ["current_password": .string(String(repeating: "p", count: 129)), "password": "a brand new one"])
         #expect(long.problemCode == "request/validation-failed")
         #expect(long.json?["errors"]?.arrayValue?.first?["field"] == "current_password")
+        let bothLong = try server.request(
+            "PUT", "/v1/me/password", appKey: app.appKey, bearer: here,
+            json: ["current_password": .string(String(repeating: "p", count: 129)), "password": .string(String(repeating: "q", count: 129))])
+        #expect(bothLong.json?["errors"]?.arrayValue?.compactMap { $0["field"]?.stringValue } == ["current_password", "password"])
         #expect(try server.request("PUT", "/v1/me/password", appKey: app.appKey, bearer: here, json: ["current_password": "correct horse battery", "password": "short"]).problemCode == "auth/weak-password")
         #expect(try server.request("PUT", "/v1/me/password", appKey: app.appKey, bearer: here, json: ["current_password": "correct horse battery", "password": "a brand new one"]).status == 204)
         #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: here).status == 200)
