@@ -95,9 +95,10 @@ public final class PasswordHasher: Sendable {
 /// The part of a client address a limiter counts: the address for IPv4, its /64 for IPv6 (one
 /// subscriber usually holds a whole /64, so counting single IPv6 addresses would count nothing).
 public func rateLimitSubject(ip: String?) -> String {
-    guard let ip, let bytes = IPRange.parseAddress(ip) else { return ip ?? "unknown" }
-    guard bytes.count == 16 else { return ip }
-    return Digest.hex(bytes.prefix(8)) + "::/64"
+    guard let ip, let parsed = IPRange.parseAddress(ip) else { return ip ?? "unknown" }
+    if let v4 = IPRange.unmapped(parsed) { return v4.map(String.init).joined(separator: ".") }
+    guard parsed.count == 16 else { return ip }
+    return Digest.hex(parsed.prefix(8)) + "::/64"
 }
 
 /// The per-app, per-subject fixed-window limiter (`rate_limits.auth_per_minute_per_ip`). Counters

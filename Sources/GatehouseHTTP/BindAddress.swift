@@ -60,6 +60,7 @@ struct BindAddress {
         case AF_INET6:
             var ip = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
             let bytes = withUnsafeBytes(of: ip) { Array($0) }
+            // As IPRange.unmapped in GatehouseCore, which this module does not import.
             if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF {
                 return bytes[12..<16].map(String.init).joined(separator: ".")
             }
