@@ -12,13 +12,15 @@ import Testing
                     try connection.query("PRAGMA wal_autocheckpoint").first.map { String(try $0.int64("wal_autocheckpoint")) },
                 ].map { $0 ?? "missing" }
             }
-            // WAL, synchronous NORMAL (1), foreign keys on, checkpoints every 10,000 pages: on a
-            // plain connection and on the one a transaction runs on.
+            // WAL, synchronous NORMAL (1), foreign keys on, checkpoints every 10,000 pages: on the
+            // first connection and on a second, opened while the first is in use.
             let expected = ["wal", "1", "1", "10000"]
-            let plain = try test.database.withConnection(settings)
-            let inTransaction = try test.database.transaction(settings)
-            #expect(plain == expected)
-            #expect(inTransaction == expected)
+            let (first, second) = try test.database.withConnection { first in
+                (try settings(first), try test.database.transaction(settings))
+            }
+            #expect(first == expected)
+            #expect(second == expected)
+            #expect(test.database.poolStatistics.size == 2)
         }
     }
 }
