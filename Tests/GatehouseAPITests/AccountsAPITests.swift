@@ -95,6 +95,25 @@ struct AccountsAPITests {
         #expect(marked.status == 201)
         #expect(marked.data?["user"]?["last_name"] == .string(accented))
 
+        // The largest email and names the rules let through (6 bytes a character) still make a
+        // token every call accepts.
+        let wide = "\u{1F600}\u{301}"  // 4 + 2 bytes, one character
+        let largest = try server.request(
+            "POST", "/v1/auth/signup", appKey: app.appKey,
+            json: [
+                "email": .string(String(repeating: wide, count: 242) + "@example.com"), "password": "long enough pw",
+                "first_name": .string(String(repeating: wide, count: 50)), "last_name": .string(String(repeating: wide, count: 50)),
+            ])
+        #expect(largest.status == 201)
+        let largestToken = try #require(largest.data?["access_token"]?.stringValue)
+        #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: largestToken).status == 200)
+        // An emoji with three tag characters is one character of 4 code points but 16 bytes: too
+        // wide (such an email made a token over 8 KB, refused on every call).
+        let tagged = "\u{1F600}\u{E0061}\u{E0062}\u{E0063}"
+        let tooWide = try server.request(
+            "POST", "/v1/auth/signup", appKey: app.appKey, json: ["email": .string(String(repeating: tagged, count: 240) + "@example.com"), "password": "long enough pw"])
+        #expect(tooWide.problemCode == "request/validation-failed")
+
         let closed = try server.createApp(["name": "Closed", "allow_signup": false])
         #expect(try server.request("POST", "/v1/auth/signup", appKey: closed.appKey, json: ["email": "a@example.com", "password": "long enough pw"]).problemCode == "auth/signup-disabled")
     }
