@@ -132,10 +132,18 @@ final class APIResponder: HTTPResponder {
         return request.headers["Transfer-Encoding"] != nil
     }
 
+    /// `application/json` or `application/*+json` (such as RFC 7396's `merge-patch+json`), in
+    /// UTF-8: a `charset` other than UTF-8 is refused, not misread.
     private func isJSON(_ contentType: String?) -> Bool {
         if contentType == "application/json" { return true }  // what nearly every client sends
-        guard let mediaType = mediaType(contentType) else { return false }
-        return mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
+        guard let contentType, let mediaType = mediaType(contentType),
+            mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
+        else { return false }
+        for parameter in contentType.split(separator: ";").dropFirst() {
+            let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            if pair.first == "charset", pair.count == 2, !["utf-8", "\"utf-8\""].contains(pair[1]) { return false }
+        }
+        return true
     }
 
     private func mediaType(_ contentType: String?) -> String? {

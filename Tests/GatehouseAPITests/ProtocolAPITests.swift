@@ -25,6 +25,8 @@ struct ProtocolAPITests {
             ("PATCH", "/v1/admin/app", admin + json, [], 400, "request/validation-failed"),
             ("PATCH", "/v1/admin/app", admin + [("Content-Type", "text/plain")], Array("{}".utf8), 415, "request/unsupported-media-type"),
             ("PATCH", "/v1/admin/app", admin + [("Content-Type", "application/x-www-form-urlencoded")], Array("a=b".utf8), 415, "request/unsupported-media-type"),
+            // JSON is UTF-8: a body declared in another charset is refused, not misread.
+            ("PATCH", "/v1/admin/app", admin + [("Content-Type", "application/json; charset=latin1")], Array("{}".utf8), 415, "request/unsupported-media-type"),
             ("PATCH", "/v1/admin/app", admin + json, Array(("{\"name\":\"" + String(repeating: "a", count: 70_000) + "\"}").utf8), 413, "request/payload-too-large"),
             ("PATCH", "/v1/admin/app", admin + json, Array("{\"name\": 12}".utf8), 400, "request/validation-failed"),
             ("GET", "/v1/app", [("X-App-Key", app.appKey), ("X-Big", String(repeating: "h", count: 20_000))], nil, 431, "request/headers-too-large"),
@@ -43,6 +45,10 @@ struct ProtocolAPITests {
         }
         // None of it changed the app.
         #expect(try server.request("GET", "/v1/admin/app", bearer: app.secretKey).data?["name"] == "Test App")
+        for contentType in ["application/json; charset=UTF-8", "application/merge-patch+json", "Application/JSON;charset=\"utf-8\""] {
+            let patched = try server.request("PATCH", "/v1/admin/app", headers: admin + [("Content-Type", contentType)], body: Array("{\"name\": \"Test App\"}".utf8))
+            #expect(patched.status == 200, "\(contentType)")
+        }
     }
 
     @Test(arguments: TestDatabase.kinds)
