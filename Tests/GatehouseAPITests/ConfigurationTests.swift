@@ -124,6 +124,18 @@ struct JSONTests {
     }
 
     @Test
+    func serialisesStringsWithEveryEscapeAndCopiesTheRestAsIs() throws {
+        // Quote, backslash, the named escapes, other controls and DEL as \u00XX, at the start, in
+        // the middle and at the end of a string; everything else (here é and an emoji) byte for byte.
+        let text = "\"a\\b\nc\rd\te\u{01}f\u{1F}g\u{7F}é😀/\""
+        #expect(JSON.string(text).serializedString == #""\"a\\b\nc\rd\te\u0001f\u001fg\u007fé😀/\"""#)
+        #expect(JSON.string("").serializedString == #""""#)
+        #expect(JSON.string("plain").serializedString == #""plain""#)
+        let everyASCII = String(decoding: Array(0...0x7F as ClosedRange<UInt8>), as: UTF8.self)
+        #expect(try JSON.parse(JSON.array([.string(everyASCII)]).serialized()) == [.string(everyASCII)])
+    }
+
+    @Test
     func refusesWhatIsNotUTF8JSON() {
         for bad: [UInt8] in [Array("{".utf8), Array("{\"a\":}".utf8), [0xFF, 0xFE, 0x7B, 0x00, 0x7D, 0x00], [0x22, 0xC3, 0x28, 0x22], Array("{'a':1}".utf8)] {
             #expect(throws: JSON.ParseError.self) { try JSON.parse(bad) }
