@@ -31,6 +31,12 @@ enum Problem {
         if let retryAfter = error.retryAfter { body["retry_after"] = .int(Int64(retryAfter)) }
         var response = HTTPResponse.json(.object(body), status: error.status, contentType: "application/problem+json")
         if let retryAfter = error.retryAfter { response.headers.set("Retry-After", String(retryAfter)) }
+        // RFC 6750's challenge on the 401s about the bearer token (RFC 9110 wants one on a 401).
+        switch error.code {
+        case .missingToken: response.headers.set("WWW-Authenticate", "Bearer")
+        case .invalidToken, .tokenExpired, .sessionRevoked: response.headers.set("WWW-Authenticate", #"Bearer error="invalid_token""#)
+        default: break
+        }
         response.headers.set("Cache-Control", "no-store")
         response.headers.set("X-Request-Id", requestID)
         return response

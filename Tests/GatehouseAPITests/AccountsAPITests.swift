@@ -349,7 +349,9 @@ struct AccountsAPITests {
         }
         let (a, b, c) = (try signIn(), try signIn(), try signIn())
         #expect(try server.request("POST", "/v1/auth/signout", appKey: app.appKey, bearer: a).status == 204)
-        #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: a).problemCode == "auth/session-revoked")
+        let ended = try server.request("GET", "/v1/me", appKey: app.appKey, bearer: a)
+        #expect(ended.problemCode == "auth/session-revoked")
+        #expect(ended.header("WWW-Authenticate") == #"Bearer error="invalid_token""#)
         #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: b).status == 200)
         #expect(try server.request("POST", "/v1/auth/signout", appKey: app.appKey, bearer: b, json: ["scope": "others"]).status == 204)
         #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: b).status == 200)
@@ -389,7 +391,14 @@ struct AccountsAPITests {
         for bad: JSON in [["first_name": .string(String(repeating: "x", count: 51))], ["last_name": .string(marks)], ["first_name": "tab\tname"], ["first_name": 5], ["nickname": "x"]] {
             #expect(try server.request("PATCH", "/v1/me", appKey: app.appKey, bearer: token, json: bad).problemCode == "request/validation-failed")
         }
-        #expect(try server.request("GET", "/v1/me", appKey: app.appKey).problemCode == "auth/missing-token")
+        // A 401 about the bearer token carries RFC 6750's challenge; one about the app key has none to give.
+        let missing = try server.request("GET", "/v1/me", appKey: app.appKey)
+        #expect(missing.problemCode == "auth/missing-token")
+        #expect(missing.header("WWW-Authenticate") == "Bearer")
+        let forged = try server.request("GET", "/v1/me", appKey: app.appKey, bearer: "not.a.token")
+        #expect(forged.problemCode == "auth/invalid-token")
+        #expect(forged.header("WWW-Authenticate") == #"Bearer error="invalid_token""#)
+        #expect(try server.request("GET", "/v1/me", bearer: token).header("WWW-Authenticate") == nil)
     }
 
     @Test(arguments: TestDatabase.kinds)
