@@ -8,7 +8,8 @@
 /// - A trailing slash is significant: `/v1/users/` is not `/v1/users`.
 /// - When several patterns match a path, the one with a literal at the first position where
 ///   they differ wins (`/users/me` before `/users/{id}`).
-/// - Methods are compared exactly (`"GET"`, not `"get"`).
+/// - Methods are compared exactly (`"GET"`, not `"get"`). `HEAD` is answered by the `GET` route
+///   (RFC 9110 asks every server for both; libmicrohttpd sends no body to a `HEAD`).
 public struct Router<Handler: Sendable>: Sendable {
     private struct Route: Sendable {
         let method: String
@@ -44,11 +45,13 @@ public struct Router<Handler: Sendable>: Sendable {
         let pathSegments = path.utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
         var best: (index: Int, parameters: [String: String])?
         var allowed: Set<String> = []
+        let method = method == "HEAD" ? "GET" : method
         for index in routesByLength[pathSegments.count] ?? [] {
             let route = routes[index]
             guard let parameters = route.path.bind(pathSegments) else { continue }
             guard route.method == method else {
                 allowed.insert(route.method)
+                if route.method == "GET" { allowed.insert("HEAD") }
                 continue
             }
             if let current = best, !route.path.isMoreSpecific(than: routes[current.index].path) { continue }

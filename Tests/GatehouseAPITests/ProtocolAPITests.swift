@@ -96,7 +96,7 @@ struct ProtocolAPITests {
         #expect(preflight.status == 204)
         #expect(preflight.header("Access-Control-Allow-Origin") == "https://a.example.com")
         #expect(preflight.header("Access-Control-Allow-Headers")?.contains("X-App-Key") == true)
-        #expect(preflight.header("Access-Control-Allow-Methods") == "GET")
+        #expect(preflight.header("Access-Control-Allow-Methods") == "GET, HEAD")
 
         let unknownOrigin = try server.request(
             "OPTIONS", "/v1/app", headers: [("Origin", "https://evil.example.com"), ("Access-Control-Request-Method", "GET")])

@@ -26,7 +26,7 @@ struct HTTPServerTests {
         let notAllowed = try #require(
             exchange(port: server.port, "PUT /v1/apps/x/jwks.json HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"))
         #expect(notAllowed.status == 405)
-        #expect(notAllowed.header("Allow") == "DELETE, GET")
+        #expect(notAllowed.header("Allow") == "DELETE, GET, HEAD")
     }
 
     @Test func echoesAJSONPostBody() throws {
@@ -124,6 +124,22 @@ struct HTTPServerTests {
         #expect(connection.readResponse()?.text == "hello")
         connection.send("GET /v1/apps/second/jwks.json HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(connection.readResponse()?.text == "jwks of second")
+    }
+
+    @Test func headIsAnsweredByTheGetRouteWithoutItsBody() throws {
+        let server = try startServer()
+        defer { server.shutdown() }
+        let connection = try #require(RawConnection(port: server.port))
+        // Pipelined: were the HEAD's body sent, it would stand where the GET's answer must begin.
+        connection.send("HEAD /hello HTTP/1.1\r\nHost: h\r\n\r\nGET /v1/apps/next/jwks.json HTTP/1.1\r\nHost: h\r\n\r\n")
+        let head = try #require(connection.readResponse(toHead: true))
+        #expect(head.status == 200)
+        #expect(head.header("Content-Length") == "5")
+        let next = try #require(connection.readResponse())
+        #expect(next.status == 200)
+        #expect(next.text == "jwks of next")
+        let refused = try #require(exchange(port: server.port, "POST /hello HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"))
+        #expect(refused.status == 405)
     }
 
     @Test func headerValuesLoseTheWhitespaceAroundThem() throws {

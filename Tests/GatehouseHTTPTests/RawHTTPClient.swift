@@ -64,7 +64,8 @@ final class RawConnection {
     func send(_ text: String) -> Bool { send(Array(text.utf8)) }
 
     /// Reads one response; `nil` if the connection closed (or timed out) before a whole one.
-    func readResponse() -> RawResponse? {
+    /// `toHead`: the answer to a HEAD, whose framing headers describe a body that is not sent.
+    func readResponse(toHead: Bool = false) -> RawResponse? {
         guard let headerEnd = fill(untilFound: [13, 10, 13, 10]) else { return nil }
         let head = String(decoding: buffer[..<headerEnd], as: UTF8.self)
         buffer.removeFirst(headerEnd + 4)
@@ -76,6 +77,7 @@ final class RawConnection {
             return (String(line[..<colon]), line[line.index(after: colon)...].trimmingSpaces())
         }
         var response = RawResponse(status: status, headers: headers, body: [])
+        if toHead { return response }
         if let length = response.header("Content-Length").flatMap({ Int($0) }) {
             guard fill(count: length) else { return nil }
             response.body = Array(buffer[..<length])
