@@ -13,7 +13,7 @@ final class CORSPolicy: Sendable {
     private let preflightCache = Mutex<[String: (allowed: Bool, at: Int64)]>([:])
 
     static let allowedHeaders = "X-App-Key, Authorization, Content-Type, X-Request-Id"
-    static let exposedHeaders = "X-Request-Id, Retry-After"
+    static let exposedHeaders = "X-Request-Id, Retry-After, WWW-Authenticate"
 
     init(directory: AppDirectory, catalog: any AppCatalog, clock: any Clock) {
         self.directory = directory

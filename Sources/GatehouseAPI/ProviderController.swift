@@ -13,7 +13,8 @@ struct ProviderController {
     func register(_ routes: inout Routes) {
         routes.post("/v1/auth/oauth/apple", appleSignIn)
         routes.post("/v1/auth/oauth/google", googleSignIn)
-        routes.get("/v1/auth/oauth/apple/authorize", appleAuthorize)
+        // It stores a web flow: not for a HEAD from a link checker.
+        routes.get("/v1/auth/oauth/apple/authorize", head: false, appleAuthorize)
         routes.post("/v1/auth/oauth/apple/callback", body: .form, appleCallback)
         routes.post("/v1/auth/exchange", exchange)
         routes.post("/v1/me/identities/apple", linkApple)

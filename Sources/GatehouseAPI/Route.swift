@@ -33,7 +33,10 @@ public struct Route: Sendable {
 public struct Routes {
     public private(set) var router = Router<Route>()
 
-    public mutating func get(_ pattern: String, _ handler: @escaping Handler) { router.add("GET", pattern, Route(body: .none, handler: handler)) }
+    /// `head: false` for a GET that writes something: a prefetching HEAD then gets 405.
+    public mutating func get(_ pattern: String, head: Bool = true, _ handler: @escaping Handler) {
+        router.add("GET", pattern, head: head, Route(body: .none, handler: handler))
+    }
     public mutating func delete(_ pattern: String, _ handler: @escaping Handler) { router.add("DELETE", pattern, Route(body: .none, handler: handler)) }
     public mutating func post(_ pattern: String, body: Route.Body = .json, hashesPassword: Bool = false, _ handler: @escaping Handler) {
         router.add("POST", pattern, Route(body: body, hashesPassword: hashesPassword, handler: handler))

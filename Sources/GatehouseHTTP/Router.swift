@@ -9,13 +9,15 @@
 /// - When several patterns match a path, the one with a literal at the first position where
 ///   they differ wins (`/users/me` before `/users/{id}`).
 /// - Methods are compared exactly (`"GET"`, not `"get"`). `HEAD` is answered by the `GET` route
-///   (RFC 9110 asks every server for both; libmicrohttpd sends no body to a `HEAD`).
+///   (RFC 9110 asks every server for both; libmicrohttpd sends no body to a `HEAD`), unless that
+///   route was added with `head: false`.
 public struct Router<Handler: Sendable>: Sendable {
     private struct Route: Sendable {
         let method: String
         let pattern: String
         let path: PathPattern
         let handler: Handler
+        let answersHead: Bool
     }
 
     private var routes: [Route] = []
@@ -25,18 +27,20 @@ public struct Router<Handler: Sendable>: Sendable {
     /// Creates an empty router.
     public init() {}
 
-    /// Registers `handler` for `method` and `pattern`.
+    /// Registers `handler` for `method` and `pattern`; a `GET` route answers `HEAD` too unless
+    /// `head` is false (for a `GET` that writes something, which a prefetching `HEAD` should not).
     ///
     /// Traps on a malformed pattern (not starting with `/`, an empty or unterminated `{}`, a
-    /// parameter name used twice) and on a second route with the same method and the same
-    /// pattern shape (`/a/{x}` and `/a/{y}` count as the same).
-    public mutating func add(_ method: String, _ pattern: String, _ handler: Handler) {
+    /// parameter name used twice), on a second route with the same method and the same
+    /// pattern shape (`/a/{x}` and `/a/{y}` count as the same), and on a `HEAD` route.
+    public mutating func add(_ method: String, _ pattern: String, head: Bool = true, _ handler: Handler) {
         let path = PathPattern(pattern)
+        precondition(method != "HEAD", "Router: HEAD is answered by the GET route")
         precondition(
             !routes.contains { $0.method == method && $0.path.shape == path.shape },
             "Router: duplicate route \(method) \(pattern)")
         routesByLength[path.segments.count, default: []].append(routes.count)
-        routes.append(Route(method: method, pattern: pattern, path: path, handler: handler))
+        routes.append(Route(method: method, pattern: pattern, path: path, handler: handler, answersHead: method == "GET" && head))
     }
 
     /// Finds the route for `method` and `path` (the path without its query string).
@@ -45,13 +49,13 @@ public struct Router<Handler: Sendable>: Sendable {
         let pathSegments = path.utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
         var best: (index: Int, parameters: [String: String])?
         var allowed: Set<String> = []
-        let method = method == "HEAD" ? "GET" : method
+        let isHead = method == "HEAD"
         for index in routesByLength[pathSegments.count] ?? [] {
             let route = routes[index]
             guard let parameters = route.path.bind(pathSegments) else { continue }
-            guard route.method == method else {
+            guard route.method == method || (isHead && route.answersHead) else {
                 allowed.insert(route.method)
-                if route.method == "GET" { allowed.insert("HEAD") }
+                if route.answersHead { allowed.insert("HEAD") }
                 continue
             }
             if let current = best, !route.path.isMoreSpecific(than: routes[current.index].path) { continue }

@@ -1,42 +1,66 @@
 import Foundation
 import GatehouseCore
 
-/// Checks real answers against an OpenAPI 3.1 document with Debian's python3-jsonschema (JSON
-/// Schema 2020-12), not with Gatehouse's own code: the status must be one the operation lists,
-/// the media type one that status lists, and the body must match that media type's schema.
+/// Checks real exchanges against an OpenAPI 3.1 document with Debian's python3-jsonschema (JSON
+/// Schema 2020-12, `date-time` checked as RFC 3339), not with Gatehouse's own code: the status
+/// must be one the operation lists, the media type one that status lists, and the body must
+/// match that media type's schema; a JSON request the server took (2xx) must match the
+/// operation's request schema, so the document refuses nothing the server accepts.
 public enum OpenAPIConformance {
-    /// One answer of the server, and the documented operation (`pathTemplate` as the document
-    /// writes it) that produced it.
+    /// One request and the server's answer, and the documented operation (`pathTemplate` as the
+    /// document writes it) that answered.
     public struct Exchange: Sendable {
         public let method: String
         public let pathTemplate: String
+        public let requestBody: [UInt8]?
+        public let requestContentType: String?
         public let response: TestResponse
 
-        public init(_ method: String, _ pathTemplate: String, _ response: TestResponse) {
+        public init(_ method: String, _ pathTemplate: String, requestBody: [UInt8]?, requestContentType: String?, _ response: TestResponse) {
             self.method = method
             self.pathTemplate = pathTemplate
+            self.requestBody = requestBody
+            self.requestContentType = requestContentType
             self.response = response
         }
     }
 
-    static let script = """
-        import json, sys
-        from jsonschema import Draft202012Validator, RefResolver
+    static let script = #"""
+        import json, re, sys
+        from jsonschema import Draft202012Validator, FormatChecker, RefResolver
         document = json.load(open(sys.argv[1]))
         exchanges = json.load(open(sys.argv[2]))
         resolver = RefResolver.from_schema(document)
+        formats = FormatChecker(formats=())
+        @formats.checks("date-time")
+        def rfc3339(value):
+            return not isinstance(value, str) or re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)", value) is not None
         def resolve(node):
             while isinstance(node, dict) and "$ref" in node:
                 node = resolver.resolve(node["$ref"])[1]
             return node
+        def check(where, schema, text):
+            try:
+                value = json.loads(text)
+            except ValueError as error:
+                problems.append(where + ": not JSON: %s" % error); return
+            for error in Draft202012Validator(schema, resolver=resolver, format_checker=formats).iter_errors(value):
+                problems.append(where + ": at /%s: %s" % ("/".join(str(p) for p in error.absolute_path), error.message[:300]))
         problems = []
         for e in exchanges:
             where = "%s %s -> %d" % (e["method"], e["path"], e["status"])
             operation = document["paths"].get(e["path"], {}).get(e["method"].lower())
             if operation is None:
                 problems.append(where + ": no such operation"); continue
-            responses = operation.get("responses", {})
-            response = responses.get(str(e["status"])) or responses.get("%dXX" % (e["status"] // 100)) or responses.get("default")
+            if e["status"] < 300 and e["request_body"]:
+                media = (e["request_content_type"] or "").split(";")[0].strip().lower()
+                request = resolve(operation.get("requestBody", {})).get("content", {})
+                if media not in request:
+                    problems.append(where + ": request media type %r not documented" % media)
+                elif media.endswith("json"):
+                    check(where + " (request)", request[media]["schema"], e["request_body"])
+            # Only the exact status: an "NXX" or "default" entry would admit anything.
+            response = operation.get("responses", {}).get(str(e["status"]))
             if response is None:
                 problems.append(where + ": status not documented"); continue
             content = resolve(response).get("content")
@@ -48,17 +72,12 @@ public enum OpenAPIConformance {
             media = (e["content_type"] or "").split(";")[0].strip().lower()
             if media not in content:
                 problems.append(where + ": media type %r not documented (%s)" % (media, ", ".join(content))); continue
-            schema = content[media].get("schema")
-            if schema is None or not media.endswith("json"):
-                continue
-            try:
-                value = json.loads(body)
-            except ValueError as error:
-                problems.append(where + ": not JSON: %s" % error); continue
-            for error in Draft202012Validator(schema, resolver=resolver).iter_errors(value):
-                problems.append(where + ": at /%s: %s" % ("/".join(str(p) for p in error.absolute_path), error.message[:300]))
+            if media.endswith("json"):
+                if "schema" not in content[media]:
+                    problems.append(where + ": no schema for %r" % media); continue
+                check(where, content[media]["schema"], body)
         print(json.dumps(problems))
-        """
+        """#
 
     /// The problems found, one line each; empty when every answer conforms.
     public static func problems(document: URL, _ exchanges: [Exchange]) throws -> [String] {
@@ -66,6 +85,8 @@ public enum OpenAPIConformance {
             [
                 "method": .string($0.method), "path": .string($0.pathTemplate), "status": .int(Int64($0.response.status)),
                 "content_type": .optional($0.response.header("Content-Type")), "body": .string($0.response.text),
+                "request_body": .optional($0.requestBody.map { String(decoding: $0, as: UTF8.self) }),
+                "request_content_type": .optional($0.requestContentType),
             ]
         }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-openapi-\(UUID().uuidString).json")

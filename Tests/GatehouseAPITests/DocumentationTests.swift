@@ -41,7 +41,8 @@ struct DocumentationTests {
             headers: [(String, String)] = [], json: JSON? = nil, body: [UInt8]? = nil
         ) throws -> TestResponse {
             let response = try server.request(method, path ?? template, appKey: appKey, bearer: bearer, headers: headers, json: json, body: body)
-            exchanges.append(.init(method, template, response))
+            let contentType = headers.first { $0.0.lowercased() == "content-type" }?.1 ?? (json == nil ? nil : "application/json")
+            exchanges.append(.init(method, template, requestBody: json?.serialized() ?? body, requestContentType: contentType, response))
             return response
         }
         let platform = TestServer.adminToken

@@ -105,6 +105,8 @@ struct ProtocolAPITests {
         let own = try server.request("GET", "/v1/app", appKey: a.appKey, headers: [("Origin", "https://a.example.com")])
         #expect(own.header("Access-Control-Allow-Origin") == "https://a.example.com")
         #expect(own.header("Vary")?.contains("Origin") == true)
+        // A page can read the request id, when to retry, and why its token was refused.
+        #expect(own.header("Access-Control-Expose-Headers") == "X-Request-Id, Retry-After, WWW-Authenticate")
         // B's origin is not A's: no CORS headers for A's responses, even though some app lists it.
         let other = try server.request("GET", "/v1/app", appKey: a.appKey, headers: [("Origin", "https://b.example.com")])
         #expect(other.header("Access-Control-Allow-Origin") == nil)

@@ -90,6 +90,19 @@ struct RouterTests {
         #expect(handler(router().match(method: "HEAD", path: "/v1/apps/a/users/u1")) == "user")
     }
 
+    @Test func aGetThatWritesCanRefuseHead() {
+        var router = Router<String>()
+        router.add("GET", "/flow", head: false, "flow")
+        router.add("GET", "/page", "page")
+        #expect(handler(router.match(method: "GET", path: "/flow")) == "flow")
+        #expect(handler(router.match(method: "HEAD", path: "/page")) == "page")
+        guard case .methodNotAllowed(let allowed) = router.match(method: "HEAD", path: "/flow") else {
+            Issue.record("expected methodNotAllowed")
+            return
+        }
+        #expect(allowed == ["GET"])
+    }
+
     @Test func unknownAndOddPathsAreNotFound() {
         let router = router()
         for path in ["/nope", "", "*", "health", "/v1/apps", "/v1/apps/a/users/u1/extra", "//health"] {
