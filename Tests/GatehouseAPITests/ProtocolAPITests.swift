@@ -84,6 +84,21 @@ struct ProtocolAPITests {
         #expect(a != nil && a != b)
     }
 
+    @Test
+    func headAnswersLikeGetButNotWhereAGetStartsAFlow() throws {
+        let server = try TestServer(.sqlite)
+        defer { server.stop() }
+        let app = try server.createApp()
+        let get = try server.request("GET", "/v1/app", appKey: app.appKey)
+        let head = try server.request("HEAD", "/v1/app", appKey: app.appKey)
+        #expect(head.status == 200)
+        #expect(head.header("Content-Length") == get.header("Content-Length"))
+        #expect(head.body.isEmpty)
+        let authorize = try server.request("HEAD", "/v1/auth/oauth/apple/authorize?app_key=\(app.appKey)&redirect_uri=https%3A%2F%2Fa.example.com")
+        #expect(authorize.status == 405)
+        #expect(authorize.header("Allow") == "GET")
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func corsFollowsEachAppsAllowedOrigins(_ kind: TestDatabaseKind) throws {
         let server = try TestServer(kind)
