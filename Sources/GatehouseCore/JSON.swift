@@ -18,19 +18,25 @@ public enum JSON: Sendable, Equatable {
     public static func parse(_ bytes: some Collection<UInt8>) throws(JSON.ParseError) -> JSON {
         let array = Array(bytes)
         // JSONSerialization would also guess UTF-16 and UTF-32; the API speaks UTF-8 only. It
-        // (and JSONDecoder) also take a trailing comma, which RFC 8259 does not allow.
-        guard String(validating: array, as: UTF8.self) != nil, !hasTrailingComma(array),
-            let object = try? JSONSerialization.jsonObject(with: Data(array), options: [.fragmentsAllowed]),
-            let json = JSON(foundation: object)
+        // (and JSONDecoder) also take a trailing comma, which RFC 8259 does not allow, and keep
+        // the last of two equal keys, where a proxy or a log reader may take the first (I-JSON,
+        // RFC 7493, forbids them): every `:` outside strings starts a member, so an object that
+        // lost one to a duplicate shows as fewer members than colons.
+        guard String(validating: array, as: UTF8.self) != nil, let colons = colonsOutsideStrings(array),
+            let object = try? JSONSerialization.jsonObject(with: Data(array), options: [.fragmentsAllowed])
         else { throw ParseError() }
+        var members = 0
+        guard let json = JSON(foundation: object, members: &members), members == colons else { throw ParseError() }
         return json
     }
 
-    /// Whether a `,` outside strings is followed (after whitespace) by `}` or `]`.
-    static func hasTrailingComma(_ bytes: [UInt8]) -> Bool {
+    /// The number of `:` outside strings, or nil when a `,` outside strings is followed (after
+    /// whitespace) by `}` or `]`.
+    static func colonsOutsideStrings(_ bytes: [UInt8]) -> Int? {
         var inString = false
         var escaped = false
         var afterComma = false
+        var colons = 0
         for byte in bytes {
             if inString {
                 if escaped {
@@ -46,24 +52,28 @@ public enum JSON: Sendable, Equatable {
             case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"):
                 continue
             case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                if afterComma { return true }
+                if afterComma { return nil }
             case UInt8(ascii: "\""):
                 inString = true
+            case UInt8(ascii: ":"):
+                colons += 1
             default:
                 break
             }
             afterComma = byte == UInt8(ascii: ",")
         }
-        return false
+        return colons
     }
 
-    private init?(foundation object: Any) {
+    /// `members`: the objects' members converted so far, added to.
+    private init?(foundation object: Any, members: inout Int) {
         // Containers and strings first: testing a Swift dictionary `as NSNumber` would bridge it.
         if let dictionary = object as? [String: Any] {
             var values: [String: JSON] = [:]
             values.reserveCapacity(dictionary.count)
+            members += dictionary.count
             for (key, element) in dictionary {
-                guard let value = JSON(foundation: element) else { return nil }
+                guard let value = JSON(foundation: element, members: &members) else { return nil }
                 values[key] = value
             }
             self = .object(values)
@@ -71,7 +81,7 @@ public enum JSON: Sendable, Equatable {
             var values: [JSON] = []
             values.reserveCapacity(array.count)
             for element in array {
-                guard let value = JSON(foundation: element) else { return nil }
+                guard let value = JSON(foundation: element, members: &members) else { return nil }
                 values.append(value)
             }
             self = .array(values)

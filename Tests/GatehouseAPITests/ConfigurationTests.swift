@@ -145,6 +145,15 @@ struct JSONTests {
     }
 
     @Test
+    func refusesDuplicateKeysButNotColonsInStringsOrEqualKeysOfOtherObjects() throws {
+        for bad in [#"{"a":1,"a":2}"#, #"{"o":{"k":1,"k":1}}"#, #"[{"a":1,"\u0061":2}]"#, #"{"a":{"b":1},"c":2,"c":{"d":3}}"#] {
+            #expect(throws: JSON.ParseError.self, "\(bad)") { try JSON.parse(Array(bad.utf8)) }
+        }
+        #expect(try JSON.parse(Array(#"{"a:":"b:c","d":{"a":":"}}"#.utf8)) == ["a:": "b:c", "d": ["a": ":"]])
+        #expect(try JSON.parse(Array(#"[{"a":1},{"a":2},"x:y"]"#.utf8)) == [["a": 1], ["a": 2], "x:y"])
+    }
+
+    @Test
     func refusesTrailingCommasButNotCommasInStrings() throws {
         for bad in [#"{"a":1,}"#, "[1,2 ,\n]", #"{"a":[1,],"b":2}"#, #"{"a":{"b":1,}}"#] {
             #expect(throws: JSON.ParseError.self, "\(bad)") { try JSON.parse(Array(bad.utf8)) }

@@ -21,6 +21,8 @@ struct ProtocolAPITests {
             // Trailing commas, which Foundation's parser would take, are not JSON.
             ("PATCH", "/v1/admin/app", admin + json, Array("{\"name\": \"N\",}".utf8), 400, "request/validation-failed"),
             ("PATCH", "/v1/admin/app", admin + json, Array("{\"allowed_origins\": [\"https://a.example.com\", ]}".utf8), 400, "request/validation-failed"),
+            // The same key twice: a proxy may read the first where the parser would keep the last.
+            ("PATCH", "/v1/admin/app", admin + json, Array("{\"name\": \"A\", \"name\": \"B\"}".utf8), 400, "request/validation-failed"),
             ("PATCH", "/v1/admin/app", admin + json, [0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x3A, 0x31, 0x7D], 400, "request/validation-failed"),
             ("PATCH", "/v1/admin/app", admin + json, [], 400, "request/validation-failed"),
             ("PATCH", "/v1/admin/app", admin + [("Content-Type", "text/plain")], Array("{}".utf8), 415, "request/unsupported-media-type"),
