@@ -96,7 +96,7 @@ public final class PasswordHasher: Sendable {
 /// subscriber usually holds a whole /64, so counting single IPv6 addresses would count nothing).
 public func rateLimitSubject(ip: String?) -> String {
     guard let ip, let parsed = IPRange.parseAddress(ip) else { return ip ?? "unknown" }
-    if let v4 = IPRange.unmapped(parsed) { return v4.map(String.init).joined(separator: ".") }
+    if IPRange.unmapped(parsed) != nil { return IPRange.canonical(ip) ?? ip }
     guard parsed.count == 16 else { return ip }
     return Digest.hex(parsed.prefix(8)) + "::/64"
 }

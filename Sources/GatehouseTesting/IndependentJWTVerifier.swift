@@ -4,8 +4,6 @@ import GatehouseCore
 /// Verifies a JWT with PyJWT (Debian's python3-jwt), not with Gatehouse's own code: fetches the
 /// JWKS over HTTP, picks the key by `kid`, checks signature, `iss`, `aud` and `exp`.
 public enum IndependentJWTVerifier {
-    public static let python = "/usr/bin/python3"
-
     static let script = """
         import json, sys, jwt
         jwks_url, token, audience, issuer, algorithm = sys.argv[1:6]
@@ -24,27 +22,9 @@ public enum IndependentJWTVerifier {
     }
 
     public static func verify(token: String, jwksURL: String, audience: String, issuer: String, algorithm: String) throws -> Outcome {
-        let output = try run(python, ["-c", script, jwksURL, token, audience, issuer, algorithm])
+        let output = try ExternalProgram.run(ExternalProgram.python, ["-c", script, jwksURL, token, audience, issuer, algorithm])
         let json = try JSON.parse(Array(output.utf8))
         if json["ok"] == .bool(true), let claims = json["claims"] { return .valid(claims: claims) }
         return .rejected(json["error"]?.stringValue ?? output)
-    }
-
-    /// Runs a program and returns its standard output; throws when it exits non-zero.
-    public static func run(_ program: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        let stdout = Pipe(), stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        let out = stdout.fileHandleForReading.readDataToEndOfFile()
-        let err = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw TestHTTPClient.Failure(description: "\(program) exited \(process.terminationStatus): \(String(decoding: err, as: UTF8.self))")
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }

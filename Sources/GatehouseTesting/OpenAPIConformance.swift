@@ -92,7 +92,7 @@ public enum OpenAPIConformance {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-openapi-\(UUID().uuidString).json")
         try Data(JSON.array(records).serialized()).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let output = try IndependentJWTVerifier.run(IndependentJWTVerifier.python, ["-c", script, document.path, file.path])
+        let output = try ExternalProgram.run(ExternalProgram.python, ["-c", script, document.path, file.path])
         guard case .array(let lines) = try JSON.parse(Array(output.utf8)) else {
             throw TestHTTPClient.Failure(description: "the OpenAPI check printed \(output)")
         }

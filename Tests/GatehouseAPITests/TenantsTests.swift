@@ -11,7 +11,7 @@ struct TenantsTests {
     init() throws {
         folder = NSTemporaryDirectory() + "gatehouse-tenants-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        _ = try IndependentJWTVerifier.run("/usr/bin/openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", folder + "/apple.p8"])
+        _ = try ExternalProgram.run("/usr/bin/openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", folder + "/apple.p8"])
     }
 
     func write(_ name: String, _ json: JSON) throws {
