@@ -26,8 +26,12 @@ final class RawConnection {
     private(set) var isClosedByPeer = false
 
     /// Connects to 127.0.0.1:`port`; `nil` if refused.
+    ///
+    /// `self.fd` is set only once connected: a failable initializer that returns `nil` after
+    /// every stored property is set still runs `deinit`, which would close the descriptor a
+    /// second time, and by then its number may belong to another test's socket.
     init?(port: UInt16, receiveTimeoutSeconds: Int = 5) {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         var timeout = timeval(tv_sec: receiveTimeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -44,6 +48,7 @@ final class RawConnection {
             close(fd)
             return nil
         }
+        self.fd = fd
     }
 
     deinit { close(fd) }
