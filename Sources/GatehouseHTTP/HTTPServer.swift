@@ -7,7 +7,7 @@ import Glibc
 import Darwin
 #endif
 
-/// An HTTP/1.1 server on libmicrohttpd: an internal epoll (or poll) event loop with a pool of
+/// An HTTP/1.1 server on libmicrohttpd: an internal poll event loop with a pool of
 /// worker threads, each calling the `HTTPResponder` synchronously.
 public final class HTTPServer: @unchecked Sendable {
     // @unchecked: every stored property is immutable or behind `lifecycle: Mutex`. The
@@ -159,9 +159,11 @@ public final class HTTPServer: @unchecked Sendable {
 
     private func startDaemon() throws -> OpaquePointer {
         let address = try BindAddress(host: configuration.host, port: configuration.port)
-        let eventLoop = MHD_is_feature_supported(.FEATURE_EPOLL) == .YES
-            ? MHD_USE_EPOLL_INTERNAL_THREAD.rawValue : MHD_USE_POLL_INTERNAL_THREAD.rawValue
-        var flags = eventLoop | MHD_USE_ITC.rawValue | address.flags
+        // poll, not epoll: with epoll, `MHD_quiesce_daemon` and a worker's own loop both remove
+        // the listen socket from the worker's epoll set, unsynchronised, and whichever loses gets
+        // ENOENT and aborts the process (MHD_PANIC, "Failed to remove listen FD from epoll set",
+        // libmicrohttpd 0.9.75). Shutdown under load hit it; ADR 0001 has the measurements.
+        var flags = MHD_USE_POLL_INTERNAL_THREAD.rawValue | MHD_USE_ITC.rawValue | address.flags
         if configuration.offloadThreads > 0 {
             flags |= MHD_ALLOW_SUSPEND_RESUME.rawValue
         }
