@@ -100,7 +100,9 @@ public final class AppService: Sendable {
         // re-apply, so that concurrent patches of different fields all land.
         for _ in 0..<8 {
             let current = try latest(app)
+            // A null removes a field; naming one the settings do not have is an unknown field.
             let merged = current.settings.json(secrets: .plain).merging(patch: .object(patchObject))
+                .keepingRemovals(of: .object(patchObject))
             let settings = try AppSettings.decode(merged, source: .admin(current: current.settings))
             if settings.signingAlgorithm != current.settings.signingAlgorithm {
                 throw GatehouseError.validation(

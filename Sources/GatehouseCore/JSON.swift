@@ -208,4 +208,19 @@ extension JSON {
         }
         return .object(result)
     }
+
+    /// `self` (the result of `merging(patch:)`) with every member that `patch` removes put back
+    /// as `null`, through nested objects. A reader that takes `null` as absent reads the same
+    /// settings, and one that rejects unknown members also sees the names the patch removed.
+    public func keepingRemovals(of patch: JSON) -> JSON {
+        guard case .object(let patchObject) = patch, case .object(var result) = self else { return self }
+        for (key, value) in patchObject {
+            if value == .null {
+                if result[key] == nil { result[key] = .null }
+            } else if case .object = value, let merged = result[key] {
+                result[key] = merged.keepingRemovals(of: value)
+            }
+        }
+        return .object(result)
+    }
 }

@@ -172,6 +172,28 @@ struct AppsAPITests {
         }
     }
 
+    /// API.md: unknown fields are rejected, not ignored; a null (a removal in a merge patch) too,
+    /// so that a mistyped name does not pass as a no-op.
+    @Test(arguments: TestDatabase.kinds)
+    func removingAnUnknownFieldIsRefused(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Nulls", "recent_login_seconds": 600])
+        for (body, field): (JSON, String) in [
+            (["recent_login_secs": nil], "recent_login_secs"), (["apple": ["servcies_id": nil]], "apple.servcies_id"),
+            (["rate_limits": ["auth_per_minute": nil], "name": "Renamed"], "rate_limits.auth_per_minute"),
+        ] {
+            let response = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: body)
+            #expect(response.status == 400, "\(field)")
+            #expect(response.json?["errors"] == [["field": .string(field), "message": "Unknown field."]])
+        }
+        // Nothing was written; removing a known field still works.
+        #expect(try server.request("GET", "/v1/admin/app", bearer: app.secretKey).data?["name"] == "Nulls")
+        let reset = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["recent_login_seconds": nil, "apple": ["services_id": nil]])
+        #expect(reset.status == 200)
+        #expect(reset.data?["recent_login_seconds"] == 300)
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func readOnlyMembersCannotBeChanged(_ kind: TestDatabaseKind) throws {
         let server = try TestServer(kind)
