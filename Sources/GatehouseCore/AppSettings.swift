@@ -269,7 +269,8 @@ extension AppSettings {
     private static func secret(_ f: inout FieldReader, _ key: String, source: SettingsSource, current: String?, allowFile: Bool = true) -> String? {
         switch source {
         case .admin:
-            for suffix in ["_file", "_env"] where f.has(key + suffix) {
+            // Named at all, even as null: admin settings have no such fields.
+            for suffix in ["_file", "_env"] where f.isPresent(key + suffix) {
                 _ = f.raw(key + suffix)
                 f.fail(key + suffix, "Only files under Tenants/ may read secrets from files or the environment.")
             }

@@ -187,6 +187,12 @@ struct AppsAPITests {
             #expect(response.status == 400, "\(field)")
             #expect(response.json?["errors"] == [["field": .string(field), "message": "Unknown field."]])
         }
+        // The file and environment variants of a secret are Tenants/ fields: named in the admin
+        // API, even as null, they are refused with the reason.
+        let fromFile = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["apple": ["private_key_file": nil]])
+        #expect(fromFile.status == 400)
+        #expect(fromFile.json?["errors"]?.arrayValue?.first?["field"] == "apple.private_key_file")
+        #expect(fromFile.json?["errors"]?.arrayValue?.first?["message"]?.stringValue?.hasPrefix("Only files under Tenants/") == true)
         // Nothing was written; removing a known field still works.
         #expect(try server.request("GET", "/v1/admin/app", bearer: app.secretKey).data?["name"] == "Nulls")
         let reset = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["recent_login_seconds": nil, "apple": ["services_id": nil]])

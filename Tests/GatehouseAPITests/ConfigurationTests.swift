@@ -124,6 +124,19 @@ struct JSONTests {
     }
 
     @Test
+    func aMergePatchKeepsWhatItRemovedAsNulls() {
+        let stored: JSON = ["name": "A", "apple": ["team_id": "T", "client_ids": ["x"]], "files": ["max_bytes": 5], "n": 1]
+        let patch: JSON = ["apple": ["team_id": nil, "bogus": nil], "files": nil, "gone": nil, "n": ["k": nil], "name": "B"]
+        let merged = stored.merging(patch: patch)
+        #expect(merged == ["name": "B", "apple": ["client_ids": ["x"]], "n": [:]])
+        // The removed names come back as nulls, nested ones too; an object that replaced a number
+        // keeps its own removal; nothing else changes.
+        #expect(merged.keepingRemovals(of: patch) == [
+            "name": "B", "apple": ["client_ids": ["x"], "team_id": nil, "bogus": nil], "files": nil, "gone": nil, "n": ["k": nil],
+        ])
+    }
+
+    @Test
     func serialisesStringsWithEveryEscapeAndCopiesTheRestAsIs() throws {
         // Quote, backslash, the named escapes, other controls and DEL as \u00XX, at the start, in
         // the middle and at the end of a string; everything else (here é and an emoji) byte for byte.

@@ -278,7 +278,10 @@ struct HTTPServerTests {
     /// under `strace -f -e trace=epoll_ctl` (which widens it), and passed without strace.
     @Test func shutdownWhileWorkersAreBusyStopsCleanly() throws {
         for _ in 0..<50 {
-            let server = try startServer { $0.threadCount = 16 }
+            let server = try startServer {
+                $0.threadCount = 16
+                $0.shutdownGracePeriodSeconds = 0.2  // the race is in quiescing, before the wait
+            }
             let port = server.port
             let stop = Atomic<Bool>(false)
             let answered = Atomic<Int>(0)
