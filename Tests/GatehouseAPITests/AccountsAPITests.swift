@@ -613,9 +613,9 @@ struct AccessTokenRejectionTests {
         #expect(try eventually { try server.request("GET", "/v1/me", appKey: app.appKey, bearer: token).problemCode == "auth/session-revoked" })
     }
 
-    /// True once `condition` holds, polling for up to 5 s.
+    /// True once `condition` holds, polling for up to 15 s (the poll it waits for runs every second).
     private func eventually(_ condition: () throws -> Bool) throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(15)
         while ContinuousClock.now < deadline {
             if try condition() { return true }
             Thread.sleep(forTimeInterval: 0.05)

@@ -219,8 +219,8 @@ struct HTTPServerTests {
         let server = try startServer { $0.connectionTimeoutSeconds = 1 }
         defer { server.shutdown() }
         let connection = try #require(RawConnection(port: server.port, receiveTimeoutSeconds: 6))
-        connection.send("GET /hello HTTP/1.1\r\nHost: h\r\nX-Half: ")
         let started = Date()
+        connection.send("GET /hello HTTP/1.1\r\nHost: h\r\nX-Half: ")
         #expect(connection.waitForClose())
         let waited = Date().timeIntervalSince(started)
         #expect(waited >= 0.5 && waited < 5, "closed after \(waited) s")
@@ -261,8 +261,7 @@ struct HTTPServerTests {
             server.shutdown()
             shutDown.signal()
         }
-        usleep(50_000)
-        #expect(RawConnection(port: port) == nil, "new connections are refused while draining")
+        #expect(waitUntil { RawConnection(port: port) == nil }, "new connections are refused while draining")
         let response = connection.readResponse()
         #expect(response?.status == 200)
         #expect(response?.text == "slow done")
@@ -333,6 +332,7 @@ struct HTTPServerTests {
             $0.offloadThreads = 1
             $0.offloadQueueLimit = 1
         }
+        defer { responder.gate.signal() }  // should a check throw, shutdown must not wait for /wait forever
         let running = try #require(RawConnection(port: server.port))
         #expect(running.send("GET /wait HTTP/1.1\r\nHost: h\r\n\r\n"))
         #expect(waitUntil { responder.waiting.load(ordering: .relaxed) == 1 })
@@ -383,14 +383,16 @@ struct HTTPServerTests {
     }
 
     @Test func requestStateIsReleasedAfterEveryKindOfEnding() throws {
-        let server = try startServer { $0.connectionTimeoutSeconds = 1 }
+        let server = try startServer { $0.connectionTimeoutSeconds = 2 }
         defer { server.shutdown() }
         _ = get(port: server.port, "/hello")
         _ = exchange(port: server.port, "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 99999\r\n\r\n")
         do {
             let abandoned = try #require(RawConnection(port: server.port))
-            abandoned.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc")
-            #expect(waitUntil { server.requestsInFlight == 1 }, "the half-sent request is in flight")
+            withExtendedLifetime(abandoned) {  // closed only after the check, not when last used
+                abandoned.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc")
+                #expect(waitUntil { server.requestsInFlight == 1 }, "the half-sent request is in flight")
+            }
         }
         #expect(waitUntil { server.requestsInFlight == 0 }, "closing the socket completes it")
 

@@ -92,7 +92,7 @@ final class RawConnection {
                 guard let lineEnd = fill(untilFound: [13, 10]) else { return nil }
                 let sizeText = String(decoding: buffer[..<lineEnd], as: UTF8.self)
                 buffer.removeFirst(lineEnd + 2)
-                guard let size = Int(sizeText.split(separator: ";")[0], radix: 16) else { return nil }
+                guard let size = Int(sizeText.split(separator: ";").first ?? "", radix: 16) else { return nil }
                 guard fill(count: size + 2) else { return nil }
                 response.body += buffer[..<size]
                 buffer.removeFirst(size + 2)

@@ -144,7 +144,7 @@ import Testing
         let slow = Mutex(false)
         let server = try FakeHTTPServer { request, _ in
             guard request.path == "/keys" else { return nil }
-            if slow.withLock({ $0 }) { usleep(1_500_000) }
+            if slow.withLock({ $0 }) { usleep(3_000_000) }
             return keys.jwksResponse()
         }
         defer { server.stop() }
@@ -158,10 +158,12 @@ import Testing
             _ = try? cache.key(url: url, kid: kid)  // does the slow refresh
             refreshing.signal()
         }
-        while server.requestCount("GET", "/keys") < 2 { usleep(1_000) }
+        let deadline = Date().addingTimeInterval(10)
+        while server.requestCount("GET", "/keys") < 2 && Date() < deadline { usleep(1_000) }
+        #expect(server.requestCount("GET", "/keys") == 2, "the slow refresh started")
         let started = Date()
         #expect(try cache.key(url: url, kid: kid) != nil)
-        #expect(Date().timeIntervalSince(started) < 0.5)
-        refreshing.wait()
+        #expect(Date().timeIntervalSince(started) < 1.5, "served from the cache, not after the 3 s refresh")
+        #expect(refreshing.wait(timeout: .now() + 15) == .success)
     }
 }
