@@ -10,14 +10,22 @@ public enum ExternalProgram {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
-        let stdout = Pipe(), stderr = Pipe()
+        // Standard error goes to a file: with two pipes read one after the other, a program that
+        // filled the second (64 KiB) before closing the first would wait for us forever.
+        let errorPath = NSTemporaryDirectory() + "gatehouse-stderr-\(UUID().uuidString)"
+        guard FileManager.default.createFile(atPath: errorPath, contents: nil), let errorFile = FileHandle(forWritingAtPath: errorPath) else {
+            throw TestHTTPClient.Failure(description: "cannot create \(errorPath)")
+        }
+        defer { try? FileManager.default.removeItem(atPath: errorPath) }
+        let stdout = Pipe()
         process.standardOutput = stdout
-        process.standardError = stderr
+        process.standardError = errorFile
         try process.run()
+        try? errorFile.close()
         let out = stdout.fileHandleForReading.readDataToEndOfFile()
-        let err = stderr.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
+            let err = FileManager.default.contents(atPath: errorPath) ?? Data()
             throw TestHTTPClient.Failure(description: "\(program) exited \(process.terminationStatus): \(String(decoding: err, as: UTF8.self))")
         }
         return String(decoding: out, as: UTF8.self)
