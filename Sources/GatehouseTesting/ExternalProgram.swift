@@ -16,12 +16,14 @@ public enum ExternalProgram {
         guard FileManager.default.createFile(atPath: errorPath, contents: nil), let errorFile = FileHandle(forWritingAtPath: errorPath) else {
             throw TestHTTPClient.Failure(description: "cannot create \(errorPath)")
         }
-        defer { try? FileManager.default.removeItem(atPath: errorPath) }
+        defer {
+            try? errorFile.close()
+            try? FileManager.default.removeItem(atPath: errorPath)
+        }
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardError = errorFile
         try process.run()
-        try? errorFile.close()
         let out = stdout.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
