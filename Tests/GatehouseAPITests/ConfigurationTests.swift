@@ -1,4 +1,5 @@
 import GatehouseCore
+import GatehouseTesting
 import Testing
 
 @Suite("Configuration from the environment")
@@ -172,5 +173,22 @@ struct JSONTests {
             #expect(throws: JSON.ParseError.self, "\(bad)") { try JSON.parse(Array(bad.utf8)) }
         }
         #expect(try JSON.parse(Array(#"{"a":",}","b":["\\",",]"]}"#.utf8)) == ["a": ",}", "b": ["\\", ",]"]])
+    }
+}
+
+@Suite("Test tools")
+struct TestToolTests {
+    /// A checker that writes more than a pipe holds (64 KiB) to standard error and fails: its
+    /// message is reported, and the run does not wait on a full pipe.
+    @Test
+    func aFailingProgramsLongErrorOutputIsReported() throws {
+        let script = "import sys; sys.stdout.write('out'); sys.stderr.write('e' * 200000 + 'END'); sys.exit(3)"
+        #expect {
+            try ExternalProgram.run(ExternalProgram.python, ["-c", script])
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("exited 3") && text.hasSuffix("END")
+        }
+        #expect(try ExternalProgram.run(ExternalProgram.python, ["-c", "print('fine')"]) == "fine\n")
     }
 }
