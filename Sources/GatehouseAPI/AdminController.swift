@@ -36,17 +36,22 @@ struct AdminController {
 
     func rotateSigningKey(_ request: Request) throws -> HTTPResponse {
         let app = try auth.adminApp(request)
-        return HTTPResponse.data(["kid": .string(try apps.rotateSigningKey(app))])
+        let revoke = try flag(request, "revoke_previous")
+        return HTTPResponse.data(["kid": .string(try apps.rotateSigningKey(app, revokePrevious: revoke))])
     }
 
     func rotateSecretKey(_ request: Request) throws -> HTTPResponse {
         let app = try auth.adminApp(request)
-        let revoke: Bool
-        switch request.http.queryValue("revoke_others") {
-        case nil, "false": revoke = false
-        case "true": revoke = true
-        default: throw GatehouseError.validation("revoke_others", "Must be true or false.")
-        }
+        let revoke = try flag(request, "revoke_others")
         return HTTPResponse.data(["secret_key": .string(try apps.rotateSecretKey(app, revokeOthers: revoke))], status: 201).noStore()
+    }
+
+    /// A `true`/`false` query parameter, false when absent.
+    private func flag(_ request: Request, _ name: String) throws -> Bool {
+        switch request.http.queryValue(name) {
+        case nil, "false": false
+        case "true": true
+        default: throw GatehouseError.validation(name, "Must be true or false.")
+        }
     }
 }

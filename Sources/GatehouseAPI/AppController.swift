@@ -20,7 +20,8 @@ struct AppController {
             "id": .string(app.id.rawValue),
             "name": .string(s.name),
             "require_verified_email": .bool(s.requireVerifiedEmail),
-            "sign_in_methods": .array(s.signInMethods.map(JSON.string)),
+            // Only what signs in today: a method the settings name but this version does not offer yet is not advertised.
+            "sign_in_methods": .array(s.signInMethods.filter(SignInMethod.working.contains).map(JSON.string)),
             "password_min_length": .int(s.passwordMinLength),
             "files": ["max_bytes": .int(s.files.maxBytes), "photo_types": .array(s.files.photoTypes.map(JSON.string))],
         ])
@@ -41,7 +42,7 @@ struct AppController {
             "jwks_uri": .string(issuer + "/jwks.json"),
             "id_token_signing_alg_values_supported": [.string(app.settings.signingAlgorithm.rawValue)],
             "subject_types_supported": ["public"],
-            "claims_supported": ["iss", "aud", "sub", "sid", "iat", "exp", "auth_time", "amr", "email", "email_verified", "name", "picture"],
+            "claims_supported": ["iss", "aud", "sub", "sid", "iat", "exp", "auth_time", "amr", "email", "email_verified", "name"],
         ])
         response.headers.set("Cache-Control", "public, max-age=300")
         return response

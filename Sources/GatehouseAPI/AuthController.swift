@@ -8,6 +8,7 @@ struct AuthController {
     let providers: ProviderSignInService
 
     static let refreshCookie = "gh_refresh"
+    static let clearedRefreshCookie = "\(refreshCookie)=; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=0"
 
     func register(_ routes: inout Routes) {
         routes.post("/v1/auth/signup", hashesPassword: true, signUp)
@@ -43,9 +44,16 @@ struct AuthController {
         // Any length: a token that is not one of ours is 401 auth/invalid-refresh-token (API.md), not a validation error.
         let given = body.optional("refresh_token", maxLength: 8192)
         try body.finish()
-        let cookie = app.settings.refreshCookie ? Cookies.parse(request.header("Cookie"))[Self.refreshCookie] : nil
+        let cookie = app.settings.refreshCookie.setsCookie ? Cookies.parse(request.header("Cookie"))[Self.refreshCookie] : nil
         guard let token = given ?? cookie else { throw GatehouseError.validation("refresh_token", "Required (or the gh_refresh cookie).") }
-        return sessionResponse(app, try accounts.refresh(app: app, refreshToken: token, origin: request.origin))
+        do {
+            return sessionResponse(app, try accounts.refresh(app: app, refreshToken: token, origin: request.origin))
+        } catch let error as GatehouseError where error.status == 401 && app.settings.refreshCookie.setsCookie {
+            // A cookie that no longer refreshes is dropped, or the browser would send it forever.
+            var response = Problem.response(error, instance: request.http.path, requestID: request.requestID)
+            response.headers.add("Set-Cookie", Self.clearedRefreshCookie)
+            return response
+        }
     }
 
     func signOut(_ request: Request) throws -> HTTPResponse {
@@ -58,8 +66,8 @@ struct AuthController {
         }
         try accounts.signOut(app: app, claims: claims, scope: scope, origin: request.origin)
         var response = HTTPResponse.noContent
-        if app.settings.refreshCookie && scope != .others {
-            response.headers.add("Set-Cookie", "\(Self.refreshCookie)=; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=0")
+        if app.settings.refreshCookie.setsCookie && scope != .others {
+            response.headers.add("Set-Cookie", Self.clearedRefreshCookie)
         }
         return response
     }
@@ -94,11 +102,13 @@ struct AuthController {
         var response = HTTPResponse.data(
             [
                 "access_token": .string(grant.accessToken), "token_type": "Bearer", "expires_in": .int(grant.expiresIn),
-                "refresh_token": .string(grant.refreshToken), "is_new_user": .bool(grant.isNewUser), "user": AccountJSON.user(grant.user, grant.identities),
+                "refresh_token": app.settings.refreshCookie.inBody ? .string(grant.refreshToken) : .null, "is_new_user": .bool(grant.isNewUser), "user": AccountJSON.user(grant.user, grant.identities),
             ], status: grant.isNewUser ? 201 : 200
         ).noStore()
-        if app.settings.refreshCookie {
-            response.headers.add("Set-Cookie", "\(Self.refreshCookie)=\(grant.refreshToken); HttpOnly; Secure; SameSite=Lax; Path=/v1/auth")
+        if app.settings.refreshCookie.setsCookie {
+            response.headers.add(
+                "Set-Cookie",
+                "\(Self.refreshCookie)=\(grant.refreshToken); HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=\(app.settings.refreshTokenTTLSeconds)")
         }
         return response
     }

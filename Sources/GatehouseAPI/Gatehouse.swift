@@ -58,7 +58,7 @@ public final class Gatehouse: Sendable {
         let sealer = try SecretSealer(masterKey: masterKey)
         try sealer.verifyMatchesDatabase(store)
         directory = AppDirectory(store: store, sealer: sealer, clock: clock)
-        apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken)
+        apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken, masterKey: masterKey)
 
         let revocations = RevocationList(store: store, clock: clock)
         try revocations.load()

@@ -34,9 +34,12 @@ struct ProviderAdapter: IdentityProviders {
     }
 
     private func external(_ identity: ProviderIdentity) -> ExternalIdentity {
-        ExternalIdentity(
+        var external = ExternalIdentity(
             subject: identity.subject, email: identity.email, emailVerified: identity.emailVerified, isPrivateRelayEmail: identity.isPrivateRelayEmail,
             audience: identity.audience, firstName: identity.name?.first, lastName: identity.name?.last)
+        external.token = ExternalIdentity.TokenFacts(
+            issuer: identity.issuer, issuedAt: identity.issuedAt, expiresAt: identity.expiresAt, authTime: identity.authTime, nonce: identity.nonce)
+        return external
     }
 
     private func map(_ error: ProviderError) -> GatehouseError {

@@ -79,7 +79,7 @@ struct ProviderController {
         guard let redirectURI = request.http.queryValue("redirect_uri") else { throw GatehouseError.validation("redirect_uri", "Required.") }
         let started = try providers.startWebFlow(
             app: app, redirectURI: redirectURI, clientState: request.http.queryValue("state"), codeChallenge: request.http.queryValue("code_challenge"),
-            codeChallengeMethod: request.http.queryValue("code_challenge_method"))
+            codeChallengeMethod: request.http.queryValue("code_challenge_method"), origin: request.origin)
         var response = HTTPResponse(status: 302)
         response.headers.set("Location", started.url)
         response.headers.set("Cache-Control", "no-store")

@@ -73,12 +73,16 @@ public final class AccountService: Sendable {
         try checks.run { () throws(GatehouseError) in email = try InputRules.email(rawEmail) }
         try checks.run { () throws(GatehouseError) in try InputRules.presentedPassword(password) }
         try checks.finish()
+        // Per account too, or a botnet (or one IPv6 /48) guesses one password without bound.
+        let guesses = Self.guessSubject(email: email)
+        try limitGuesses(data, bucket: Self.signInGuessBucket, subject: guesses)
         let found = try data.passwordUser(email: email)
         // Unknown email and wrong password: the same answer after the same work.
         guard try hasher.verify(password, encoded: found?.1), let (user, hash) = found else {
             try data.record(Event(type: "user.sign_in_failed", userID: found?.0.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: clock.nowMillis()))
             throw GatehouseError(.invalidCredential, "The email or password is wrong.")
         }
+        try limiter.reset(data, bucket: Self.signInGuessBucket, subject: guesses)
         if hasher.needsRehash(hash) {
             // Skipped, not failed, if the password changed meanwhile.
             _ = try data.setPasswordHash(user.id, hash: try hasher.hash(password), replacing: hash, addIdentity: nil, now: clock.nowMillis())
@@ -161,6 +165,7 @@ public final class AccountService: Sendable {
         let data = store.app(app.id)
         try limitAuth(app, data, origin)
         try InputRules.presentedPassword(password)
+        try limitReauthentication(app, claims: claims)
         guard try hasher.verify(password, encoded: try data.passwordHash(claims.userID)) else {
             try data.record(Event(type: "user.sign_in_failed", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "reauthentication": true], createdAt: clock.nowMillis()))
             throw GatehouseError(.invalidCredential, "The password is wrong.")
@@ -168,9 +173,16 @@ public final class AccountService: Sendable {
         return try refreshAuthTime(app: app, claims: claims)
     }
 
+    /// Counts a reauthentication attempt against the signed-in user (whatever the method): 10 in
+    /// 15 minutes, forgotten at the next success (``refreshAuthTime(app:claims:)``).
+    public func limitReauthentication(_ app: AppContext, claims: AccessClaims) throws {
+        try limitGuesses(store.app(app.id), bucket: Self.reauthGuessBucket, subject: claims.userID.rawValue)
+    }
+
     /// After a successful reauthentication: `auth_time` is now, and a new access token says so.
     public func refreshAuthTime(app: AppContext, claims: AccessClaims) throws -> (token: String, expiresIn: Int64) {
         let data = store.app(app.id)
+        try limiter.reset(data, bucket: Self.reauthGuessBucket, subject: claims.userID.rawValue)
         let now = clock.nowMillis()
         try data.setAuthTime(claims.sessionID, now: now)
         guard var session = try data.session(claims.sessionID), session.endedAt == nil, let user = try data.user(claims.userID) else {
@@ -286,6 +298,11 @@ public final class AccountService: Sendable {
             throw GatehouseError(.credentialAlreadyInUse, "This account already signs in with a password; change it with PUT /v1/me/password.")
         }
         guard let email = user.email else { throw GatehouseError.validation("email", "The account has no email address to sign in with.") }
+        // An address a provider did not vouch for is nobody's proof of owning it: as a password
+        // identity it would let whoever typed it into that provider take the address over here.
+        guard user.emailVerified else {
+            throw GatehouseError.validation("email", "The account's email address is not verified, so it cannot sign in with a password.")
+        }
         try InputRules.newPassword(password, minimum: app.settings.passwordMinLength)
         let now = clock.nowMillis()
         let data = store.app(app.id)
@@ -299,6 +316,17 @@ public final class AccountService: Sendable {
     }
 
     // MARK: -
+
+    static let signInGuessBucket = "signin_email"
+    static let reauthGuessBucket = "reauth_user"
+
+    /// The subject of the per-email limiter: a digest, so the counters table holds no addresses.
+    static func guessSubject(email: String) -> String { Digest.hex(Digest.sha256(Array(email.utf8))) }
+
+    private func limitGuesses(_ data: any AppScopedStore, bucket: String, subject: String) throws {
+        try limiter.hit(
+            data, bucket: bucket, subject: subject, limit: RateLimiter.accountGuesses.limit, windowSeconds: RateLimiter.accountGuesses.windowSeconds)
+    }
 
     private func limitAuth(_ app: AppContext, _ data: any AppScopedStore, _ origin: RequestOrigin) throws {
         try limiter.hit(data, bucket: "auth", subject: rateLimitSubject(ip: origin.ip), limit: app.settings.rateLimits.authPerMinutePerIP)

@@ -8,6 +8,7 @@ public final class AppService: Sendable {
     private let directory: AppDirectory
     private let clock: any Clock
     private let adminTokenHash: [UInt8]?
+    private let checksumKey: [UInt8]
 
     /// A retired signing key stays published this long: the longest access-token lifetime an app
     /// can set, plus five minutes of clock skew, so no token in flight loses its key.
@@ -15,7 +16,9 @@ public final class AppService: Sendable {
     /// How long a replaced secret key keeps working.
     public static let previousSecretKeyLifetimeMillis: Int64 = 86400 * 1000
 
-    public init(store: any Store, sealer: SecretSealer, directory: AppDirectory, clock: any Clock, adminToken: String?) {
+    /// - Parameter masterKey: for the key of `Tenants/` checksums (``MasterKeyDerivation``).
+    public init(store: any Store, sealer: SecretSealer, directory: AppDirectory, clock: any Clock, adminToken: String?, masterKey: [UInt8]) {
+        self.checksumKey = MasterKeyDerivation.key(for: .tenantChecksum, from: masterKey)
         self.store = store
         self.sealer = sealer
         self.directory = directory
@@ -134,14 +137,35 @@ public final class AppService: Sendable {
         return key
     }
 
+    /// At most one signing-key rotation a minute per app: each one generates a key (an RSA key
+    /// costs tens of milliseconds of CPU that every app shares).
+    public static let signingKeyRotationIntervalMillis: Int64 = 60 * 1000
+    /// Retired keys kept in the JWKS; older ones go at the next rotation.
+    public static let maxRetiredSigningKeys = 3
+
     /// Promotes the published `next` key to signing, retires the current one (kept in the JWKS
     /// until its tokens have expired) and publishes a new `next`. Returns the new signing key's id.
-    public func rotateSigningKey(_ app: AppContext) throws -> String {
+    /// - Parameter revokePrevious: remove the current and retired keys from the JWKS at once, for a
+    ///   key that leaked (every token they signed stops verifying).
+    public func rotateSigningKey(_ app: AppContext, revokePrevious: Bool = false) throws -> String {
         let now = clock.nowMillis()
         let next = try newSigningKey(app: app.id, algorithm: app.settings.signingAlgorithm, state: .next, now: now)
-        guard let current = try store.app(app.id).rotateSigningKeys(newNext: next, retiredExpiresAt: now + Self.retiredKeyLifetimeMillis, now: now)
-        else { throw InternalError("app \(app.id) has no next signing key") }
+        let rotation = SigningKeyRotation(
+            newNext: next, retiredExpiresAt: now + Self.retiredKeyLifetimeMillis, revokePrevious: revokePrevious,
+            minimumIntervalMillis: Self.signingKeyRotationIntervalMillis, maxRetired: Self.maxRetiredSigningKeys)
+        let outcome: SigningKeyRotation.Outcome
+        do {
+            outcome = try store.app(app.id).rotateSigningKeys(rotation, now: now)
+        } catch let tooSoon as SigningKeyRotation.TooSoon {
+            let seconds = Int((tooSoon.retryAfterMillis + 999) / 1000)
+            throw GatehouseError(.tooManyRequests, "Signing keys rotate at most once a minute; retry in \(seconds) s.", retryAfter: max(1, seconds))
+        }
+        guard case .rotated(let current) = outcome else { throw InternalError("app \(app.id) has no next signing key") }
         directory.invalidate(app.id)
+        try store.app(app.id).record(
+            Event(
+                type: "app.signing_key_rotated", userID: nil, sessionID: nil, ip: nil, userAgent: nil,
+                data: ["kid": .string(current.kid), "previous_revoked": .bool(revokePrevious)], createdAt: now))
         return current.kid
     }
 
@@ -165,17 +189,24 @@ public final class AppService: Sendable {
             problems += error.fieldErrors
         }
         guard let appKey, let settings = decoded, problems.isEmpty else { throw GatehouseError.validation(problems) }
-        // The checksum covers the resolved settings, so a changed key file or variable counts as a change.
-        let checksum = Digest.hex(Digest.sha256(settings.json(secrets: .plain).serialized()))
+        // The checksum covers the resolved settings, so a changed key file or variable counts as a
+        // change. They hold secrets in clear: keyed, so a dump cannot test guesses against it.
+        let checksum = Digest.hex(Digest.hmacSHA256(key: checksumKey, data: settings.json(secrets: .plain).serialized()))
         if let existing = try store.apps.find(appKey: appKey) {
-            if existing.sourceChecksum == checksum, let context = try self.directory.app(id: existing.id) { return (context, .unchanged) }
-            guard let context = try self.directory.app(id: existing.id) else { throw InternalError("app vanished") }
+            if let stored = existing.sourceChecksum, constantTimeEquals(Array(stored.utf8), Array(checksum.utf8)),
+                let context = try self.directory.app(id: existing.id)
+            {
+                return (context, .unchanged)
+            }
+            guard let context = try self.directory.current(id: existing.id) else { throw InternalError("app vanished") }
             if settings.signingAlgorithm != context.settings.signingAlgorithm {
                 throw GatehouseError.validation("signing_algorithm", "Cannot change after the app was created.")
             }
             let now = clock.nowMillis()
             _ = try store.app(existing.id).updateSettings(
                 json: sealed(settings, app: existing.id), allowedOrigins: settings.allowedOrigins, sourceChecksum: checksum, expectedVersion: nil, now: now)
+            // A checksum forgotten by migration 0006 is stored again; an unchanged file is no change.
+            if settings == context.settings { return (try reloaded(existing.id), .unchanged) }
             try store.app(existing.id).record(Event(type: "app.settings_changed", userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "tenants"], createdAt: now))
             return (try reloaded(existing.id), .updated)
         }

@@ -7,7 +7,7 @@ import GatehouseCrypto
 public struct AppSettings: Sendable, Equatable {
     public var name: String
     public var allowSignup = true
-    public var signInMethods: [String] = SignInMethod.all
+    public var signInMethods: [String] = SignInMethod.working
     public var requireVerifiedEmail = false
     public var recentLoginSeconds: Int64 = 300
     public var accessTokenTTLSeconds: Int64 = 900
@@ -19,7 +19,10 @@ public struct AppSettings: Sendable, Equatable {
     public var passwordMinLength: Int64 = 8
     public var allowedOrigins: [String] = []
     public var redirectURIs: [String] = []
-    public var refreshCookie = false
+    public var refreshCookie = RefreshCookie.off
+    /// PKCE on the Apple web flow: `authorize` must carry a `code_challenge`. Enforced whatever
+    /// this says for a redirect URI that is not `https` (see ``requiresPKCE(redirectURI:)``).
+    public var requirePKCE = true
     /// The algorithm of the app's signing keys (an extension of API.md's list: `RS256` default, `ES256`).
     public var signingAlgorithm: SignatureAlgorithm = .rs256
     public var files = Files()
@@ -37,6 +40,23 @@ public struct AppSettings: Sendable, Equatable {
     }
     public struct RateLimits: Sendable, Equatable {
         public var authPerMinutePerIP: Int64 = 10
+        /// The Apple web flow's `authorize` and callback, per IP (each `authorize` stores a flow).
+        public var webFlowPerMinutePerIP: Int64 = 30
+        /// The highest either may be set to: each sign-in costs an argon2id hash or a provider
+        /// check on CPU that every app shares.
+        public static let maxPerMinutePerIP: Int64 = 1000
+    }
+    /// Where token responses put the refresh token (`refresh_cookie`: `false`, `true` or `"only"`).
+    public enum RefreshCookie: Sendable, Equatable {
+        /// In the body only.
+        case off
+        /// In the body and the `gh_refresh` cookie.
+        case alongside
+        /// In the cookie only: the body's `refresh_token` is null, so no script can read it.
+        case only
+
+        public var setsCookie: Bool { self != .off }
+        public var inBody: Bool { self != .only }
     }
     public struct Apple: Sendable, Equatable {
         public var clientIDs: [String] = []
@@ -69,10 +89,21 @@ public struct AppSettings: Sendable, Equatable {
     }
 
     public init(name: String) { self.name = name }
+
+    /// Whether a web flow to `redirectURI` must use PKCE: when the app asks for it, and always for
+    /// a redirect URI that is not `https` (an app scheme or a loopback `http` page, where another
+    /// program on the device can receive the login code).
+    public func requiresPKCE(redirectURI: String) -> Bool {
+        requirePKCE || !redirectURI.lowercased().hasPrefix("https://")
+    }
 }
 
 public enum SignInMethod {
+    /// Every method the settings may name.
     public static let all = ["password", "email_code", "apple", "google"]
+    /// The methods this version signs in with: the default, and all that `GET /v1/app` advertises.
+    /// (`email_code` may be named ahead of the version that sends codes; it is not advertised.)
+    public static let working = ["password", "apple", "google"]
 }
 
 /// Where a settings document comes from, which decides how secrets may be given.
@@ -128,7 +159,7 @@ extension AppSettings {
         }
         if let v = r.bool("require_verified_email") { s.requireVerifiedEmail = v }
         if let v = r.int("recent_login_seconds", 1...86400) { s.recentLoginSeconds = v }
-        if let v = r.int("access_token_ttl_seconds", 60...86400) { s.accessTokenTTLSeconds = v }
+        if let v = r.int("access_token_ttl_seconds", 60...TokenService.maxAccessTokenLifetimeSeconds) { s.accessTokenTTLSeconds = v }
         if let v = r.int("refresh_token_ttl_seconds", 300...(366 * 86400)) { s.refreshTokenTTLSeconds = v }
         if let v = r.int("refresh_token_idle_seconds", 300...(366 * 86400)) {
             // Shorter than an access token's life, a client that refreshes when its token expires
@@ -156,7 +187,14 @@ extension AppSettings {
             }
             s.redirectURIs = uniqued(v)
         }
-        if let v = r.bool("refresh_cookie") { s.refreshCookie = v }
+        if let v = r.raw("refresh_cookie") {
+            switch v {
+            case .bool(let on): s.refreshCookie = on ? .alongside : .off
+            case .string("only"): s.refreshCookie = .only
+            default: r.fail("refresh_cookie", "Must be false, true or \"only\".")
+            }
+        }
+        if let v = r.bool("require_pkce") { s.requirePKCE = v }
         if let v = r.string("signing_algorithm") {
             if let alg = SignatureAlgorithm(rawValue: v) { s.signingAlgorithm = alg } else { r.fail("signing_algorithm", "Must be RS256 or ES256.") }
         }
@@ -175,7 +213,8 @@ extension AppSettings {
         }
         if let limits = r.raw("rate_limits") {
             var f = FieldReader(limits, path: "rate_limits")
-            if let v = f.int("auth_per_minute_per_ip", 1...10000) { s.rateLimits.authPerMinutePerIP = v }
+            if let v = f.int("auth_per_minute_per_ip", 1...RateLimits.maxPerMinutePerIP) { s.rateLimits.authPerMinutePerIP = v }
+            if let v = f.int("web_flow_per_minute_per_ip", 1...RateLimits.maxPerMinutePerIP) { s.rateLimits.webFlowPerMinutePerIP = v }
             f.rejectUnknown()
             r.absorb(f.errors)
         }
@@ -349,10 +388,13 @@ extension AppSettings {
             "password_min_length": .int(passwordMinLength),
             "allowed_origins": strings(allowedOrigins),
             "redirect_uris": strings(redirectURIs),
-            "refresh_cookie": .bool(refreshCookie),
+            "refresh_cookie": refreshCookie == .only ? "only" : .bool(refreshCookie == .alongside),
+            "require_pkce": .bool(requirePKCE),
             "signing_algorithm": .string(signingAlgorithm.rawValue),
             "files": ["max_bytes": .int(files.maxBytes), "photo_types": strings(files.photoTypes)],
-            "rate_limits": ["auth_per_minute_per_ip": .int(rateLimits.authPerMinutePerIP)],
+            "rate_limits": [
+                "auth_per_minute_per_ip": .int(rateLimits.authPerMinutePerIP), "web_flow_per_minute_per_ip": .int(rateLimits.webFlowPerMinutePerIP),
+            ],
             "apple": [
                 "client_ids": strings(apple.clientIDs), "services_id": .optional(apple.servicesID), "team_id": .optional(apple.teamID),
                 "key_id": .optional(apple.keyID), "private_key": secret(apple.privateKey, "apple.private_key"),

@@ -101,23 +101,39 @@ public func rateLimitSubject(ip: String?) -> String {
     return Digest.hex(parsed.prefix(8)) + "::/64"
 }
 
-/// The per-app, per-subject fixed-window limiter (`rate_limits.auth_per_minute_per_ip`). Counters
-/// live in the database, so every node behind one PostgreSQL shares them.
+/// The per-app, per-subject fixed-window limiters. Counters live in the database, so every node
+/// behind one PostgreSQL shares them.
 public struct RateLimiter: Sendable {
     let clock: any Clock
 
     public init(clock: any Clock) { self.clock = clock }
 
-    /// Counts a hit for `subject` (e.g. the client IP) in `bucket`; throws 429 with `Retry-After` past `limit` per minute.
-    public func hit(_ store: any AppScopedStore, bucket: String, subject: String, limit: Int64) throws {
+    /// A limit on guessing one account's password: 10 tries in a fixed 15-minute window, counted
+    /// per (app, email) at sign-in and per user at reauthentication, and forgotten after a success.
+    /// The same for an email with no account, so the answer tells nothing.
+    public static let accountGuesses = (limit: Int64(10), windowSeconds: Int64(15 * 60))
+
+    /// The longest window any bucket counts in: older counters can go.
+    static let longestWindowMillis: Int64 = 15 * 60 * 1000
+
+    /// Counts a hit for `subject` (e.g. the client IP) in `bucket`; throws 429 with `Retry-After`
+    /// past `limit` in the fixed window of `windowSeconds` (a minute by default).
+    public func hit(_ store: any AppScopedStore, bucket: String, subject: String, limit: Int64, windowSeconds: Int64 = 60) throws {
         let now = clock.nowMillis()
-        let windowStart = now - now % 60_000
+        let window = windowSeconds * 1000
+        let windowStart = now - now % window
         let hits = try store.hitRateLimit(bucket: "\(bucket):\(subject)", windowStart: windowStart)
         // Counters of past windows are dead weight: now and then, drop this app's old ones.
-        if hits == 1, SecureRandom.bytes(1)[0] < 4 { try store.purgeRateLimits(before: windowStart - 60_000) }
+        if hits == 1, SecureRandom.bytes(1)[0] < 4 { try store.purgeRateLimits(before: now - Self.longestWindowMillis - 60_000) }
         if hits > limit {
-            let retryAfter = Int((windowStart + 60_000 - now + 999) / 1000)
+            let retryAfter = Int((windowStart + window - now + 999) / 1000)
             throw GatehouseError(.tooManyRequests, "Too many attempts; retry in \(retryAfter) s.", retryAfter: max(1, retryAfter))
         }
+    }
+
+    /// Forgets `subject`'s count in `bucket` (after a success, so a user who got in is not held
+    /// back by their own earlier typos).
+    public func reset(_ store: any AppScopedStore, bucket: String, subject: String) throws {
+        try store.resetRateLimit(bucket: "\(bucket):\(subject)")
     }
 }

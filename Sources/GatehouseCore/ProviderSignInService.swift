@@ -75,6 +75,12 @@ public final class ProviderSignInService: Sendable {
     /// Verifies a proof for the app: the provider must be configured and the token valid. An
     /// Apple authorization code comes back not yet redeemed (``redeemAppleCode(_:app:identity:)``).
     func verify(app: AppContext, provider: Provider, proof: Proof) throws -> (ExternalIdentity, appleCode: String?) {
+        let verified = try verifyToken(app: app, provider: provider, proof: proof)
+        try useNonce(of: verified.0)
+        return verified
+    }
+
+    private func verifyToken(app: AppContext, provider: Provider, proof: Proof) throws -> (ExternalIdentity, appleCode: String?) {
         switch proof {
         case .firebase(let token):
             try checkLength(token, field: "firebase_id_token")
@@ -127,6 +133,8 @@ public final class ProviderSignInService: Sendable {
         }
         try requireNewAccountAllowed(app: app, data, identity: identity)
         let email = identity.email.flatMap { try? InputRules.email($0) }
+        // An unverified address is kept (the user may verify it later) but marked so: it takes no
+        // part in email collisions and never becomes a password identity's email.
         let user = User(
             id: .generate(), email: email, emailVerified: email != nil && identity.emailVerified, firstName: firstName ?? identity.firstName,
             lastName: lastName ?? identity.lastName, createdAt: now, updatedAt: now, lastSignInAt: now)
@@ -143,10 +151,11 @@ public final class ProviderSignInService: Sendable {
     }
 
     /// Whether this identity may become a new account: sign-up open (as for passwords), and its
-    /// email not another account's unless the app keeps such accounts separate.
+    /// email not another account's unless the app keeps such accounts separate. An email the
+    /// provider does not say is verified proves nothing and collides with nothing.
     private func requireNewAccountAllowed(app: AppContext, _ data: any AppScopedStore, identity: ExternalIdentity) throws {
         guard app.settings.allowSignup else { throw GatehouseError(.signupDisabled, "This app does not accept new accounts.") }
-        if let email = identity.email.flatMap({ try? InputRules.email($0) }), app.settings.emailCollision == "reject",
+        if identity.emailVerified, let email = identity.email.flatMap({ try? InputRules.email($0) }), app.settings.emailCollision == "reject",
             try data.emailInUse(email, except: nil)
         {
             throw GatehouseError(
@@ -194,22 +203,54 @@ public final class ProviderSignInService: Sendable {
         return try data.identities(claims.userID)
     }
 
-    /// Reauthentication with a provider token: it must be the signed-in user's own identity.
+    /// Reauthentication with a provider token: it must be the signed-in user's own identity, bound
+    /// to this request by its nonce, and issued within the app's `recent_login_seconds` (+ 60 s of
+    /// clock skew): an old token proves an old sign-in, not a recent one.
     public func reauthenticate(app: AppContext, claims: AccessClaims, provider: Provider, proof: Proof, origin: RequestOrigin) throws -> (token: String, expiresIn: Int64) {
         let data = store.app(app.id)
         try limiter.hit(data, bucket: "auth", subject: rateLimitSubject(ip: origin.ip), limit: app.settings.rateLimits.authPerMinutePerIP)
+        switch proof {
+        case .apple(_, nil, _), .google(_, nil):
+            throw GatehouseError.validation("nonce", "Required to reauthenticate: the raw nonce the token was requested with.")
+        case .apple, .google, .firebase: break
+        }
+        try accounts.limitReauthentication(app, claims: claims)
         let (identity, _) = try verify(app: app, provider: provider, proof: proof)
+        let oldest = clock.nowSeconds - app.settings.recentLoginSeconds - Self.freshnessLeewaySeconds
+        guard identity.token.signedInAt >= oldest else {
+            throw GatehouseError(
+                .invalidCredential, "This \(provider.rawValue) token was issued too long ago to count as a recent sign-in; get a new one.", status: 401)
+        }
         guard let owner = try data.user(provider: provider.rawValue, subject: identity.subject), owner.id == claims.userID else {
             throw GatehouseError(.invalidCredential, "This \(provider.rawValue) account is not the signed-in user's.", status: 401)
         }
         return try accounts.refreshAuthTime(app: app, claims: claims)
     }
 
+    /// Clock skew allowed between a provider and us when judging whether its token is recent.
+    static let freshnessLeewaySeconds: Int64 = 60
+
+    /// A provider token that carries a nonce counts once per (issuer, subject, nonce), on every
+    /// node: a second use of it is a replay (401 `auth/invalid-credential`).
+    private func useNonce(of identity: ExternalIdentity) throws {
+        guard let nonce = identity.token.nonce else { return }
+        let key = Digest.hex(Digest.sha256(Array("\(identity.token.issuer)\n\(identity.subject)\n\(nonce)".utf8)))
+        // Kept until the token expires (with the verifier's leeway), after which it cannot verify anyway.
+        let expiresAt = (max(identity.token.expiresAt, clock.nowSeconds) + 60) * 1000
+        guard try store.useProviderNonce(key: key, expiresAt: expiresAt, now: clock.nowMillis()) else {
+            throw GatehouseError(.invalidCredential, "This token was used already; get a new one.", status: 401)
+        }
+    }
+
     // MARK: - Apple web flow
 
     /// Starts the web flow: checks the redirect URI, stores a single-use flow, and answers the
     /// Apple URL to redirect to and the browser-binding cookie value.
-    public func startWebFlow(app: AppContext, redirectURI: String, clientState: String?, codeChallenge: String?, codeChallengeMethod: String?) throws -> (url: String, binding: String) {
+    public func startWebFlow(
+        app: AppContext, redirectURI: String, clientState: String?, codeChallenge: String?, codeChallengeMethod: String?, origin: RequestOrigin
+    ) throws -> (url: String, binding: String) {
+        // Each call stores a flow, for nothing but the public app key: bounded per IP.
+        try limitWebFlow(app, origin)
         try requireMethod(.apple, app)
         guard let servicesID = app.settings.apple.servicesID else { throw notConfigured("Sign in with Apple on the web (apple.services_id)") }
         // The callback redeems Apple's code, which needs the app's key: refuse now, not after the user signed in at Apple.
@@ -218,6 +259,10 @@ public final class ProviderSignInService: Sendable {
             throw GatehouseError(.invalidRedirectURI, "redirect_uri is not one of the app's redirect_uris.")
         }
         if let clientState, clientState.utf8.count > 512 { throw GatehouseError.validation("state", "Must be at most 512 characters.") }
+        if codeChallenge == nil, app.settings.requiresPKCE(redirectURI: redirectURI) {
+            throw GatehouseError.validation(
+                "code_challenge", "Required: this app signs in on the web with PKCE (S256). Send code_challenge and code_challenge_method=S256.")
+        }
         if let codeChallenge {
             guard codeChallengeMethod == "S256", (43...128).contains(codeChallenge.utf8.count), Base64URL.decode(codeChallenge) != nil else {
                 throw GatehouseError.validation("code_challenge", "Must be a base64url S256 challenge with code_challenge_method=S256.")
@@ -272,6 +317,9 @@ public final class ProviderSignInService: Sendable {
             return redirect([("error", error == "user_cancelled_authorize" ? "user_cancelled_authorize" : "access_denied")])
         }
         guard let app = try? directory.app(id: flow.appID) else { return redirect([("error", "server_error")]) }
+        // Counted once the flow names its app (a callback with an unknown state writes nothing);
+        // the flow is used up either way, as it would be by a failed sign-in.
+        try limitWebFlow(app, origin)
         do {
             guard let code = callback.code else { return redirect([("error", "access_denied")]) }
             // The app's own configuration is missing: the server's fault, not the user's.
@@ -310,7 +358,12 @@ public final class ProviderSignInService: Sendable {
         guard loginCode.utf8.count <= 256 else { throw refused }
         let data = store.app(app.id)
         guard let code = try data.takeLoginCode(hash: hash(loginCode), now: clock.nowMillis()) else { throw refused }
-        if let challenge = code.codeChallenge {
+        switch code.codeChallenge {
+        case nil:
+            // A verifier for a flow started without a challenge is a PKCE downgrade (RFC 9700
+            // 4.8.2): the page expected its own flow, so this code was swapped in.
+            guard codeVerifier == nil else { throw refused }
+        case let challenge?:
             guard let verifier = codeVerifier, (43...128).contains(verifier.utf8.count),
                 constantTimeEquals(Array(Base64URL.encode(Digest.sha256(Array(verifier.utf8))).utf8), Array(challenge.utf8))
             else { throw refused }
@@ -320,6 +373,11 @@ public final class ProviderSignInService: Sendable {
     }
 
     // MARK: -
+
+    private func limitWebFlow(_ app: AppContext, _ origin: RequestOrigin) throws {
+        try limiter.hit(
+            store.app(app.id), bucket: "web_flow", subject: rateLimitSubject(ip: origin.ip), limit: app.settings.rateLimits.webFlowPerMinutePerIP)
+    }
 
     private func keepAppleToken(app: AppContext, _ data: any AppScopedStore, user: UserID, identity: ExternalIdentity, refreshToken: String?) throws {
         guard let refreshToken else { return }

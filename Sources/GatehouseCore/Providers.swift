@@ -9,6 +9,26 @@ public struct ExternalIdentity: Sendable, Equatable {
     public var audience: String
     public var firstName: String?
     public var lastName: String?
+    /// What the token says of itself: its issuer, when it was issued and expires (seconds), the
+    /// provider sign-in time when it carries one (Firebase's `auth_time`), and its `nonce` claim.
+    public var token = TokenFacts()
+
+    public struct TokenFacts: Sendable, Equatable {
+        public var issuer = ""
+        public var issuedAt: Int64 = 0
+        public var expiresAt: Int64 = 0
+        public var authTime: Int64?
+        public var nonce: String?
+        public init(issuer: String = "", issuedAt: Int64 = 0, expiresAt: Int64 = 0, authTime: Int64? = nil, nonce: String? = nil) {
+            self.issuer = issuer
+            self.issuedAt = issuedAt
+            self.expiresAt = expiresAt
+            self.authTime = authTime
+            self.nonce = nonce
+        }
+        /// When the user last proved themselves to the provider: `auth_time` if given, else `iat`.
+        public var signedInAt: Int64 { authTime ?? issuedAt }
+    }
 
     public init(
         subject: String, email: String?, emailVerified: Bool, isPrivateRelayEmail: Bool = false, audience: String, firstName: String? = nil,

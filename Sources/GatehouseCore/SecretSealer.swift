@@ -1,12 +1,19 @@
 import GatehouseCrypto
 
-/// Seals secrets at rest with AES-256-GCM under the master key. The additional data binds each
-/// ciphertext to its app and field, so a sealed value copied to another app or field fails to open.
+/// Seals secrets at rest with AES-256-GCM under a key derived from the master key. The additional
+/// data binds each ciphertext to its app and field, so a sealed value copied to another app or
+/// field fails to open.
+///
+/// `v2.` values are sealed under ``MasterKeyDerivation/sealing``; `v1.` values, written before
+/// every purpose had its own key, were sealed under the master key itself and are still opened
+/// (each is sealed again as `v2.` when its app's settings are next written).
 public struct SecretSealer: Sendable {
     private let cipher: AESGCM
+    private let legacyCipher: AESGCM
 
     public init(masterKey: [UInt8]) throws(CryptoError) {
-        cipher = try AESGCM(key: masterKey)
+        cipher = try AESGCM(key: MasterKeyDerivation.key(for: .sealing, from: masterKey))
+        legacyCipher = try AESGCM(key: masterKey)
     }
 
     /// Seals one of an app's secrets: `v1.` and the base64url of nonce || ciphertext || tag.
@@ -20,14 +27,16 @@ public struct SecretSealer: Sendable {
 
     /// Seals a value bound to `context` (the additional authenticated data).
     public func seal(_ plaintext: String, context: String) -> String {
-        "v1." + Base64URL.encode(cipher.seal(Array(plaintext.utf8), associatedData: Array(context.utf8)))
+        "v2." + Base64URL.encode(cipher.seal(Array(plaintext.utf8), associatedData: Array(context.utf8)))
     }
 
     public func open(_ sealed: String, context: String) throws(CryptoError) -> String {
-        guard sealed.hasPrefix("v1."), let box = Base64URL.decode(sealed.dropFirst(3)) else {
+        let version = sealed.prefix(3)
+        guard version == "v2." || version == "v1.", let box = Base64URL.decode(sealed.dropFirst(3)) else {
             throw CryptoError(.malformedInput, "sealed value has an unknown format")
         }
-        return String(decoding: try cipher.open(box, associatedData: Array(context.utf8)), as: UTF8.self)
+        let opener = version == "v2." ? cipher : legacyCipher
+        return String(decoding: try opener.open(box, associatedData: Array(context.utf8)), as: UTF8.self)
     }
 
     /// The server value that holds the sealed marker of ``verifyMatchesDatabase(_:)``.

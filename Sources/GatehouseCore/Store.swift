@@ -36,6 +36,35 @@ public enum SigningKeyState: String, Sendable {
     case next, current, retired
 }
 
+/// One rotation of an app's signing keys, as ``AppScopedStore/rotateSigningKeys(_:now:)`` does it.
+public struct SigningKeyRotation: Sendable {
+    public var newNext: SigningKeyRecord
+    public var retiredExpiresAt: Int64
+    public var revokePrevious: Bool
+    public var minimumIntervalMillis: Int64
+    public var maxRetired: Int
+
+    public init(newNext: SigningKeyRecord, retiredExpiresAt: Int64, revokePrevious: Bool, minimumIntervalMillis: Int64, maxRetired: Int) {
+        self.newNext = newNext
+        self.retiredExpiresAt = retiredExpiresAt
+        self.revokePrevious = revokePrevious
+        self.minimumIntervalMillis = minimumIntervalMillis
+        self.maxRetired = maxRetired
+    }
+
+    public enum Outcome: Sendable {
+        /// The new signing key.
+        case rotated(SigningKeyRecord)
+        case noNextKey
+    }
+
+    /// The last rotation was less than the minimum interval ago.
+    public struct TooSoon: Error {
+        public let retryAfterMillis: Int64
+        public init(retryAfterMillis: Int64) { self.retryAfterMillis = retryAfterMillis }
+    }
+}
+
 public struct SigningKeyRecord: Sendable, Equatable {
     public var kid: String
     public var algorithm: SignatureAlgorithm
@@ -116,6 +145,11 @@ public protocol Store: Sendable {
     /// Only with the browser's binding (`bindingHash`): a callback without it uses nothing up, so
     /// whoever saw the state in Apple's URL cannot spoil the user's sign-in.
     func takeWebFlow(id: String, bindingHash: String, now: Int64) throws -> WebFlow?
+    /// Records the use of a provider token's nonce under `key` (a digest of issuer, subject and
+    /// nonce) until `expiresAt` (ms); false when it was used already and has not expired. Not
+    /// scoped to an app: a token replayed to another app that trusts the same client id is a
+    /// replay too.
+    func useProviderNonce(key: String, expiresAt: Int64, now: Int64) throws -> Bool
 }
 
 public protocol AppCatalog: Sendable {
@@ -139,10 +173,12 @@ public protocol AppScopedStore: Sendable {
     func updateSettings(json: String, allowedOrigins: [String], sourceChecksum: String?, expectedVersion: Int64?, now: Int64) throws -> AppRecord?
     /// Keys not yet expired, any state.
     func signingKeys(now: Int64) throws -> [SigningKeyRecord]
-    /// In one transaction: `next` becomes `current`, `current` becomes `retired` until
-    /// `retiredExpiresAt`, `newNext` is added as `next`, expired keys are deleted, and the app's
-    /// version is bumped. Returns the new current key, or nil if the app had no `next` key.
-    func rotateSigningKeys(newNext: SigningKeyRecord, retiredExpiresAt: Int64, now: Int64) throws -> SigningKeyRecord?
+    /// In one transaction (see ``SigningKeyRotation``): `next` becomes `current`, `current` becomes
+    /// `retired` until `retiredExpiresAt` (or is deleted with every retired key when
+    /// `revokePrevious`), retired keys beyond the newest `maxRetired` and expired keys are deleted,
+    /// `newNext` is added as `next`, and the app's version is bumped. Throws
+    /// ``SigningKeyRotation/TooSoon`` when the newest key is younger than the minimum interval.
+    func rotateSigningKeys(_ rotation: SigningKeyRotation, now: Int64) throws -> SigningKeyRotation.Outcome
     /// Adds a secret key; every other unexpired key is set to expire at `othersExpireAt` (or earlier if already sooner).
     func addSecretKey(_ key: SecretKeyRecord, othersExpireAt: Int64) throws
 
@@ -204,6 +240,8 @@ public protocol AppScopedStore: Sendable {
     func record(_ event: Event) throws
     /// Counts a hit in the fixed window starting at `windowStart`; returns the hits in that window so far.
     func hitRateLimit(bucket: String, windowStart: Int64) throws -> Int64
+    /// Deletes this app's counter of `bucket`.
+    func resetRateLimit(bucket: String) throws
     /// Deletes this app's counters of windows that started before `before`.
     func purgeRateLimits(before: Int64) throws
 }

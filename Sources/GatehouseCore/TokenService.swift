@@ -19,6 +19,10 @@ public final class TokenService: Sendable {
     private let verified = VerifiedTokens()
 
     public static let accessTokenType = "at+jwt"
+    /// How far ahead of this node's clock another node may have issued a token.
+    public static let issuedAtLeewaySeconds: Int64 = 60
+    /// The longest `access_token_ttl_seconds` an app may set.
+    public static let maxAccessTokenLifetimeSeconds: Int64 = 86400
 
     public init(publicURL: String, clock: any Clock, masterKey: [UInt8], revocations: RevocationList) {
         self.publicURL = publicURL
@@ -77,6 +81,9 @@ public final class TokenService: Sendable {
             case .int(let exp)? = claims["exp"], case .int(let iat)? = claims["iat"], case .int(let authTime)? = claims["auth_time"],
             let sub = claims["sub"]?.stringValue.flatMap(UserID.init(parsing:)), let sid = claims["sid"]?.stringValue.flatMap(SessionID.init(parsing:))
         else { throw invalid }
+        // Signed with our key, yet not as we sign: issued in the future, or living longer than any
+        // app may let a token live. Such a token comes from a leaked key or a clock gone wrong.
+        guard iat <= clock.nowSeconds + Self.issuedAtLeewaySeconds, exp - iat <= Self.maxAccessTokenLifetimeSeconds, exp > iat else { throw invalid }
         let verifiedClaims = AccessClaims(userID: sub, sessionID: sid, authTime: authTime, issuedAt: iat, expiresAt: exp)
         if clock.nowSeconds < exp {
             verified.remember(

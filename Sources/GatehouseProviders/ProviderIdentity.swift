@@ -29,6 +29,17 @@ public struct ProviderIdentity: Sendable, Equatable {
     public var audience: String
     /// The name when the token carries one (Google's `given_name` / `family_name`).
     public var name: Name?
+    /// `iss`, for the replay cache's key.
+    public var issuer = ""
+    /// `iat`, seconds since the epoch.
+    public var issuedAt: Int64 = 0
+    /// `exp`, seconds since the epoch.
+    public var expiresAt: Int64 = 0
+    /// Firebase's `auth_time`: when the user last signed in at the provider (Firebase refreshes
+    /// its ID tokens hourly, so `iat` says nothing about the sign-in).
+    public var authTime: Int64?
+    /// The `nonce` claim as the token carries it (Apple: the hex SHA-256 of the raw nonce).
+    public var nonce: String?
 
     /// Creates an identity.
     public init(

@@ -52,9 +52,9 @@ public final class ProviderVerifier: Sendable {
         let email = claims["email"]?.stringValue
         let relay = Self.flag(claims["is_private_email"])
             || email.map { $0.lowercased().hasSuffix("@privaterelay.appleid.com") } ?? false
-        return ProviderIdentity(
-            subject: subject, email: email, emailVerified: Self.flag(claims["email_verified"]),
-            isPrivateRelayEmail: relay, audience: audience)
+        return Self.withTokenFacts(
+            ProviderIdentity(subject: subject, email: email, emailVerified: Self.flag(claims["email_verified"]), isPrivateRelayEmail: relay, audience: audience),
+            claims)
     }
 
     /// Verifies a Google ID token: RS256 by a key from Google's JWKS, `iss` `accounts.google.com`
@@ -72,10 +72,12 @@ public final class ProviderVerifier: Sendable {
         }
         let first = claims["given_name"]?.stringValue
         let last = claims["family_name"]?.stringValue
-        return ProviderIdentity(
-            subject: subject, email: claims["email"]?.stringValue, emailVerified: Self.flag(claims["email_verified"]),
-            isPrivateRelayEmail: false, audience: audience,
-            name: first == nil && last == nil ? nil : ProviderIdentity.Name(first: first, last: last))
+        return Self.withTokenFacts(
+            ProviderIdentity(
+                subject: subject, email: claims["email"]?.stringValue, emailVerified: Self.flag(claims["email_verified"]),
+                isPrivateRelayEmail: false, audience: audience,
+                name: first == nil && last == nil ? nil : ProviderIdentity.Name(first: first, last: last)),
+            claims)
     }
 
     /// Verifies a Firebase ID token: RS256 by a key from the Firebase JWKS, `iss`
@@ -104,9 +106,11 @@ public final class ProviderVerifier: Sendable {
         let providerSubject = firebase?["identities"]?[expectedProvider]?.arrayValue?.first?.stringValue
         let email = claims["email"]?.stringValue
         let relay = expectedProvider == "apple.com" && (email.map { $0.lowercased().hasSuffix("@privaterelay.appleid.com") } ?? false)
-        return ProviderIdentity(
-            subject: providerSubject.flatMap { $0.isEmpty ? nil : $0 } ?? "firebase:\(uid)", email: email,
-            emailVerified: Self.flag(claims["email_verified"]), isPrivateRelayEmail: relay, audience: audience)
+        return Self.withTokenFacts(
+            ProviderIdentity(
+                subject: providerSubject.flatMap { $0.isEmpty ? nil : $0 } ?? "firebase:\(uid)", email: email,
+                emailVerified: Self.flag(claims["email_verified"]), isPrivateRelayEmail: relay, audience: audience),
+            claims)
     }
 
     // MARK: - Checks
@@ -169,6 +173,17 @@ public final class ProviderVerifier: Sendable {
     private static func loggable(_ text: String) -> String {
         let printable = text.unicodeScalars.prefix(64).map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F ? Character($0) : "?" }
         return String(printable) + (text.unicodeScalars.count > 64 ? "…" : "")
+    }
+
+    /// The identity with what the (already checked) token says of itself, for freshness and replay checks.
+    private static func withTokenFacts(_ identity: ProviderIdentity, _ claims: [String: JSON]) -> ProviderIdentity {
+        var identity = identity
+        identity.issuer = claims["iss"]?.stringValue ?? ""
+        identity.issuedAt = seconds(claims["iat"]) ?? 0
+        identity.expiresAt = seconds(claims["exp"]) ?? 0
+        identity.authTime = seconds(claims["auth_time"])
+        identity.nonce = claims["nonce"]?.stringValue
+        return identity
     }
 
     /// A NumericDate claim in whole seconds.

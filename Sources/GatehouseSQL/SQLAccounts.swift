@@ -249,6 +249,10 @@ extension SQLAppScopedStore {
             """).first?.int64("hits") ?? 1
     }
 
+    func resetRateLimit(bucket: String) throws {
+        try database.execute("DELETE FROM rate_limits WHERE app_id = \(appID) AND bucket = \(bucket)")
+    }
+
     func purgeRateLimits(before: Int64) throws {
         try database.execute("DELETE FROM rate_limits WHERE app_id = \(appID) AND window_start < \(before)")
     }

@@ -134,23 +134,39 @@ struct SQLAppScopedStore: AppScopedStore {
             """).map(signingKeyRecord)
     }
 
-    func rotateSigningKeys(newNext: SigningKeyRecord, retiredExpiresAt: Int64, now: Int64) throws -> SigningKeyRecord? {
+    func rotateSigningKeys(_ rotation: SigningKeyRotation, now: Int64) throws -> SigningKeyRotation.Outcome {
         try database.transaction { db in
             // Lock the app row first so that two rotations at once are serialised.
-            guard try db.execute("UPDATE apps SET version = version + 1, updated_at = \(now) WHERE id = \(appID)") == 1 else { return nil }
+            guard try db.execute("UPDATE apps SET version = version + 1, updated_at = \(now) WHERE id = \(appID)") == 1 else { return .noNextKey }
+            // The newest key was published by the last rotation (or the app's creation).
+            if let newest = try db.query("SELECT max(created_at) AS newest FROM signing_keys WHERE app_id = \(appID)").first?.optionalInt64("newest"),
+                newest + rotation.minimumIntervalMillis > now
+            {
+                throw SigningKeyRotation.TooSoon(retryAfterMillis: newest + rotation.minimumIntervalMillis - now)
+            }
             guard let next = try db.query("SELECT * FROM signing_keys WHERE app_id = \(appID) AND state = 'next' ORDER BY created_at DESC LIMIT 1").first
-            else { return nil }
+            else { return .noNextKey }
             let promoted = try signingKeyRecord(next)
-            try db.execute("DELETE FROM signing_keys WHERE app_id = \(appID) AND expires_at IS NOT NULL AND expires_at <= \(now)")
-            try db.execute("""
-                UPDATE signing_keys SET state = 'retired', expires_at = \(retiredExpiresAt)
-                WHERE app_id = \(appID) AND state = 'current'
-                """)
+            if rotation.revokePrevious {
+                try db.execute("DELETE FROM signing_keys WHERE app_id = \(appID) AND state IN ('current', 'retired')")
+            } else {
+                try db.execute("DELETE FROM signing_keys WHERE app_id = \(appID) AND expires_at IS NOT NULL AND expires_at <= \(now)")
+                try db.execute("""
+                    UPDATE signing_keys SET state = 'retired', expires_at = \(rotation.retiredExpiresAt)
+                    WHERE app_id = \(appID) AND state = 'current'
+                    """)
+                // Only the newest few retired keys stay published: each one costs every verifier.
+                try db.execute("""
+                    DELETE FROM signing_keys WHERE app_id = \(appID) AND state = 'retired' AND kid NOT IN (
+                        SELECT kid FROM signing_keys WHERE app_id = \(appID) AND state = 'retired'
+                        ORDER BY created_at DESC, kid LIMIT \(Int64(rotation.maxRetired)))
+                    """)
+            }
             try db.execute("UPDATE signing_keys SET state = 'current' WHERE app_id = \(appID) AND kid = \(promoted.kid)")
-            try insertSigningKey(db, app: appID, newNext)
+            try insertSigningKey(db, app: appID, rotation.newNext)
             var current = promoted
             current.state = .current
-            return current
+            return .rotated(current)
         }
     }
 

@@ -27,8 +27,8 @@ public final class TestServer: @unchecked Sendable {  // immutable after init; H
 
     /// Starts another node on the database of `first`, as a second process of the same deployment
     /// would be; stopping it leaves the database to `first`.
-    public convenience init(anotherNodeOf first: TestServer, clock: any Clock = SystemClock()) throws {
-        try self.init(database: first.database, owningIt: false, clock: clock, environment: [:], configure: { _ in })
+    public convenience init(anotherNodeOf first: TestServer, clock: any Clock = SystemClock(), configure: (inout Configuration) -> Void = { _ in }) throws {
+        try self.init(database: first.database, owningIt: false, clock: clock, environment: [:], configure: configure)
     }
 
     private init(

@@ -540,12 +540,46 @@ struct AccountsAPITests {
         let app = try server.createApp(["name": "Web", "refresh_cookie": true, "rate_limits": ["auth_per_minute_per_ip": 1000]])
         let response = try server.request("POST", "/v1/auth/signup", appKey: app.appKey, json: ["email": "web@example.com", "password": "correct horse battery"])
         let cookie = try #require(response.header("Set-Cookie"))
-        #expect(cookie.hasSuffix("; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth"))
+        // It lives as long as the refresh token (30 days by default), not only until the browser closes.
+        #expect(cookie.hasSuffix("; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=2592000"))
         let value = String(cookie.prefix { $0 != ";" })
         #expect(value == "gh_refresh=\(response.data?["refresh_token"]?.stringValue ?? "")")
         let refreshed = try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", value)])
         #expect(refreshed.status == 200)
         #expect(refreshed.header("Set-Cookie")?.hasPrefix("gh_refresh=\(refreshed.data?["refresh_token"]?.stringValue ?? "-")") == true)
+        // A cookie that no longer refreshes (here: reused once its successor was used too, which
+        // ends the session) is cleared.
+        let successor = try #require(refreshed.data?["refresh_token"]?.stringValue)
+        #expect(try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", "gh_refresh=\(successor)")]).status == 200)
+        let reused = try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", value)])
+        #expect(reused.problemCode == "auth/refresh-token-reused")
+        #expect(reused.header("Set-Cookie") == "gh_refresh=; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=0")
+        let unknown = try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", "gh_refresh=not-a-token")])
+        #expect(unknown.problemCode == "auth/invalid-refresh-token")
+        #expect(unknown.header("Set-Cookie")?.hasSuffix("Max-Age=0") == true)
+    }
+
+    /// `refresh_cookie: "only"`: no script (XSS included) can read the refresh token, since no body carries it.
+    @Test(arguments: TestDatabase.kinds)
+    func aCookieOnlyAppNeverPutsTheRefreshTokenInABody(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Web", "refresh_cookie": "only", "refresh_token_ttl_seconds": 3600])
+        let signedUp = try server.request("POST", "/v1/auth/signup", appKey: app.appKey, json: ["email": "web@example.com", "password": "correct horse battery"])
+        #expect(signedUp.status == 201)
+        #expect(signedUp.data?["refresh_token"] == .null)
+        #expect(signedUp.data?["access_token"]?.stringValue != nil)
+        let cookie = try #require(signedUp.header("Set-Cookie"))
+        #expect(cookie.hasSuffix("; Max-Age=3600"))
+        let refreshed = try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", String(cookie.prefix { $0 != ";" }))])
+        #expect(refreshed.status == 200)
+        #expect(refreshed.data?["refresh_token"] == .null)
+        #expect(refreshed.header("Set-Cookie")?.hasPrefix("gh_refresh=") == true)
+        #expect(try server.request("GET", "/v1/admin/app", bearer: app.secretKey).data?["refresh_cookie"] == "only")
+        // Anything else is refused, naming the three choices.
+        let wrong = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["refresh_cookie": "yes"])
+        #expect(wrong.problemCode == "request/validation-failed")
+        #expect(wrong.json?["errors"]?.arrayValue?.first?["field"] == "refresh_cookie")
     }
 }
 

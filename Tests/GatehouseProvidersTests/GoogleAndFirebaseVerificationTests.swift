@@ -16,8 +16,9 @@ import Testing
     @Test func bothIssuersAreAccepted() throws {
         for issuer in ["accounts.google.com", "https://accounts.google.com"] {
             let token = f.google.mintIDToken(sub: "1098", aud: clientID, email: "ada@gmail.com", issuer: issuer)
-            #expect(try verify(token) == ProviderIdentity(
-                subject: "1098", email: "ada@gmail.com", emailVerified: true, audience: clientID))
+            var expected = ProviderIdentity(subject: "1098", email: "ada@gmail.com", emailVerified: true, audience: clientID)
+            (expected.issuer, expected.issuedAt, expected.expiresAt) = (issuer, f.now, f.now + 3600)
+            #expect(try verify(token) == expected)
         }
         for issuer in ["http://accounts.google.com", "https://accounts.google.com/", "https://appleid.apple.com"] {
             #expect(invalidTokenReason { try verify(f.google.mintIDToken(aud: clientID, issuer: issuer)) } == "wrong issuer")
