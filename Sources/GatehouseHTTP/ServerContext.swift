@@ -191,6 +191,9 @@ final class ServerContext: Sendable {
         for (name, value) in response.headers where ResponseHeaderPolicy.allows(name: name, value: value) {
             _ = MHD_add_response_header(created, name, value)
         }
+        for (name, value) in ResponseHeaderPolicy.always where !response.headers.contains(name) {
+            _ = MHD_add_response_header(created, name, value)
+        }
         let status = (200...599).contains(response.status) ? UInt32(response.status) : 500
         return MHD_queue_response(connection, status, created)
     }

@@ -131,6 +131,45 @@ struct ProtocolAPITests {
             .header("Access-Control-Allow-Origin") == "https://b.example.com")
     }
 
+    @Test
+    func everyAnswerSaysNoSniffAndVariesByOriginExceptAdminWhichHasNoCORS() throws {
+        let server = try TestServer(.sqlite)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "A", "allowed_origins": ["https://a.example.com"]])
+        let origin = ("Origin", "https://a.example.com")
+        let answers: [(String, TestResponse)] = [
+            ("GET /v1/app", try server.request("GET", "/v1/app", appKey: app.appKey)),
+            ("GET /v1/app, origin", try server.request("GET", "/v1/app", appKey: app.appKey, headers: [origin])),
+            ("GET /v1/app, other origin", try server.request("GET", "/v1/app", appKey: app.appKey, headers: [("Origin", "https://b.example.com")])),
+            ("HEAD /v1/app", try server.request("HEAD", "/v1/app", appKey: app.appKey)),
+            ("401", try server.request("GET", "/v1/app")),
+            ("404", try server.request("GET", "/v1/nope", headers: [origin])),
+            ("405", try server.request("DELETE", "/v1/app", appKey: app.appKey)),
+            ("preflight", try server.request("OPTIONS", "/v1/app", headers: [origin, ("Access-Control-Request-Method", "GET")])),
+            ("healthz", try server.request("GET", "/healthz")),
+        ]
+        for (name, response) in answers {
+            #expect(response.header("X-Content-Type-Options") == "nosniff", "\(name)")
+            #expect(response.headerValues("Vary").filter { $0 == "Origin" }.count == 1, "\(name): \(response.headerValues("Vary"))")
+        }
+        #expect(answers[1].1.header("Access-Control-Allow-Origin") == "https://a.example.com")
+
+        // The admin API is for servers: no CORS header, even with an app key whose app lists the origin.
+        let admin: [(String, TestResponse)] = [
+            ("GET", try server.request("GET", "/v1/admin/app", appKey: app.appKey, bearer: app.secretKey, headers: [origin])),
+            ("401", try server.request("GET", "/v1/admin/app", appKey: app.appKey, headers: [origin])),
+            ("404", try server.request("GET", "/v1/admin/nope", appKey: app.appKey, headers: [origin])),
+            ("preflight", try server.request("OPTIONS", "/v1/admin/app", headers: [origin, ("Access-Control-Request-Method", "PATCH")])),
+        ]
+        #expect(admin[0].1.status == 200)
+        #expect(admin[3].1.status == 405, "a preflight there is an ordinary OPTIONS")
+        for (name, response) in admin {
+            #expect(response.header("X-Content-Type-Options") == "nosniff", "admin \(name)")
+            let cors = response.headers.filter { $0.name.lowercased().hasPrefix("access-control-") || $0.name.lowercased() == "vary" }
+            #expect(cors.isEmpty, "admin \(name): \(cors)")
+        }
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func readinessFailsWithRetryAfterWhenTheDatabaseIsGone(_ kind: TestDatabaseKind) throws {
         let server = try TestServer(kind)

@@ -382,6 +382,30 @@ struct HTTPServerTests {
         #expect(response.text == "ok")
     }
 
+    @Test func everyAnswerOfOursCarriesNoSniff() throws {
+        let server = try startServer(responder: TestResponder(bodyLimit: 16)) { $0.maxURLBytes = 64; $0.maxHeaderBytes = 512 }
+        defer { server.shutdown() }
+        let answers: [(String, Int, RawResponse?)] = [
+            ("200", 200, get(port: server.port, "/hello")),
+            ("404", 404, get(port: server.port, "/nope")),
+            ("405", 405, exchange(port: server.port, "PUT /hello HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n")),
+            ("answered in head", 403, get(port: server.port, "/forbidden")),
+            ("413", 413, exchange(port: server.port, "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\n")),
+            ("414", 414, get(port: server.port, "/hello?" + String(repeating: "u", count: 100))),
+            ("431", 431, get(port: server.port, "/hello", headers: "X-Big: \(String(repeating: "h", count: 1000))\r\n")),
+            ("400", 400, exchange(port: server.port, "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab")),
+        ]
+        for (name, status, response) in answers {
+            #expect(response?.status == status, "\(name)")
+            #expect(response?.header("X-Content-Type-Options") == "nosniff", "\(name)")
+        }
+        let connection = try #require(RawConnection(port: server.port))
+        connection.send("HEAD /hello HTTP/1.1\r\nHost: h\r\n\r\n")
+        let head = try #require(connection.readResponse(toHead: true))
+        #expect(head.status == 200)
+        #expect(head.header("X-Content-Type-Options") == "nosniff")
+    }
+
     @Test func requestStateIsReleasedAfterEveryKindOfEnding() throws {
         let server = try startServer { $0.connectionTimeoutSeconds = 2 }
         defer { server.shutdown() }
