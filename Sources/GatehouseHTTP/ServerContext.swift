@@ -16,9 +16,15 @@ final class ServerContext: Sendable {
     let offloadPool: OffloadPool?
     /// Requests whose headers reached the access handler and that have not completed yet.
     let inFlight = Atomic<Int>(0)
+    /// Open connections: the per-client limit and the header deadline.
+    let connections: ConnectionGuard
 
-    init(responder: any HTTPResponder, maxHeaderBytes: Int, maxURLBytes: Int, maxDiscardedBodyBytes: Int, offloadPool: OffloadPool?) {
+    init(
+        responder: any HTTPResponder, maxHeaderBytes: Int, maxURLBytes: Int, maxDiscardedBodyBytes: Int, offloadPool: OffloadPool?,
+        connections: ConnectionGuard
+    ) {
         self.responder = responder
+        self.connections = connections
         self.offloadPool = offloadPool
         self.maxHeaderBytes = maxHeaderBytes
         self.maxURLBytes = maxURLBytes
@@ -41,6 +47,9 @@ final class ServerContext: Sendable {
 
         switch state.phase {
         case .created:
+            if let record = gatehouse_mhd_socket_context(connection) {
+                Unmanaged<ConnectionRecord>.fromOpaque(record).takeUnretainedValue().headersReceived()
+            }
             state.phase = .readingBody
             inFlight.add(1, ordering: .relaxed)
             state.counted = true

@@ -227,6 +227,71 @@ struct HTTPServerTests {
         #expect(get(port: server.port, "/hello")?.status == 200)
     }
 
+    @Test func aClientDribblingHeaderLinesIsCutOffAtTheHeaderDeadline() throws {
+        // The idle timeout (10 s) is never reached: a line comes every 0.5 s.
+        let server = try startServer { $0.connectionTimeoutSeconds = 10; $0.headerTimeoutSeconds = 1.5 }
+        defer { server.shutdown() }
+        let connection = try #require(RawConnection(port: server.port))
+        let started = Date()
+        connection.send("GET /hello HTTP/1.1\r\nHost: h\r\n")
+        var closed = false
+        for line in 0..<16 {
+            if connection.peerCloses(within: 0.5) {
+                closed = true
+                break
+            }
+            connection.send("X-Dribble-\(line): x\r\n")
+        }
+        let waited = Date().timeIntervalSince(started)
+        #expect(closed, "still open after \(waited) s of dribbled headers")
+        #expect(waited >= 1.2 && waited < 4, "closed after \(waited) s")
+        #expect(get(port: server.port, "/hello")?.status == 200, "the server carries on")
+    }
+
+    @Test func theHeaderDeadlineSparesPromptHeadersSlowBodiesAndKeptAliveConnections() throws {
+        let server = try startServer { $0.connectionTimeoutSeconds = 10; $0.headerTimeoutSeconds = 1 }
+        defer { server.shutdown() }
+        let connection = try #require(RawConnection(port: server.port))
+        // Headers at once, the body over 1.5 s: the deadline is for headers only.
+        connection.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Type: text/plain\r\nContent-Length: 6\r\n\r\nabc")
+        #expect(!connection.peerCloses(within: 1.5))
+        connection.send("def")
+        #expect(connection.readResponse()?.text == "abcdef")
+        // Each request on a kept-alive connection has its own deadline, counted from the end of the last.
+        for _ in 0..<3 {
+            usleep(600_000)
+            connection.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(connection.readResponse()?.status == 200)
+        }
+        // Idle past the deadline between requests, it is closed like one whose headers are late.
+        #expect(connection.peerCloses(within: 3))
+    }
+
+    @Test func connectionsAreLimitedPerClientAddress() throws {
+        let server = try startServer { $0.perIPConnectionLimit = 2 }
+        defer { server.shutdown() }
+        var held: [RawConnection] = []
+        for _ in 0..<2 {
+            let connection = try #require(RawConnection(port: server.port))
+            connection.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(connection.readResponse()?.status == 200)  // accepted and counted
+            held.append(connection)
+        }
+        let third = try #require(RawConnection(port: server.port))
+        third.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(third.readResponse() == nil, "a third connection from 127.0.0.1 is refused")
+        // Another address is another client (all of 127/8 is loopback on Linux).
+        let other = try #require(RawConnection(port: server.port, source: "127.0.0.2"))
+        other.send("GET /remote HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(other.readResponse()?.text == "127.0.0.2")
+        held.removeFirst()  // closed: its slot is free again
+        #expect(waitUntil {
+            guard let again = RawConnection(port: server.port) else { return false }
+            again.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n")
+            return again.readResponse()?.status == 200
+        })
+    }
+
     @Test func answersThirtyTwoConcurrentClients() throws {
         let server = try startServer()
         defer { server.shutdown() }
