@@ -22,6 +22,10 @@ struct gatehouse_mhd_options {
     void *completed_cls;
     gatehouse_mhd_uri_log_callback uri_log;
     void *uri_log_cls;
+    MHD_AcceptPolicyCallback accept_policy;
+    void *accept_policy_cls;
+    MHD_NotifyConnectionCallback notify_connection;
+    void *notify_connection_cls;
 };
 
 static inline struct MHD_Daemon *gatehouse_mhd_start(unsigned int flags,
@@ -29,7 +33,7 @@ static inline struct MHD_Daemon *gatehouse_mhd_start(unsigned int flags,
                                                      MHD_AccessHandlerCallback handler,
                                                      void *handler_cls,
                                                      const struct gatehouse_mhd_options *o) {
-    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
+    return MHD_start_daemon(flags, port, o->accept_policy, o->accept_policy_cls, handler, handler_cls,
                             MHD_OPTION_THREAD_POOL_SIZE, o->thread_pool_size,
                             MHD_OPTION_CONNECTION_LIMIT, o->connection_limit,
                             MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->per_ip_connection_limit,
@@ -40,6 +44,7 @@ static inline struct MHD_Daemon *gatehouse_mhd_start(unsigned int flags,
                             MHD_OPTION_SOCK_ADDR, o->bind_address,
                             MHD_OPTION_NOTIFY_COMPLETED, o->completed, o->completed_cls,
                             MHD_OPTION_URI_LOG_CALLBACK, o->uri_log, o->uri_log_cls,
+                            MHD_OPTION_NOTIFY_CONNECTION, o->notify_connection, o->notify_connection_cls,
                             MHD_OPTION_END);
 }
 
@@ -54,4 +59,16 @@ static inline const struct sockaddr *gatehouse_mhd_client_address(struct MHD_Con
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     return info == NULL ? NULL : info->client_addr;
+}
+
+/* The connection's socket, or -1. */
+static inline int gatehouse_mhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
+}
+
+/* What MHD_OPTION_NOTIFY_CONNECTION's callback stored in *socket_context for the connection, or NULL. */
+static inline void *gatehouse_mhd_socket_context(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info == NULL ? NULL : info->socket_context;
 }

@@ -36,6 +36,10 @@ final class APIResponder: HTTPResponder {
             response.headers.set("Allow", allowed.joined(separator: ", "))
             return .respond(finish(request, route: "unmatched", start: .now, response))
         case .matched(let route, _, let pattern):
+            if let field = Self.fieldWithNUL(request) {
+                let error = GatehouseError.validation(field, "Must not contain U+0000.")
+                return .respond(finish(request, route: pattern, start: .now, Problem.response(error, instance: request.path, requestID: Self.requestID(request))))
+            }
             if case .json = route.body, hasBody(request), !isJSON(request.headers["Content-Type"]) {
                 return .respond(
                     finish(request, route: pattern, start: .now, problem(.unsupportedMediaType, "Send the body as application/json.", request)))
@@ -125,6 +129,21 @@ final class APIResponder: HTTPResponder {
         let forwarded = request.headers.values("X-Forwarded-For")
         return ClientAddress.resolve(
             peer: request.remoteAddress, forwardedFor: forwarded.isEmpty ? nil : forwarded.joined(separator: ","), trustedProxies: trustedProxies)
+    }
+
+    /// The first part of the request that holds U+0000 once decoded: a path segment (`%00`), a
+    /// query parameter or a header. No identifier, key or name holds one, PostgreSQL text cannot
+    /// store it, and C code downstream would cut the value short at it; so it is refused here,
+    /// before any lookup (JSON bodies: `Request.jsonBody`).
+    static func fieldWithNUL(_ request: HTTPRequest) -> String? {
+        if request.path.utf8.contains(0) || request.path.contains("%00") { return "path" }
+        if let parameter = request.query.first(where: { $0.name.utf8.contains(0) || $0.value.utf8.contains(0) }) {
+            return String(parameter.name.prefix { $0 != "\u{0}" })
+        }
+        for (name, value) in request.headers where name.utf8.contains(0) || value.utf8.contains(0) {
+            return String(name.prefix { $0 != "\u{0}" })
+        }
+        return nil
     }
 
     private func hasBody(_ request: HTTPRequest) -> Bool {

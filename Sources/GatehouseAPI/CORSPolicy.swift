@@ -5,6 +5,11 @@ import Synchronization
 /// CORS from each app's `allowed_origins`. Actual responses allow an origin only when the calling
 /// app (its `X-App-Key`) lists it. Preflights carry no app key, so they are answered for an origin
 /// that any app lists (the actual request is then checked against its own app).
+///
+/// `/v1/admin/*` is outside CORS altogether: secret keys belong on servers, so those answers carry
+/// no CORS header and a preflight there is an ordinary `OPTIONS` (405). Every other answer carries
+/// `Vary: Origin`, whether or not this request's origin matched, so a shared cache never serves one
+/// origin's answer to another.
 final class CORSPolicy: Sendable {
     private let directory: AppDirectory
     private let catalog: any AppCatalog
@@ -21,8 +26,15 @@ final class CORSPolicy: Sendable {
         self.clock = clock
     }
 
+    /// Whether answers for `path` (as sent, not decoded) may carry CORS headers. The router matches
+    /// literal segments byte-wise, so no spelling of an admin route escapes this prefix test.
+    static func covers(path: String) -> Bool {
+        !(path == "/v1/admin" || path.hasPrefix("/v1/admin/"))
+    }
+
     func isPreflight(_ request: HTTPRequest) -> Bool {
         request.method == "OPTIONS" && request.headers["Origin"] != nil && request.headers["Access-Control-Request-Method"] != nil
+            && Self.covers(path: request.path)
     }
 
     /// Answers a preflight for a route that exists (`allowedMethods` are the route's methods).
@@ -38,11 +50,12 @@ final class CORSPolicy: Sendable {
         return response
     }
 
-    /// Adds CORS headers to an actual response when the calling app allows the request's origin.
+    /// Adds `Vary: Origin` to an actual response outside `/v1/admin/*`, and the CORS headers when
+    /// the calling app allows the request's origin.
     func decorate(_ response: inout HTTPResponse, for request: HTTPRequest) {
-        guard let origin = request.headers["Origin"]?.lowercased() else { return }
-        response.headers.add("Vary", "Origin")
-        guard let key = request.headers["X-App-Key"], let app = try? directory.app(key: key),
+        guard Self.covers(path: request.path) else { return }
+        if !response.headers.values("Vary").contains("Origin") { response.headers.add("Vary", "Origin") }
+        guard let origin = request.headers["Origin"]?.lowercased(), let key = request.headers["X-App-Key"], let app = try? directory.app(key: key),
             app.settings.allowedOrigins.contains(origin)
         else { return }
         response.headers.set("Access-Control-Allow-Origin", origin)

@@ -112,6 +112,7 @@ public final class Gatehouse: Sendable {
         http.connectionLimit = configuration.connectionLimit
         http.perIPConnectionLimit = configuration.perIPConnectionLimit
         http.connectionTimeoutSeconds = configuration.connectionTimeoutSeconds
+        http.headerTimeoutSeconds = Double(configuration.headerTimeoutSeconds)
         let cors = CORSPolicy(directory: directory, catalog: store.apps, clock: clock)
         let responder = APIResponder(router: router, cors: cors, metrics: metrics, log: log, accessLog: configuration.accessLog,
             trustedProxies: configuration.trustedProxies.compactMap(IPRange.init))

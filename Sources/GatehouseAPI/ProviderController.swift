@@ -153,7 +153,10 @@ enum FormBody {
         var fields: [(String, String)] = []
         for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = decode(parts[0]), let value = decode(parts.count > 1 ? parts[1] : "") else { return nil }
+            // A `%00` makes no field of Apple's, and PostgreSQL text cannot hold it: not a valid form.
+            guard let name = decode(parts[0]), let value = decode(parts.count > 1 ? parts[1] : ""),
+                !name.utf8.contains(0), !value.utf8.contains(0)
+            else { return nil }
             fields.append((name, value))
         }
         return fields

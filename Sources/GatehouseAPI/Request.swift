@@ -20,6 +20,8 @@ public struct Request: Sendable {
         let json: JSON
         do { json = try JSON.parse(http.body) } catch { throw GatehouseError.validation("body", "Not valid JSON (UTF-8).") }
         guard case .object = json else { throw GatehouseError.validation("body", "Must be a JSON object.") }
+        // "\u0000" is valid JSON but no field of ours holds it, and PostgreSQL text cannot.
+        if let field = json.firstPathHoldingNUL() { throw GatehouseError.validation(field, "Must not contain U+0000.") }
         return json
     }
 
@@ -33,6 +35,30 @@ public struct Request: Sendable {
         let end = token.lastIndex { $0 != 0x20 && $0 != 0x09 }
         guard let end else { return nil }
         return String(decoding: token[token.startIndex...end], as: UTF8.self)
+    }
+}
+
+extension JSON {
+    /// The dotted path (`body` for the top level) of the first string or member name that
+    /// contains U+0000, or nil.
+    fileprivate func firstPathHoldingNUL(_ path: String = "") -> String? {
+        switch self {
+        case .string(let string):
+            return string.utf8.contains(0) ? (path.isEmpty ? "body" : path) : nil
+        case .array(let elements):
+            for (index, element) in elements.enumerated() {
+                if let found = element.firstPathHoldingNUL(path.isEmpty ? "body[\(index)]" : "\(path)[\(index)]") { return found }
+            }
+            return nil
+        case .object(let members):
+            for (name, value) in members {
+                if name.utf8.contains(0) { return path.isEmpty ? "body" : path }
+                if let found = value.firstPathHoldingNUL(path.isEmpty ? name : "\(path).\(name)") { return found }
+            }
+            return nil
+        case .null, .bool, .int, .double:
+            return nil
+        }
     }
 }
 

@@ -145,7 +145,10 @@ extension AppSettings {
         var s = AppSettings(name: "")
         let current: AppSettings? = if case .admin(let c) = source { c } else { nil }
 
-        if let name = r.string("name", maxLength: 100)?.trimmingCharacters(in: .whitespaces), !name.isEmpty {
+        let name = r.string("name", maxLength: 100)?.trimmingCharacters(in: .whitespaces)
+        if let name, InputRules.hasControlOrFormatCharacters(name) {
+            r.fail("name", InputRules.nameCharactersMessage)  // shown to users on consent pages and in mails
+        } else if let name, !name.isEmpty {
             s.name = name
         } else if !r.errors.contains(where: { $0.field == "name" }) {
             r.fail("name", "Required: a name of 1 to 100 characters.")

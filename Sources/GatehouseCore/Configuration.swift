@@ -31,6 +31,8 @@ public struct Configuration: Sendable {
     public var connectionLimit = 1024
     public var perIPConnectionLimit = 256
     public var connectionTimeoutSeconds = 30
+    /// The total time a connection may take to send a request's headers.
+    public var headerTimeoutSeconds = 30
     /// `json` (default) or `off`: one line per request on standard output.
     public var accessLog = true
     /// argon2id cost; OWASP's m=19456 KiB, t=2, p=1 by default. Stored hashes carry their own
@@ -169,6 +171,7 @@ public struct Configuration: Sendable {
         integer("GATEHOUSE_CONNECTION_LIMIT", 1...1_000_000, into: &config.connectionLimit)
         integer("GATEHOUSE_PER_IP_CONNECTION_LIMIT", 1...1_000_000, into: &config.perIPConnectionLimit)
         integer("GATEHOUSE_CONNECTION_TIMEOUT_SECONDS", 1...3600, into: &config.connectionTimeoutSeconds)
+        integer("GATEHOUSE_HEADER_TIMEOUT_SECONDS", 1...3600, into: &config.headerTimeoutSeconds)
         integer("GATEHOUSE_ARGON2_MEMORY_KIB", 1024...1_048_576, into: &config.argon2MemoryKiB)
         integer("GATEHOUSE_ARGON2_ITERATIONS", 1...20, into: &config.argon2Iterations)
         integer("GATEHOUSE_ARGON2_PARALLELISM", 1...16, into: &config.argon2Parallelism)

@@ -2,10 +2,12 @@ import Foundation
 
 /// The rules for what users type: emails, names and passwords (API.md, "Numbers").
 public enum InputRules {
-    /// Trimmed and lowercased; ≤ 254 characters, one `@`, a non-empty local part, a domain with a
-    /// dot, no spaces or control characters.
+    /// Trimmed, lowercased and in Unicode NFC; ≤ 254 characters, one `@`, a non-empty local part,
+    /// a domain with a dot, no spaces or control characters. NFC makes `é` typed as one code point
+    /// and as `e` + U+0301 one address, so they are one account, and one key for every limiter.
     public static func email(_ raw: String, field: String = "email") throws(GatehouseError) -> String {
-        let email = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        // NFC after lowercasing: lowercasing may decompose (`İ` becomes `i` + U+0307).
+        let email = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased().precomposedStringWithCanonicalMapping
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
         guard fits(email, characters: 254), parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !parts[1].hasPrefix("."),
             !parts[1].hasSuffix("."), !email.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control })
@@ -13,14 +15,28 @@ public enum InputRules {
         return email
     }
 
-    /// A first or last name: trimmed, no control characters, at most 50 characters. Empty means none.
+    /// A first or last name: trimmed, no control or format characters, at most 50 characters.
+    /// Empty means none.
     public static func name(_ raw: String, field: String) throws(GatehouseError) -> String? {
         let name = raw.trimmingCharacters(in: .whitespacesAndNewlines)
         guard fits(name, characters: 50) else { throw .validation(field, "Must be at most 50 characters.") }
-        guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw .validation(field, "Must not contain control characters.")
-        }
+        guard !hasControlOrFormatCharacters(name) else { throw .validation(field, nameCharactersMessage) }
         return name.isEmpty ? nil : name
+    }
+
+    /// Why a name was refused by ``hasControlOrFormatCharacters(_:)``.
+    public static let nameCharactersMessage = "Must not contain control characters or invisible formatting characters."
+
+    /// Whether `text` holds a control character (general category Cc) or a format character
+    /// (Cf): bidi embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069), zero-width
+    /// characters (U+200B–U+200F, U+2060, U+FEFF), soft hyphens and the like. Shown to other
+    /// people (a name in a mail, an app's name on a consent page), they can make text read in a
+    /// different order or two names look the same.
+    public static func hasControlOrFormatCharacters(_ text: String) -> Bool {
+        text.unicodeScalars.contains { scalar in
+            let category = scalar.properties.generalCategory
+            return category == .control || category == .format
+        }
     }
 
     /// A password given to be checked (signing in, reauthenticating, the current one): over 128

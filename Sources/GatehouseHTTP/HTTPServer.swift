@@ -29,11 +29,18 @@ public final class HTTPServer: @unchecked Sendable {
         public var threadCount: Int = max(8, 4 * HTTPServer.coreCount)
         /// Total concurrent connections; more are refused at accept.
         public var connectionLimit: Int = 1024
-        /// Concurrent connections from one IP address; more are refused at accept.
+        /// Concurrent connections from one client — an IPv4 address, or an IPv6 /64 (a host or
+        /// network is usually given a whole /64) — more are refused at accept. 0: no limit.
         public var perIPConnectionLimit: Int = 256
         /// Idle time after which libmicrohttpd closes a connection (slow or stalled clients,
         /// idle keep-alive).
         public var connectionTimeoutSeconds: Int = 30
+        /// Total time a connection may take to send a request's headers, from its accept (or
+        /// the end of its previous request) to the blank line; then it is closed without an
+        /// answer. `connectionTimeoutSeconds` alone is an idle timeout, which a client sending one
+        /// header line every few seconds never reaches. Checked about four times a second (at
+        /// least every `headerTimeoutSeconds / 4`). 0: no deadline.
+        public var headerTimeoutSeconds: Double = 30
         /// Memory per connection for libmicrohttpd's buffers; bounds the request line and
         /// headers. Requests too big for it are answered by libmicrohttpd itself, not by the
         /// responder.
@@ -82,6 +89,7 @@ public final class HTTPServer: @unchecked Sendable {
     public let configuration: Configuration
     private let context: ServerContext
     private let lifecycle = Mutex<Lifecycle>(.idle)
+    private let sweeper: HeaderDeadlineSweeper?
     private let boundPort = Atomic<UInt16>(0)
 
     /// Creates a server; nothing listens until `start()`.
@@ -93,7 +101,11 @@ public final class HTTPServer: @unchecked Sendable {
             maxURLBytes: configuration.maxURLBytes,
             maxDiscardedBodyBytes: configuration.maxDiscardedBodyBytes,
             offloadPool: configuration.offloadThreads > 0
-                ? OffloadPool(threadCount: configuration.offloadThreads, queueLimit: configuration.offloadQueueLimit) : nil)
+                ? OffloadPool(threadCount: configuration.offloadThreads, queueLimit: configuration.offloadQueueLimit) : nil,
+            connections: ConnectionGuard(
+                perClientLimit: configuration.perIPConnectionLimit,
+                headerTimeoutMillis: Int64((max(0, configuration.headerTimeoutSeconds) * 1000).rounded())))
+        self.sweeper = context.connections.headerTimeoutMillis > 0 ? HeaderDeadlineSweeper(context.connections) : nil
     }
 
     deinit {
@@ -108,6 +120,7 @@ public final class HTTPServer: @unchecked Sendable {
                 throw StartError(description: "HTTP server was already started")
             }
             let daemon = try startDaemon()
+            sweeper?.start()
             let port = gatehouse_mhd_bound_port(daemon)
             boundPort.store(port != 0 ? port : configuration.port, ordering: .releasing)
             lifecycle = .running(DaemonHandle(daemon: daemon))
@@ -134,6 +147,7 @@ public final class HTTPServer: @unchecked Sendable {
         lifecycle.withLock { lifecycle in
             guard case .running(let handle) = lifecycle else {
                 lifecycle = .stopped
+                sweeper?.stop()
                 context.offloadPool?.drain()  // its threads exit
                 return
             }
@@ -151,6 +165,7 @@ public final class HTTPServer: @unchecked Sendable {
                 usleep(5_000)
             }
             MHD_stop_daemon(handle.daemon)
+            sweeper?.stop()  // after the stop: slow clients are still cut during the grace period
             if listenSocket >= 0 {
                 close(listenSocket)
             }
@@ -175,7 +190,9 @@ public final class HTTPServer: @unchecked Sendable {
             var options = gatehouse_mhd_options(
                 thread_pool_size: UInt32(clamping: max(1, configuration.threadCount)),
                 connection_limit: UInt32(clamping: max(1, configuration.connectionLimit)),
-                per_ip_connection_limit: UInt32(clamping: max(0, configuration.perIPConnectionLimit)),
+                // Counted by ConnectionGuard per IPv4 address or IPv6 /64; libmicrohttpd's own
+                // limit counts single addresses.
+                per_ip_connection_limit: 0,
                 connection_timeout: UInt32(clamping: max(0, configuration.connectionTimeoutSeconds)),
                 connection_memory_limit: max(4096, configuration.connectionMemoryLimit),
                 listen_backlog: UInt32(clamping: max(1, configuration.listenBacklog)),
@@ -183,7 +200,11 @@ public final class HTTPServer: @unchecked Sendable {
                 completed: MicroHTTPDCallbacks.requestCompleted,
                 completed_cls: contextPointer,
                 uri_log: MicroHTTPDCallbacks.requestLineReceived,
-                uri_log_cls: contextPointer)
+                uri_log_cls: contextPointer,
+                accept_policy: MicroHTTPDCallbacks.acceptPolicy,
+                accept_policy_cls: contextPointer,
+                notify_connection: MicroHTTPDCallbacks.connectionNotified,
+                notify_connection_cls: contextPointer)
             errno = 0
             return gatehouse_mhd_start(
                 flags, configuration.port, MicroHTTPDCallbacks.accessHandler, contextPointer, &options)

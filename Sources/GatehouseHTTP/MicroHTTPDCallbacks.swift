@@ -31,12 +31,43 @@ enum MicroHTTPDCallbacks {
     }
 
     /// Also called on abort and timeout.
-    static let requestCompleted: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in
+    static let requestCompleted: MHD_RequestCompletedCallback = { cls, connection, requestContext, _ in
+        if let connection, let record = gatehouse_mhd_socket_context(connection) {
+            Unmanaged<ConnectionRecord>.fromOpaque(record).takeUnretainedValue().requestEnded(now: ConnectionGuard.nowMillis())
+        }
         guard let cls, let requestContext, let pointer = requestContext.pointee else { return }
         requestContext.pointee = nil
         let state = Unmanaged<RequestState>.fromOpaque(pointer).takeRetainedValue()
         if state.counted {
             Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue().inFlight.subtract(1, ordering: .relaxed)
+        }
+    }
+
+    /// Before libmicrohttpd accepts a connection: refuses a client (an IPv4 address, an IPv6 /64)
+    /// that already holds its limit of connections.
+    static let acceptPolicy: MHD_AcceptPolicyCallback = { cls, address, _ in
+        guard let cls, let address else { return .YES }
+        let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+        return context.connections.mayAccept(ConnectionBucket(address)) ? .YES : .NO
+    }
+
+    /// A connection started or closed: its `ConnectionRecord` lives in `*socket_context` between
+    /// the two, for the per-client count and the header deadline.
+    static let connectionNotified: MHD_NotifyConnectionCallback = { cls, connection, socketContext, event in
+        guard let cls, let connection, let socketContext else { return }
+        let guardian = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue().connections
+        switch event.rawValue {  // the case names do not import cleanly
+        case 0:  // MHD_CONNECTION_NOTIFY_STARTED
+            let bucket = gatehouse_mhd_client_address(connection).flatMap { ConnectionBucket($0) }
+            let record = guardian.opened(
+                socket: gatehouse_mhd_connection_fd(connection), bucket: bucket, now: ConnectionGuard.nowMillis())
+            socketContext.pointee = Unmanaged.passRetained(record).toOpaque()
+        case 1:  // MHD_CONNECTION_NOTIFY_CLOSED
+            guard let pointer = socketContext.pointee else { return }
+            socketContext.pointee = nil
+            guardian.closed(Unmanaged<ConnectionRecord>.fromOpaque(pointer).takeRetainedValue())
+        default:
+            break
         }
     }
 }

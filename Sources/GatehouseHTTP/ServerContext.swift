@@ -16,9 +16,15 @@ final class ServerContext: Sendable {
     let offloadPool: OffloadPool?
     /// Requests whose headers reached the access handler and that have not completed yet.
     let inFlight = Atomic<Int>(0)
+    /// Open connections: the per-client limit and the header deadline.
+    let connections: ConnectionGuard
 
-    init(responder: any HTTPResponder, maxHeaderBytes: Int, maxURLBytes: Int, maxDiscardedBodyBytes: Int, offloadPool: OffloadPool?) {
+    init(
+        responder: any HTTPResponder, maxHeaderBytes: Int, maxURLBytes: Int, maxDiscardedBodyBytes: Int, offloadPool: OffloadPool?,
+        connections: ConnectionGuard
+    ) {
         self.responder = responder
+        self.connections = connections
         self.offloadPool = offloadPool
         self.maxHeaderBytes = maxHeaderBytes
         self.maxURLBytes = maxURLBytes
@@ -41,6 +47,9 @@ final class ServerContext: Sendable {
 
         switch state.phase {
         case .created:
+            if let record = gatehouse_mhd_socket_context(connection) {
+                Unmanaged<ConnectionRecord>.fromOpaque(record).takeUnretainedValue().headersReceived()
+            }
             state.phase = .readingBody
             inFlight.add(1, ordering: .relaxed)
             state.counted = true
@@ -189,6 +198,9 @@ final class ServerContext: Sendable {
         guard let created else { return .NO }
         defer { MHD_destroy_response(created) }
         for (name, value) in response.headers where ResponseHeaderPolicy.allows(name: name, value: value) {
+            _ = MHD_add_response_header(created, name, value)
+        }
+        for (name, value) in ResponseHeaderPolicy.always where !response.headers.contains(name) {
             _ = MHD_add_response_header(created, name, value)
         }
         let status = (200...599).contains(response.status) ? UInt32(response.status) : 500

@@ -16,6 +16,10 @@ public struct SQLError: Error, Sendable, CustomStringConvertible {
         case decoding
         /// Migrations could not be loaded or applied.
         case migration
+        /// A bound value the database cannot hold: text containing U+0000 (PostgreSQL text
+        /// cannot store it, and libpq would cut the value short at it). Refused before it is
+        /// sent, on every driver, so a key with a NUL never matches the key before the NUL.
+        case invalidValue
         /// Anything else (syntax errors, …).
         case other
     }
@@ -49,6 +53,11 @@ public struct SQLError: Error, Sendable, CustomStringConvertible {
         case .blob?: what = "a blob"
         }
         return SQLError(kind: .decoding, message: "column \"\(column)\": expected \(expected), found \(what)")
+    }
+
+    /// An ``Kind/invalidValue`` error for text parameter `index` (1-based) containing U+0000.
+    public static func nulInText(parameter index: Int) -> SQLError {
+        SQLError(kind: .invalidValue, message: "text parameter \(index) contains U+0000, which a text column cannot hold")
     }
 
     /// `SQLError(kind): message [constraint]`.

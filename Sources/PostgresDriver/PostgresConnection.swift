@@ -98,7 +98,7 @@ final class PostgresConnection: PooledConnection, SQLConnection {
         var types: [Oid] = []
         values.reserveCapacity(binds.count)
         defer { for value in values { value?.deallocate() } }
-        for bind in binds {
+        for (index, bind) in binds.enumerated() {
             switch bind {
             case .null:
                 values.append(nil); lengths.append(0); formats.append(0); types.append(0)
@@ -106,7 +106,11 @@ final class PostgresConnection: PooledConnection, SQLConnection {
                 // Untyped (OID 0) so the server infers bigint, integer or boolean from context.
                 values.append(Self.cString(String(integer))); lengths.append(0); formats.append(0); types.append(0)
             case .text(let string):
-                values.append(Self.cString(string)); lengths.append(0); formats.append(0); types.append(0)
+                // Text-format parameters go to libpq as C strings (it ignores their lengths), so a
+                // NUL would end the value early: `pk_real\0junk` would match `pk_real`. PostgreSQL
+                // text cannot hold U+0000 at all, so the value is refused here, not shortened.
+                guard !string.utf8.contains(0) else { throw .nulInText(parameter: index + 1) }
+                values.append(Self.cString(string)); lengths.append(Int32(clamping: string.utf8.count)); formats.append(0); types.append(0)
             case .blob(let bytes):
                 // Binary bytea; a non-nil pointer even for zero bytes (nil would mean NULL).
                 let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(bytes.count, 1))

@@ -142,6 +142,9 @@ final class SQLiteConnection: PooledConnection, SQLConnection {
             case .integer(let integer):
                 code = sqlite3_bind_int64(statement, index, integer)
             case .text(let text):
+                // Bound with its length, SQLite would keep a NUL; refused anyway so that both
+                // drivers keep one contract (PostgreSQL text cannot hold U+0000).
+                guard !text.utf8.contains(0) else { throw .nulInText(parameter: Int(index)) }
                 let length = Int32(text.utf8.count)
                 code = text.withCString { sqlite3_bind_text(statement, index, $0, length, Self.transient) }
             case .blob(let bytes):

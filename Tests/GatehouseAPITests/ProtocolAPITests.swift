@@ -131,6 +131,70 @@ struct ProtocolAPITests {
             .header("Access-Control-Allow-Origin") == "https://b.example.com")
     }
 
+    @Test
+    func everyAnswerSaysNoSniffAndVariesByOriginExceptAdminWhichHasNoCORS() throws {
+        let server = try TestServer(.sqlite)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "A", "allowed_origins": ["https://a.example.com"]])
+        let origin = ("Origin", "https://a.example.com")
+        let answers: [(String, TestResponse)] = [
+            ("GET /v1/app", try server.request("GET", "/v1/app", appKey: app.appKey)),
+            ("GET /v1/app, origin", try server.request("GET", "/v1/app", appKey: app.appKey, headers: [origin])),
+            ("GET /v1/app, other origin", try server.request("GET", "/v1/app", appKey: app.appKey, headers: [("Origin", "https://b.example.com")])),
+            ("HEAD /v1/app", try server.request("HEAD", "/v1/app", appKey: app.appKey)),
+            ("401", try server.request("GET", "/v1/app")),
+            ("404", try server.request("GET", "/v1/nope", headers: [origin])),
+            ("405", try server.request("DELETE", "/v1/app", appKey: app.appKey)),
+            ("preflight", try server.request("OPTIONS", "/v1/app", headers: [origin, ("Access-Control-Request-Method", "GET")])),
+            ("healthz", try server.request("GET", "/healthz")),
+        ]
+        for (name, response) in answers {
+            #expect(response.header("X-Content-Type-Options") == "nosniff", "\(name)")
+            #expect(response.headerValues("Vary").filter { $0 == "Origin" }.count == 1, "\(name): \(response.headerValues("Vary"))")
+        }
+        #expect(answers[1].1.header("Access-Control-Allow-Origin") == "https://a.example.com")
+
+        // The admin API is for servers: no CORS header, even with an app key whose app lists the origin.
+        let admin: [(String, TestResponse)] = [
+            ("GET", try server.request("GET", "/v1/admin/app", appKey: app.appKey, bearer: app.secretKey, headers: [origin])),
+            ("401", try server.request("GET", "/v1/admin/app", appKey: app.appKey, headers: [origin])),
+            ("404", try server.request("GET", "/v1/admin/nope", appKey: app.appKey, headers: [origin])),
+            ("preflight", try server.request("OPTIONS", "/v1/admin/app", headers: [origin, ("Access-Control-Request-Method", "PATCH")])),
+        ]
+        #expect(admin[0].1.status == 200)
+        #expect(admin[3].1.status == 405, "a preflight there is an ordinary OPTIONS")
+        for (name, response) in admin {
+            #expect(response.header("X-Content-Type-Options") == "nosniff", "admin \(name)")
+            let cors = response.headers.filter { $0.name.lowercased().hasPrefix("access-control-") || $0.name.lowercased() == "vary" }
+            #expect(cors.isEmpty, "admin \(name): \(cors)")
+        }
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func aNULAnywhereInTheRequestIs400NeverATruncatedMatch(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "A", "redirect_uris": ["https://a.example.com/cb"]])
+        _ = try server.signUp(app)
+        // libpq sent text as C strings, so on PostgreSQL `<key>%00junk` found the app of `<key>`.
+        let cases: [(String, String, [(String, String)], JSON?, String)] = [
+            ("GET", "/v1/auth/oauth/apple/authorize?app_key=\(app.appKey)%00junk&redirect_uri=https%3A%2F%2Fa.example.com%2Fcb&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256", [], nil, "app_key"),
+            ("GET", "/v1/apps/\(app.id)%00junk/jwks.json", [], nil, "path"),
+            ("POST", "/v1/auth/signin", [("X-App-Key", app.appKey)], ["email": "ada@example.com\u{0}junk", "password": "correct horse battery"], "email"),
+            ("POST", "/v1/auth/signup", [("X-App-Key", app.appKey)], ["email": "eve@example.com", "password": "correct horse battery", "first_name": "E\u{0}ve"], "first_name"),
+            ("POST", "/v1/auth/refresh", [("X-App-Key", app.appKey)], ["refresh_token": "x\u{0}"], "refresh_token"),
+        ]
+        for (method, path, headers, json, field) in cases {
+            let response = try server.request(method, path, headers: headers, json: json)
+            #expect(response.status == 400, "\(method) \(path.prefix(60)): \(response.status) \(response.text)")
+            #expect(response.problemCode == "request/validation-failed", "\(method) \(path.prefix(60))")
+            #expect(response.json?["errors"]?.arrayValue?.first?["field"]?.stringValue == field, "\(method) \(path.prefix(60))")
+        }
+        // The same requests without the NUL reach the app: the 400s above are the NUL's doing.
+        #expect(try server.request("GET", "/v1/apps/\(app.id)/jwks.json").status == 200)
+        #expect(try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"]).status == 200)
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func readinessFailsWithRetryAfterWhenTheDatabaseIsGone(_ kind: TestDatabaseKind) throws {
         let server = try TestServer(kind)

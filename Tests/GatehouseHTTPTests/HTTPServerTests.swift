@@ -227,6 +227,71 @@ struct HTTPServerTests {
         #expect(get(port: server.port, "/hello")?.status == 200)
     }
 
+    @Test func aClientDribblingHeaderLinesIsCutOffAtTheHeaderDeadline() throws {
+        // The idle timeout (10 s) is never reached: a line comes every 0.5 s.
+        let server = try startServer { $0.connectionTimeoutSeconds = 10; $0.headerTimeoutSeconds = 1.5 }
+        defer { server.shutdown() }
+        let connection = try #require(RawConnection(port: server.port))
+        let started = Date()
+        connection.send("GET /hello HTTP/1.1\r\nHost: h\r\n")
+        var closed = false
+        for line in 0..<16 {
+            if connection.peerCloses(within: 0.5) {
+                closed = true
+                break
+            }
+            connection.send("X-Dribble-\(line): x\r\n")
+        }
+        let waited = Date().timeIntervalSince(started)
+        #expect(closed, "still open after \(waited) s of dribbled headers")
+        #expect(waited >= 1.2 && waited < 4, "closed after \(waited) s")
+        #expect(get(port: server.port, "/hello")?.status == 200, "the server carries on")
+    }
+
+    @Test func theHeaderDeadlineSparesPromptHeadersSlowBodiesAndKeptAliveConnections() throws {
+        let server = try startServer { $0.connectionTimeoutSeconds = 10; $0.headerTimeoutSeconds = 1 }
+        defer { server.shutdown() }
+        let connection = try #require(RawConnection(port: server.port))
+        // Headers at once, the body over 1.5 s: the deadline is for headers only.
+        connection.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Type: text/plain\r\nContent-Length: 6\r\n\r\nabc")
+        #expect(!connection.peerCloses(within: 1.5))
+        connection.send("def")
+        #expect(connection.readResponse()?.text == "abcdef")
+        // Each request on a kept-alive connection has its own deadline, counted from the end of the last.
+        for _ in 0..<3 {
+            usleep(600_000)
+            connection.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(connection.readResponse()?.status == 200)
+        }
+        // Idle past the deadline between requests, it is closed like one whose headers are late.
+        #expect(connection.peerCloses(within: 3))
+    }
+
+    @Test func connectionsAreLimitedPerClientAddress() throws {
+        let server = try startServer { $0.perIPConnectionLimit = 2 }
+        defer { server.shutdown() }
+        var held: [RawConnection] = []
+        for _ in 0..<2 {
+            let connection = try #require(RawConnection(port: server.port))
+            connection.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(connection.readResponse()?.status == 200)  // accepted and counted
+            held.append(connection)
+        }
+        let third = try #require(RawConnection(port: server.port))
+        third.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(third.readResponse() == nil, "a third connection from 127.0.0.1 is refused")
+        // Another address is another client (all of 127/8 is loopback on Linux).
+        let other = try #require(RawConnection(port: server.port, source: "127.0.0.2"))
+        other.send("GET /remote HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(other.readResponse()?.text == "127.0.0.2")
+        held.removeFirst()  // closed: its slot is free again
+        #expect(waitUntil {
+            guard let again = RawConnection(port: server.port) else { return false }
+            again.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n")
+            return again.readResponse()?.status == 200
+        })
+    }
+
     @Test func answersThirtyTwoConcurrentClients() throws {
         let server = try startServer()
         defer { server.shutdown() }
@@ -380,6 +445,30 @@ struct HTTPServerTests {
         #expect(response.header("Injected") == nil)
         #expect(response.header("X-Newline") == nil)
         #expect(response.text == "ok")
+    }
+
+    @Test func everyAnswerOfOursCarriesNoSniff() throws {
+        let server = try startServer(responder: TestResponder(bodyLimit: 16)) { $0.maxURLBytes = 64; $0.maxHeaderBytes = 512 }
+        defer { server.shutdown() }
+        let answers: [(String, Int, RawResponse?)] = [
+            ("200", 200, get(port: server.port, "/hello")),
+            ("404", 404, get(port: server.port, "/nope")),
+            ("405", 405, exchange(port: server.port, "PUT /hello HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n")),
+            ("answered in head", 403, get(port: server.port, "/forbidden")),
+            ("413", 413, exchange(port: server.port, "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\n")),
+            ("414", 414, get(port: server.port, "/hello?" + String(repeating: "u", count: 100))),
+            ("431", 431, get(port: server.port, "/hello", headers: "X-Big: \(String(repeating: "h", count: 1000))\r\n")),
+            ("400", 400, exchange(port: server.port, "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab")),
+        ]
+        for (name, status, response) in answers {
+            #expect(response?.status == status, "\(name)")
+            #expect(response?.header("X-Content-Type-Options") == "nosniff", "\(name)")
+        }
+        let connection = try #require(RawConnection(port: server.port))
+        connection.send("HEAD /hello HTTP/1.1\r\nHost: h\r\n\r\n")
+        let head = try #require(connection.readResponse(toHead: true))
+        #expect(head.status == 200)
+        #expect(head.header("X-Content-Type-Options") == "nosniff")
     }
 
     @Test func requestStateIsReleasedAfterEveryKindOfEnding() throws {

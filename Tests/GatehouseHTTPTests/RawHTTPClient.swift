@@ -1,3 +1,4 @@
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -25,14 +26,27 @@ final class RawConnection {
     private var buffer: [UInt8] = []
     private(set) var isClosedByPeer = false
 
-    /// Connects to 127.0.0.1:`port`; `nil` if refused.
+    /// Connects to 127.0.0.1:`port` (from `source`, another loopback address such as
+    /// `127.0.0.2`, when given); `nil` if refused.
     ///
     /// `self.fd` is set only once connected: a failable initializer that returns `nil` after
     /// every stored property is set still runs `deinit`, which would close the descriptor a
     /// second time, and by then its number may belong to another test's socket.
-    init?(port: UInt16, receiveTimeoutSeconds: Int = 5) {
+    init?(port: UInt16, receiveTimeoutSeconds: Int = 5, source: String? = nil) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                close(fd)
+                return nil
+            }
+        }
         var timeout = timeval(tv_sec: receiveTimeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
@@ -111,6 +125,22 @@ final class RawConnection {
             if received > 0 { continue }
             if received == 0 { return true }
             return errno == ECONNRESET
+        }
+    }
+
+    /// Whether the peer closes the connection (EOF or reset) within `seconds`; anything it
+    /// sends first is discarded. `false` when it is still open then.
+    func peerCloses(within seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { return false }
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, Int32(left * 1000) + 1) > 0 else { continue }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let received = recv(fd, &chunk, chunk.count, Int32(MSG_DONTWAIT))
+            if received == 0 { return true }
+            if received < 0, errno == ECONNRESET { return true }
         }
     }
 

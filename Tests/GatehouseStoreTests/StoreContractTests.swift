@@ -72,6 +72,25 @@ import Testing
     }
 
     @Test(arguments: DatabaseKind.all)
+    func textWithANULIsRefusedAndNeverMatchesTheTextBeforeIt(kind: DatabaseKind) throws {
+        try withDatabase(kind) { test in
+            let db = test.database
+            try createContractSchema(db)
+            try db.execute("INSERT INTO items (id, label) VALUES (\("pk_real"), \("real"))")
+            // libpq reads text parameters as C strings: this looked up `pk_real`.
+            let lookup = #expect(throws: SQLError.self) {
+                try db.query("SELECT id FROM items WHERE id = \("pk_real\u{0}junk")")
+            }
+            #expect(lookup?.kind == .invalidValue)
+            let insert = #expect(throws: SQLError.self) {
+                try db.execute("INSERT INTO items (id, label) VALUES (\("n\u{0}"), \("x"))")
+            }
+            #expect(insert?.kind == .invalidValue)
+            #expect(try db.query("SELECT id FROM items").map { try $0.string("id") } == ["pk_real"])
+        }
+    }
+
+    @Test(arguments: DatabaseKind.all)
     func injectionLookingTextIsStoredLiterally(kind: DatabaseKind) throws {
         try withDatabase(kind) { test in
             let db = test.database

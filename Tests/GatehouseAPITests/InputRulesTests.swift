@@ -1,0 +1,81 @@
+import Foundation
+import GatehouseCore
+import GatehouseTesting
+import Testing
+
+/// What users type (API.md "Numbers", "Hardening rules"): names refuse invisible formatting,
+/// emails are compared in one Unicode form.
+@Suite("Input rules")
+struct InputRulesTests {
+    /// Bidi embeddings, overrides and isolates, zero-width characters, the BOM, a soft hyphen:
+    /// all general category Cf, all invisible or reordering when shown.
+    static let formatCharacters: [Unicode.Scalar] = [
+        "\u{202A}", "\u{202B}", "\u{202C}", "\u{202D}", "\u{202E}", "\u{2066}", "\u{2067}", "\u{2068}", "\u{2069}",
+        "\u{200B}", "\u{200C}", "\u{200D}", "\u{200E}", "\u{200F}", "\u{2060}", "\u{FEFF}", "\u{00AD}",
+    ]
+
+    @Test(arguments: formatCharacters)
+    func namesRefuseFormatCharacters(_ scalar: Unicode.Scalar) {
+        let error = #expect(throws: GatehouseError.self) { try InputRules.name("Ada\(Character(scalar))Lovelace", field: "first_name") }
+        #expect(error?.code == .validationFailed)
+        #expect(error?.fieldErrors.first?.field == "first_name")
+    }
+
+    @Test func namesKeepLettersMarksAndSpaces() throws {
+        for name in ["Zoë", "José María", "O'Brien-Smith", "李小龍", "Ngũgĩ", "e\u{0301}mile"] {
+            #expect(try InputRules.name(name, field: "first_name") == name)
+        }
+        #expect(throws: GatehouseError.self) { try InputRules.name("Ada\u{7}", field: "first_name") }
+    }
+
+    @Test func emailsAreOneAddressInEitherUnicodeForm() throws {
+        let composed = try InputRules.email("ren\u{E9}e@example.com")
+        let decomposed = try InputRules.email("Rene\u{0301}e@Example.com")
+        #expect(composed == decomposed)
+        #expect(Array(decomposed.unicodeScalars) == Array("ren\u{E9}e@example.com".unicodeScalars), "stored composed (NFC)")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func signingUpDecomposedThenSigningInComposedIsOneAccount(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Names", "rate_limits": ["auth_per_minute_per_ip": 1000]])
+        let password = "correct horse battery"
+        let signUp = try server.request("POST", "/v1/auth/signup", appKey: app.appKey, json: ["email": "rene\u{0301}e@example.com", "password": .string(password)])
+        #expect(signUp.status == 201)
+        let userID = try #require(signUp.data?["user"]?["id"]?.stringValue)
+        #expect(signUp.data?["user"]?["email"]?.stringValue.map { Array($0.unicodeScalars) } == Array("ren\u{E9}e@example.com".unicodeScalars))
+
+        let signIn = try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "ren\u{E9}e@example.com", "password": .string(password)])
+        #expect(signIn.status == 200)
+        #expect(signIn.data?["user"]?["id"]?.stringValue == userID)
+        let again = try server.request("POST", "/v1/auth/signup", appKey: app.appKey, json: ["email": "ren\u{E9}e@example.com", "password": .string(password)])
+        #expect(again.problemCode == "auth/email-already-in-use")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func namesWithBidiOverridesOrZeroWidthCharactersAre400(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Names", "rate_limits": ["auth_per_minute_per_ip": 1000]])
+        let signUp = try server.request(
+            "POST", "/v1/auth/signup", appKey: app.appKey,
+            json: ["email": "a@example.com", "password": "correct horse battery", "first_name": "Ada\u{202E}gnp.exe"])
+        #expect(signUp.status == 400)
+        #expect(signUp.problemCode == "request/validation-failed")
+        #expect(signUp.json?["errors"]?.arrayValue?.first?["field"]?.stringValue == "first_name")
+
+        let session = try server.signUp(app)
+        let token = try #require(session["access_token"]?.stringValue)
+        let patched = try server.request("PATCH", "/v1/me", appKey: app.appKey, bearer: token, json: ["last_name": "Love\u{200B}lace"])
+        #expect(patched.status == 400)
+        #expect(patched.problemCode == "request/validation-failed")
+        #expect(patched.json?["errors"]?.arrayValue?.first?["field"]?.stringValue == "last_name")
+
+        let renamed = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["name": "Pay\u{2067}Pal"])
+        #expect(renamed.status == 400)
+        #expect(renamed.problemCode == "request/validation-failed")
+        #expect(renamed.json?["errors"]?.arrayValue?.first?["field"]?.stringValue == "name")
+        #expect(try server.request("GET", "/v1/admin/app", bearer: app.secretKey).data?["name"] == "Names")
+    }
+}
