@@ -11,6 +11,11 @@ import Synchronization
 /// - A failed refresh keeps serving the last good keys and is retried no sooner than
 ///   `unknownKidRefetchInterval` later. With no keys ever fetched, every call may try again, and a
 ///   failure throws ``ProviderError/unavailable(_:)``.
+/// - A `kid` that is not in the cached set while the last fetch failed (the refetch it triggered
+///   failed, or was held back by the interval after a failure) throws
+///   ``ProviderError/unavailable(_:)``, not "unknown": the token may be signed by a key the
+///   provider published after our last good fetch. Only a `kid` missing from a set fetched
+///   successfully (and no sooner than the interval allows) is unknown.
 /// - Only one thread fetches a given URL at a time; threads that waited for that fetch use its
 ///   result instead of fetching again. A thread that holds a cached (stale) key for its `kid` never
 ///   waits for another thread's fetch.
@@ -36,15 +41,16 @@ public final class JWKSCache: Sendable {
     }
 
     /// The key with `kid` published at `url`, fetching or refetching the set as the rules above
-    /// allow. `nil` when the `kid` is not in the set even after the allowed refetch. Throws
-    /// ``ProviderError/unavailable(_:)`` when no keys were ever fetched from `url` and the fetch fails.
+    /// allow. `nil` when the `kid` is not in the set even after the allowed refetch succeeded.
+    /// Throws ``ProviderError/unavailable(_:)`` when the `kid` is not in the cached set and the
+    /// last fetch from `url` failed (including when no keys were ever fetched).
     public func key(url: String, kid: String) throws(ProviderError) -> VerificationKey? {
         let entry = self.entry(for: url)
         let now = clock.nowMillis()
         let seen = entry.state.withLock { $0 }
         if let keys = seen.keys, now < seen.expiresAt, let key = keys[kid] { return key }
 
-        guard mayFetch(seen, kidKnown: seen.keys?[kid] != nil, now: now) else { return seen.keys?[kid] }
+        guard mayFetch(seen, kidKnown: seen.keys?[kid] != nil, now: now) else { return try Self.lookUp(kid, in: seen, url: url) }
 
         if let stale = seen.keys?[kid] {
             // Stale but usable: refresh if nobody else is, never wait.
@@ -57,11 +63,19 @@ public final class JWKSCache: Sendable {
             entry.fetching.withLock { _ in fetchUnlessFetched(entry, url: url, attemptsSeen: seen.attempts) }
         }
 
-        let after = entry.state.withLock { $0 }
-        guard let keys = after.keys else {
-            throw .unavailable("no keys from \(OutboundHTTPClient.origin(url)): \(after.lastError ?? "fetch failed")")
-        }
-        return keys[kid]
+        return try Self.lookUp(kid, in: entry.state.withLock { $0 }, url: url)
+    }
+
+    /// `kid`'s key in `state`; `nil` only when the set it was looked up in is the result of a
+    /// successful fetch, else (a failed last fetch, no keys) unavailable.
+    private static func lookUp(_ kid: String, in state: Entry.State, url: String) throws(ProviderError) -> VerificationKey? {
+        if let key = state.keys?[kid] { return key }
+        guard state.keys == nil || state.lastError != nil else { return nil }
+        let reason = state.lastError ?? "fetch failed"
+        throw .unavailable(
+            state.keys == nil
+                ? "no keys from \(OutboundHTTPClient.origin(url)): \(reason)"
+                : "kid not in the cached keys of \(OutboundHTTPClient.origin(url)) and the last fetch failed: \(reason)")
     }
 
     private func mayFetch(_ state: Entry.State, kidKnown: Bool, now: Int64) -> Bool {
