@@ -91,5 +91,17 @@ final class SilentListener {
         port = UInt16(bigEndian: address.sin_port)
     }
 
+    /// Connections waiting in the backlog, accepted (and closed) now without waiting.
+    func acceptedConnections() -> Int {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        var count = 0
+        while true {
+            let connection = accept(fd, nil, nil)
+            guard connection >= 0 else { return count }
+            close(connection)
+            count += 1
+        }
+    }
+
     deinit { close(fd) }
 }
