@@ -8,9 +8,11 @@ import Synchronization
 /// - A `kid` the cached set lacks triggers a refetch, but at most once per
 ///   `unknownKidRefetchInterval` per URL (counted from the last fetch attempt), so a flood of
 ///   tokens with made-up `kid`s cannot become a flood of requests to the provider.
-/// - A failed refresh keeps serving the last good keys and is retried no sooner than
-///   `unknownKidRefetchInterval` later. With no keys ever fetched, every call may try again, and a
-///   failure throws ``ProviderError/unavailable(_:)``.
+/// - A failed fetch is retried no sooner than `unknownKidRefetchInterval` later (a negative cache
+///   per URL), whether or not keys were fetched before: meanwhile the last good keys are served,
+///   and a `kid` they lack (or any `kid`, with no keys ever fetched) throws
+///   ``ProviderError/unavailable(_:)`` at once, so a key server that is down or hangs is not
+///   asked again by every request.
 /// - A `kid` that is not in the cached set while the last fetch failed (the refetch it triggered
 ///   failed, or was held back by the interval after a failure) throws
 ///   ``ProviderError/unavailable(_:)``, not "unknown": the token may be signed by a key the
@@ -79,11 +81,10 @@ public final class JWKSCache: Sendable {
     }
 
     private func mayFetch(_ state: Entry.State, kidKnown: Bool, now: Int64) -> Bool {
-        guard state.keys != nil, let lastAttempt = state.lastAttemptAt else { return true }
+        guard let lastAttempt = state.lastAttemptAt else { return true }
         let cooledDown = now - lastAttempt >= refetchInterval
-        if now >= state.expiresAt {
-            return state.lastError == nil || cooledDown  // expired: refresh, unless a refresh just failed
-        }
+        if state.lastError != nil { return cooledDown }  // the last fetch failed: not before the interval
+        if now >= state.expiresAt { return true }
         return !kidKnown && cooledDown
     }
 

@@ -26,7 +26,7 @@ public struct OutboundResponse: Sendable {
 /// Blocking HTTP(S) calls to identity providers on libcurl.
 ///
 /// Each call uses its own easy handle on the calling thread, so the client is thread-safe and
-/// holds no connection state. Calls are bounded: connect within 5 s (or the total timeout when
+/// holds no connection state. Calls are bounded: connect within 3 s (or the total timeout when
 /// shorter), finish within `timeoutSeconds`, at most `maxResponseBytes` of body and 64 KiB of
 /// headers. Only `http` and `https` URLs are accepted; redirects are never followed (a 3xx is
 /// returned as it is). Any HTTP status is returned: callers decide what a 4xx or 5xx means.
@@ -41,7 +41,9 @@ public final class OutboundHTTPClient: Sendable {
     /// Which addresses calls may connect to, checked after DNS resolution.
     public let addressPolicy: OutboundAddressPolicy
 
-    static let connectTimeoutSeconds = 5
+    /// A provider that does not complete a TCP (and TLS) handshake in 3 s is not going to
+    /// answer: fail fast rather than hold a thread for the whole `timeoutSeconds`.
+    static let connectTimeoutSeconds = 3
     static let maxHeaderBytes = 64 * 1024
     private static let globalInit: Void = { _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 

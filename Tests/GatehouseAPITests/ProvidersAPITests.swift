@@ -252,6 +252,7 @@ struct ProvidersAPITests {
         #expect(down.status == 503)
         #expect(down.problemCode == "provider/unavailable")
         world.apple.setDown(false)
+        world.clock.advance(seconds: 30)  // a failed key fetch is not retried sooner
 
         // An app closed to new accounts is closed to them by every sign-in method; known users still sign in.
         let known = try world.appleSignIn(["identity_token": .string(world.appleToken()), "nonce": "raw-nonce-1"])

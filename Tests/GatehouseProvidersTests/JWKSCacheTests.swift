@@ -116,9 +116,18 @@ import Testing
         f.apple.setDown(true)
         let error = providerError { try f.cache.key(url: f.apple.keysURL, kid: f.apple.keys.currentKid) }
         #expect(error?.isUnavailable == true)
-        // With nothing cached there is no cool-down: the next call tries again.
+        #expect(f.apple.keysFetchCount == 1)
+        // A negative cache: for 30 s after the failure no call asks again, each answers unavailable at once.
         f.apple.setDown(false)
+        for _ in 0..<20 {
+            #expect(providerError { try f.cache.key(url: f.apple.keysURL, kid: f.apple.keys.currentKid) }?.isUnavailable == true)
+        }
+        f.clock.advance(seconds: 29)
+        #expect(providerError { try f.cache.key(url: f.apple.keysURL, kid: f.apple.keys.currentKid) }?.isUnavailable == true)
+        #expect(f.apple.keysFetchCount == 1)
+        f.clock.advance(seconds: 1)
         #expect(try f.cache.key(url: f.apple.keysURL, kid: f.apple.keys.currentKid) != nil)
+        #expect(f.apple.keysFetchCount == 2)
     }
 
     /// The token's key may have been published after our last good fetch: while the refetch fails
