@@ -9,3 +9,4 @@ typedef size_t (*gh_curl_write_callback)(char *ptr, size_t size, size_t nmemb, v
 static inline CURLcode gh_curl_set_write_function(CURL *h, gh_curl_write_callback f) { return curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, f); }
 static inline CURLcode gh_curl_set_header_function(CURL *h, gh_curl_write_callback f) { return curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, f); }
 static inline CURLcode gh_curl_setopt_off(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode gh_curl_set_opensocket_function(CURL *h, curl_opensocket_callback f) { return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, f); }

@@ -48,7 +48,7 @@ final class APIResponder: HTTPResponder {
                 return .respond(
                     finish(request, route: pattern, start: .now, problem(.unsupportedMediaType, "Send the body as application/x-www-form-urlencoded.", request)))
             }
-            return .readBody(limit: Self.jsonBodyLimit, offload: route.hashesPassword)
+            return .readBody(limit: Self.jsonBodyLimit, offload: route.hashesPassword, waitsOnNetwork: route.callsProvider)
         }
     }
 

@@ -98,6 +98,9 @@ public final class Gatehouse: Sendable {
     /// Every operation of the route table, for the OpenAPI drift test.
     public var operations: [(method: String, pattern: String)] { router.operations }
 
+    /// Threads that answer the provider routes (sign-in, linking, the Apple callback).
+    static let providerThreads = 16
+
     /// An HTTP server for this application (not yet started).
     public func makeServer(host: String? = nil, port: UInt16? = nil) -> HTTPServer {
         var http = HTTPServer.Configuration()
@@ -109,6 +112,11 @@ public final class Gatehouse: Sendable {
         // second of sign-ins may queue; more are answered 503 server/busy at once.
         http.offloadThreads = 2 * configuration.hashConcurrency
         http.offloadQueueLimit = 64 * configuration.hashConcurrency
+        // Provider calls (keys, Apple's token endpoint) wait on the network, up to the outbound
+        // timeout, on threads of their own: a slow provider holds neither the workers nor the
+        // hashing threads. Reauthentication, which may hash, stays on the hashing threads.
+        http.networkOffloadThreads = Self.providerThreads
+        http.networkOffloadQueueLimit = 32 * Self.providerThreads
         http.connectionLimit = configuration.connectionLimit
         http.perIPConnectionLimit = configuration.perIPConnectionLimit
         http.connectionTimeoutSeconds = configuration.connectionTimeoutSeconds

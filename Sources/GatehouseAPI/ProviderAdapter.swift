@@ -44,7 +44,7 @@ struct ProviderAdapter: IdentityProviders {
 
     private func map(_ error: ProviderError) -> GatehouseError {
         switch error {
-        case .unavailable(let why):
+        case .unavailable(let why), .addressRefused(let why):  // providers' URLs are the server's own: never refused
             log.warning("identity provider unavailable", ["reason": .string(why)])
             return GatehouseError(.providerUnavailable, "The identity provider cannot be reached; retry later.", retryAfter: 5)
         case .invalidToken:

@@ -11,14 +11,14 @@ struct ProviderController {
     static let flowCookie = "gh_flow"
 
     func register(_ routes: inout Routes) {
-        routes.post("/v1/auth/oauth/apple", appleSignIn)
-        routes.post("/v1/auth/oauth/google", googleSignIn)
+        routes.post("/v1/auth/oauth/apple", callsProvider: true, appleSignIn)
+        routes.post("/v1/auth/oauth/google", callsProvider: true, googleSignIn)
         // It stores a web flow: not for a HEAD from a link checker.
         routes.get("/v1/auth/oauth/apple/authorize", head: false, appleAuthorize)
-        routes.post("/v1/auth/oauth/apple/callback", body: .form, appleCallback)
+        routes.post("/v1/auth/oauth/apple/callback", body: .form, callsProvider: true, appleCallback)
         routes.post("/v1/auth/exchange", exchange)
-        routes.post("/v1/me/identities/apple", linkApple)
-        routes.post("/v1/me/identities/google", linkGoogle)
+        routes.post("/v1/me/identities/apple", callsProvider: true, linkApple)
+        routes.post("/v1/me/identities/google", callsProvider: true, linkGoogle)
         routes.delete("/v1/me/identities/{provider}", unlink)
     }
 

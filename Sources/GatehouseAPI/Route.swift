@@ -20,11 +20,15 @@ public struct Route: Sendable {
     /// Answered on the server's offload threads, not on an HTTP worker: the handler hashes a
     /// password and may wait for the hasher (ADR 0004).
     public let hashesPassword: Bool
+    /// Answered on the server's network offload threads, not on an HTTP worker: the handler
+    /// calls an identity provider (keys, Apple's token endpoint) and may wait for it.
+    public let callsProvider: Bool
     public let handler: Handler
 
-    public init(body: Body, hashesPassword: Bool = false, handler: @escaping Handler) {
+    public init(body: Body, hashesPassword: Bool = false, callsProvider: Bool = false, handler: @escaping Handler) {
         self.body = body
         self.hashesPassword = hashesPassword
+        self.callsProvider = callsProvider
         self.handler = handler
     }
 }
@@ -38,8 +42,10 @@ public struct Routes {
         router.add("GET", pattern, head: head, Route(body: .none, handler: handler))
     }
     public mutating func delete(_ pattern: String, _ handler: @escaping Handler) { router.add("DELETE", pattern, Route(body: .none, handler: handler)) }
-    public mutating func post(_ pattern: String, body: Route.Body = .json, hashesPassword: Bool = false, _ handler: @escaping Handler) {
-        router.add("POST", pattern, Route(body: body, hashesPassword: hashesPassword, handler: handler))
+    public mutating func post(
+        _ pattern: String, body: Route.Body = .json, hashesPassword: Bool = false, callsProvider: Bool = false, _ handler: @escaping Handler
+    ) {
+        router.add("POST", pattern, Route(body: body, hashesPassword: hashesPassword, callsProvider: callsProvider, handler: handler))
     }
     public mutating func patch(_ pattern: String, _ handler: @escaping Handler) { router.add("PATCH", pattern, Route(body: .json, handler: handler)) }
     public mutating func put(_ pattern: String, hashesPassword: Bool = false, _ handler: @escaping Handler) {

@@ -20,6 +20,11 @@ public struct Configuration: Sendable {
     public var tenantsDirectory: String?
     public var smtpURL = "log:"
     public var trustedProxies: [String] = []
+    /// `GATEHOUSE_ALLOW_PRIVATE_OUTBOUND`: whether connections to URLs a tenant admin sets (an
+    /// app's SMTP server, its webhooks) may reach loopback, private, link-local and metadata
+    /// addresses. Off in production; for local development and tests. The server's own URLs are
+    /// never restricted.
+    public var allowPrivateOutbound = false
     public var appleURL = "https://appleid.apple.com"
     public var googleJWKSURL = "https://www.googleapis.com/oauth2/v3/certs"
     public var firebaseJWKSURL = "https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com"
@@ -142,6 +147,13 @@ public struct Configuration: Sendable {
                 config.smtpURL = smtp
             } else {
                 problems.append("GATEHOUSE_SMTP_URL must be log:, smtp://… or smtps://….")
+            }
+        }
+        if let allow = value("GATEHOUSE_ALLOW_PRIVATE_OUTBOUND") {
+            switch allow {
+            case "true": config.allowPrivateOutbound = true
+            case "false": config.allowPrivateOutbound = false
+            default: problems.append("GATEHOUSE_ALLOW_PRIVATE_OUTBOUND must be true or false.")
             }
         }
         if let proxies = value("GATEHOUSE_TRUSTED_PROXIES") {

@@ -2,8 +2,11 @@
 public enum HeadDecision: Sendable {
     /// Read the body, up to `limit` bytes; more is answered with `bodyTooLarge`. With `offload`,
     /// `respond` runs on the server's offload threads instead of the worker (for handlers that
-    /// wait long, such as password hashing: see `HTTPServer.Configuration.offloadThreads`).
-    case readBody(limit: Int, offload: Bool = false)
+    /// wait long, such as password hashing: see `HTTPServer.Configuration.offloadThreads`). With
+    /// `waitsOnNetwork`, it runs on the network offload threads instead (handlers that wait for
+    /// another server: see `HTTPServer.Configuration.networkOffloadThreads`), so a slow remote
+    /// server holds neither a worker nor the threads that hash.
+    case readBody(limit: Int, offload: Bool = false, waitsOnNetwork: Bool = false)
     /// Answer now without reading the body (libmicrohttpd then closes the connection if a body was sent).
     case respond(HTTPResponse)
 }

@@ -68,6 +68,12 @@ public final class HTTPServer: @unchecked Sendable {
         /// Offloaded requests that may wait for an offload thread, holding no thread; more are
         /// answered with `HTTPResponder.busy` at once.
         public var offloadQueueLimit: Int = 256
+        /// Threads that answer requests offloaded with `waitsOnNetwork` (handlers that wait for
+        /// another server), a pool apart from `offloadThreads`. 0: such requests use the
+        /// offload threads when they also ask for `offload`, else the worker.
+        public var networkOffloadThreads: Int = 0
+        /// Requests that may wait for a network offload thread; more are answered `busy`.
+        public var networkOffloadQueueLimit: Int = 256
         /// How long `shutdown()` waits for requests in flight before closing everything.
         /// Offloaded requests are not cut short: queued ones are answered `busy`, running ones
         /// are waited for (libmicrohttpd cannot stop with a connection suspended).
@@ -102,6 +108,8 @@ public final class HTTPServer: @unchecked Sendable {
             maxDiscardedBodyBytes: configuration.maxDiscardedBodyBytes,
             offloadPool: configuration.offloadThreads > 0
                 ? OffloadPool(threadCount: configuration.offloadThreads, queueLimit: configuration.offloadQueueLimit) : nil,
+            networkPool: configuration.networkOffloadThreads > 0
+                ? OffloadPool(threadCount: configuration.networkOffloadThreads, queueLimit: configuration.networkOffloadQueueLimit) : nil,
             connections: ConnectionGuard(
                 perClientLimit: configuration.perIPConnectionLimit,
                 headerTimeoutMillis: Int64((max(0, configuration.headerTimeoutSeconds) * 1000).rounded())))
@@ -149,6 +157,7 @@ public final class HTTPServer: @unchecked Sendable {
                 lifecycle = .stopped
                 sweeper?.stop()
                 context.offloadPool?.drain()  // its threads exit
+                context.networkPool?.drain()
                 return
             }
             lifecycle = .stopped
@@ -160,6 +169,7 @@ public final class HTTPServer: @unchecked Sendable {
                 _ = Glibc.shutdown(listenSocket, Int32(SHUT_RDWR))
             }
             context.offloadPool?.drain()
+            context.networkPool?.drain()
             let deadline = Self.monotonicSeconds() + configuration.shutdownGracePeriodSeconds
             while context.inFlight.load(ordering: .acquiring) > 0, Self.monotonicSeconds() < deadline {
                 usleep(5_000)
@@ -179,7 +189,7 @@ public final class HTTPServer: @unchecked Sendable {
         // ENOENT and aborts the process (MHD_PANIC, "Failed to remove listen FD from epoll set",
         // libmicrohttpd 0.9.75). Shutdown under load hit it; ADR 0001 has the measurements.
         var flags = MHD_USE_POLL_INTERNAL_THREAD.rawValue | MHD_USE_ITC.rawValue | address.flags
-        if configuration.offloadThreads > 0 {
+        if configuration.offloadThreads > 0 || configuration.networkOffloadThreads > 0 {
             flags |= MHD_ALLOW_SUSPEND_RESUME.rawValue
         }
         if configuration.logLibraryErrors {

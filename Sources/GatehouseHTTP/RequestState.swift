@@ -27,6 +27,7 @@ final class RequestState {
     var request = HTTPRequest(method: "", path: "")
     var limit = 0
     var offload = false
+    var waitsOnNetwork = false
     /// The answer of an offloaded request, set by the offload thread before it resumes the connection.
     let offloadedResponse = Mutex<HTTPResponse?>(nil)
     var body: [UInt8] = []

@@ -14,6 +14,7 @@ final class ServerContext: Sendable {
     let maxURLBytes: Int
     let maxDiscardedBodyBytes: Int
     let offloadPool: OffloadPool?
+    let networkPool: OffloadPool?
     /// Requests whose headers reached the access handler and that have not completed yet.
     let inFlight = Atomic<Int>(0)
     /// Open connections: the per-client limit and the header deadline.
@@ -21,11 +22,12 @@ final class ServerContext: Sendable {
 
     init(
         responder: any HTTPResponder, maxHeaderBytes: Int, maxURLBytes: Int, maxDiscardedBodyBytes: Int, offloadPool: OffloadPool?,
-        connections: ConnectionGuard
+        networkPool: OffloadPool?, connections: ConnectionGuard
     ) {
         self.responder = responder
         self.connections = connections
         self.offloadPool = offloadPool
+        self.networkPool = networkPool
         self.maxHeaderBytes = maxHeaderBytes
         self.maxURLBytes = maxURLBytes
         self.maxDiscardedBodyBytes = maxDiscardedBodyBytes
@@ -83,8 +85,8 @@ final class ServerContext: Sendable {
             var request = state.request
             request.body = state.body
             state.body = []
-            if state.offload, let offloadPool {
-                return offload(request, state, connection: connection, to: offloadPool)
+            if let pool = (state.waitsOnNetwork ? networkPool : nil) ?? (state.offload ? offloadPool : nil) {
+                return offload(request, state, connection: connection, to: pool)
             }
             state.phase = .answered
             return queue(responder.respond(to: request), on: connection)
@@ -128,9 +130,10 @@ final class ServerContext: Sendable {
         case .respond(let response):
             state.phase = .answered
             return queue(response, on: connection)
-        case .readBody(let limit, let offload):
+        case .readBody(let limit, let offload, let waitsOnNetwork):
             state.limit = max(0, limit)
             state.offload = offload
+            state.waitsOnNetwork = waitsOnNetwork
             if Self.declaresMoreThan(state.limit, request.headers) {
                 state.phase = .answered
                 return queue(responder.bodyTooLarge(request), on: connection)

@@ -8,9 +8,16 @@ import Synchronization
 /// - A `kid` the cached set lacks triggers a refetch, but at most once per
 ///   `unknownKidRefetchInterval` per URL (counted from the last fetch attempt), so a flood of
 ///   tokens with made-up `kid`s cannot become a flood of requests to the provider.
-/// - A failed refresh keeps serving the last good keys and is retried no sooner than
-///   `unknownKidRefetchInterval` later. With no keys ever fetched, every call may try again, and a
-///   failure throws ``ProviderError/unavailable(_:)``.
+/// - A failed fetch is retried no sooner than `unknownKidRefetchInterval` later (a negative cache
+///   per URL), whether or not keys were fetched before: meanwhile the last good keys are served,
+///   and a `kid` they lack (or any `kid`, with no keys ever fetched) throws
+///   ``ProviderError/unavailable(_:)`` at once, so a key server that is down or hangs is not
+///   asked again by every request.
+/// - A `kid` that is not in the cached set while the last fetch failed (the refetch it triggered
+///   failed, or was held back by the interval after a failure) throws
+///   ``ProviderError/unavailable(_:)``, not "unknown": the token may be signed by a key the
+///   provider published after our last good fetch. Only a `kid` missing from a set fetched
+///   successfully (and no sooner than the interval allows) is unknown.
 /// - Only one thread fetches a given URL at a time; threads that waited for that fetch use its
 ///   result instead of fetching again. A thread that holds a cached (stale) key for its `kid` never
 ///   waits for another thread's fetch.
@@ -36,15 +43,16 @@ public final class JWKSCache: Sendable {
     }
 
     /// The key with `kid` published at `url`, fetching or refetching the set as the rules above
-    /// allow. `nil` when the `kid` is not in the set even after the allowed refetch. Throws
-    /// ``ProviderError/unavailable(_:)`` when no keys were ever fetched from `url` and the fetch fails.
+    /// allow. `nil` when the `kid` is not in the set even after the allowed refetch succeeded.
+    /// Throws ``ProviderError/unavailable(_:)`` when the `kid` is not in the cached set and the
+    /// last fetch from `url` failed (including when no keys were ever fetched).
     public func key(url: String, kid: String) throws(ProviderError) -> VerificationKey? {
         let entry = self.entry(for: url)
         let now = clock.nowMillis()
         let seen = entry.state.withLock { $0 }
         if let keys = seen.keys, now < seen.expiresAt, let key = keys[kid] { return key }
 
-        guard mayFetch(seen, kidKnown: seen.keys?[kid] != nil, now: now) else { return seen.keys?[kid] }
+        guard mayFetch(seen, kidKnown: seen.keys?[kid] != nil, now: now) else { return try Self.lookUp(kid, in: seen, url: url) }
 
         if let stale = seen.keys?[kid] {
             // Stale but usable: refresh if nobody else is, never wait.
@@ -57,19 +65,26 @@ public final class JWKSCache: Sendable {
             entry.fetching.withLock { _ in fetchUnlessFetched(entry, url: url, attemptsSeen: seen.attempts) }
         }
 
-        let after = entry.state.withLock { $0 }
-        guard let keys = after.keys else {
-            throw .unavailable("no keys from \(OutboundHTTPClient.origin(url)): \(after.lastError ?? "fetch failed")")
-        }
-        return keys[kid]
+        return try Self.lookUp(kid, in: entry.state.withLock { $0 }, url: url)
+    }
+
+    /// `kid`'s key in `state`; `nil` only when the set it was looked up in is the result of a
+    /// successful fetch, else (a failed last fetch, no keys) unavailable.
+    private static func lookUp(_ kid: String, in state: Entry.State, url: String) throws(ProviderError) -> VerificationKey? {
+        if let key = state.keys?[kid] { return key }
+        guard state.keys == nil || state.lastError != nil else { return nil }
+        let reason = state.lastError ?? "fetch failed"
+        throw .unavailable(
+            state.keys == nil
+                ? "no keys from \(OutboundHTTPClient.origin(url)): \(reason)"
+                : "kid not in the cached keys of \(OutboundHTTPClient.origin(url)) and the last fetch failed: \(reason)")
     }
 
     private func mayFetch(_ state: Entry.State, kidKnown: Bool, now: Int64) -> Bool {
-        guard state.keys != nil, let lastAttempt = state.lastAttemptAt else { return true }
+        guard let lastAttempt = state.lastAttemptAt else { return true }
         let cooledDown = now - lastAttempt >= refetchInterval
-        if now >= state.expiresAt {
-            return state.lastError == nil || cooledDown  // expired: refresh, unless a refresh just failed
-        }
+        if state.lastError != nil { return cooledDown }  // the last fetch failed: not before the interval
+        if now >= state.expiresAt { return true }
         return !kidKnown && cooledDown
     }
 

@@ -26,25 +26,34 @@ public struct OutboundResponse: Sendable {
 /// Blocking HTTP(S) calls to identity providers on libcurl.
 ///
 /// Each call uses its own easy handle on the calling thread, so the client is thread-safe and
-/// holds no connection state. Calls are bounded: connect within 5 s (or the total timeout when
+/// holds no connection state. Calls are bounded: connect within 3 s (or the total timeout when
 /// shorter), finish within `timeoutSeconds`, at most `maxResponseBytes` of body and 64 KiB of
 /// headers. Only `http` and `https` URLs are accepted; redirects are never followed (a 3xx is
 /// returned as it is). Any HTTP status is returned: callers decide what a 4xx or 5xx means.
 /// Transport failures, timeouts and oversized responses throw ``ProviderError/unavailable(_:)``.
+/// A destination the client's ``addressPolicy`` refuses throws ``ProviderError/addressRefused(_:)``
+/// before any byte is sent to it.
 public final class OutboundHTTPClient: Sendable {
     /// The total time allowed for one call, in seconds.
     public let timeoutSeconds: Int
     /// The largest response body accepted; a larger one fails the call.
     public let maxResponseBytes: Int
+    /// Which addresses calls may connect to, checked after DNS resolution.
+    public let addressPolicy: OutboundAddressPolicy
 
-    static let connectTimeoutSeconds = 5
+    /// A provider that does not complete a TCP (and TLS) handshake in 3 s is not going to
+    /// answer: fail fast rather than hold a thread for the whole `timeoutSeconds`.
+    static let connectTimeoutSeconds = 3
     static let maxHeaderBytes = 64 * 1024
     private static let globalInit: Void = { _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
-    /// Creates a client. `timeoutSeconds` is clamped to at least 1.
-    public init(timeoutSeconds: Int = 10, maxResponseBytes: Int = 1 << 20) {
+    /// Creates a client. `timeoutSeconds` is clamped to at least 1. The default `addressPolicy`
+    /// suits the server's own URLs; a client for URLs a tenant admin sets takes
+    /// ``OutboundAddressPolicy/forTenantURLs(allowPrivate:)``.
+    public init(timeoutSeconds: Int = 10, maxResponseBytes: Int = 1 << 20, addressPolicy: OutboundAddressPolicy = .anyAddress) {
         self.timeoutSeconds = max(1, timeoutSeconds)
         self.maxResponseBytes = max(0, maxResponseBytes)
+        self.addressPolicy = addressPolicy
         _ = Self.globalInit
     }
 
@@ -87,8 +96,12 @@ public final class OutboundHTTPClient: Sendable {
         list = curl_slist_append(list, "Expect:")  // no 100-continue round trip
         defer { curl_slist_free_all(list) }
 
+        let addressGuard = CurlAddressGuard(policy: addressPolicy)
+        defer { withExtendedLifetime(addressGuard) {} }
+
         var setup = CURLE_OK
         func set(_ code: CURLcode) { if setup == CURLE_OK { setup = code } }
+        set(addressGuard.install(on: handle))
         set(gh_curl_setopt_string(handle, CURLOPT_URL, url))
         // Threads and signals: libcurl must not use SIGALRM for DNS timeouts in a threaded server.
         set(gh_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
@@ -116,6 +129,9 @@ public final class OutboundHTTPClient: Sendable {
         guard setup == CURLE_OK else { throw .unavailable("curl setup failed: \(Self.message(setup))") }
 
         let code = curl_easy_perform(handle)
+        if let refused = addressGuard.refused {
+            throw .addressRefused("\(Self.origin(url)) resolved to \(refused), which this request may not reach")
+        }
         if collector.oversized || code == CURLE_FILESIZE_EXCEEDED {
             throw .unavailable("response from \(Self.origin(url)) exceeds \(maxResponseBytes) bytes")
         }

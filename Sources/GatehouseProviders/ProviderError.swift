@@ -14,6 +14,10 @@ public enum ProviderError: Error, Sendable, Equatable {
     /// The provider refused the request, e.g. Apple's `/auth/token` answered `invalid_grant`.
     /// The API answers 401 `auth/invalid-credential`.
     case rejected(String)
+    /// The destination resolved to an address the client's ``OutboundAddressPolicy`` refuses
+    /// (loopback, private, link-local, metadata…); nothing was sent. Only clients for URLs a
+    /// tenant admin sets have such a policy.
+    case addressRefused(String)
 }
 
 extension ProviderError: CustomStringConvertible {
@@ -23,6 +27,7 @@ extension ProviderError: CustomStringConvertible {
         case .unavailable(let reason): "unavailable: \(reason)"
         case .invalidToken(let reason): "invalid token: \(reason)"
         case .rejected(let reason): "rejected: \(reason)"
+        case .addressRefused(let reason): "address refused: \(reason)"
         }
     }
 }

@@ -15,6 +15,18 @@ struct ConfigurationTests {
         #expect(config.adminToken == nil)
         #expect(config.masterKey == nil)
         #expect(config.refreshGraceSeconds == 10)
+        #expect(config.allowPrivateOutbound == false)
+    }
+
+    @Test
+    func privateOutboundConnectionsAreAllowedOnlyByAnExplicitTrue() throws {
+        #expect(try Configuration.fromEnvironment(["GATEHOUSE_ALLOW_PRIVATE_OUTBOUND": "true"]).allowPrivateOutbound)
+        #expect(try !Configuration.fromEnvironment(["GATEHOUSE_ALLOW_PRIVATE_OUTBOUND": "false"]).allowPrivateOutbound)
+        for wrong in ["yes", "1", "TRUE", "on"] {
+            #expect(throws: ConfigurationError.self, "\(wrong)") {
+                try Configuration.fromEnvironment(["GATEHOUSE_ALLOW_PRIVATE_OUTBOUND": wrong])
+            }
+        }
     }
 
     @Test

@@ -252,6 +252,7 @@ struct ProvidersAPITests {
         #expect(down.status == 503)
         #expect(down.problemCode == "provider/unavailable")
         world.apple.setDown(false)
+        world.clock.advance(seconds: 30)  // a failed key fetch is not retried sooner
 
         // An app closed to new accounts is closed to them by every sign-in method; known users still sign in.
         let known = try world.appleSignIn(["identity_token": .string(world.appleToken()), "nonce": "raw-nonce-1"])
@@ -496,5 +497,106 @@ struct AppleWebFlowTests {
         let misconfigured = try callback(world, [("state", pending.state), ("code", "any")], cookie: pending.cookie)
         #expect(misconfigured.status == 303)
         #expect(misconfigured.header("Location")?.contains("error=server_error") == true)
+    }
+
+}
+
+extension ProvidersAPITests {
+    /// API.md: a provider key server that cannot be reached is 503 `provider/unavailable`, also
+    /// when keys are cached but the token's `kid` is not among them: it may be a key published
+    /// after our last good fetch. Only a `kid` missing from a set fetched successfully is 401.
+    @Test(arguments: TestDatabase.kinds)
+    func aKidNotYetFetchedWhileTheKeyServerIsDownIsUnavailableNotInvalid(_ kind: TestDatabaseKind) throws {
+        let world = try ProviderWorld(kind)
+        defer { world.stop() }
+        for provider in KeyServer.allCases {
+            let fake = world.keyServer(provider)
+            let warm = try world.signIn(provider, nonce: "warm")
+            #expect(warm.status == 201, "\(provider)")
+            #expect(fake.fetches() == 1, "\(provider)")
+
+            // The provider rotates; our refetch for the new kid meets a 500.
+            let rotated = try fake.rotate()
+            world.clock.advance(seconds: 30)
+            fake.failNext(500)
+            let during = try world.signIn(provider, kid: rotated, nonce: "rotated-1")
+            #expect(during.status == 503, "\(provider)")
+            #expect(during.problemCode == "provider/unavailable", "\(provider)")
+            #expect(fake.fetches() == 2, "\(provider)")
+            // Within 30 s of that failure no refetch is tried, and the answer stays 503.
+            let held = try world.signIn(provider, kid: rotated, nonce: "rotated-2")
+            #expect(held.problemCode == "provider/unavailable", "\(provider)")
+            #expect(fake.fetches() == 2, "\(provider)")
+            // The server is back: the token by the rotated key was valid all along.
+            world.clock.advance(seconds: 30)
+            #expect(try world.signIn(provider, kid: rotated, nonce: "rotated-3").status == 200, "\(provider)")
+            #expect(fake.fetches() == 3, "\(provider)")
+
+            // A kid the provider has not published, with its key server up: 401.
+            world.clock.advance(seconds: 30)
+            let unknown = try world.signIn(provider, kid: "\(provider)-never-published", nonce: "unknown-1")
+            #expect(unknown.status == 401, "\(provider)")
+            #expect(unknown.problemCode == "auth/invalid-credential", "\(provider)")
+            #expect(fake.fetches() == 4, "\(provider)")
+
+            // The same token with the key server closed: 503.
+            world.clock.advance(seconds: 30)
+            fake.stop()
+            let closed = try world.signIn(provider, kid: "\(provider)-never-published", nonce: "unknown-2")
+            #expect(closed.status == 503, "\(provider)")
+            #expect(closed.problemCode == "provider/unavailable", "\(provider)")
+            #expect(fake.errors().isEmpty, "\(provider)")
+        }
+    }
+}
+
+/// The three providers whose keys come from a key server.
+enum KeyServer: String, CaseIterable, CustomStringConvertible {
+    case apple, google, firebase
+    var description: String { rawValue }
+}
+
+/// A fake's key server, as the key-server tests drive it.
+struct FakeKeyServer {
+    let fetches: () -> Int
+    let failNext: (_ status: Int) -> Void
+    let rotate: () throws -> String
+    let stop: () -> Void
+    let errors: () -> [String]
+}
+
+extension ProviderWorld {
+    func keyServer(_ provider: KeyServer) -> FakeKeyServer {
+        switch provider {
+        case .apple:
+            FakeKeyServer(
+                fetches: { self.apple.keysFetchCount }, failNext: { self.apple.failNextRequests(1, status: $0) },
+                rotate: { try self.apple.rotateKeys() }, stop: { self.apple.stop() }, errors: { self.apple.errors })
+        case .google:
+            FakeKeyServer(
+                fetches: { self.google.keysFetchCount }, failNext: { self.google.failNextRequests(1, status: $0) },
+                rotate: { try self.google.rotateKeys() }, stop: { self.google.stop() }, errors: { self.google.errors })
+        case .firebase:
+            FakeKeyServer(
+                fetches: { self.firebase.keysFetchCount }, failNext: { self.firebase.failNextRequests(1, status: $0) },
+                rotate: { try self.firebase.rotateKeys() }, stop: { self.firebase.stop() }, errors: { self.firebase.errors })
+        }
+    }
+
+    /// Signs in through `provider`'s endpoint with a fresh token (each provider its own user, no
+    /// email), signed by the key `kid` names (the current key when `kid` is `nil` or unpublished).
+    func signIn(_ provider: KeyServer, kid: String? = nil, nonce: String) throws -> TestResponse {
+        switch provider {
+        case .apple:
+            let token = apple.mintIdentityToken(sub: "001.keys.apple", aud: Self.bundleID, email: nil, nonce: Self.hash(nonce), kid: kid)
+            return try appleSignIn(["identity_token": .string(token), "nonce": .string(nonce)])
+        case .google:
+            let token = google.mintIDToken(sub: "g-keys", aud: Self.googleClient, email: nil, nonce: nonce, kid: kid)
+            return try server.request("POST", "/v1/auth/oauth/google", appKey: app.appKey, json: ["id_token": .string(token), "nonce": .string(nonce)])
+        case .firebase:
+            let token = firebase.mintIDToken(
+                uid: "FirebaseKeysUid", projectID: Self.project, signInProvider: "google.com", providerSubject: "g-keys-firebase", email: nil, kid: kid)
+            return try server.request("POST", "/v1/auth/oauth/google", appKey: app.appKey, json: ["firebase_id_token": .string(token)])
+        }
     }
 }

@@ -116,9 +116,55 @@ import Testing
         f.apple.setDown(true)
         let error = providerError { try f.cache.key(url: f.apple.keysURL, kid: f.apple.keys.currentKid) }
         #expect(error?.isUnavailable == true)
-        // With nothing cached there is no cool-down: the next call tries again.
+        #expect(f.apple.keysFetchCount == 1)
+        // A negative cache: for 30 s after the failure no call asks again, each answers unavailable at once.
         f.apple.setDown(false)
+        for _ in 0..<20 {
+            #expect(providerError { try f.cache.key(url: f.apple.keysURL, kid: f.apple.keys.currentKid) }?.isUnavailable == true)
+        }
+        f.clock.advance(seconds: 29)
+        #expect(providerError { try f.cache.key(url: f.apple.keysURL, kid: f.apple.keys.currentKid) }?.isUnavailable == true)
+        #expect(f.apple.keysFetchCount == 1)
+        f.clock.advance(seconds: 1)
         #expect(try f.cache.key(url: f.apple.keysURL, kid: f.apple.keys.currentKid) != nil)
+        #expect(f.apple.keysFetchCount == 2)
+    }
+
+    /// The token's key may have been published after our last good fetch: while the refetch fails
+    /// (and for the 30 s it is held back after a failure) the answer is "unavailable", never
+    /// "unknown kid". Once a refetch succeeds without the kid, it is unknown.
+    @Test(arguments: ["HTTP 500", "not a key set", "connection refused"])
+    func aKidMissingFromCachedKeysIsUnavailableWhileTheRefetchFails(_ outage: String) throws {
+        let clock = ManualClock()
+        let keys = try FakeKeyRing(kidPrefix: "outage", maxAgeSeconds: 3600)
+        let failing = Mutex(false)
+        let server = try FakeHTTPServer { request, _ in
+            guard request.path == "/keys" else { return nil }
+            guard failing.withLock({ $0 }) else { return keys.jwksResponse() }
+            return outage == "HTTP 500"
+                ? FakeHTTPServer.json(500, ["error": "internal"])
+                : HTTPResponse(status: 200, headers: ["Content-Type": "text/html"], body: Array("<html>maintenance</html>".utf8))
+        }
+        defer { server.stop() }
+        let cache = JWKSCache(client: OutboundHTTPClient(), clock: clock)
+        let url = server.baseURL + "/keys", known = keys.currentKid
+        #expect(try cache.key(url: url, kid: known) != nil)
+
+        clock.advance(seconds: 30)
+        if outage == "connection refused" { server.stop() } else { failing.withLock { $0 = true } }
+        #expect(providerError { try cache.key(url: url, kid: "outage-next") }?.isUnavailable == true)
+        #expect(server.requestCount("GET", "/keys") == (outage == "connection refused" ? 1 : 2))
+        failing.withLock { $0 = false }
+        clock.advance(seconds: 29)
+        #expect(providerError { try cache.key(url: url, kid: "outage-next") }?.isUnavailable == true, "held back, still unavailable")
+        #expect(try cache.key(url: url, kid: known) != nil, "a cached kid is served meanwhile")
+        guard outage != "connection refused" else { return }
+        #expect(server.requestCount("GET", "/keys") == 2)
+
+        clock.advance(seconds: 1)
+        #expect(try cache.key(url: url, kid: "outage-next") == nil, "the refetch succeeded: unknown")
+        #expect(server.requestCount("GET", "/keys") == 3)
+        #expect(server.errors.isEmpty)
     }
 
     @Test func anUnreadableKeySetIsUnavailable() throws {

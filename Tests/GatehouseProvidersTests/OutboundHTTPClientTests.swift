@@ -16,6 +16,18 @@ import Testing
         #expect(elapsed >= 0.9 && elapsed < 5)
     }
 
+    /// A provider that never completes the handshake is given up after 3 s, not the call's 10.
+    @Test func aConnectionThatIsNeverEstablishedFailsAfterTheConnectTimeout() throws {
+        let listener = try SilentListener(backlog: 0)
+        listener.fillBacklog()
+        let client = OutboundHTTPClient(timeoutSeconds: 10)
+        let started = Date()
+        let error = providerError { try client.get("http://127.0.0.1:\(listener.port)/auth/keys") }
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(error?.isUnavailable == true)
+        #expect(elapsed >= 2.5 && elapsed < 4.5, "\(elapsed) s")
+    }
+
     @Test func aRefusedConnectionIsUnavailable() throws {
         let server = try FakeHTTPServer { _, _ in HTTPResponse(status: 200) }
         let url = server.baseURL + "/"

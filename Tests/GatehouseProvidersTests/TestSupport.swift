@@ -74,7 +74,9 @@ final class SilentListener {
     let port: UInt16
     private let fd: Int32
 
-    init() throws {
+    /// With `backlog: 0` and one connection waiting (``fillBacklog()``), the kernel drops further
+    /// SYNs: a connect to it never completes.
+    init(backlog: Int32 = 16) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.fd = fd
         var address = sockaddr_in()
@@ -84,12 +86,45 @@ final class SilentListener {
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(fd, socketAddress, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, socketAddress, &length) == 0
+                bind(fd, socketAddress, length) == 0 && listen(fd, backlog) == 0 && getsockname(fd, socketAddress, &length) == 0
             }
         }
         guard fd >= 0, bound else { throw POSIXError(.EADDRNOTAVAIL) }
         port = UInt16(bigEndian: address.sin_port)
     }
 
-    deinit { close(fd) }
+    /// Connections waiting in the backlog, accepted (and closed) now without waiting.
+    func acceptedConnections() -> Int {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        var count = 0
+        while true {
+            let connection = accept(fd, nil, nil)
+            guard connection >= 0 else { return count }
+            close(connection)
+            count += 1
+        }
+    }
+
+    private var fillers: [Int32] = []
+
+    /// Opens connections that are never accepted until the accept queue is full.
+    func fillBacklog() {
+        for _ in 0..<3 {
+            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            fillers.append(filler)
+            usleep(50_000)
+        }
+    }
+
+    deinit {
+        for filler in fillers { close(filler) }
+        close(fd)
+    }
 }
