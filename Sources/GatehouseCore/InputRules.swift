@@ -10,7 +10,9 @@ public enum InputRules {
         let email = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased().precomposedStringWithCanonicalMapping
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
         guard fits(email, characters: 254), parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !parts[1].hasPrefix("."),
-            !parts[1].hasSuffix("."), !email.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control })
+            !parts[1].hasSuffix("."),
+            // No invisible formatting either: `ada\u{200B}@example.com` would be another account that reads as Ada's.
+            !email.unicodeScalars.contains(where: { $0.properties.isWhitespace || [.control, .format].contains($0.properties.generalCategory) })
         else { throw .validation(field, "Must be an email address.") }
         return email
     }
@@ -31,13 +33,17 @@ public enum InputRules {
     /// (Cf): bidi embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069), zero-width
     /// characters (U+200B–U+200F, U+2060, U+FEFF), soft hyphens and the like. Shown to other
     /// people (a name in a mail, an app's name on a consent page), they can make text read in a
-    /// different order or two names look the same.
+    /// different order or two names look the same. The zero-width non-joiner and joiner (U+200C,
+    /// U+200D) are allowed: Persian, Hindi and other scripts need them to spell names right, and
+    /// they change how letters join, not the order of the text.
     public static func hasControlOrFormatCharacters(_ text: String) -> Bool {
         text.unicodeScalars.contains { scalar in
             let category = scalar.properties.generalCategory
-            return category == .control || category == .format
+            return category == .control || (category == .format && !joiners.contains(scalar))
         }
     }
+
+    private static let joiners: Set<Unicode.Scalar> = ["\u{200C}", "\u{200D}"]
 
     /// A password given to be checked (signing in, reauthenticating, the current one): over 128
     /// characters is a validation error, as for a new one, before any hashing. Characters as a

@@ -11,7 +11,7 @@ struct InputRulesTests {
     /// all general category Cf, all invisible or reordering when shown.
     static let formatCharacters: [Unicode.Scalar] = [
         "\u{202A}", "\u{202B}", "\u{202C}", "\u{202D}", "\u{202E}", "\u{2066}", "\u{2067}", "\u{2068}", "\u{2069}",
-        "\u{200B}", "\u{200C}", "\u{200D}", "\u{200E}", "\u{200F}", "\u{2060}", "\u{FEFF}", "\u{00AD}",
+        "\u{200B}", "\u{200E}", "\u{200F}", "\u{2060}", "\u{FEFF}", "\u{00AD}",
     ]
 
     @Test(arguments: formatCharacters)
@@ -26,6 +26,15 @@ struct InputRulesTests {
             #expect(try InputRules.name(name, field: "first_name") == name)
         }
         #expect(throws: GatehouseError.self) { try InputRules.name("Ada\u{7}", field: "first_name") }
+        // The joiners spell names in Persian and Indic scripts (and emoji sequences): kept.
+        for name in ["\u{0645}\u{06CC}\u{200C}\u{0631}\u{0648}\u{062F}", "\u{0915}\u{094D}\u{200D}\u{0937}"] {
+            #expect(try InputRules.name(name, field: "first_name") == name)
+        }
+    }
+
+    @Test(arguments: formatCharacters + ["\u{200C}", "\u{200D}"])
+    func emailsRefuseFormatCharacters(_ scalar: Unicode.Scalar) {
+        #expect(throws: GatehouseError.self) { try InputRules.email("ada\(Character(scalar))@example.com") }
     }
 
     @Test func emailsAreOneAddressInEitherUnicodeForm() throws {
