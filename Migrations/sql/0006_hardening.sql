@@ -17,6 +17,8 @@ CREATE INDEX provider_nonces_expiry ON provider_nonces (expires_at);
 
 -- The checksums of applied Tenants/ files were unsalted SHA-256 over settings with their secrets in
 -- clear, so a weak secret could be recovered from a dump. They are keyed now (HMAC under a key
--- derived from the master key), which SQL cannot compute: forget them, and the next apply of each
--- file stores the keyed checksum (an unchanged file changes nothing else).
-UPDATE apps SET source_checksum = NULL;
+-- derived from the master key), which SQL cannot compute. The old one moves aside: the next apply
+-- of a Tenants folder compares the file against it once (so admin edits to an app whose file did
+-- not change survive the upgrade), stores the keyed checksum and drops every old one.
+ALTER TABLE apps ADD COLUMN legacy_source_checksum TEXT;
+UPDATE apps SET legacy_source_checksum = source_checksum, source_checksum = NULL WHERE source_checksum IS NOT NULL;

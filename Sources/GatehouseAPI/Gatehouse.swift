@@ -71,7 +71,8 @@ public final class Gatehouse: Sendable {
             // Password routes run on the HTTP server's offload threads, two per permit (one
             // hashing, one at the database or ready): so at most as many wait as hash.
             maxQueued: configuration.hashConcurrency)
-        accounts = AccountService(store: store, cache: accountCache, tokens: tokens, hasher: hasher, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds)
+        accounts = AccountService(store: store, cache: accountCache, tokens: tokens, hasher: hasher, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds,
+            masterKey: masterKey)
 
         let outbound = OutboundHTTPClient()
         let apple = AppleClient(baseURL: configuration.appleURL, client: outbound, clock: clock)

@@ -20,9 +20,14 @@ public final class AccountService: Sendable {
     private let cache: AccountCache
     private let clock: any Clock
     private let refreshGraceMillis: Int64
+    private let limiterSubjectKey: [UInt8]
 
     /// - Parameter cache: the cache the store reports user changes to.
-    public init(store: any Store, cache: AccountCache, tokens: TokenService, hasher: PasswordHasher, clock: any Clock, refreshGraceSeconds: Int) {
+    /// - Parameter masterKey: for the key that turns emails into limiter subjects (``MasterKeyDerivation``).
+    public init(
+        store: any Store, cache: AccountCache, tokens: TokenService, hasher: PasswordHasher, clock: any Clock, refreshGraceSeconds: Int, masterKey: [UInt8]
+    ) {
+        self.limiterSubjectKey = MasterKeyDerivation.key(for: .limiterSubjects, from: masterKey)
         self.store = store
         self.cache = cache
         self.tokens = tokens
@@ -74,7 +79,7 @@ public final class AccountService: Sendable {
         try checks.run { () throws(GatehouseError) in try InputRules.presentedPassword(password) }
         try checks.finish()
         // Per account too, or a botnet (or one IPv6 /48) guesses one password without bound.
-        let guesses = Self.guessSubject(email: email)
+        let guesses = guessSubject(email: email)
         try limitGuesses(data, bucket: Self.signInGuessBucket, subject: guesses)
         let found = try data.passwordUser(email: email)
         // Unknown email and wrong password: the same answer after the same work.
@@ -264,11 +269,14 @@ public final class AccountService: Sendable {
         try checks.run { () throws(GatehouseError) in try InputRules.presentedPassword(current, field: "current_password") }
         try checks.run { () throws(GatehouseError) in try InputRules.presentedPassword(new) }
         try checks.finish()
+        // The current password is a guess like any other: the same per-user budget as reauthentication.
+        try limitReauthentication(app, claims: claims)
         let stored = try data.passwordHash(claims.userID)
         guard try hasher.verify(current, encoded: stored) else {
             try data.record(Event(type: "user.sign_in_failed", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "password_change": true], createdAt: clock.nowMillis()))
             throw GatehouseError(.invalidCredential, "The current password is wrong.", fieldErrors: [FieldError("current_password", "Wrong password.")])
         }
+        try limiter.reset(data, bucket: Self.reauthGuessBucket, subject: claims.userID.rawValue)
         try InputRules.newPassword(new, minimum: app.settings.passwordMinLength)
         let now = clock.nowMillis()
         // Only if the password is still the one just checked: of two concurrent changes, one wins
@@ -320,8 +328,9 @@ public final class AccountService: Sendable {
     static let signInGuessBucket = "signin_email"
     static let reauthGuessBucket = "reauth_user"
 
-    /// The subject of the per-email limiter: a digest, so the counters table holds no addresses.
-    static func guessSubject(email: String) -> String { Digest.hex(Digest.sha256(Array(email.utf8))) }
+    /// The subject of the per-email limiter: keyed, so the counters table tells a dump neither the
+    /// addresses tried nor, by hashing guesses, whether one was.
+    func guessSubject(email: String) -> String { Digest.hex(Digest.hmacSHA256(key: limiterSubjectKey, data: Array(email.utf8))) }
 
     private func limitGuesses(_ data: any AppScopedStore, bucket: String, subject: String) throws {
         try limiter.hit(

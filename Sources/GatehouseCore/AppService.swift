@@ -149,6 +149,11 @@ public final class AppService: Sendable {
     ///   key that leaked (every token they signed stops verifying).
     public func rotateSigningKey(_ app: AppContext, revokePrevious: Bool = false) throws -> String {
         let now = clock.nowMillis()
+        // Checked before a key is generated (that is the cost the interval bounds), and again in
+        // the rotation's transaction, for two rotations at once.
+        if let newest = try store.app(app.id).signingKeys(now: now).map(\.createdAt).max(), newest + Self.signingKeyRotationIntervalMillis > now {
+            throw Self.rotationTooSoon(retryAfterMillis: newest + Self.signingKeyRotationIntervalMillis - now)
+        }
         let next = try newSigningKey(app: app.id, algorithm: app.settings.signingAlgorithm, state: .next, now: now)
         let rotation = SigningKeyRotation(
             newNext: next, retiredExpiresAt: now + Self.retiredKeyLifetimeMillis, revokePrevious: revokePrevious,
@@ -157,8 +162,7 @@ public final class AppService: Sendable {
         do {
             outcome = try store.app(app.id).rotateSigningKeys(rotation, now: now)
         } catch let tooSoon as SigningKeyRotation.TooSoon {
-            let seconds = Int((tooSoon.retryAfterMillis + 999) / 1000)
-            throw GatehouseError(.tooManyRequests, "Signing keys rotate at most once a minute; retry in \(seconds) s.", retryAfter: max(1, seconds))
+            throw Self.rotationTooSoon(retryAfterMillis: tooSoon.retryAfterMillis)
         }
         guard case .rotated(let current) = outcome else { throw InternalError("app \(app.id) has no next signing key") }
         directory.invalidate(app.id)
@@ -167,6 +171,11 @@ public final class AppService: Sendable {
                 type: "app.signing_key_rotated", userID: nil, sessionID: nil, ip: nil, userAgent: nil,
                 data: ["kid": .string(current.kid), "previous_revoked": .bool(revokePrevious)], createdAt: now))
         return current.kid
+    }
+
+    private static func rotationTooSoon(retryAfterMillis: Int64) -> GatehouseError {
+        let seconds = Int((retryAfterMillis + 999) / 1000)
+        return GatehouseError(.tooManyRequests, "Signing keys rotate at most once a minute; retry in \(seconds) s.", retryAfter: max(1, seconds))
     }
 
     // MARK: - Tenants files
@@ -191,22 +200,28 @@ public final class AppService: Sendable {
         guard let appKey, let settings = decoded, problems.isEmpty else { throw GatehouseError.validation(problems) }
         // The checksum covers the resolved settings, so a changed key file or variable counts as a
         // change. They hold secrets in clear: keyed, so a dump cannot test guesses against it.
-        let checksum = Digest.hex(Digest.hmacSHA256(key: checksumKey, data: settings.json(secrets: .plain).serialized()))
+        let resolved = settings.json(secrets: .plain).serialized()
+        let checksum = Digest.hex(Digest.hmacSHA256(key: checksumKey, data: resolved))
         if let existing = try store.apps.find(appKey: appKey) {
-            if let stored = existing.sourceChecksum, constantTimeEquals(Array(stored.utf8), Array(checksum.utf8)),
-                let context = try self.directory.app(id: existing.id)
-            {
-                return (context, .unchanged)
+            let unchanged: Bool
+            if let stored = existing.sourceChecksum {
+                unchanged = constantTimeEquals(Array(stored.utf8), Array(checksum.utf8))
+            } else if let legacy = existing.legacySourceChecksum {
+                // Applied last by a version before keyed checksums (migration 0006): compared once
+                // the old way, so that admin edits to an app whose file did not change survive.
+                unchanged = constantTimeEquals(Array(legacy.utf8), Array(Digest.hex(Digest.sha256(resolved)).utf8))
+                if unchanged { try store.app(existing.id).keepSourceChecksum(checksum) }
+            } else {
+                unchanged = false
             }
-            guard let context = try self.directory.current(id: existing.id) else { throw InternalError("app vanished") }
+            if unchanged, let context = try self.directory.app(id: existing.id) { return (context, .unchanged) }
+            guard let context = try self.directory.app(id: existing.id) else { throw InternalError("app vanished") }
             if settings.signingAlgorithm != context.settings.signingAlgorithm {
                 throw GatehouseError.validation("signing_algorithm", "Cannot change after the app was created.")
             }
             let now = clock.nowMillis()
             _ = try store.app(existing.id).updateSettings(
                 json: sealed(settings, app: existing.id), allowedOrigins: settings.allowedOrigins, sourceChecksum: checksum, expectedVersion: nil, now: now)
-            // A checksum forgotten by migration 0006 is stored again; an unchanged file is no change.
-            if settings == context.settings { return (try reloaded(existing.id), .unchanged) }
             try store.app(existing.id).record(Event(type: "app.settings_changed", userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "tenants"], createdAt: now))
             return (try reloaded(existing.id), .updated)
         }
@@ -239,6 +254,9 @@ public final class AppService: Sendable {
                 throw TenantFileError(file: name, problems: ["not valid JSON"])
             }
         }
+        // Every file has had its one comparison with an unkeyed checksum of an earlier version:
+        // those left (apps no file names any more) go, so no dump holds them.
+        try store.apps.forgetLegacySourceChecksums()
         return lines
     }
 

@@ -216,7 +216,10 @@ extension AppSettings {
         }
         if let limits = r.raw("rate_limits") {
             var f = FieldReader(limits, path: "rate_limits")
-            if let v = f.int("auth_per_minute_per_ip", 1...RateLimits.maxPerMinutePerIP) { s.rateLimits.authPerMinutePerIP = v }
+            // Stored before the ceiling (up to 10000): still read, as the ceiling, so that such an
+            // app keeps working and its admin can still change it.
+            let storedCeiling: Int64 = if case .storage = source { 10000 } else { RateLimits.maxPerMinutePerIP }
+            if let v = f.int("auth_per_minute_per_ip", 1...storedCeiling) { s.rateLimits.authPerMinutePerIP = min(v, RateLimits.maxPerMinutePerIP) }
             if let v = f.int("web_flow_per_minute_per_ip", 1...RateLimits.maxPerMinutePerIP) { s.rateLimits.webFlowPerMinutePerIP = v }
             f.rejectUnknown()
             r.absorb(f.errors)

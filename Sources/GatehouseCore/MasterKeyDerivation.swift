@@ -9,6 +9,8 @@ public enum MasterKeyDerivation {
         case sealing = "gatehouse/v2/sealing"
         /// HMAC-SHA-256 over an applied `Tenants/` file's settings (``AppService``).
         case tenantChecksum = "gatehouse/v2/tenant-checksum"
+        /// HMAC-SHA-256 that turns an email into the subject of its guessing limiter (``AccountService``).
+        case limiterSubjects = "gatehouse/v2/limiter-subjects"
     }
 
     public static func key(for purpose: Purpose, from masterKey: [UInt8]) -> [UInt8] {

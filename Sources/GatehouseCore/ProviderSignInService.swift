@@ -65,7 +65,7 @@ public final class ProviderSignInService: Sendable {
         // for it would be dropped unrevoked.
         let existing = try data.user(provider: provider.rawValue, subject: identity.subject)
         if appleCode != nil, existing == nil { try requireNewAccountAllowed(app: app, data, identity: identity) }
-        let appleRefreshToken = try redeemAppleCode(appleCode, app: app, identity: identity)
+        let appleRefreshToken = try releasingNonceIfUnavailable(identity) { try redeemAppleCode(appleCode, app: app, identity: identity) }
         let (user, isNew) = try account(
             app: app, data, provider: provider, identity: identity, existing: existing, firstName: first, lastName: last, origin: origin)
         try keepAppleToken(app: app, data, user: user.id, identity: identity, refreshToken: appleRefreshToken)
@@ -179,7 +179,7 @@ public final class ProviderSignInService: Sendable {
         if try data.identities(claims.userID).contains(where: { $0.provider == provider.rawValue }) {
             throw GatehouseError(.credentialAlreadyInUse, "Another \(provider.rawValue) account is linked already; unlink it first.")
         }
-        let appleRefreshToken = try redeemAppleCode(appleCode, app: app, identity: identity)
+        let appleRefreshToken = try releasingNonceIfUnavailable(identity) { try redeemAppleCode(appleCode, app: app, identity: identity) }
         let now = clock.nowMillis()
         try data.addIdentity(claims.userID, Identity(provider: provider.rawValue, subject: identity.subject, email: identity.email, createdAt: now))
         try keepAppleToken(app: app, data, user: claims.userID, identity: identity, refreshToken: appleRefreshToken)
@@ -233,12 +233,27 @@ public final class ProviderSignInService: Sendable {
     /// A provider token that carries a nonce counts once per (issuer, subject, nonce), on every
     /// node: a second use of it is a replay (401 `auth/invalid-credential`).
     private func useNonce(of identity: ExternalIdentity) throws {
-        guard let nonce = identity.token.nonce else { return }
-        let key = Digest.hex(Digest.sha256(Array("\(identity.token.issuer)\n\(identity.subject)\n\(nonce)".utf8)))
+        guard let key = nonceKey(identity) else { return }
         // Kept until the token expires (with the verifier's leeway), after which it cannot verify anyway.
         let expiresAt = (max(identity.token.expiresAt, clock.nowSeconds) + 60) * 1000
         guard try store.useProviderNonce(key: key, expiresAt: expiresAt, now: clock.nowMillis()) else {
             throw GatehouseError(.invalidCredential, "This token was used already; get a new one.", status: 401)
+        }
+    }
+
+    private func nonceKey(_ identity: ExternalIdentity) -> String? {
+        identity.token.nonce.map { Digest.hex(Digest.sha256(Array("\(identity.token.issuer)\n\(identity.subject)\n\($0)".utf8))) }
+    }
+
+    /// Runs `body`, which needs the provider after the token's nonce was used; if the provider
+    /// cannot be reached, the nonce is given back, so the client's retry with the same token (as
+    /// 503 `provider/unavailable` asks) is not taken for a replay.
+    private func releasingNonceIfUnavailable<T>(_ identity: ExternalIdentity, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as GatehouseError where error.code == .providerUnavailable {
+            if let key = nonceKey(identity) { try? store.releaseProviderNonce(key: key) }
+            throw error
         }
     }
 
@@ -304,9 +319,13 @@ public final class ProviderSignInService: Sendable {
     /// `redirect_uri?login_code=…&state=…` or `redirect_uri?error=…&state=…`.
     public func finishWebFlow(_ callback: Callback, origin: RequestOrigin) throws -> String {
         let invalidFlow = GatehouseError(.invalidFlow, "This sign-in link is not valid any more. Start again from the app.")
-        guard let state = callback.state, state.utf8.count <= 256, let binding = callback.binding, binding.utf8.count <= 256,
-            let flow = try store.takeWebFlow(id: hash(state), bindingHash: hash(binding), now: clock.nowMillis())
-        else { throw invalidFlow }
+        guard let state = callback.state, state.utf8.count <= 256, let binding = callback.binding, binding.utf8.count <= 256 else { throw invalidFlow }
+        // Counted against the flow's app before the flow is used up, so that a callback refused
+        // here (429) leaves the flow for the browser's retry. An unknown state writes nothing.
+        if let appID = try store.webFlowApp(id: hash(state), now: clock.nowMillis()), let app = try? directory.app(id: appID) {
+            try limitWebFlow(app, origin)
+        }
+        guard let flow = try store.takeWebFlow(id: hash(state), bindingHash: hash(binding), now: clock.nowMillis()) else { throw invalidFlow }
         func redirect(_ parameters: [(String, String)]) -> String {
             var all = parameters
             if let clientState = flow.clientState { all.append(("state", clientState)) }
@@ -317,9 +336,6 @@ public final class ProviderSignInService: Sendable {
             return redirect([("error", error == "user_cancelled_authorize" ? "user_cancelled_authorize" : "access_denied")])
         }
         guard let app = try? directory.app(id: flow.appID) else { return redirect([("error", "server_error")]) }
-        // Counted once the flow names its app (a callback with an unknown state writes nothing);
-        // the flow is used up either way, as it would be by a failed sign-in.
-        try limitWebFlow(app, origin)
         do {
             guard let code = callback.code else { return redirect([("error", "access_denied")]) }
             // The app's own configuration is missing: the server's fault, not the user's.
@@ -328,6 +344,9 @@ public final class ProviderSignInService: Sendable {
             }
             let exchanged = try providers.exchangeAppleCode(code, clientID: servicesID, redirectURI: callbackURL, credentials: credentials)
             let identity = try providers.verifyApple(exchanged.idToken, audiences: [servicesID], expectedNonceHash: flow.nonce)
+            // Apple also posted this token through the browser: it must not sign in a second time
+            // at /v1/auth/oauth/apple (where the Services ID is an audience too).
+            try useNonce(of: identity)
             let names = Self.appleUserNames(callback.user)
             let data = store.app(app.id)
             let existing = try data.user(provider: Provider.apple.rawValue, subject: identity.subject)

@@ -12,13 +12,17 @@ public struct AppRecord: Sendable, Equatable {
     public var source: String
     /// For `tenants` apps: checksum of the file content last applied, so re-applying an unchanged file does nothing.
     public var sourceChecksum: String?
+    /// The unkeyed checksum an earlier version stored (migration 0006), until the next apply of a
+    /// Tenants folder replaces it.
+    public var legacySourceChecksum: String?
     public var createdAt: Int64
     public var updatedAt: Int64
 
     public init(
         id: AppID, appKey: String, settingsJSON: String, version: Int64 = 1, source: String, sourceChecksum: String? = nil,
-        createdAt: Int64, updatedAt: Int64
+        legacySourceChecksum: String? = nil, createdAt: Int64, updatedAt: Int64
     ) {
+        self.legacySourceChecksum = legacySourceChecksum
         self.id = id
         self.appKey = appKey
         self.settingsJSON = settingsJSON
@@ -150,6 +154,12 @@ public protocol Store: Sendable {
     /// scoped to an app: a token replayed to another app that trusts the same client id is a
     /// replay too.
     func useProviderNonce(key: String, expiresAt: Int64, now: Int64) throws -> Bool
+    /// Forgets a use recorded by ``useProviderNonce(key:expiresAt:now:)``: the sign-in it was for
+    /// could not finish for a reason that was not the token's (the provider was unreachable).
+    func releaseProviderNonce(key: String) throws
+    /// The app of an unexpired, unused web flow, read without using it up: the callback's limiter
+    /// is the app's, and a callback refused by it must leave the flow for a retry.
+    func webFlowApp(id: String, now: Int64) throws -> AppID?
 }
 
 public protocol AppCatalog: Sendable {
@@ -164,6 +174,8 @@ public protocol AppCatalog: Sendable {
     func version(of id: AppID) throws -> Int64?
     /// True when some app lists this origin in `allowed_origins`.
     func isOriginAllowedByAnyApp(_ origin: String) throws -> Bool
+    /// Drops every app's unkeyed checksum of an earlier version.
+    func forgetLegacySourceChecksums() throws
 }
 
 public protocol AppScopedStore: Sendable {
@@ -171,6 +183,9 @@ public protocol AppScopedStore: Sendable {
     /// Replaces the settings and bumps the version, if the version is still `expectedVersion`
     /// (nil: whatever it is). Returns the updated record, or nil when another change came first.
     func updateSettings(json: String, allowedOrigins: [String], sourceChecksum: String?, expectedVersion: Int64?, now: Int64) throws -> AppRecord?
+    /// Stores the checksum of the `Tenants/` file the settings came from (and drops the legacy
+    /// one), changing nothing else: the settings are already the file's.
+    func keepSourceChecksum(_ checksum: String) throws
     /// Keys not yet expired, any state.
     func signingKeys(now: Int64) throws -> [SigningKeyRecord]
     /// In one transaction (see ``SigningKeyRotation``): `next` becomes `current`, `current` becomes

@@ -117,6 +117,15 @@ extension SQLStore {
             """) == 1
     }
 
+    public func releaseProviderNonce(key: String) throws {
+        try database.execute("DELETE FROM provider_nonces WHERE nonce_key = \(key)")
+    }
+
+    public func webFlowApp(id: String, now: Int64) throws -> AppID? {
+        try database.query("SELECT app_id FROM web_flows WHERE id = \(id) AND used_at IS NULL AND expires_at > \(now)").first
+            .map { AppID(unchecked: try $0.string("app_id")) }
+    }
+
     public func takeWebFlow(id: String, bindingHash: String, now: Int64) throws -> WebFlow? {
         guard let row = try database.query("""
             UPDATE web_flows SET used_at = \(now)

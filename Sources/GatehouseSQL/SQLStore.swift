@@ -104,6 +104,10 @@ struct SQLAppCatalog: AppCatalog {
     func isOriginAllowedByAnyApp(_ origin: String) throws -> Bool {
         try !database.query("SELECT 1 AS found FROM app_origins WHERE origin = \(origin) LIMIT 1").isEmpty
     }
+
+    func forgetLegacySourceChecksums() throws {
+        try database.execute("UPDATE apps SET legacy_source_checksum = NULL WHERE legacy_source_checksum IS NOT NULL")
+    }
 }
 
 struct SQLAppScopedStore: AppScopedStore {
@@ -117,14 +121,20 @@ struct SQLAppScopedStore: AppScopedStore {
     func updateSettings(json: String, allowedOrigins: [String], sourceChecksum: String?, expectedVersion: Int64?, now: Int64) throws -> AppRecord? {
         try database.transaction { db in
             let sameVersion: SQL = expectedVersion.map { "version = \($0)" } ?? "TRUE"
+            // An admin's change keeps an earlier version's checksum for the next apply to compare with.
+            let legacy: SQL = sourceChecksum == nil ? "" : ", legacy_source_checksum = NULL"
             let rows = try db.query("""
-                UPDATE apps SET settings = \(json), source_checksum = \(sourceChecksum), version = version + 1, updated_at = \(now)
+                UPDATE apps SET settings = \(json), source_checksum = \(sourceChecksum)\(legacy), version = version + 1, updated_at = \(now)
                 WHERE id = \(appID) AND \(sameVersion) RETURNING *
                 """)
             guard let row = rows.first else { return nil }
             try replaceOrigins(db, app: appID, origins: allowedOrigins)
             return try appRecord(row)
         }
+    }
+
+    func keepSourceChecksum(_ checksum: String) throws {
+        try database.execute("UPDATE apps SET source_checksum = \(checksum), legacy_source_checksum = NULL WHERE id = \(appID)")
     }
 
     func signingKeys(now: Int64) throws -> [SigningKeyRecord] {
@@ -209,6 +219,7 @@ private func appRecord(_ row: SQLRow) throws -> AppRecord {
     AppRecord(
         id: AppID(unchecked: try row.string("id")), appKey: try row.string("app_key"), settingsJSON: try row.string("settings"),
         version: try row.int64("version"), source: try row.string("source"), sourceChecksum: try row.optionalString("source_checksum"),
+        legacySourceChecksum: try row.optionalString("legacy_source_checksum"),
         createdAt: try row.int64("created_at"), updatedAt: try row.int64("updated_at"))
 }
 

@@ -13,7 +13,9 @@ let usage = """
                                         create an app; prints its id, app key and secret key (shown once)
       gatehouse apps secret-key --app APP
                                         issue a new admin secret key (shown once; older keys work 24 h more)
-      gatehouse keys rotate --app APP   rotate an app's signing key (APP is an app id or app key)
+      gatehouse keys rotate --app APP [--revoke-previous]
+                                        rotate an app's signing key (APP is an app id or app key);
+                                        --revoke-previous drops the old keys at once (a leaked key)
       gatehouse --help                  this text
 
     Configuration comes from the environment: GATEHOUSE_DATABASE_URL, GATEHOUSE_LISTEN,
@@ -135,10 +137,11 @@ case _ where args.count == 4 && args[0] == "apps" && args[1] == "secret-key" && 
         let app = try findApp(args[3], in: gatehouse)
         printJSON(["app_id": .string(app.id.rawValue), "secret_key": .string(try gatehouse.apps.rotateSecretKey(app))])
     }
-case _ where args.count == 4 && args[0] == "keys" && args[1] == "rotate" && args[2] == "--app":
+case _ where (args.count == 4 || (args.count == 5 && args[4] == "--revoke-previous")) && args[0] == "keys" && args[1] == "rotate" && args[2] == "--app":
     withGatehouse { gatehouse in
         let app = try findApp(args[3], in: gatehouse)
-        printJSON(["app_id": .string(app.id.rawValue), "kid": .string(try gatehouse.apps.rotateSigningKey(app))])
+        let kid = try gatehouse.apps.rotateSigningKey(app, revokePrevious: args.count == 5)
+        printJSON(["app_id": .string(app.id.rawValue), "kid": .string(kid)])
     }
 default:
     fail(usage, code: 2)

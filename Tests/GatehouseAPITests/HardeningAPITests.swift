@@ -112,6 +112,9 @@ struct HardeningAPITests {
         let googleURL = world.google.keysURL
         let other = try TestServer(anotherNodeOf: world.server, clock: world.clock) { $0.googleJWKSURL = googleURL }
         defer { other.stop() }
+        // The second node verifies tokens like the first (so its 401 below is the replay, not its keys).
+        let itsOwn = world.google.mintIDToken(sub: "g-other-node", aud: ProviderWorld.googleClient, email: "node@example.com", nonce: "own")
+        #expect(try other.request("POST", "/v1/auth/oauth/google", appKey: world.app.appKey, json: ["id_token": .string(itsOwn), "nonce": "own"]).status == 201)
         let googleToken = world.google.mintIDToken(sub: "g-once", aud: ProviderWorld.googleClient, email: "once@example.com", nonce: "once")
         let body: JSON = ["id_token": .string(googleToken), "nonce": "once"]
         #expect(try world.server.request("POST", "/v1/auth/oauth/google", appKey: world.app.appKey, json: body).status == 201)
@@ -123,6 +126,18 @@ struct HardeningAPITests {
         let apple: JSON = ["identity_token": .string(world.appleToken(sub: "001.once", nonce: "apple-once")), "nonce": "apple-once"]
         #expect(try world.appleSignIn(apple).status == 201)
         #expect(try world.appleSignIn(apple).problemCode == "auth/invalid-credential")
+        // A sign-in that Apple's token endpoint could not finish (503, "retry later") gives its
+        // token back: the retry with the same token and nonce is not a replay.
+        let code = world.apple.issueCode(for: FakeAppleUser(sub: "001.retry", nonce: ProviderWorld.hash("retry")), clientID: ProviderWorld.bundleID)
+        let withCode: JSON = [
+            "identity_token": .string(world.appleToken(sub: "001.retry", email: "retry@example.com", nonce: "retry")), "nonce": "retry",
+            "authorization_code": .string(code),
+        ]
+        // Apple's keys are cached by now (the sign-in above): the next request to the fake is /auth/token.
+        world.apple.failNextRequests(1)
+        #expect(try world.appleSignIn(withCode).problemCode == "provider/unavailable")
+        #expect(try world.appleSignIn(withCode).status == 201)
+        #expect(try world.appleSignIn(withCode).problemCode == "auth/invalid-credential")
         // The same nonce in another user's token is another token.
         let second = world.google.mintIDToken(sub: "g-twice", aud: ProviderWorld.googleClient, email: "twice@example.com", nonce: "once")
         #expect(try world.server.request("POST", "/v1/auth/oauth/google", appKey: world.app.appKey, json: ["id_token": .string(second), "nonce": "once"]).status == 201)
@@ -147,6 +162,33 @@ struct HardeningAPITests {
         world.clock.advance(seconds: 11 * 60)
         #expect(try authorize(world).status == 302)
         #expect(try flows() == 1)
+    }
+
+    /// The callback counts in the same bucket; one it refuses leaves the flow for a retry.
+    @Test(arguments: TestDatabase.kinds)
+    func aCallbackOverTheLimitLeavesItsFlowForARetry(_ kind: TestDatabaseKind) throws {
+        let world = try ProviderWorld(kind, settings: ["rate_limits": ["auth_per_minute_per_ip": 1000, "web_flow_per_minute_per_ip": 2]])
+        defer { world.stop() }
+        world.clock.advance(seconds: 60 - world.clock.nowSeconds % 60)
+        let first = try authorize(world)
+        #expect(try authorize(world).status == 302)
+        let items = try #require(first.header("Location").flatMap { URLComponents(string: $0) }?.queryItems)
+        let state = try #require(items.first { $0.name == "state" }?.value)
+        let nonce = try #require(items.first { $0.name == "nonce" }?.value)
+        let cookie = String(try #require(first.header("Set-Cookie")).prefix { $0 != ";" })
+        func callback() throws -> TestResponse {
+            let code = world.apple.issueCode(for: FakeAppleUser(sub: "limited.1", email: "limited@example.com", nonce: nonce), clientID: ProviderWorld.servicesID)
+            return try world.server.request(
+                "POST", "/v1/auth/oauth/apple/callback", headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Cookie", cookie)],
+                body: Array("state=\(state)&code=\(code.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)".utf8))
+        }
+        let limited = try callback()
+        #expect(limited.status == 429)
+        #expect(limited.problemCode == "auth/too-many-requests")
+        world.clock.advance(seconds: 60)
+        let finished = try callback()
+        #expect(finished.status == 303)
+        #expect(finished.header("Location")?.contains("login_code=") == true)
     }
 
     // MARK: - Must fix 4: guessing one account's password
@@ -186,18 +228,30 @@ struct HardeningAPITests {
     }
 
     @Test(arguments: TestDatabase.kinds)
-    func reauthenticationIsLimitedPerUser(_ kind: TestDatabaseKind) throws {
+    func reauthenticationAndPasswordChangesAreLimitedPerUser(_ kind: TestDatabaseKind) throws {
         let clock = ManualClock()
         let server = try TestServer(kind, clock: clock)
         defer { server.stop() }
         let app = try server.createApp(["name": "Guarded", "rate_limits": ["auth_per_minute_per_ip": 1000]])
         let token = try #require(try server.signUp(app)["access_token"]?.stringValue)
+        let otherToken = try #require(try server.signUp(app, email: "bea@example.com")["access_token"]?.stringValue)
         clock.advance(seconds: 900 - clock.nowSeconds % 900)
-        func reauthenticate(_ password: String) throws -> TestResponse {
-            try server.request("POST", "/v1/auth/reauthenticate", appKey: app.appKey, bearer: token, json: ["password": .string(password)])
+        func reauthenticate(_ password: String, as bearer: String? = nil) throws -> TestResponse {
+            try server.request("POST", "/v1/auth/reauthenticate", appKey: app.appKey, bearer: bearer ?? token, json: ["password": .string(password)])
         }
-        for _ in 0..<10 { #expect(try reauthenticate("wrong password").problemCode == "auth/invalid-credential") }
+        // A success forgets the failures before it.
+        for _ in 0..<9 { #expect(try reauthenticate("wrong password").problemCode == "auth/invalid-credential") }
+        #expect(try reauthenticate("correct horse battery").status == 200)
+        // A stolen access token guesses the current password at reauthentication and at password change alike.
+        for _ in 0..<5 { #expect(try reauthenticate("wrong password").problemCode == "auth/invalid-credential") }
+        for _ in 0..<5 {
+            let change = try server.request(
+                "PUT", "/v1/me/password", appKey: app.appKey, bearer: token, json: ["current_password": "wrong password", "password": "a new password"])
+            #expect(change.problemCode == "auth/invalid-credential")
+        }
         #expect(try reauthenticate("correct horse battery").problemCode == "auth/too-many-requests")
+        // Per user: another user of the app is not held back.
+        #expect(try reauthenticate("correct horse battery", as: otherToken).status == 200)
     }
 
     // MARK: - Must fix 5: secrets and the Tenants/ checksum
@@ -223,15 +277,41 @@ struct HardeningAPITests {
         #expect(checksum.utf8.count == 64)
         #expect(try row.string("settings").contains(#"{"sealed":"v2."#))
 
-        // Migration 0006 forgot the old checksums: the next apply stores the keyed one and, the
-        // file being unchanged, changes nothing else.
+        // Migration 0006 moved the old, unkeyed checksum aside. An admin edit made since (here after
+        // the upgrade) survives the next apply of the unchanged file, which stores the keyed
+        // checksum, drops the old one and records no settings change.
         func settingsChanges() throws -> Int { try database.query("SELECT id FROM events WHERE type = 'app.settings_changed'").count }
-        let eventsBefore = try settingsChanges()
-        try database.execute("UPDATE apps SET source_checksum = NULL")
+        let unkeyed = Digest.hex(Digest.sha256(context.settings.json(secrets: .plain).serialized()))
+        try database.execute("UPDATE apps SET legacy_source_checksum = \(unkeyed), source_checksum = NULL")
         let id = try row.string("id")
+        let admin = try server.gatehouse.apps.rotateSecretKey(try #require(try server.gatehouse.directory.app(id: AppID(unchecked: id))))
+        #expect(try server.request("PATCH", "/v1/admin/app", bearer: admin, json: ["allow_signup": false]).status == 200)
+        let eventsBefore = try settingsChanges()
         #expect(try server.gatehouse.apps.applyTenants(folder: folder, environment: [:]) == ["app.json: unchanged \(id)"])
-        #expect(try database.query("SELECT source_checksum FROM apps")[0].optionalString("source_checksum") == checksum)
+        let after = try database.query("SELECT source_checksum, legacy_source_checksum FROM apps")[0]
+        #expect(try after.optionalString("source_checksum") == checksum)
+        #expect(try after.optionalString("legacy_source_checksum") == nil)
         #expect(try settingsChanges() == eventsBefore)
+        #expect(try server.request("GET", "/v1/admin/app", bearer: admin).data?["allow_signup"] == false)
+        // A file changed meanwhile replaces the settings, as any changed file does.
+        try database.execute("UPDATE apps SET legacy_source_checksum = \(unkeyed), source_checksum = NULL")
+        try Data(JSON.object(["app_key": "pk_checksum_test_0123456789", "name": "Renamed"]).serialized()).write(to: URL(fileURLWithPath: folder + "/app.json"))
+        #expect(try server.gatehouse.apps.applyTenants(folder: folder, environment: [:]) == ["app.json: updated \(id)"])
+        #expect(try database.query("SELECT legacy_source_checksum FROM apps")[0].optionalString("legacy_source_checksum") == nil)
+    }
+
+    /// Settings stored before the ceiling of 1000 (up to 10000 was allowed) still load, as 1000.
+    @Test(arguments: TestDatabase.kinds)
+    func anAppStoredAboveTheNewCeilingStillWorks(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Old", "rate_limits": ["auth_per_minute_per_ip": 1000]])
+        let database = server.gatehouse.database
+        try database.execute("UPDATE apps SET settings = replace(settings, '\"auth_per_minute_per_ip\":1000', '\"auth_per_minute_per_ip\":5000'), version = version + 1")
+        #expect(try database.query("SELECT settings FROM apps")[0].string("settings").contains("5000"))
+        server.gatehouse.directory.invalidate(AppID(unchecked: app.id))
+        #expect(try server.request("GET", "/v1/app", appKey: app.appKey).status == 200)
+        #expect(try server.request("GET", "/v1/admin/app", bearer: app.secretKey).data?["rate_limits"]?["auth_per_minute_per_ip"] == 1000)
     }
 
     // MARK: - Also fix: Gatehouse's own access tokens
