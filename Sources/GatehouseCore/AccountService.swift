@@ -80,10 +80,11 @@ public final class AccountService: Sendable {
         try checks.finish()
         // Per account too, or a botnet (or one IPv6 /48) guesses one password without bound.
         let guesses = guessSubject(email: email)
-        try limitGuesses(data, bucket: Self.signInGuessBucket, subject: guesses)
+        try requireGuessesLeft(data, bucket: Self.signInGuessBucket, subject: guesses)
         let found = try data.passwordUser(email: email)
         // Unknown email and wrong password: the same answer after the same work.
         guard try hasher.verify(password, encoded: found?.1), let (user, hash) = found else {
+            try countFailedGuess(data, bucket: Self.signInGuessBucket, subject: guesses)
             try data.record(Event(type: "user.sign_in_failed", userID: found?.0.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: clock.nowMillis()))
             throw GatehouseError(.invalidCredential, "The email or password is wrong.")
         }
@@ -170,18 +171,24 @@ public final class AccountService: Sendable {
         let data = store.app(app.id)
         try limitAuth(app, data, origin)
         try InputRules.presentedPassword(password)
-        try limitReauthentication(app, claims: claims)
+        try requireReauthenticationGuessesLeft(app, claims: claims)
         guard try hasher.verify(password, encoded: try data.passwordHash(claims.userID)) else {
+            try countFailedReauthentication(app, claims: claims)
             try data.record(Event(type: "user.sign_in_failed", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "reauthentication": true], createdAt: clock.nowMillis()))
             throw GatehouseError(.invalidCredential, "The password is wrong.")
         }
         return try refreshAuthTime(app: app, claims: claims)
     }
 
-    /// Counts a reauthentication attempt against the signed-in user (whatever the method): 10 in
-    /// 15 minutes, forgotten at the next success (``refreshAuthTime(app:claims:)``).
-    public func limitReauthentication(_ app: AppContext, claims: AccessClaims) throws {
-        try limitGuesses(store.app(app.id), bucket: Self.reauthGuessBucket, subject: claims.userID.rawValue)
+    /// The signed-in user's budget of failed reauthentications (whatever the method) and current
+    /// passwords: 10 in 15 minutes, forgotten at the next success (``refreshAuthTime(app:claims:)``).
+    public func requireReauthenticationGuessesLeft(_ app: AppContext, claims: AccessClaims) throws {
+        try requireGuessesLeft(store.app(app.id), bucket: Self.reauthGuessBucket, subject: claims.userID.rawValue)
+    }
+
+    /// Counts one failed reauthentication against the signed-in user.
+    public func countFailedReauthentication(_ app: AppContext, claims: AccessClaims) throws {
+        try countFailedGuess(store.app(app.id), bucket: Self.reauthGuessBucket, subject: claims.userID.rawValue)
     }
 
     /// After a successful reauthentication: `auth_time` is now, and a new access token says so.
@@ -270,9 +277,10 @@ public final class AccountService: Sendable {
         try checks.run { () throws(GatehouseError) in try InputRules.presentedPassword(new) }
         try checks.finish()
         // The current password is a guess like any other: the same per-user budget as reauthentication.
-        try limitReauthentication(app, claims: claims)
+        try requireReauthenticationGuessesLeft(app, claims: claims)
         let stored = try data.passwordHash(claims.userID)
         guard try hasher.verify(current, encoded: stored) else {
+            try countFailedReauthentication(app, claims: claims)
             try data.record(Event(type: "user.sign_in_failed", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "password_change": true], createdAt: clock.nowMillis()))
             throw GatehouseError(.invalidCredential, "The current password is wrong.", fieldErrors: [FieldError("current_password", "Wrong password.")])
         }
@@ -332,9 +340,13 @@ public final class AccountService: Sendable {
     /// addresses tried nor, by hashing guesses, whether one was.
     func guessSubject(email: String) -> String { Digest.hex(Digest.hmacSHA256(key: limiterSubjectKey, data: Array(email.utf8))) }
 
-    private func limitGuesses(_ data: any AppScopedStore, bucket: String, subject: String) throws {
-        try limiter.hit(
+    private func requireGuessesLeft(_ data: any AppScopedStore, bucket: String, subject: String) throws {
+        try limiter.requireUnder(
             data, bucket: bucket, subject: subject, limit: RateLimiter.accountGuesses.limit, windowSeconds: RateLimiter.accountGuesses.windowSeconds)
+    }
+
+    private func countFailedGuess(_ data: any AppScopedStore, bucket: String, subject: String) throws {
+        try limiter.count(data, bucket: bucket, subject: subject, windowSeconds: RateLimiter.accountGuesses.windowSeconds)
     }
 
     private func limitAuth(_ app: AppContext, _ data: any AppScopedStore, _ origin: RequestOrigin) throws {

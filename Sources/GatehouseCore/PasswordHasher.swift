@@ -108,9 +108,10 @@ public struct RateLimiter: Sendable {
 
     public init(clock: any Clock) { self.clock = clock }
 
-    /// A limit on guessing one account's password: 10 tries in a fixed 15-minute window, counted
-    /// per (app, email) at sign-in and per user at reauthentication, and forgotten after a success.
-    /// The same for an email with no account, so the answer tells nothing.
+    /// A limit on guessing one account's password: 10 failures in a fixed 15-minute window,
+    /// counted per (app, email) at sign-in and per user at reauthentication and password change,
+    /// and forgotten after a success. The same for an email with no account, so the answer tells
+    /// nothing. Failures, not tries, so that no success (however many at once) is ever refused.
     public static let accountGuesses = (limit: Int64(10), windowSeconds: Int64(15 * 60))
 
     /// The longest window any bucket counts in: older counters can go.
@@ -129,6 +130,24 @@ public struct RateLimiter: Sendable {
             let retryAfter = Int((windowStart + window - now + 999) / 1000)
             throw GatehouseError(.tooManyRequests, "Too many attempts; retry in \(retryAfter) s.", retryAfter: max(1, retryAfter))
         }
+    }
+
+    /// Throws 429 with `Retry-After` when `subject` already has `limit` counted in `bucket` in this
+    /// fixed window; counts nothing itself (``count(_:bucket:subject:windowSeconds:)`` does).
+    public func requireUnder(_ store: any AppScopedStore, bucket: String, subject: String, limit: Int64, windowSeconds: Int64) throws {
+        let now = clock.nowMillis()
+        let window = windowSeconds * 1000
+        let windowStart = now - now % window
+        if try store.rateLimitHits(bucket: "\(bucket):\(subject)", windowStart: windowStart) >= limit {
+            let retryAfter = Int((windowStart + window - now + 999) / 1000)
+            throw GatehouseError(.tooManyRequests, "Too many attempts; retry in \(retryAfter) s.", retryAfter: max(1, retryAfter))
+        }
+    }
+
+    /// Counts one for `subject` in `bucket` in this fixed window (a failure, for ``requireUnder``).
+    public func count(_ store: any AppScopedStore, bucket: String, subject: String, windowSeconds: Int64) throws {
+        let now = clock.nowMillis()
+        _ = try store.hitRateLimit(bucket: "\(bucket):\(subject)", windowStart: now - now % (windowSeconds * 1000))
     }
 
     /// Forgets `subject`'s count in `bucket` (after a success, so a user who got in is not held

@@ -214,15 +214,20 @@ public final class ProviderSignInService: Sendable {
             throw GatehouseError.validation("nonce", "Required to reauthenticate: the raw nonce the token was requested with.")
         case .apple, .google, .firebase: break
         }
-        try accounts.limitReauthentication(app, claims: claims)
-        let (identity, _) = try verify(app: app, provider: provider, proof: proof)
-        let oldest = clock.nowSeconds - app.settings.recentLoginSeconds - Self.freshnessLeewaySeconds
-        guard identity.token.signedInAt >= oldest else {
-            throw GatehouseError(
-                .invalidCredential, "This \(provider.rawValue) token was issued too long ago to count as a recent sign-in; get a new one.", status: 401)
-        }
-        guard let owner = try data.user(provider: provider.rawValue, subject: identity.subject), owner.id == claims.userID else {
-            throw GatehouseError(.invalidCredential, "This \(provider.rawValue) account is not the signed-in user's.", status: 401)
+        try accounts.requireReauthenticationGuessesLeft(app, claims: claims)
+        do {
+            let (identity, _) = try verify(app: app, provider: provider, proof: proof)
+            let oldest = clock.nowSeconds - app.settings.recentLoginSeconds - Self.freshnessLeewaySeconds
+            guard identity.token.signedInAt >= oldest else {
+                throw GatehouseError(
+                    .invalidCredential, "This \(provider.rawValue) token was issued too long ago to count as a recent sign-in; get a new one.", status: 401)
+            }
+            guard let owner = try data.user(provider: provider.rawValue, subject: identity.subject), owner.id == claims.userID else {
+                throw GatehouseError(.invalidCredential, "This \(provider.rawValue) account is not the signed-in user's.", status: 401)
+            }
+        } catch let error as GatehouseError where error.code == .invalidCredential {
+            try accounts.countFailedReauthentication(app, claims: claims)
+            throw error
         }
         return try accounts.refreshAuthTime(app: app, claims: claims)
     }

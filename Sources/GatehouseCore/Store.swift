@@ -255,6 +255,8 @@ public protocol AppScopedStore: Sendable {
     func record(_ event: Event) throws
     /// Counts a hit in the fixed window starting at `windowStart`; returns the hits in that window so far.
     func hitRateLimit(bucket: String, windowStart: Int64) throws -> Int64
+    /// The hits counted in `bucket` in the window starting at `windowStart` (0 for another window).
+    func rateLimitHits(bucket: String, windowStart: Int64) throws -> Int64
     /// Deletes this app's counter of `bucket`.
     func resetRateLimit(bucket: String) throws
     /// Deletes this app's counters of windows that started before `before`.

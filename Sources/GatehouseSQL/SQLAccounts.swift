@@ -249,6 +249,12 @@ extension SQLAppScopedStore {
             """).first?.int64("hits") ?? 1
     }
 
+    func rateLimitHits(bucket: String, windowStart: Int64) throws -> Int64 {
+        try database.query("""
+            SELECT hits FROM rate_limits WHERE app_id = \(appID) AND bucket = \(bucket) AND window_start = \(windowStart)
+            """).first?.int64("hits") ?? 0
+    }
+
     func resetRateLimit(bucket: String) throws {
         try database.execute("DELETE FROM rate_limits WHERE app_id = \(appID) AND bucket = \(bucket)")
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import GatehouseCore
 import GatehouseCrypto
 import GatehouseTesting
@@ -225,6 +226,17 @@ struct HardeningAPITests {
         for _ in 0..<5 { _ = try signIn("ada@example.com", "wrong password") }
         #expect(try signIn("ada@example.com", "correct horse battery").status == 200)
         for _ in 0..<10 { #expect(try signIn("ada@example.com", "wrong password").status == 400) }
+        // Failures count, not tries: however many right passwords arrive at once, none is refused.
+        clock.advance(seconds: 900)
+        let statuses = Mutex<[Int]>([])
+        DispatchQueue.concurrentPerform(iterations: 24) { i in
+            let status = (try? server.request(
+                "POST", "/v1/auth/signin", appKey: app.appKey, headers: [("X-Forwarded-For", "198.51.100.\(i)")],
+                json: ["email": "ada@example.com", "password": "correct horse battery"]).status) ?? 0
+            statuses.withLock { $0.append(status) }
+        }
+        // 503 server/busy is the hasher's queue, not the limiter.
+        #expect(statuses.withLock { $0.allSatisfy { $0 == 200 || $0 == 503 } && $0.contains(200) })
     }
 
     @Test(arguments: TestDatabase.kinds)
