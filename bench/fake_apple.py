@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""A fake Apple for bench/run: the keys Gatehouse fetches, and one identity token signed with them.
+"""A fake Apple for bench/run: the keys Gatehouse fetches, and identity tokens signed with them.
 
-    /usr/bin/python3 bench/fake_apple.py STATE_DIR AUDIENCE
+    /usr/bin/python3 bench/fake_apple.py STATE_DIR AUDIENCE [WARM RUN THREADS]
 
 Generates an RSA-2048 key, listens on 127.0.0.1 on a free port and serves
   GET /auth/keys  the public key as a JWKS (kid, RS256, use sig), Cache-Control: max-age=3600
@@ -11,6 +11,10 @@ Before it listens it writes into STATE_DIR:
           email_verified "true" (Apple sends a string), iat now, exp now + 2 h, nonce = lowercase hex
           SHA-256 of the raw nonce, header kid
   nonce   the raw nonce the client sends Gatehouse
+  check.json  a request body ({"identity_token", "nonce"}) of another token, for the bench's check
+  warm-1.jsonl, run-1.jsonl … run-THREADS.jsonl
+          WARM and RUN request bodies, one per line, split among the wrk threads: every token
+          carries a nonce of its own, since Gatehouse accepts a token with a nonce once
 and, once listening, `port`. Runs until killed (SIGTERM). Needs Debian's python3-jwt and
 python3-cryptography (hence /usr/bin/python3).
 """
@@ -55,14 +59,27 @@ def main():
     }]}).encode()
 
     now = int(time.time())
-    token = jwt.encode({
-        "iss": ISSUER, "aud": audience, "sub": SUBJECT, "email": EMAIL, "email_verified": "true",
-        "is_private_email": "true", "iat": now, "exp": now + TOKEN_LIFETIME,
-        "nonce": hashlib.sha256(RAW_NONCE.encode()).hexdigest(), "nonce_supported": True,
-        "auth_time": now,
-    }, key, algorithm="RS256", headers={"kid": KID})
-    write(os.path.join(state_dir, "token"), token)
+
+    def token(raw_nonce):
+        return jwt.encode({
+            "iss": ISSUER, "aud": audience, "sub": SUBJECT, "email": EMAIL, "email_verified": "true",
+            "is_private_email": "true", "iat": now, "exp": now + TOKEN_LIFETIME,
+            "nonce": hashlib.sha256(raw_nonce.encode()).hexdigest(), "nonce_supported": True,
+            "auth_time": now,
+        }, key, algorithm="RS256", headers={"kid": KID})
+
+    def body(i):
+        raw = "%s-%d" % (RAW_NONCE, i)
+        return json.dumps({"identity_token": token(raw), "nonce": raw})
+
+    write(os.path.join(state_dir, "token"), token(RAW_NONCE))
     write(os.path.join(state_dir, "nonce"), RAW_NONCE)
+    warm, run, threads = (int(a) for a in sys.argv[3:6]) if len(sys.argv) > 5 else (0, 0, 1)
+    write(os.path.join(state_dir, "check.json"), body(0))
+    write(os.path.join(state_dir, "warm-1.jsonl"), "".join(body(1 + i) + "\n" for i in range(warm)))
+    for t in range(threads):
+        lines = (body(1 + warm + i) + "\n" for i in range(t, run, threads))
+        write(os.path.join(state_dir, "run-%d.jsonl" % (t + 1)), "".join(lines))
 
     fetches = 0
     lock = threading.Lock()

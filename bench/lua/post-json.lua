@@ -1,9 +1,11 @@
--- wrk script: the same POST with a JSON body on every request (password sign-in with one user,
--- Sign in with Apple with one identity token), counting the answers by status.
+-- wrk script: a POST with a JSON body on every request (password sign-in with one user, Sign in
+-- with Apple with tokens that are each accepted once), counting the answers by status.
 --   wrk ... -s post-json.lua URL -- APP_KEY BODY_FILE [FORWARDED_ADDRESSES]
+-- BODY_FILE is one body, or, when it ends in "-", the prefix of one file per thread
+-- (<prefix><thread>.jsonl) of bodies, one per line, sent in turn (each once, until they run out).
 -- With FORWARDED_ADDRESSES = N (> 0), requests carry `X-Forwarded-For: 10.<thread>.x.y`, cycling
 -- through N addresses per thread (the server must trust 127.0.0.1 as a proxy): the per-IP
--- sign-in limit (at most 10000 a minute) then never answers 429, even when the server refuses
+-- sign-in limit (at most 1000 a minute) then never answers 429, even when the server refuses
 -- thousands of sign-ins a second with 503 server/busy. The requests are built once, in init().
 -- done() prints one line that bench/run parses:
 --   statuses: ok=… busy503=… other503=… status429=… other=… seconds=…
@@ -17,13 +19,26 @@ function setup(thread)
 end
 
 function init(args)
-    local f = assert(io.open(args[2], "r"))
-    local body = f:read("*a")
-    f:close()
     local headers = { ["Content-Type"] = "application/json", ["X-App-Key"] = args[1] }
     local path = wrk.path
     addresses = tonumber(args[3] or "0") or 0
     prepared = {}
+    if string.sub(args[2], -1) == "-" then
+        local i = 0
+        for line in io.lines(args[2] .. id .. ".jsonl") do
+            if addresses > 0 then
+                headers["X-Forwarded-For"] = string.format("10.%d.%d.%d", id, math.floor(i / 256) % 256, i % 256)
+                i = (i + 1) % addresses
+            end
+            prepared[#prepared + 1] = wrk.format("POST", path, headers, line)
+        end
+        nextRequest = 0
+        ok, busy503, other503, s429, other = 0, 0, 0, 0, 0
+        return
+    end
+    local f = assert(io.open(args[2], "r"))
+    local body = f:read("*a")
+    f:close()
     if addresses > 0 then
         for i = 0, addresses - 1 do
             headers["X-Forwarded-For"] = string.format("10.%d.%d.%d", id, math.floor(i / 256) % 256, i % 256)
