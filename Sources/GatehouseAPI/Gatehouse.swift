@@ -99,9 +99,6 @@ public final class Gatehouse: Sendable {
     /// Every operation of the route table, for the OpenAPI drift test.
     public var operations: [(method: String, pattern: String)] { router.operations }
 
-    /// Threads that answer the provider routes (sign-in, linking, the Apple callback).
-    static let providerThreads = 16
-
     /// An HTTP server for this application (not yet started).
     public func makeServer(host: String? = nil, port: UInt16? = nil) -> HTTPServer {
         var http = HTTPServer.Configuration()
@@ -116,8 +113,8 @@ public final class Gatehouse: Sendable {
         // Provider calls (keys, Apple's token endpoint) wait on the network, up to the outbound
         // timeout, on threads of their own: a slow provider holds neither the workers nor the
         // hashing threads. Reauthentication, which may hash, stays on the hashing threads.
-        http.networkOffloadThreads = Self.providerThreads
-        http.networkOffloadQueueLimit = 32 * Self.providerThreads
+        http.networkOffloadThreads = configuration.providerThreads
+        http.networkOffloadQueueLimit = 32 * configuration.providerThreads
         http.connectionLimit = configuration.connectionLimit
         http.perIPConnectionLimit = configuration.perIPConnectionLimit
         http.connectionTimeoutSeconds = configuration.connectionTimeoutSeconds

@@ -1,3 +1,4 @@
+import Foundation
 import GatehouseCore
 import GatehouseTesting
 import Testing
@@ -26,6 +27,15 @@ struct ConfigurationTests {
             #expect(throws: ConfigurationError.self, "\(wrong)") {
                 try Configuration.fromEnvironment(["GATEHOUSE_ALLOW_PRIVATE_OUTBOUND": wrong])
             }
+        }
+    }
+
+    @Test
+    func providerThreadsAreSizedToTheCoresAndSettable() throws {
+        #expect(try Configuration.fromEnvironment([:]).providerThreads == max(4, 4 * ProcessInfo.processInfo.activeProcessorCount))
+        #expect(try Configuration.fromEnvironment(["GATEHOUSE_PROVIDER_THREADS": "32"]).providerThreads == 32)
+        for wrong in ["0", "-1", "many"] {
+            #expect(throws: ConfigurationError.self, "\(wrong)") { try Configuration.fromEnvironment(["GATEHOUSE_PROVIDER_THREADS": wrong]) }
         }
     }
 
