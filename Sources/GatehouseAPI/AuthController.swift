@@ -15,7 +15,9 @@ struct AuthController {
         routes.post("/v1/auth/signin", hashesPassword: true, signIn)
         routes.post("/v1/auth/refresh", refresh)
         routes.post("/v1/auth/signout", signOut)
-        routes.post("/v1/auth/reauthenticate", hashesPassword: true, reauthenticate)
+        // It may hash a password or wait on a provider's keys: on the network threads, so a
+        // hanging key server holds none of the hashing threads (the hasher still bounds hashing).
+        routes.post("/v1/auth/reauthenticate", hashesPassword: true, callsProvider: true, reauthenticate)
     }
 
     func signUp(_ request: Request) throws -> HTTPResponse {

@@ -112,7 +112,7 @@ public final class Gatehouse: Sendable {
         http.offloadQueueLimit = 64 * configuration.hashConcurrency
         // Provider calls (keys, Apple's token endpoint) wait on the network, up to the outbound
         // timeout, on threads of their own: a slow provider holds neither the workers nor the
-        // hashing threads. Reauthentication, which may hash, stays on the hashing threads.
+        // hashing threads. Reauthentication, which may do either, runs here too.
         http.networkOffloadThreads = configuration.providerThreads
         http.networkOffloadQueueLimit = 32 * configuration.providerThreads
         http.connectionLimit = configuration.connectionLimit

@@ -7,6 +7,9 @@ import GatehouseHTTP
 enum Problem {
     static func response(for error: any Error, instance: String, requestID: String, log: Log) -> HTTPResponse {
         if let error = error as? GatehouseError { return response(error, instance: instance, requestID: requestID) }
+        if let error = error as? any StoreFailure, error.isInvalidValue {
+            return response(GatehouseError(.validationFailed, "A value holds a NUL character (U+0000), which is never valid."), instance: instance, requestID: requestID)
+        }
         if let error = error as? any StoreFailure, error.isUnavailable {
             log.error("database unavailable", ["request_id": .string(requestID), "error": .string(error.description)])
             return response(GatehouseError(.unavailable, "The database is busy or unreachable; retry shortly.", retryAfter: 1), instance: instance, requestID: requestID)

@@ -81,7 +81,11 @@ public final class AccountService: Sendable {
         // Per account too, or a botnet (or one IPv6 /48) guesses one password without bound.
         let guesses = guessSubject(email: email)
         try requireGuessesLeft(data, bucket: Self.signInGuessBucket, subject: guesses)
-        let found = try data.passwordUser(email: email)
+        var found = try data.passwordUser(email: email)
+        // An account stored before emails were put in NFC is found by the form it was typed in.
+        let typed = rawEmail.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        // (Compared by scalars: Swift's == holds the two forms equal.)
+        if found == nil, !typed.unicodeScalars.elementsEqual(email.unicodeScalars) { found = try data.passwordUser(email: typed) }
         // Unknown email and wrong password: the same answer after the same work.
         guard try hasher.verify(password, encoded: found?.1), let (user, hash) = found else {
             try countFailedGuess(data, bucket: Self.signInGuessBucket, subject: guesses)

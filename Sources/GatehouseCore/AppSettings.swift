@@ -146,7 +146,10 @@ extension AppSettings {
         let current: AppSettings? = if case .admin(let c) = source { c } else { nil }
 
         let name = r.string("name", maxLength: 100)?.trimmingCharacters(in: .whitespaces)
-        if let name, InputRules.hasControlOrFormatCharacters(name) {
+        // A name stored before format characters were refused still loads (else every request
+        // of that app would fail, the PATCH that could mend it included); a change must mend it.
+        let storedBefore: Bool = if case .storage = source { true } else { false }
+        if let name, !storedBefore, InputRules.hasControlOrFormatCharacters(name) {
             r.fail("name", InputRules.nameCharactersMessage)  // shown to users on consent pages and in mails
         } else if let name, !name.isEmpty {
             s.name = name

@@ -118,6 +118,9 @@ public struct SecretKeyRecord: Sendable, Equatable {
 /// the request is answered 503 `server/unavailable` with `Retry-After`; any other is a 500.
 public protocol StoreFailure: Error, CustomStringConvertible {
     var isUnavailable: Bool { get }
+    /// A value the database cannot hold (text with U+0000), refused before it was sent: the
+    /// request's fault, answered 400 `request/validation-failed`.
+    var isInvalidValue: Bool { get }
 }
 
 /// The persistence the domain needs. Written once in `GatehouseSQL` for SQLite and PostgreSQL.

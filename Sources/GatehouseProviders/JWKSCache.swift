@@ -82,7 +82,8 @@ public final class JWKSCache: Sendable {
 
     private func mayFetch(_ state: Entry.State, kidKnown: Bool, now: Int64) -> Bool {
         guard let lastAttempt = state.lastAttemptAt else { return true }
-        let cooledDown = now - lastAttempt >= refetchInterval
+        // A wall clock stepped back (now before the last attempt) must not hold fetches off until it catches up.
+        let cooledDown = now - lastAttempt >= refetchInterval || now < lastAttempt
         if state.lastError != nil { return cooledDown }  // the last fetch failed: not before the interval
         if now >= state.expiresAt { return true }
         return !kidKnown && cooledDown

@@ -238,4 +238,5 @@ private func signingKeyRecord(_ row: SQLRow) throws -> SigningKeyRecord {
 extension SQLError: StoreFailure {
     /// Unreachable or busy: worth a retry.
     public var isUnavailable: Bool { kind == .connection || kind == .busy }
+    public var isInvalidValue: Bool { kind == .invalidValue }
 }

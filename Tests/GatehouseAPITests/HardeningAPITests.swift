@@ -312,6 +312,37 @@ struct HardeningAPITests {
         #expect(try database.query("SELECT legacy_source_checksum FROM apps")[0].optionalString("legacy_source_checksum") == nil)
     }
 
+    /// An app named before format characters were refused keeps working; a change mends the name.
+    @Test(arguments: TestDatabase.kinds)
+    func anAppNamedWithAFormatCharacterBeforeStillWorks(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Shalom"])
+        let database = server.gatehouse.database
+        try database.execute("UPDATE apps SET settings = replace(settings, '\"name\":\"Shalom\"', \("\"name\":\"Shalom\u{200F}\"")), version = version + 1")
+        #expect(try database.query("SELECT settings FROM apps")[0].string("settings").contains("\u{200F}"))
+        server.gatehouse.directory.invalidate(AppID(unchecked: app.id))
+        #expect(try server.request("GET", "/v1/app", appKey: app.appKey).status == 200)
+        let unmended = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["allow_signup": false])
+        #expect(unmended.json?["errors"]?.arrayValue?.first?["field"] == "name")
+        #expect(try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["name": "Shalom", "allow_signup": false]).status == 200)
+    }
+
+    /// An address stored before emails were put in NFC still signs in, typed as it was then.
+    @Test(arguments: TestDatabase.kinds)
+    func anAccountStoredBeforeNFCStillSignsIn(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Old accounts", "rate_limits": ["auth_per_minute_per_ip": 1000]])
+        _ = try server.signUp(app, email: "renee@example.com")
+        let decomposed = "rene\u{0301}e@example.com"
+        try server.gatehouse.database.execute("UPDATE users SET email = \(decomposed)")
+        try server.gatehouse.database.execute("UPDATE identities SET subject = \(decomposed), email = \(decomposed)")
+        let signedIn = try server.request(
+            "POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": .string(decomposed), "password": "correct horse battery"])
+        #expect(signedIn.status == 200)
+    }
+
     /// Settings stored before the ceiling of 1000 (up to 10000 was allowed) still load, as 1000.
     @Test(arguments: TestDatabase.kinds)
     func anAppStoredAboveTheNewCeilingStillWorks(_ kind: TestDatabaseKind) throws {

@@ -44,7 +44,7 @@ struct ProviderOutageAPITests {
         let released = Atomic(false)
         let hanging = try FakeHTTPServer { request, _ in
             guard request.path == "/certs" else { return nil }
-            _ = release.wait(timeout: .now() + 8)  // a bound, should the test fail before releasing
+            _ = release.wait(timeout: .now() + 15)  // a bound, should the test fail before releasing
             return google.keys.jwksResponse()
         }
         defer { hanging.stop() }
@@ -78,7 +78,8 @@ struct ProviderOutageAPITests {
             let started = Date()
             let response = try TestHTTPClient.send("GET", server.baseURL + path, headers: appKey.map { [("X-App-Key", $0)] } ?? [], timeoutSeconds: 15)
             #expect(response.status == 200, "\(path)")
-            #expect(Date().timeIntervalSince(started) < 1, "\(path) answered while the sign-ins wait")
+            // Seconds before the fix (7.7 s); a bound with room for a loaded CI machine.
+            #expect(Date().timeIntervalSince(started) < 3, "\(path) answered while the sign-ins wait")
         }
         #expect(statuses.withLock { $0.isEmpty }, "the sign-ins are still waiting for the keys")
 
