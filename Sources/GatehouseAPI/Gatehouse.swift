@@ -19,6 +19,8 @@ public final class Gatehouse: Sendable {
     public let accounts: AccountService
     public let tokens: TokenService
     public let providerSignIn: ProviderSignInService
+    /// Delivers the outbox while the server runs (``startBackgroundWork()``).
+    public let outboxWorker: OutboxWorker
     public let metrics = Metrics()
     public let log: Log
     public let clock: any Clock
@@ -84,9 +86,14 @@ public final class Gatehouse: Sendable {
             providers: ProviderAdapter(verifier: verifier, apple: apple, log: log),
             sealer: sealer, clock: clock, publicURL: configuration.publicURL)
 
+        // No kind has a handler yet: the mailer and the emailed-code flows come next (issue 11).
+        outboxWorker = OutboxWorker(
+            outbox: store.outbox, store: store, handlers: [], policy: OutboxRetryPolicy(maxBackoffSeconds: configuration.outboxMaxBackoffSeconds),
+            clock: clock, log: { [log] message, fields in log.warning(message, fields.mapValues(JSON.string)) })
+
         let auth = Authenticator(directory: directory, apps: apps, tokens: tokens)
         var routes = Routes()
-        OperationsController(auth: auth, store: store, metrics: metrics).register(&routes)
+        OperationsController(auth: auth, store: store, metrics: metrics, outbox: outboxWorker, clock: clock).register(&routes)
         AppController(auth: auth, directory: directory).register(&routes)
         AdminController(auth: auth, apps: apps).register(&routes)
         let authController = AuthController(auth: auth, accounts: accounts, providers: providerSignIn)
@@ -125,7 +132,17 @@ public final class Gatehouse: Sendable {
         return HTTPServer(configuration: http, responder: responder)
     }
 
-    public func close() { database.close() }
+    /// Starts the work the server does besides answering requests (the outbox worker). The
+    /// executable calls it when it serves, not for one-off commands; `stopBackgroundWork()` joins it.
+    public func startBackgroundWork() { outboxWorker.start() }
+
+    /// Stops the background work and waits for its threads.
+    public func stopBackgroundWork() { outboxWorker.stop() }
+
+    public func close() {
+        stopBackgroundWork()
+        database.close()
+    }
 
     // MARK: - Start-up steps
 

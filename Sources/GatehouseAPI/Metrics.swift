@@ -55,8 +55,8 @@ public final class Metrics: Sendable {
         }
     }
 
-    /// The Prometheus text exposition, with `gauges` (name, help, value) appended.
-    public func render(gauges: [(name: String, help: String, value: Double)]) -> String {
+    /// The Prometheus text exposition, with `gauges` and `counters` (name, help, value) appended.
+    public func render(gauges: [(name: String, help: String, value: Double)], counters: [(name: String, help: String, value: Double)] = []) -> String {
         var snapshot: [Key: Series] = [:]
         for shard in shards {
             for (key, series) in shard.series.withLock({ $0 }) { snapshot[key, default: Series()].add(series) }
@@ -82,6 +82,9 @@ public final class Metrics: Sendable {
         }
         for gauge in gauges {
             out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n\(gauge.name) \(gauge.value)\n"
+        }
+        for counter in counters {
+            out += "# HELP \(counter.name) \(counter.help)\n# TYPE \(counter.name) counter\n\(counter.name) \(counter.value)\n"
         }
         return out
     }

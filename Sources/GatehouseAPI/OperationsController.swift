@@ -6,6 +6,8 @@ struct OperationsController {
     let auth: Authenticator
     let store: any Store
     let metrics: Metrics
+    let outbox: OutboxWorker
+    let clock: any Clock
 
     func register(_ routes: inout Routes) {
         routes.get("/healthz", health)
@@ -25,11 +27,23 @@ struct OperationsController {
     func prometheus(_ request: Request) throws -> HTTPResponse {
         try auth.platform(request)
         let pool = store.connections
-        let text = metrics.render(gauges: [
-            ("gatehouse_db_pool_connections", "Database connections open in the pool.", Double(pool.open)),
-            ("gatehouse_db_pool_in_use", "Database connections in use.", Double(pool.inUse)),
-            ("gatehouse_db_pool_waiting", "Requests waiting for a database connection.", Double(pool.waiting)),
-        ])
+        let queue = try store.outbox.statistics(now: clock.nowMillis())
+        let text = metrics.render(
+            gauges: [
+                ("gatehouse_db_pool_connections", "Database connections open in the pool.", Double(pool.open)),
+                ("gatehouse_db_pool_in_use", "Database connections in use.", Double(pool.inUse)),
+                ("gatehouse_db_pool_waiting", "Requests waiting for a database connection.", Double(pool.waiting)),
+                ("gatehouse_outbox_queued", "Outbox items neither delivered nor dead, on every node.", Double(queue.queued)),
+                ("gatehouse_outbox_in_flight", "Outbox items a worker holds now, on every node.", Double(queue.inFlight)),
+                ("gatehouse_outbox_dead", "Dead letters kept in the outbox.", Double(queue.dead)),
+                ("gatehouse_outbox_oldest_due_seconds", "How long the oldest due outbox item has waited past its next attempt.",
+                 Double(queue.oldestDueAgeMillis) / 1000),
+            ],
+            counters: [
+                ("gatehouse_outbox_delivered_total", "Outbox items this node delivered.", Double(outbox.delivered.load(ordering: .relaxed))),
+                ("gatehouse_outbox_retried_total", "Outbox deliveries this node will try again.", Double(outbox.retried.load(ordering: .relaxed))),
+                ("gatehouse_outbox_dead_lettered_total", "Outbox items this node dead-lettered.", Double(outbox.deadLettered.load(ordering: .relaxed))),
+            ])
         return HTTPResponse(
             status: 200, headers: HTTPHeaders([("Content-Type", "text/plain; version=0.0.4; charset=utf-8"), ("Cache-Control", "no-store")]),
             body: Array(text.utf8))

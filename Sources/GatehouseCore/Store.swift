@@ -127,6 +127,8 @@ public protocol StoreFailure: Error, CustomStringConvertible {
 public protocol Store: Sendable {
     /// Platform-level lookups: the only queries not scoped to one app.
     var apps: any AppCatalog { get }
+    /// The outbox every node's worker delivers (not scoped to an app: a worker serves them all).
+    var outbox: any OutboxStore { get }
     /// Everything that belongs to one app; every query binds `app_id`.
     func app(_ id: AppID) -> any AppScopedStore
     /// True when the database answers.

@@ -5,12 +5,14 @@ import GatehouseCrypto
 public final class SQLStore: Store {
     public let database: any SQLDatabase
     public let apps: any AppCatalog
+    public let outbox: any OutboxStore
     private let userChanges: (any UserChangeObserver)?
 
     /// - Parameter userChanges: told, after the commit, of every change to a user's account.
     public init(database: any SQLDatabase, userChanges: (any UserChangeObserver)? = nil) {
         self.database = database
         self.apps = SQLAppCatalog(database: database)
+        self.outbox = SQLOutbox(database: database)
         self.userChanges = userChanges
     }
 

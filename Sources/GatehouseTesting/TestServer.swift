@@ -52,6 +52,7 @@ public final class TestServer: @unchecked Sendable {  // immutable after init; H
             gatehouse = try Gatehouse.open(configuration: configuration, clock: clock, environment: environment, log: Log(enabled: false))
             server = gatehouse.makeServer(host: "127.0.0.1", port: 0)
             try server.start()
+            gatehouse.startBackgroundWork()
         } catch {
             if owningIt { database.drop() }
             throw error
@@ -61,6 +62,7 @@ public final class TestServer: @unchecked Sendable {  // immutable after init; H
 
     public func stop() {
         server.shutdown()
+        gatehouse.stopBackgroundWork()
         gatehouse.close()
         if ownsDatabase { database.drop() }
     }

@@ -58,6 +58,7 @@ func serve() -> Never {
     do { gatehouse = try Gatehouse.open(configuration: configuration) } catch { fail("gatehouse: cannot start: \(error)") }
     let server = gatehouse.makeServer()
     do { try server.start() } catch { fail("gatehouse: cannot listen on \(configuration.listenHost):\(configuration.listenPort): \(error)") }
+    gatehouse.startBackgroundWork()
     gatehouse.log.info(
         "listening",
         ["address": .string("\(configuration.listenHost):\(server.port)"), "public_url": .string(configuration.publicURL),
@@ -67,6 +68,7 @@ func serve() -> Never {
     sigwait(&signals, &received)
     gatehouse.log.info("shutting down", ["signal": .int(Int64(received))])
     server.shutdown()
+    gatehouse.stopBackgroundWork()
     gatehouse.close()
     exit(0)
 }

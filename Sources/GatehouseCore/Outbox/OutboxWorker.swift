@@ -1,0 +1,140 @@
+import Dispatch
+import Foundation
+import GatehouseCrypto
+import Synchronization
+
+/// Delivers the outbox: claims due items under a lease, hands each to its kind's handler, and
+/// records the outcome: delivered, retried with back-off (``OutboxRetryPolicy``), or dead-lettered
+/// (an `outbox.dead_lettered` audit event of the item's app, and a metric), never dropped. It knows
+/// no kind: a new kind is a new ``OutboxHandler``.
+///
+/// One per node, on a thread of its own (``start()``/``stop()``). Several nodes on one database
+/// share the work: a claim is exclusive, and a node that dies holding items loses them to the
+/// others when their lease runs out.
+public final class OutboxWorker: Sendable {
+    /// How long a claim holds an item: longer than any handler's delivery may take.
+    public static let leaseMillis: Int64 = 60_000
+    /// Items claimed at once.
+    public static let batchSize = 16
+
+    public let node: String
+    private let outbox: any OutboxStore
+    private let store: any Store
+    private let handlers: [OutboxKind: any OutboxHandler]
+    private let policy: OutboxRetryPolicy
+    private let clock: any Clock
+    private let pollInterval: Double
+    private let log: @Sendable (_ message: String, _ fields: [String: String]) -> Void
+
+    /// Deliveries since start, for `/metrics`.
+    public let delivered = Atomic<Int>(0)
+    public let retried = Atomic<Int>(0)
+    public let deadLettered = Atomic<Int>(0)
+
+    private let wakeUp = DispatchSemaphore(value: 0)
+    private let running = Atomic<Bool>(false)
+    /// True while the thread runs (``runOnce()`` called directly, as tests do, releases nothing).
+    private let threaded = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// - Parameters:
+    ///   - pollInterval: seconds between looks at the table when nothing woke the worker (items
+    ///     queued by other nodes, retries coming due).
+    ///   - log: what the worker cannot tell a caller (a delivery that failed, a dead letter).
+    public init(
+        outbox: any OutboxStore, store: any Store, handlers: [any OutboxHandler], policy: OutboxRetryPolicy, clock: any Clock,
+        pollInterval: Double = 1, node: String = "node_" + Digest.hex(SecureRandom.bytes(6)),
+        log: @escaping @Sendable (_ message: String, _ fields: [String: String]) -> Void = { _, _ in }
+    ) {
+        self.outbox = outbox
+        self.store = store
+        self.handlers = Dictionary(handlers.map { ($0.kind, $0) }, uniquingKeysWith: { first, _ in first })
+        self.policy = policy
+        self.clock = clock
+        self.pollInterval = pollInterval
+        self.node = node
+        self.log = log
+    }
+
+    /// Claims one batch of due items and delivers it; returns how many items it handled. The
+    /// worker's thread calls this in a loop; tests call it directly to step the outbox.
+    @discardableResult
+    public func runOnce() throws -> Int {
+        let claimed = try outbox.claim(kinds: Array(handlers.keys), limit: Self.batchSize, leaseMillis: Self.leaseMillis, node: node, now: clock.nowMillis())
+        for (index, item) in claimed.enumerated() {
+            // Stopping: what is claimed and not yet tried goes back for any node at once.
+            if index > 0, threaded.load(ordering: .relaxed), !running.load(ordering: .relaxed) {
+                try outbox.release(claimed[index...].map(\.id), node: node)
+                return index
+            }
+            try deliver(item)
+        }
+        return claimed.count
+    }
+
+    private func deliver(_ item: OutboxItem) throws {
+        // Claimed by kind, so a handler is there.
+        let outcome = handlers[item.kind].map { $0.deliver(item) } ?? .retry(reason: "no handler for \(item.kind) on this node")
+        let now = clock.nowMillis()
+        let attempt = item.attempts + 1
+        switch outcome {
+        case .delivered:
+            try outbox.markDelivered(item.id, node: node, now: now)
+            delivered.add(1, ordering: .relaxed)
+        case .retry(let reason, let notBefore):
+            let next = max(policy.nextAttempt(afterFailure: attempt, now: now), notBefore ?? 0)
+            if policy.hasGivenUp(createdAt: item.createdAt, nextAttemptAt: next) {
+                try deadLetter(item, reason: "gave up after \(attempt) attempts: \(reason)", now: now)
+            } else {
+                try outbox.markRetry(item.id, node: node, nextAttemptAt: next, error: reason, now: now)
+                retried.add(1, ordering: .relaxed)
+                log("outbox delivery failed", ["id": item.id, "kind": item.kind.rawValue, "attempt": String(attempt), "reason": reason])
+            }
+        case .dead(let reason):
+            try deadLetter(item, reason: reason, now: now)
+        }
+    }
+
+    private func deadLetter(_ item: OutboxItem, reason: String, now: Int64) throws {
+        guard try outbox.markDead(item.id, node: node, error: reason, now: now) else { return }
+        deadLettered.add(1, ordering: .relaxed)
+        log("outbox item dead-lettered", ["id": item.id, "kind": item.kind.rawValue, "reason": reason])
+        if let app = item.appID {
+            try store.app(app).record(
+                Event(
+                    type: "outbox.dead_lettered", userID: nil, sessionID: nil, ip: nil, userAgent: nil,
+                    data: ["item_id": .string(item.id), "kind": .string(item.kind.rawValue), "reason": .string(reason)], createdAt: now))
+        }
+    }
+
+    /// Delivers soon, without waiting for the next poll (the node that queued an item calls this).
+    public func wake() { wakeUp.signal() }
+
+    /// Starts the worker's thread.
+    public func start() {
+        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let worker = Thread { [self] in
+            while running.load(ordering: .acquiring) {
+                var handled = 0
+                do { handled = try runOnce() } catch {
+                    log("outbox worker failed", ["error": String(describing: error)])
+                }
+                // A full batch: more may be due at once. Else wait to be woken or for the next poll.
+                if handled < Self.batchSize { _ = wakeUp.wait(timeout: .now() + pollInterval) }
+            }
+            finished.signal()
+        }
+        worker.name = "gatehouse-outbox"
+        threaded.store(true, ordering: .releasing)
+        worker.start()
+    }
+
+    /// Stops the thread and waits for it: the delivery under way finishes, and items claimed
+    /// and not yet tried go back to the table.
+    public func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        wakeUp.signal()
+        finished.wait()
+        threaded.store(false, ordering: .releasing)
+    }
+}

@@ -1,0 +1,144 @@
+import Dispatch
+import Foundation
+import GatehouseCore
+import GatehouseTesting
+import Synchronization
+import Testing
+
+/// A handler of a kind of its own for these tests: it records what it was given and answers what
+/// the test scripts (the real kinds, mail first, come with their own handlers).
+final class ScriptedHandler: OutboxHandler, Sendable {
+    static let testKind = OutboxKind(rawValue: "test")
+    var kind: OutboxKind { Self.testKind }
+    let seen = Mutex<[String]>([])
+    let outcome: Mutex<OutboxDelivery>
+    let pause: Double
+
+    init(_ outcome: OutboxDelivery = .delivered, pause: Double = 0) {
+        self.outcome = Mutex(outcome)
+        self.pause = pause
+    }
+
+    func deliver(_ item: OutboxItem) -> OutboxDelivery {
+        if pause > 0 { Thread.sleep(forTimeInterval: pause) }
+        seen.withLock { $0.append(item.id) }
+        return outcome.withLock { $0 }
+    }
+}
+
+@Suite("The outbox")
+struct OutboxTests {
+    func item(_ key: String, app: String? = nil, sealed: Bool = false) -> NewOutboxItem {
+        NewOutboxItem(appID: app.map(AppID.init(unchecked:)), kind: ScriptedHandler.testKind, idempotencyKey: key, payload: #"{"n":"\#(key)"}"#, sealed: sealed)
+    }
+
+    func worker(_ server: TestServer, _ handler: ScriptedHandler, node: String, clock: any Clock) -> OutboxWorker {
+        OutboxWorker(
+            outbox: server.gatehouse.store.outbox, store: server.gatehouse.store, handlers: [handler], policy: OutboxRetryPolicy(maxBackoffSeconds: 600),
+            clock: clock, pollInterval: 0.05, node: node)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func anItemIsQueuedOnceAndLeasedToOneNodeAtATime(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let outbox = server.gatehouse.store.outbox
+        let now: Int64 = 1_800_000_000_000
+        #expect(try outbox.enqueue(item("once"), now: now))
+        #expect(try !outbox.enqueue(item("once"), now: now), "the same idempotency key queues nothing more")
+        let first = try outbox.claim(kinds: [ScriptedHandler.testKind], limit: 10, leaseMillis: 60_000, node: "a", now: now)
+        #expect(first.map(\.idempotencyKey) == ["once"])
+        #expect(try outbox.claim(kinds: [ScriptedHandler.testKind], limit: 10, leaseMillis: 60_000, node: "b", now: now + 1000).isEmpty, "leased to a")
+        #expect(try outbox.claim(kinds: [OutboxKind.mail], limit: 10, leaseMillis: 60_000, node: "b", now: now + 61_000).isEmpty, "another kind")
+        #expect(try outbox.statistics(now: now + 1000) == OutboxStatistics(queued: 1, inFlight: 1, dead: 0, oldestDueAgeMillis: 0))
+        // Node a died holding it: when its lease ends, node b takes it, and a late word from a changes nothing.
+        let retaken = try outbox.claim(kinds: [ScriptedHandler.testKind], limit: 10, leaseMillis: 60_000, node: "b", now: now + 61_000)
+        #expect(retaken.map(\.id) == first.map(\.id))
+        try outbox.markRetry(first[0].id, node: "a", nextAttemptAt: now + 999_000, error: "late", now: now + 62_000)
+        try outbox.markDelivered(first[0].id, node: "b", now: now + 62_000)
+        #expect(try outbox.statistics(now: now + 62_000) == OutboxStatistics(queued: 0, inFlight: 0, dead: 0, oldestDueAgeMillis: 0))
+        #expect(try outbox.claim(kinds: [ScriptedHandler.testKind], limit: 10, leaseMillis: 60_000, node: "a", now: now + 10_000_000).isEmpty)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func failuresBackOffFrom5SecondsAndAreDeadLetteredAfter72Hours(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let app = try server.createApp()
+        let handler = ScriptedHandler(.retry(reason: "smtp said 451"))
+        let worker = worker(server, handler, node: "n", clock: clock)
+        let outbox = server.gatehouse.store.outbox
+        #expect(try outbox.enqueue(item("flaky", app: app.id, sealed: true), now: clock.nowMillis()))
+        func nextAttemptIn() throws -> Int64 {
+            try server.gatehouse.database.query("SELECT next_attempt_at FROM outbox")[0].int64("next_attempt_at") - clock.nowMillis()
+        }
+        var waits: [Int64] = []
+        for _ in 0..<9 {
+            #expect(try worker.runOnce() == 1)
+            #expect(try worker.runOnce() == 0, "not due again yet")
+            waits.append(try nextAttemptIn())
+            clock.advance(seconds: waits.last! / 1000)
+        }
+        // 5 s doubling, at most GATEHOUSE_OUTBOX_MAX_BACKOFF_SECONDS (600 here) apart.
+        #expect(waits == [5_000, 10_000, 20_000, 40_000, 80_000, 160_000, 320_000, 600_000, 600_000])
+        #expect(try outbox.statistics(now: clock.nowMillis()).oldestDueAgeMillis == 0)
+        // 72 hours after it was queued, the next failure dead-letters it: an event of its app and a metric, never a silent drop.
+        clock.advance(seconds: 72 * 3600)
+        #expect(try worker.runOnce() == 1)
+        #expect(try outbox.statistics(now: clock.nowMillis()).dead == 1)
+        #expect(worker.deadLettered.load(ordering: .relaxed) == 1)
+        let row = try server.gatehouse.database.query("SELECT attempts, payload, last_error FROM outbox")[0]
+        #expect(try row.int64("attempts") == 10)
+        #expect(try row.string("payload") == "", "a sealed payload is erased once dead")
+        #expect(try row.optionalString("last_error")?.contains("451") == true)
+        let events = try server.gatehouse.database.query("SELECT app_id, data FROM events WHERE type = 'outbox.dead_lettered'")
+        #expect(events.count == 1)
+        #expect(try events.first?.string("app_id") == app.id)
+        #expect(handler.seen.withLock { $0.count } == 10)
+        let metrics = try server.request("GET", "/metrics", bearer: TestServer.adminToken).text
+        #expect(metrics.contains("gatehouse_outbox_dead 1.0"))
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func twoNodesDeliverEveryItemExactlyOnce(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let other = try TestServer(anotherNodeOf: server)
+        defer { other.stop() }
+        let outbox = server.gatehouse.store.outbox
+        let count = 200
+        for i in 0..<count { _ = try outbox.enqueue(item("item-\(i)"), now: SystemClock().nowMillis()) }
+        let handlers = [ScriptedHandler(), ScriptedHandler()]
+        let workers = [worker(server, handlers[0], node: "first", clock: SystemClock()), worker(other, handlers[1], node: "second", clock: SystemClock())]
+        DispatchQueue.concurrentPerform(iterations: 2) { i in
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline, (try? outbox.statistics(now: SystemClock().nowMillis()).queued) != 0 {
+                _ = try? workers[i].runOnce()
+            }
+        }
+        let delivered = handlers.flatMap { handler in handler.seen.withLock { $0 } }
+        #expect(delivered.count == count)
+        #expect(Set(delivered).count == count, "no item twice")
+        #expect(try outbox.statistics(now: SystemClock().nowMillis()).queued == 0)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func stoppingFinishesTheDeliveryUnderWayAndGivesTheRestBack(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let outbox = server.gatehouse.store.outbox
+        for i in 0..<12 { _ = try outbox.enqueue(item("slow-\(i)"), now: SystemClock().nowMillis()) }
+        let handler = ScriptedHandler(pause: 0.1)
+        let worker = worker(server, handler, node: "stopping", clock: SystemClock())
+        worker.start()
+        let deadline = Date().addingTimeInterval(10)
+        while handler.seen.withLock({ $0.isEmpty }) && Date() < deadline { usleep(5_000) }
+        worker.stop()
+        let delivered = handler.seen.withLock { $0.count }
+        #expect(delivered >= 1 && delivered < 12)
+        let statistics = try outbox.statistics(now: SystemClock().nowMillis())
+        #expect(statistics.queued == 12 - delivered)
+        #expect(statistics.inFlight == 0, "nothing stays leased to a stopped worker")
+    }
+}
