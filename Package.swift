@@ -37,6 +37,9 @@ let package = Package(
             name: "GatehouseProviders", dependencies: ["GatehouseCore", "GatehouseCrypto", "GatehouseCurl", "CCurl"],
             swiftSettings: strict),
         .target(
+            name: "GatehouseMail", dependencies: ["GatehouseCore", "GatehouseCrypto", "GatehouseCurl", "CCurl"],
+            swiftSettings: strict),
+        .target(
             name: "GatehouseAPI",
             dependencies: ["GatehouseCore", "GatehouseHTTP", "GatehouseSQL", "SQLiteDriver", "PostgresDriver", "GatehouseProviders"],
             swiftSettings: strict),
@@ -55,6 +58,7 @@ let package = Package(
         .testTarget(
             name: "GatehouseProvidersTests", dependencies: ["GatehouseProviders", "GatehouseCurl", "GatehouseTesting"],
             swiftSettings: strict),
+        .testTarget(name: "GatehouseMailTests", dependencies: ["GatehouseMail", "GatehouseTesting"], swiftSettings: strict),
         .testTarget(name: "GatehouseAPITests", dependencies: ["GatehouseAPI", "GatehouseTesting"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
