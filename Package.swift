@@ -32,7 +32,13 @@ let package = Package(
         .target(name: "SQLiteDriver", dependencies: ["GatehouseSQL", "CSQLite"], swiftSettings: strict),
         .target(name: "PostgresDriver", dependencies: ["GatehouseSQL", "CPostgres"], swiftSettings: strict),
         .target(name: "GatehouseHTTP", dependencies: ["GatehouseCore", "CMicroHTTPD"], swiftSettings: strict),
-        .target(name: "GatehouseProviders", dependencies: ["GatehouseCore", "GatehouseCrypto", "CCurl"], swiftSettings: strict),
+        .target(name: "GatehouseCurl", dependencies: ["CCurl"], swiftSettings: strict),
+        .target(
+            name: "GatehouseProviders", dependencies: ["GatehouseCore", "GatehouseCrypto", "GatehouseCurl", "CCurl"],
+            swiftSettings: strict),
+        .target(
+            name: "GatehouseMail", dependencies: ["GatehouseCore", "GatehouseCrypto", "GatehouseCurl", "CCurl"],
+            swiftSettings: strict),
         .target(
             name: "GatehouseAPI",
             dependencies: ["GatehouseCore", "GatehouseHTTP", "GatehouseSQL", "SQLiteDriver", "PostgresDriver", "GatehouseProviders"],
@@ -49,7 +55,10 @@ let package = Package(
             dependencies: ["GatehouseSQL", "SQLiteDriver", "PostgresDriver", "GatehouseTesting"],
             swiftSettings: strict),
         .testTarget(name: "GatehouseHTTPTests", dependencies: ["GatehouseHTTP", "GatehouseTesting"], swiftSettings: strict),
-        .testTarget(name: "GatehouseProvidersTests", dependencies: ["GatehouseProviders", "GatehouseTesting"], swiftSettings: strict),
+        .testTarget(
+            name: "GatehouseProvidersTests", dependencies: ["GatehouseProviders", "GatehouseCurl", "GatehouseTesting"],
+            swiftSettings: strict),
+        .testTarget(name: "GatehouseMailTests", dependencies: ["GatehouseMail", "GatehouseTesting"], swiftSettings: strict),
         .testTarget(name: "GatehouseAPITests", dependencies: ["GatehouseAPI", "GatehouseTesting"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,5 @@
 import CCurl
+import GatehouseCurl
 
 /// A response from ``OutboundHTTPClient``, whatever its status.
 public struct OutboundResponse: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import GatehouseCurl
 import GatehouseHTTP
 import GatehouseProviders
 import GatehouseTesting

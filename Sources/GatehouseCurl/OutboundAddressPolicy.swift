@@ -121,17 +121,19 @@ public enum AddressClass: String, Sendable {
 /// `CURLE_COULDNT_CONNECT` and ``refused`` says why.
 ///
 /// Keep the guard alive until `curl_easy_perform` returns; the callback runs on that thread only.
-final class CurlAddressGuard {
-    let policy: OutboundAddressPolicy
+public final class CurlAddressGuard {
+    /// The policy every socket of the transfer is checked against.
+    public let policy: OutboundAddressPolicy
     /// The first refused address and its class, e.g. `"127.0.0.1 (loopback)"`.
-    private(set) var refused: String?
+    public private(set) var refused: String?
 
-    init(policy: OutboundAddressPolicy) {
+    /// A guard for one transfer; ``install(on:)`` puts it on the handle.
+    public init(policy: OutboundAddressPolicy) {
         self.policy = policy
     }
 
     /// Sets the callback on `handle` (a no-op for ``OutboundAddressPolicy/anyAddress``).
-    func install(on handle: UnsafeMutableRawPointer) -> CURLcode {
+    public func install(on handle: UnsafeMutableRawPointer) -> CURLcode {
         guard !policy.allowsNonGlobal else { return CURLE_OK }
         let code = gh_curl_set_opensocket_function(handle, openCheckedSocket)
         guard code == CURLE_OK else { return code }

@@ -1,0 +1,32 @@
+/// Sends one message, blocking the calling thread until the server has taken it or refused it.
+public protocol Mailer: Sendable {
+    /// Delivers `message` to its recipient's mail server (or the log). Throws to say whether
+    /// trying again later may help.
+    func send(_ message: MailMessage) throws(MailDeliveryError)
+}
+
+/// Why a message was not delivered, sorted by what the sender should do. The reason names the
+/// server (scheme, host, port) and its answer, never a username or password.
+public enum MailDeliveryError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Try again later: the server was unreachable or slow, or answered 4xx.
+    case transient(String)
+    /// Trying again will not help: the server answered 5xx (unknown recipient, bad credentials),
+    /// or the settings are wrong (a refused address, no STARTTLS, a malformed URL).
+    case permanent(String)
+
+    /// The reason, whichever the kind.
+    public var reason: String {
+        switch self {
+        case .transient(let reason), .permanent(let reason): reason
+        }
+    }
+
+    public var isTransient: Bool {
+        if case .transient = self { return true }
+        return false
+    }
+
+    public var description: String {
+        "\(isTransient ? "transient" : "permanent"): \(reason)"
+    }
+}

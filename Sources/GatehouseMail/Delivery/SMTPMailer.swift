@@ -1,0 +1,182 @@
+import CCurl
+import Foundation
+import GatehouseCurl
+
+/// Sends mail over SMTP with libcurl: `smtp://host[:port]` (STARTTLS required, unless the host
+/// is a loopback address or `localhost`) or `smtps://host[:port]` (TLS from the first byte),
+/// with AUTH when a username is given.
+///
+/// Each send uses its own easy handle on the calling thread and closes its connection when done:
+/// the mailer is thread-safe and holds no state, at the price of a TCP and TLS handshake per
+/// message (reusing connections would mean a pool of handles; not needed at the rates of
+/// emailed codes). Sends are bounded: connected and greeted within `connectTimeout` (libcurl
+/// counts the server's greeting as part of connecting), done within `timeout`.
+/// Every socket is checked against ``addressPolicy`` after DNS resolution: tenant URLs get
+/// ``OutboundAddressPolicy/forTenantURLs(allowPrivate:)`` and never go through a proxy.
+public final class SMTPMailer: Mailer {
+    /// The URL without credentials, e.g. `smtp://mail.example.com:587`.
+    public let url: String
+    /// Which addresses a send may connect to.
+    public let addressPolicy: OutboundAddressPolicy
+    /// Whether STARTTLS is required (everything but loopback hosts; `smtps` is TLS anyway).
+    public let requiresTLS: Bool
+    let connectTimeout: Duration
+    let timeout: Duration
+    private let username: String?
+    private let password: String?
+
+    private static let globalInit: Void = { _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+
+    /// A mailer for `url` (`smtp://` or `smtps://`, host required, no path). Credentials come from
+    /// `username`/`password`, or from the URL's user information (`smtp://user:pass@host`), which is
+    /// then removed from ``url``. Throws ``MailDeliveryError/permanent(_:)`` for a URL it cannot use.
+    public init(
+        url: String, username: String? = nil, password: String? = nil,
+        addressPolicy: OutboundAddressPolicy = .anyAddress,
+        connectTimeout: Duration = .seconds(10), timeout: Duration = .seconds(30)
+    ) throws(MailDeliveryError) {
+        guard !url.utf8.contains(where: { $0 < 0x21 || $0 == 0x7F }),
+            let components = URLComponents(string: url),
+            let scheme = components.scheme?.lowercased(), scheme == "smtp" || scheme == "smtps",
+            let host = components.host, !host.isEmpty,
+            components.path.isEmpty || components.path == "/", components.query == nil, components.fragment == nil
+        else {
+            throw .permanent("the SMTP URL must be smtp://host[:port] or smtps://host[:port]")
+        }
+        var bare = URLComponents()
+        bare.scheme = scheme
+        bare.percentEncodedHost = components.percentEncodedHost
+        bare.port = components.port
+        guard let bareURL = bare.string else { throw .permanent("the SMTP URL must be smtp://host[:port] or smtps://host[:port]") }
+        self.url = bareURL
+        self.username = username ?? components.user
+        self.password = password ?? components.password
+        self.addressPolicy = addressPolicy
+        self.requiresTLS = !Self.isLoopback(host: host)
+        self.connectTimeout = connectTimeout
+        self.timeout = timeout
+        _ = Self.globalInit
+    }
+
+    /// `localhost`, `127.0.0.0/8` and `::1` by name: no TLS needed to reach them. (A name that
+    /// merely resolves to loopback still needs TLS.)
+    static func isLoopback(host: String) -> Bool {
+        let h = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        if h == "localhost" || h == "::1" { return true }
+        let octets = h.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
+    }
+
+    public func send(_ message: MailMessage) throws(MailDeliveryError) {
+        guard let handle = curl_easy_init() else { throw .transient("curl_easy_init failed") }
+        defer { curl_easy_cleanup(handle) }
+
+        let body = MessageReader(bytes: message.rendered())
+        let unmanagedBody = Unmanaged.passRetained(body)
+        defer { unmanagedBody.release() }
+        let recipients = curl_slist_append(nil, "<\(message.to.address)>")
+        defer { curl_slist_free_all(recipients) }
+        let addressGuard = CurlAddressGuard(policy: addressPolicy)
+        defer { withExtendedLifetime(addressGuard) {} }
+        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+
+        let (code, response): (CURLcode, Int) = errorBuffer.withUnsafeMutableBufferPointer { errorText in
+            var setup = CURLE_OK
+            func set(_ code: CURLcode) { if setup == CURLE_OK { setup = code } }
+            set(addressGuard.install(on: handle))
+            if !addressPolicy.allowsNonGlobal {
+                // Through a proxy the guard would see only the proxy's address.
+                set(gh_curl_setopt_string(handle, CURLOPT_NOPROXY, "*"))
+            }
+            set(gh_curl_setopt_string(handle, CURLOPT_URL, url))
+            set(gh_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "smtp,smtps"))
+            set(gh_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
+            set(gh_curl_setopt_long(handle, CURLOPT_USE_SSL, Int(requiresTLS ? CURLUSESSL_ALL.rawValue : CURLUSESSL_NONE.rawValue)))
+            set(gh_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Self.millis(connectTimeout)))
+            set(gh_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, Self.millis(timeout)))
+            set(gh_curl_setopt_string(handle, CURLOPT_MAIL_FROM, "<\(message.from.address)>"))
+            set(gh_curl_setopt_ptr(handle, CURLOPT_MAIL_RCPT, recipients))
+            if let username {
+                set(gh_curl_setopt_string(handle, CURLOPT_USERNAME, username))
+                set(gh_curl_setopt_string(handle, CURLOPT_PASSWORD, password ?? ""))
+            }
+            set(gh_curl_setopt_long(handle, CURLOPT_UPLOAD, 1))
+            set(gh_curl_set_read_function(handle, readMessage))
+            set(gh_curl_setopt_ptr(handle, CURLOPT_READDATA, unmanagedBody.toOpaque()))
+            set(gh_curl_setopt_ptr(handle, CURLOPT_ERRORBUFFER, errorText.baseAddress))
+            guard setup == CURLE_OK else {
+                _ = gh_curl_setopt_ptr(handle, CURLOPT_ERRORBUFFER, nil)
+                return (setup, -1)
+            }
+            let code = curl_easy_perform(handle)
+            var response = 0
+            gh_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &response)
+            _ = gh_curl_setopt_ptr(handle, CURLOPT_ERRORBUFFER, nil)  // the buffer is about to move
+            return (code, response)
+        }
+
+        if response == -1 { throw .permanent("\(url): curl setup failed: \(Self.message(code))") }
+        if let refused = addressGuard.refused {
+            throw .permanent("\(url) resolved to \(refused), which this mailer may not reach")
+        }
+        guard code != CURLE_OK else { return }
+        let detail = redacting(Self.text(errorBuffer) ?? Self.message(code))
+        let reason = response > 0 ? "\(url) answered \(response): \(detail)" : "\(url): \(detail)"
+        switch response {
+        case 500...599: throw .permanent(reason)
+        case 400...499: throw .transient(reason)
+        default: break
+        }
+        switch code {
+        case CURLE_LOGIN_DENIED, CURLE_USE_SSL_FAILED, CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT,
+            CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_REMOTE_ACCESS_DENIED:
+            throw .permanent(reason)
+        default:
+            throw .transient(reason)
+        }
+    }
+
+    /// The error text never quotes a credential; should a server echo one, it is blanked.
+    private func redacting(_ text: String) -> String {
+        var result = text
+        for secret in [password, username].compactMap({ $0 }) where secret.count >= 3 {
+            result = result.replacingOccurrences(of: secret, with: "[redacted]")
+        }
+        return result
+    }
+
+    private static func millis(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
+    }
+
+    private static func message(_ code: CURLcode) -> String {
+        String(cString: curl_easy_strerror(code))
+    }
+
+    private static func text(_ buffer: [CChar]) -> String? {
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        let text = String(decoding: bytes.filter { $0 >= 0x20 && $0 != 0x7F }, as: UTF8.self)
+        return text.isEmpty ? nil : text
+    }
+}
+
+/// The message being uploaded; read by libcurl's callback on the thread inside
+/// `curl_easy_perform` only.
+private final class MessageReader {
+    let bytes: [UInt8]
+    var offset = 0
+    init(bytes: [UInt8]) { self.bytes = bytes }
+}
+
+private let readMessage: curl_read_callback = { buffer, size, count, context in
+    guard let buffer, let context else { return 0 }
+    let reader = Unmanaged<MessageReader>.fromOpaque(context).takeUnretainedValue()
+    let n = min(size * count, reader.bytes.count - reader.offset)
+    guard n > 0 else { return 0 }
+    reader.bytes.withUnsafeBufferPointer { source in
+        UnsafeMutableRawPointer(buffer).copyMemory(from: source.baseAddress! + reader.offset, byteCount: n)
+    }
+    reader.offset += n
+    return n
+}

@@ -1,0 +1,268 @@
+import Foundation
+
+/// A real SMTP server on a loopback port for tests: Debian's python3-aiosmtpd (scripts/install-deps
+/// --test), run as a child process, not an SMTP implementation of our own. It stores every
+/// message it accepts (envelope and raw data) as files, counts the connections it accepts, and
+/// obeys a ``Mode`` that tests switch while it runs: accept, refuse with 451 or 550 at `RCPT`, or
+/// hang (accept the TCP connection and never say a word). With `credentials` it requires AUTH
+/// (PLAIN or LOGIN, allowed without TLS on loopback) and accepts only that user.
+///
+/// The server exits when ``stop()`` is called, when the sink is released, or when the test
+/// process dies (it watches its standard input).
+public final class SMTPSink: @unchecked Sendable {  // the process is touched only under `lock`
+    /// What the sink does with the next connections and messages.
+    public enum Mode: String, Sendable {
+        case accept
+        /// `451 4.3.0` to every `RCPT TO`.
+        case refuseTemporarily = "refuse-temporarily"
+        /// `550 5.1.1` to every `RCPT TO`.
+        case refusePermanently = "refuse-permanently"
+        /// New connections are accepted and never answered (no greeting).
+        case hang
+    }
+
+    /// One message the sink accepted.
+    public struct Message: Sendable {
+        /// The envelope sender (`MAIL FROM`), without angle brackets.
+        public let mailFrom: String
+        /// The envelope recipients (`RCPT TO`).
+        public let recipients: [String]
+        /// The user that authenticated, if the sink required AUTH.
+        public let authenticatedAs: String?
+        /// The message as received (after SMTP's dot-unstuffing).
+        public let raw: [UInt8]
+
+        /// The unfolded header fields, in order (a minimal parse: use ``IndependentMailParser``
+        /// to check a message).
+        public var headers: [(name: String, value: String)] {
+            let text = String(decoding: raw, as: UTF8.self)
+            let head = text.components(separatedBy: "\r\n\r\n").first ?? ""
+            var fields: [(name: String, value: String)] = []
+            for line in head.components(separatedBy: "\r\n") {
+                if line.hasPrefix(" ") || line.hasPrefix("\t"), let last = fields.popLast() {
+                    fields.append((last.name, last.value + line))
+                } else if let colon = line.firstIndex(of: ":") {
+                    fields.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+                }
+            }
+            return fields
+        }
+
+        /// The first value of the header `name` (any case).
+        public func header(_ name: String) -> String? {
+            headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        }
+    }
+
+    /// The port the sink listens on, on 127.0.0.1.
+    public let port: UInt16
+    /// Where the sink keeps its files (`port`, `mode`, `connections`, `NNNN.eml`, `NNNN.json`, `sink.log`).
+    public let directory: URL
+    private let lock = NSLock()
+    /// The server's process id, 0 once stopped. Spawned with posix_spawn, not Foundation's
+    /// Process: Foundation's child monitor on Linux blocked in wait4 on this long-lived child
+    /// while another child's exit was pending, and every waitUntilExit in the test process hung.
+    private var pid: pid_t
+    /// The write end of the server's standard input: when the test process dies it closes, and
+    /// the server exits.
+    private let input: Int32
+
+    /// Starts the sink and waits (up to 10 s) until it listens.
+    public init(credentials: (username: String, password: String)? = nil) throws {
+        directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("gatehouse-smtp-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let log = directory.appendingPathComponent("sink.log")
+        var arguments = [ExternalProgram.python, "-c", Self.script, directory.path]
+        if let credentials { arguments.append("\(credentials.username):\(credentials.password)") }
+
+        var pipeEnds: [Int32] = [0, 0]
+        guard pipe(&pipeEnds) == 0 else { throw TestHTTPClient.Failure(description: "pipe failed (errno \(errno))") }
+        // Close-on-exec, so no other child inherits them (dup2 gives the server a copy without it).
+        for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, pipeEnds[0], 0)
+        posix_spawn_file_actions_addopen(&actions, 1, log.path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // The test process's threads block signals; the server starts with none blocked and the
+        // usual dispositions, so that it can be stopped.
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGPIPE, SIGHUP] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        var child: pid_t = 0
+        let cArguments = arguments.map { strdup($0) } + [nil]
+        defer { cArguments.forEach { free($0) } }
+        let spawned = posix_spawn(&child, ExternalProgram.python, &actions, &attributes, cArguments, environ)
+        close(pipeEnds[0])
+        guard spawned == 0 else {
+            close(pipeEnds[1])
+            throw TestHTTPClient.Failure(description: "cannot start \(ExternalProgram.python) (error \(spawned))")
+        }
+        pid = child
+        input = pipeEnds[1]
+
+        let portFile = directory.appendingPathComponent("port")
+        let deadline = Date().addingTimeInterval(10)
+        var found: UInt16?
+        while found == nil {
+            if let text = try? String(contentsOf: portFile, encoding: .utf8), let value = UInt16(text) {
+                found = value
+            } else if Date() > deadline || waitpid(child, nil, WNOHANG) != 0 {
+                kill(child, SIGKILL)
+                waitpid(child, nil, 0)
+                close(pipeEnds[1])
+                let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+                throw TestHTTPClient.Failure(description: "the SMTP sink (python3-aiosmtpd) did not start: \(output)")
+            } else {
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+        }
+        port = found!
+    }
+
+    deinit { stop() }
+
+    /// `smtp://127.0.0.1:<port>`.
+    public var url: String { "smtp://127.0.0.1:\(port)" }
+
+    /// Switches what the sink does from the next command on.
+    public func setMode(_ mode: Mode) throws {
+        let temporary = directory.appendingPathComponent(".mode.tmp")
+        try Data(mode.rawValue.utf8).write(to: temporary)
+        guard rename(temporary.path, directory.appendingPathComponent("mode").path) == 0 else {
+            throw TestHTTPClient.Failure(description: "cannot set the SMTP sink's mode (errno \(errno))")
+        }
+    }
+
+    /// How many TCP connections the sink has accepted.
+    public var connectionCount: Int {
+        (try? String(contentsOf: directory.appendingPathComponent("connections"), encoding: .utf8)).flatMap { Int($0) } ?? 0
+    }
+
+    /// The messages accepted so far, oldest first.
+    public func messages() throws -> [Message] {
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.sorted()
+        return try names.map { name in
+            let envelope = try JSONDecoder().decode(Envelope.self, from: Data(contentsOf: directory.appendingPathComponent(name)))
+            let raw = try Data(contentsOf: directory.appendingPathComponent(name.replacingOccurrences(of: ".json", with: ".eml")))
+            return Message(mailFrom: envelope.mail_from, recipients: envelope.rcpt_tos, authenticatedAs: envelope.auth, raw: Array(raw))
+        }
+    }
+
+    /// What the sink wrote to its standard error (aiosmtpd's log), for failure messages.
+    public var log: String {
+        (try? String(contentsOf: directory.appendingPathComponent("sink.log"), encoding: .utf8)) ?? ""
+    }
+
+    /// Stops the server (connections it holds are closed) and waits for it to exit. Files stay
+    /// until the sink is released.
+    public func stop() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard pid != 0 else { return }
+        kill(pid, SIGKILL)
+        while waitpid(pid, nil, 0) == -1 && errno == EINTR {}
+        pid = 0
+        close(input)
+    }
+
+    private struct Envelope: Decodable {
+        let mail_from: String
+        let rcpt_tos: [String]
+        let auth: String?
+    }
+
+    static let script = #"""
+        import os
+        # Descriptors inherited from the test process (another program's output pipe, opened at the
+        # same moment on another thread) would keep that program's reader waiting for an EOF as
+        # long as the sink lives: keep only stdin, stdout and stderr.
+        os.closerange(3, 65536)
+        import asyncio, json, sys
+        from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword
+
+        directory = sys.argv[1]
+        credentials = sys.argv[2] if len(sys.argv) > 2 else None
+        counts = {"connections": 0, "messages": 0}
+
+        def write(name, data):
+            temporary = os.path.join(directory, "." + name + ".tmp")
+            with open(temporary, "wb") as f:
+                f.write(data)
+            os.rename(temporary, os.path.join(directory, name))
+
+        def mode():
+            try:
+                with open(os.path.join(directory, "mode")) as f:
+                    return f.read().strip()
+            except FileNotFoundError:
+                return "accept"
+
+        def text(value):
+            if isinstance(value, LoginPassword):
+                value = value.login
+            return value.decode() if isinstance(value, bytes) else value
+
+        class Handler:
+            async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+                current = mode()
+                if current == "refuse-temporarily":
+                    return "451 4.3.0 Try again later (test sink)"
+                if current == "refuse-permanently":
+                    return "550 5.1.1 No such mailbox (test sink)"
+                envelope.rcpt_tos.append(address)
+                return "250 OK"
+
+            async def handle_DATA(self, server, session, envelope):
+                counts["messages"] += 1
+                name = "%04d" % counts["messages"]
+                write(name + ".eml", envelope.original_content or envelope.content)
+                auth = text(getattr(session, "auth_data", None)) if getattr(session, "authenticated", False) else None
+                write(name + ".json", json.dumps({"mail_from": envelope.mail_from, "rcpt_tos": envelope.rcpt_tos, "auth": auth}).encode())
+                return "250 2.0.0 Stored (test sink)"
+
+        def authenticator(server, session, envelope, mechanism, auth_data):
+            if not isinstance(auth_data, LoginPassword):
+                return AuthResult(success=False, handled=False)
+            user, password = credentials.split(":", 1)
+            ok = auth_data.login == user.encode() and auth_data.password == password.encode()
+            # handled=False: aiosmtpd answers (235 or 535); with True it waits for us to, forever.
+            return AuthResult(success=ok, handled=False, auth_data=auth_data.login if ok else None)
+
+        class Hang(asyncio.Protocol):
+            def connection_made(self, transport):
+                self.transport = transport  # held open, never answered
+
+        def connection():
+            counts["connections"] += 1
+            write("connections", str(counts["connections"]).encode())
+            if mode() == "hang":
+                return Hang()
+            if credentials:
+                return SMTP(Handler(), hostname="sink.test", auth_required=True, auth_require_tls=False, authenticator=authenticator)
+            return SMTP(Handler(), hostname="sink.test")
+
+        async def main():
+            loop = asyncio.get_running_loop()
+            server = await loop.create_server(connection, "127.0.0.1", 0)
+            stopped = loop.create_future()
+            def parent_gone():
+                if not os.read(sys.stdin.fileno(), 4096) and not stopped.done():
+                    stopped.set_result(None)
+            loop.add_reader(sys.stdin.fileno(), parent_gone)
+            write("port", str(server.sockets[0].getsockname()[1]).encode())
+            await stopped
+
+        asyncio.run(main())
+        """#
+}

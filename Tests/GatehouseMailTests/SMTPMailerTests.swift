@@ -1,0 +1,182 @@
+import Foundation
+import GatehouseCore
+import GatehouseCurl
+import GatehouseMail
+import GatehouseTesting
+import Synchronization
+import Testing
+
+/// The mailer against a real SMTP server (python3-aiosmtpd) on loopback.
+@Suite struct SMTPMailerTests {
+    static func message(to: String = "ada@example.com") throws -> MailMessage {
+        MailMessage(
+            from: try MailAddress("no-reply@shop.example", displayName: "Shop"), to: try MailAddress(to, displayName: "Ada"),
+            subject: try HeaderText("Your code: 123456"), textBody: "Your code is 123456.", htmlBody: "<p>Your code is <b>123456</b>.</p>")
+    }
+
+    func expectFailure(_ mailer: some Mailer, _ message: MailMessage) -> MailDeliveryError? {
+        do {
+            try mailer.send(message)
+            Issue.record("the message was delivered")
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func aMessageIsDeliveredAndReadsBackWithBothParts() throws {
+        let sink = try SMTPSink()
+        let message = try Self.message()
+        try SMTPMailer(url: sink.url).send(message)
+
+        let received = try sink.messages()
+        try #require(received.count == 1, "\(sink.log)")
+        #expect(received[0].mailFrom == "no-reply@shop.example")
+        #expect(received[0].recipients == ["ada@example.com"])
+        #expect(received[0].authenticatedAs == nil)
+        #expect(received[0].header("Message-ID") == message.messageID)
+        let parsed = try IndependentMailParser.parse(received[0].raw)
+        #expect(parsed.defects.isEmpty, "\(parsed.defects)")
+        #expect(parsed.headers["Subject"] == "Your code: 123456")
+        #expect(parsed.from == [["Shop", "no-reply@shop.example"]])
+        #expect(parsed.to == [["Ada", "ada@example.com"]])
+        #expect(parsed.parts.map(\.contentType) == ["text/plain", "text/html"])
+        #expect(parsed.parts.map(\.content) == ["Your code is 123456.", "<p>Your code is <b>123456</b>.</p>"])
+        // What was sent is what was rendered: SMTP's dot-stuffing and its undoing changed nothing.
+        #expect(received[0].raw == message.rendered())
+    }
+
+    @Test func a451IsTransientAnd550IsPermanent() throws {
+        let sink = try SMTPSink()
+        let mailer = try SMTPMailer(url: sink.url)
+        try sink.setMode(.refuseTemporarily)
+        let temporary = expectFailure(mailer, try Self.message())
+        #expect(temporary?.isTransient == true, "\(String(describing: temporary))")
+        #expect(temporary?.reason.contains("451") == true, "\(String(describing: temporary))")
+
+        try sink.setMode(.refusePermanently)
+        let permanent = expectFailure(mailer, try Self.message())
+        #expect(permanent?.isTransient == false, "\(String(describing: permanent))")
+        #expect(permanent?.reason.contains("550") == true, "\(String(describing: permanent))")
+
+        try sink.setMode(.accept)
+        try mailer.send(try Self.message())
+        #expect(try sink.messages().count == 1)
+    }
+
+    @Test func aServerThatIsDownIsTransient() throws {
+        let sink = try SMTPSink()
+        let url = sink.url
+        sink.stop()
+        let started = ContinuousClock.now
+        let error = expectFailure(try SMTPMailer(url: url), try Self.message())
+        #expect(error?.isTransient == true, "\(String(describing: error))")
+        #expect(ContinuousClock.now - started < .seconds(5))
+    }
+
+    @Test func aServerThatNeverAnswersIsTransientAfterTheTimeout() throws {
+        let sink = try SMTPSink()
+        try sink.setMode(.hang)
+        // libcurl's connect phase for SMTP includes the greeting: the connect timeout ends it.
+        let mailer = try SMTPMailer(url: sink.url, connectTimeout: .seconds(2), timeout: .seconds(4))
+        let started = ContinuousClock.now
+        let error = expectFailure(mailer, try Self.message())
+        let elapsed = ContinuousClock.now - started
+        #expect(error?.isTransient == true, "\(String(describing: error))")
+        #expect(elapsed >= .milliseconds(1900) && elapsed < .seconds(8), "\(elapsed)")
+        #expect(sink.connectionCount == 1)
+        #expect(try sink.messages().isEmpty)
+    }
+
+    @Test func aTenantsServerOnLoopbackIsRefusedBeforeAnyConnection() throws {
+        let sink = try SMTPSink()
+        for url in [sink.url, "smtp://localhost:\(sink.port)"] {
+            let mailer = try SMTPMailer(url: url, addressPolicy: .forTenantURLs(allowPrivate: false))
+            let error = expectFailure(mailer, try Self.message())
+            #expect(error?.isTransient == false, "\(String(describing: error))")
+            #expect(error?.reason.contains("loopback") == true, "\(String(describing: error))")
+        }
+        #expect(sink.connectionCount == 0)
+
+        try SMTPMailer(url: sink.url, addressPolicy: .forTenantURLs(allowPrivate: true)).send(try Self.message())
+        #expect(try sink.messages().count == 1)
+    }
+
+    @Test func theAppsServerIsChosenWhenSetAndOnlyItIsRestricted() throws {
+        let platform = try SMTPSink(), tenant = try SMTPSink()
+        var app = AppSettings(name: "Shop").email
+        let log: @Sendable (String) -> Void = { _ in Issue.record("nothing goes to the log") }
+
+        // No smtp_url: the platform's server, trusted though it is on loopback.
+        try MailerSelection.mailer(for: app, platformSMTPURL: platform.url, allowPrivateOutbound: false, log: log).send(try Self.message())
+        #expect(try platform.messages().count == 1)
+
+        // The app's server, a tenant URL: refused on loopback unless private outbound is allowed.
+        app.smtpURL = tenant.url
+        let refused = expectFailure(
+            try MailerSelection.mailer(for: app, platformSMTPURL: platform.url, allowPrivateOutbound: false, log: log), try Self.message())
+        #expect(refused?.reason.contains("loopback") == true, "\(String(describing: refused))")
+        #expect(tenant.connectionCount == 0)
+        try MailerSelection.mailer(for: app, platformSMTPURL: platform.url, allowPrivateOutbound: true, log: log).send(try Self.message())
+        #expect(try tenant.messages().count == 1)
+        #expect(try platform.messages().count == 1)
+    }
+
+    @Test func logColonWritesTheMessageToTheLog() throws {
+        let lines = Mutex<[String]>([])
+        let mailer = try MailerSelection.mailer(
+            for: AppSettings(name: "Shop").email, platformSMTPURL: "log:", allowPrivateOutbound: false,
+            log: { line in lines.withLock { $0.append(line) } })
+        try mailer.send(try Self.message())
+        let logged = lines.withLock { $0 }
+        try #require(logged.count == 1)
+        #expect(logged[0].contains("to ada@example.com"))
+        #expect(logged[0].contains("Your code is 123456."))
+        #expect(logged[0].contains("Subject: Your code: 123456"))
+    }
+
+    @Test func aPlainServerIsRefusedUnlessItsHostIsLoopback() throws {
+        // 127.1 reaches the sink (which offers no STARTTLS) but is not a loopback host by name:
+        // TLS is required, so nothing is sent.
+        let sink = try SMTPSink()
+        let error = expectFailure(try SMTPMailer(url: "smtp://127.1:\(sink.port)"), try Self.message())
+        #expect(error?.isTransient == false, "\(String(describing: error))")
+        #expect(sink.connectionCount == 1)
+        #expect(try sink.messages().isEmpty)
+        #expect(try SMTPMailer(url: sink.url).requiresTLS == false)
+        #expect(try SMTPMailer(url: "smtp://localhost:25").requiresTLS == false)
+        #expect(try SMTPMailer(url: "smtp://mail.example.com:587").requiresTLS == true)
+    }
+
+    @Test func credentialsAreSentAndWrongOnesArePermanentWithoutTheSecretInTheError() throws {
+        let sink = try SMTPSink(credentials: ("shop", "correct-horse-battery"))
+        try SMTPMailer(url: sink.url, username: "shop", password: "correct-horse-battery").send(try Self.message())
+        let received = try sink.messages()
+        try #require(received.count == 1, "\(sink.log)")
+        #expect(received[0].authenticatedAs == "shop")
+
+        let wrong = expectFailure(try SMTPMailer(url: sink.url, username: "shop", password: "wrong-password-42"), try Self.message())
+        #expect(wrong?.isTransient == false, "\(String(describing: wrong))")
+        #expect(wrong?.reason.contains("535") == true, "\(String(describing: wrong))")
+        #expect(wrong?.reason.contains("wrong-password-42") == false)
+
+        let none = expectFailure(try SMTPMailer(url: sink.url), try Self.message())
+        #expect(none?.isTransient == false, "\(String(describing: none))")
+
+        // Credentials in the platform URL are used and kept out of the URL and the errors.
+        let fromURL = try SMTPMailer(url: "smtp://shop:correct-horse-battery@127.0.0.1:\(sink.port)")
+        #expect(fromURL.url == sink.url)
+        try fromURL.send(try Self.message())
+        #expect(try sink.messages().count == 2)
+        sink.stop()
+        let down = expectFailure(fromURL, try Self.message())
+        #expect(down?.isTransient == true)
+        #expect(down?.description.contains("correct-horse-battery") == false)
+    }
+
+    @Test func anUnusableURLIsRefusedWhenTheMailerIsMade() {
+        for url in ["http://mail.example.com", "smtp://", "smtp://mail.example.com/path", "smtp://mail.example.com:25\r\nRCPT", "log:"] {
+            #expect(throws: MailDeliveryError.self, "\(url)") { try SMTPMailer(url: url) }
+        }
+    }
+}
