@@ -41,7 +41,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "GatehouseAPI",
-            dependencies: ["GatehouseCore", "GatehouseHTTP", "GatehouseSQL", "SQLiteDriver", "PostgresDriver", "GatehouseProviders"],
+            dependencies: ["GatehouseCore", "GatehouseHTTP", "GatehouseSQL", "SQLiteDriver", "PostgresDriver", "GatehouseProviders", "GatehouseMail"],
             swiftSettings: strict),
         .executableTarget(name: "gatehouse", dependencies: ["GatehouseAPI"], swiftSettings: strict),
         .target(
@@ -59,7 +59,7 @@ let package = Package(
             name: "GatehouseProvidersTests", dependencies: ["GatehouseProviders", "GatehouseCurl", "GatehouseTesting"],
             swiftSettings: strict),
         .testTarget(name: "GatehouseMailTests", dependencies: ["GatehouseMail", "GatehouseTesting"], swiftSettings: strict),
-        .testTarget(name: "GatehouseAPITests", dependencies: ["GatehouseAPI", "GatehouseTesting"], swiftSettings: strict),
+        .testTarget(name: "GatehouseAPITests", dependencies: ["GatehouseAPI", "GatehouseTesting", "GatehouseMail"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

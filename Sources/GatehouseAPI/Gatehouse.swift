@@ -2,6 +2,7 @@ import Foundation
 import GatehouseCore
 import GatehouseCrypto
 import GatehouseHTTP
+import GatehouseMail
 import GatehouseMigrations
 import GatehouseProviders
 import GatehouseSQL
@@ -21,6 +22,8 @@ public final class Gatehouse: Sendable {
     public let providerSignIn: ProviderSignInService
     /// Delivers the outbox while the server runs (``startBackgroundWork()``).
     public let outboxWorker: OutboxWorker
+    /// Seals secrets at rest (settings, queued mail).
+    public let sealer: SecretSealer
     public let metrics = Metrics()
     public let log: Log
     public let clock: any Clock
@@ -58,6 +61,7 @@ public final class Gatehouse: Sendable {
         let accountCache = AccountCache(clock: clock)
         store = SQLStore(database: database, userChanges: accountCache)
         let sealer = try SecretSealer(masterKey: masterKey)
+        self.sealer = sealer
         try sealer.verifyMatchesDatabase(store)
         directory = AppDirectory(store: store, sealer: sealer, clock: clock)
         apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken, masterKey: masterKey)
@@ -86,9 +90,13 @@ public final class Gatehouse: Sendable {
             providers: ProviderAdapter(verifier: verifier, apple: apple, log: log),
             sealer: sealer, clock: clock, publicURL: configuration.publicURL)
 
-        // No kind has a handler yet: the mailer and the emailed-code flows come next (issue 11).
+        // Mail is delivered through the outbox; no flow queues any yet (the emailed-code flows come next).
+        let mail = MailOutboxHandler(
+            directory: directory, sealer: sealer, platformSMTPURL: configuration.smtpURL,
+            platformSender: try MailAddress("no-reply@" + (URLComponents(string: configuration.publicURL)?.host ?? "localhost")),
+            allowPrivateOutbound: configuration.allowPrivateOutbound, clock: clock, log: { [log] text in log.info("mail", ["message": .string(text)]) })
         outboxWorker = OutboxWorker(
-            outbox: store.outbox, store: store, handlers: [], policy: OutboxRetryPolicy(maxBackoffSeconds: configuration.outboxMaxBackoffSeconds),
+            outbox: store.outbox, store: store, handlers: [mail], policy: OutboxRetryPolicy(maxBackoffSeconds: configuration.outboxMaxBackoffSeconds),
             clock: clock, log: { [log] message, fields in log.warning(message, fields.mapValues(JSON.string)) })
 
         let auth = Authenticator(directory: directory, apps: apps, tokens: tokens)

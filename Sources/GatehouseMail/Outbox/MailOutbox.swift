@@ -1,0 +1,95 @@
+import Foundation
+import GatehouseCore
+
+/// A mail as the outbox keeps it until it is sent. Sealed in the table (it may hold a code in
+/// clear), and erased once delivered or dead.
+public struct QueuedMail: Sendable, Equatable {
+    public var to: String
+    public var subject: String
+    public var text: String
+    public var html: String
+
+    public init(to: String, subject: String, text: String, html: String) {
+        self.to = to
+        self.subject = subject
+        self.text = text
+        self.html = html
+    }
+
+    var json: JSON { ["to": .string(to), "subject": .string(subject), "text": .string(text), "html": .string(html)] }
+
+    init?(json: JSON) {
+        guard let to = json["to"]?.stringValue, let subject = json["subject"]?.stringValue, let text = json["text"]?.stringValue,
+            let html = json["html"]?.stringValue
+        else { return nil }
+        self.init(to: to, subject: subject, text: text, html: html)
+    }
+
+    /// The sealing field of a queued mail's payload (with the app, the AAD of ``SecretSealer``).
+    static let sealedField = "outbox/mail"
+
+    /// The outbox item that sends this mail for `app`, its payload sealed: queue it in the
+    /// transaction of the change it belongs to, or with ``OutboxStore/enqueue(_:now:)``.
+    public func outboxItem(app: AppID, idempotencyKey: String, sealer: SecretSealer) -> NewOutboxItem {
+        NewOutboxItem(
+            appID: app, kind: .mail, idempotencyKey: idempotencyKey,
+            payload: sealer.seal(json.serializedString, app: app, field: Self.sealedField), sealed: true)
+    }
+}
+
+/// Delivers the outbox's mail: opens the payload, picks the app's SMTP server (else the
+/// platform's), and sends. A 4xx or an unreachable server is tried again; a 5xx, a refused
+/// address or a payload that cannot be opened is a dead letter.
+public struct MailOutboxHandler: OutboxHandler {
+    public var kind: OutboxKind { .mail }
+    let directory: AppDirectory
+    let sealer: SecretSealer
+    let platformSMTPURL: String
+    let platformSender: MailAddress
+    let allowPrivateOutbound: Bool
+    let clock: any Clock
+    let log: @Sendable (String) -> Void
+
+    /// - Parameter platformSender: the `From` of apps that set no `email.from`.
+    public init(
+        directory: AppDirectory, sealer: SecretSealer, platformSMTPURL: String, platformSender: MailAddress, allowPrivateOutbound: Bool,
+        clock: any Clock, log: @escaping @Sendable (String) -> Void
+    ) {
+        self.directory = directory
+        self.sealer = sealer
+        self.platformSMTPURL = platformSMTPURL
+        self.platformSender = platformSender
+        self.allowPrivateOutbound = allowPrivateOutbound
+        self.clock = clock
+        self.log = log
+    }
+
+    public func deliver(_ item: OutboxItem) -> OutboxDelivery {
+        guard let appID = item.appID else { return .dead(reason: "a mail item names no app") }
+        let app: AppContext
+        do {
+            guard let found = try directory.app(id: appID) else { return .dead(reason: "the app no longer exists") }
+            app = found
+        } catch {
+            return .retry(reason: "the app's settings cannot be read now")
+        }
+        guard let opened = try? sealer.open(item.payload, app: appID, field: QueuedMail.sealedField),
+            let parsed = try? JSON.parse(Array(opened.utf8)), let mail = QueuedMail(json: parsed)
+        else { return .dead(reason: "the payload cannot be opened with this master key") }
+        let message: MailMessage
+        do {
+            let from = try MailerSelection.sender(for: app.settings.email) ?? platformSender
+            message = MailMessage(from: from, to: try MailAddress(mail.to), subject: try HeaderText(mail.subject), textBody: mail.text, htmlBody: mail.html, clock: clock)
+        } catch {
+            return .dead(reason: "the message cannot be written: \(error)")
+        }
+        do {
+            let mailer = try MailerSelection.mailer(
+                for: app.settings.email, platformSMTPURL: platformSMTPURL, allowPrivateOutbound: allowPrivateOutbound, log: log)
+            try mailer.send(message)
+            return .delivered
+        } catch {
+            return error.isTransient ? .retry(reason: error.reason) : .dead(reason: error.reason)
+        }
+    }
+}
