@@ -93,7 +93,9 @@ public final class Gatehouse: Sendable {
         // Mail is delivered through the outbox; no flow queues any yet (the emailed-code flows come next).
         let mail = MailOutboxHandler(
             directory: directory, sealer: sealer, platformSMTPURL: configuration.smtpURL,
-            platformSender: try MailAddress("no-reply@" + (URLComponents(string: configuration.publicURL)?.host ?? "localhost")),
+            // An IP literal public URL makes no mail domain: then localhost.
+            platformSender: try (try? MailAddress("no-reply@" + (URLComponents(string: configuration.publicURL)?.host ?? "localhost")))
+                ?? MailAddress("no-reply@localhost"),
             allowPrivateOutbound: configuration.allowPrivateOutbound, clock: clock, log: { [log] text in log.info("mail", ["message": .string(text)]) })
         outboxWorker = OutboxWorker(
             outbox: store.outbox, store: store, handlers: [mail], policy: OutboxRetryPolicy(maxBackoffSeconds: configuration.outboxMaxBackoffSeconds),
