@@ -80,7 +80,7 @@ public final class AccountService: Sendable {
         try checks.finish()
         // Per account too, or a botnet (or one IPv6 /48) guesses one password without bound.
         let guesses = guessSubject(email: email)
-        try requireGuessesLeft(data, bucket: Self.signInGuessBucket, subject: guesses)
+        let failuresBefore = try requireGuessesLeft(data, bucket: Self.signInGuessBucket, subject: guesses)
         var found = try data.passwordUser(email: email)
         // An account stored before emails were put in NFC is found by the form it was typed in.
         let typed = rawEmail.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
@@ -92,7 +92,8 @@ public final class AccountService: Sendable {
             try data.record(Event(type: "user.sign_in_failed", userID: found?.0.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: clock.nowMillis()))
             throw GatehouseError(.invalidCredential, "The email or password is wrong.")
         }
-        try limiter.reset(data, bucket: Self.signInGuessBucket, subject: guesses)
+        // A write only when there were failures to forget: most sign-ins have none.
+        if failuresBefore > 0 { try limiter.reset(data, bucket: Self.signInGuessBucket, subject: guesses) }
         if hasher.needsRehash(hash) {
             // Skipped, not failed, if the password changed meanwhile.
             _ = try data.setPasswordHash(user.id, hash: try hasher.hash(password), replacing: hash, addIdentity: nil, now: clock.nowMillis())
@@ -344,7 +345,8 @@ public final class AccountService: Sendable {
     /// addresses tried nor, by hashing guesses, whether one was.
     func guessSubject(email: String) -> String { Digest.hex(Digest.hmacSHA256(key: limiterSubjectKey, data: Array(email.utf8))) }
 
-    private func requireGuessesLeft(_ data: any AppScopedStore, bucket: String, subject: String) throws {
+    @discardableResult
+    private func requireGuessesLeft(_ data: any AppScopedStore, bucket: String, subject: String) throws -> Int64 {
         try limiter.requireUnder(
             data, bucket: bucket, subject: subject, limit: RateLimiter.accountGuesses.limit, windowSeconds: RateLimiter.accountGuesses.windowSeconds)
     }

@@ -134,14 +134,18 @@ public struct RateLimiter: Sendable {
 
     /// Throws 429 with `Retry-After` when `subject` already has `limit` counted in `bucket` in this
     /// fixed window; counts nothing itself (``count(_:bucket:subject:windowSeconds:)`` does).
-    public func requireUnder(_ store: any AppScopedStore, bucket: String, subject: String, limit: Int64, windowSeconds: Int64) throws {
+    /// Returns the count, so that a caller resets only a count there is.
+    @discardableResult
+    public func requireUnder(_ store: any AppScopedStore, bucket: String, subject: String, limit: Int64, windowSeconds: Int64) throws -> Int64 {
         let now = clock.nowMillis()
         let window = windowSeconds * 1000
         let windowStart = now - now % window
-        if try store.rateLimitHits(bucket: "\(bucket):\(subject)", windowStart: windowStart) >= limit {
+        let hits = try store.rateLimitHits(bucket: "\(bucket):\(subject)", windowStart: windowStart)
+        if hits >= limit {
             let retryAfter = Int((windowStart + window - now + 999) / 1000)
             throw GatehouseError(.tooManyRequests, "Too many attempts; retry in \(retryAfter) s.", retryAfter: max(1, retryAfter))
         }
+        return hits
     }
 
     /// Counts one for `subject` in `bucket` in this fixed window (a failure, for ``requireUnder``).

@@ -132,12 +132,16 @@ public final class CurlAddressGuard {
         self.policy = policy
     }
 
-    /// Sets the callback on `handle` (a no-op for ``OutboundAddressPolicy/anyAddress``).
+    /// Sets the callback on `handle`, and turns proxies off for it (a no-op for
+    /// ``OutboundAddressPolicy/anyAddress``): through a proxy the callback would see only the
+    /// proxy's address, and the proxy would reach whatever the URL names.
     public func install(on handle: UnsafeMutableRawPointer) -> CURLcode {
         guard !policy.allowsNonGlobal else { return CURLE_OK }
-        let code = gh_curl_set_opensocket_function(handle, openCheckedSocket)
+        var code = gh_curl_set_opensocket_function(handle, openCheckedSocket)
         guard code == CURLE_OK else { return code }
-        return gh_curl_setopt_ptr(handle, CURLOPT_OPENSOCKETDATA, Unmanaged.passUnretained(self).toOpaque())
+        code = gh_curl_setopt_ptr(handle, CURLOPT_OPENSOCKETDATA, Unmanaged.passUnretained(self).toOpaque())
+        guard code == CURLE_OK else { return code }
+        return gh_curl_setopt_string(handle, CURLOPT_NOPROXY, "*")
     }
 
     /// The socket for `address`, or `CURL_SOCKET_BAD` when the policy refuses it.

@@ -103,11 +103,6 @@ public final class OutboundHTTPClient: Sendable {
         var setup = CURLE_OK
         func set(_ code: CURLcode) { if setup == CURLE_OK { setup = code } }
         set(addressGuard.install(on: handle))
-        if !addressPolicy.allowsNonGlobal {
-            // Through a proxy the guard would see only the proxy's address, and the proxy would
-            // reach whatever the tenant's URL names: tenant URLs never go through one.
-            set(gh_curl_setopt_string(handle, CURLOPT_NOPROXY, "*"))
-        }
         set(gh_curl_setopt_string(handle, CURLOPT_URL, url))
         // Threads and signals: libcurl must not use SIGALRM for DNS timeouts in a threaded server.
         set(gh_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))

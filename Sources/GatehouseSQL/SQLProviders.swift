@@ -68,27 +68,32 @@ extension SQLAppScopedStore {
 
     func insertWebFlow(_ flow: WebFlow) throws {
         // Expired flows are dead weight: each insert drops a bounded batch of this app's, so
-        // the table holds about the flows of the last 10 minutes whatever the traffic.
-        try database.execute("""
-            DELETE FROM web_flows WHERE id IN (
-                SELECT id FROM web_flows WHERE app_id = \(appID) AND expires_at <= \(flow.createdAt) LIMIT 16)
-            """)
-        try database.execute("""
-            INSERT INTO web_flows (id, app_id, binding_hash, nonce, redirect_uri, client_state, code_challenge, created_at, expires_at)
-            VALUES (\(flow.id), \(appID), \(flow.bindingHash), \(flow.nonce), \(flow.redirectURI), \(flow.clientState), \(flow.codeChallenge),
-                    \(flow.createdAt), \(flow.expiresAt))
-            """)
+        // the table holds about the flows of the last 10 minutes whatever the traffic. One
+        // transaction: one commit for both.
+        try database.transaction { db in
+            try db.execute("""
+                DELETE FROM web_flows WHERE id IN (
+                    SELECT id FROM web_flows WHERE app_id = \(appID) AND expires_at <= \(flow.createdAt) LIMIT 16)
+                """)
+            try db.execute("""
+                INSERT INTO web_flows (id, app_id, binding_hash, nonce, redirect_uri, client_state, code_challenge, created_at, expires_at)
+                VALUES (\(flow.id), \(appID), \(flow.bindingHash), \(flow.nonce), \(flow.redirectURI), \(flow.clientState), \(flow.codeChallenge),
+                        \(flow.createdAt), \(flow.expiresAt))
+                """)
+        }
     }
 
     func insertLoginCode(_ code: LoginCode) throws {
-        try database.execute("""
-            DELETE FROM login_codes WHERE code_hash IN (
-                SELECT code_hash FROM login_codes WHERE app_id = \(appID) AND expires_at <= \(code.createdAt) LIMIT 16)
-            """)
-        try database.execute("""
-            INSERT INTO login_codes (code_hash, app_id, user_id, method, is_new_user, code_challenge, created_at, expires_at)
-            VALUES (\(code.codeHash), \(appID), \(code.userID), \(code.method.rawValue), \(code.isNewUser), \(code.codeChallenge), \(code.createdAt), \(code.expiresAt))
-            """)
+        try database.transaction { db in
+            try db.execute("""
+                DELETE FROM login_codes WHERE code_hash IN (
+                    SELECT code_hash FROM login_codes WHERE app_id = \(appID) AND expires_at <= \(code.createdAt) LIMIT 16)
+                """)
+            try db.execute("""
+                INSERT INTO login_codes (code_hash, app_id, user_id, method, is_new_user, code_challenge, created_at, expires_at)
+                VALUES (\(code.codeHash), \(appID), \(code.userID), \(code.method.rawValue), \(code.isNewUser), \(code.codeChallenge), \(code.createdAt), \(code.expiresAt))
+                """)
+        }
     }
 
     func takeLoginCode(hash: String, now: Int64) throws -> LoginCode? {
@@ -107,14 +112,17 @@ extension SQLAppScopedStore {
 
 extension SQLStore {
     public func useProviderNonce(key: String, expiresAt: Int64, now: Int64) throws -> Bool {
-        try database.execute("""
-            DELETE FROM provider_nonces WHERE nonce_key IN (SELECT nonce_key FROM provider_nonces WHERE expires_at <= \(now) LIMIT 16)
-            """)
-        // A row left by an expired token is taken over: only an unexpired one makes this a replay.
-        return try database.execute("""
-            INSERT INTO provider_nonces (nonce_key, expires_at) VALUES (\(key), \(expiresAt))
-            ON CONFLICT (nonce_key) DO UPDATE SET expires_at = excluded.expires_at WHERE provider_nonces.expires_at <= \(now)
-            """) == 1
+        // One transaction, one commit: this runs on every provider sign-in.
+        try database.transaction { db in
+            try db.execute("""
+                DELETE FROM provider_nonces WHERE nonce_key IN (SELECT nonce_key FROM provider_nonces WHERE expires_at <= \(now) LIMIT 16)
+                """)
+            // A row left by an expired token is taken over: only an unexpired one makes this a replay.
+            return try db.execute("""
+                INSERT INTO provider_nonces (nonce_key, expires_at) VALUES (\(key), \(expiresAt))
+                ON CONFLICT (nonce_key) DO UPDATE SET expires_at = excluded.expires_at WHERE provider_nonces.expires_at <= \(now)
+                """) == 1
+        }
     }
 
     public func releaseProviderNonce(key: String) throws {

@@ -84,10 +84,6 @@ public final class SMTPMailer: Mailer {
             var setup = CURLE_OK
             func set(_ code: CURLcode) { if setup == CURLE_OK { setup = code } }
             set(addressGuard.install(on: handle))
-            if !addressPolicy.allowsNonGlobal {
-                // Through a proxy the guard would see only the proxy's address.
-                set(gh_curl_setopt_string(handle, CURLOPT_NOPROXY, "*"))
-            }
             set(gh_curl_setopt_string(handle, CURLOPT_URL, url))
             set(gh_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "smtp,smtps"))
             set(gh_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
