@@ -38,7 +38,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "GatehouseMail", dependencies: ["GatehouseCore", "GatehouseCrypto", "GatehouseCurl", "CCurl"],
-            swiftSettings: strict),
+            resources: [.copy("Templates")], swiftSettings: strict),
         .target(
             name: "GatehouseAPI",
             dependencies: ["GatehouseCore", "GatehouseHTTP", "GatehouseSQL", "SQLiteDriver", "PostgresDriver", "GatehouseProviders", "GatehouseMail"],
