@@ -6,6 +6,7 @@ struct AuthController {
     let auth: Authenticator
     let accounts: AccountService
     let providers: ProviderSignInService
+    let emailFlows: EmailFlowService
 
     static let refreshCookie = "gh_refresh"
     static let clearedRefreshCookie = "\(refreshCookie)=; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=0"
@@ -91,6 +92,9 @@ struct AuthController {
             try body.finish()
             access = try providers.reauthenticate(
                 app: app, claims: claims, provider: provider == "apple" ? .apple : .google, proof: proof, origin: request.origin)
+        } else if let code = body.optional("code", maxLength: 64) {
+            try body.finish()
+            access = try emailFlows.reauthenticate(app: app, claims: claims, code: code, origin: request.origin)
         } else {
             let password = body.required("password", maxLength: 4096)
             try body.finish()

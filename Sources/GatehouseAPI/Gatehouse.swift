@@ -18,6 +18,7 @@ public final class Gatehouse: Sendable {
     public let directory: AppDirectory
     public let apps: AppService
     public let accounts: AccountService
+    public let emailFlows: EmailFlowService
     public let tokens: TokenService
     public let providerSignIn: ProviderSignInService
     /// Delivers the outbox while the server runs (``startBackgroundWork()``).
@@ -77,8 +78,13 @@ public final class Gatehouse: Sendable {
             // Password routes run on the HTTP server's offload threads, two per permit (one
             // hashing, one at the database or ready): so at most as many wait as hash.
             maxQueued: configuration.hashConcurrency)
+        // Mail is written from the templates and sealed into the outbox in the transaction of the
+        // change it belongs to; the outbox worker delivers it.
+        let emailCodes = EmailCodes(
+            masterKey: masterKey, composer: TemplatedMailComposer(templates: try MailTemplates.bundled(), sealer: sealer), clock: clock)
         accounts = AccountService(store: store, cache: accountCache, tokens: tokens, hasher: hasher, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds,
-            masterKey: masterKey)
+            masterKey: masterKey, emailCodes: emailCodes)
+        emailFlows = EmailFlowService(store: store, accounts: accounts, codes: emailCodes, hasher: hasher, clock: clock)
 
         let outbound = OutboundHTTPClient()
         let apple = AppleClient(baseURL: configuration.appleURL, client: outbound, clock: clock)
@@ -90,7 +96,6 @@ public final class Gatehouse: Sendable {
             providers: ProviderAdapter(verifier: verifier, apple: apple, log: log),
             sealer: sealer, clock: clock, publicURL: configuration.publicURL)
 
-        // Mail is delivered through the outbox; no flow queues any yet (the emailed-code flows come next).
         let mail = MailOutboxHandler(
             directory: directory, sealer: sealer, platformSMTPURL: configuration.smtpURL,
             // An IP literal public URL makes no mail domain: then localhost.
@@ -106,8 +111,9 @@ public final class Gatehouse: Sendable {
         OperationsController(auth: auth, store: store, metrics: metrics, outbox: outboxWorker, clock: clock).register(&routes)
         AppController(auth: auth, directory: directory).register(&routes)
         AdminController(auth: auth, apps: apps).register(&routes)
-        let authController = AuthController(auth: auth, accounts: accounts, providers: providerSignIn)
+        let authController = AuthController(auth: auth, accounts: accounts, providers: providerSignIn, emailFlows: emailFlows)
         authController.register(&routes)
+        EmailController(auth: auth, flows: emailFlows, sessions: authController).register(&routes)
         ProviderController(auth: auth, providers: providerSignIn, sessions: authController).register(&routes)
         MeController(auth: auth, accounts: accounts).register(&routes)
         router = routes.router

@@ -73,6 +73,8 @@ extension HTTPResponse {
     }
 
     public static var noContent: HTTPResponse { HTTPResponse(status: 204) }
+    /// 202 without a body: the work (a mail) is queued.
+    public static var accepted: HTTPResponse { HTTPResponse(status: 202) }
 
     /// Marks a response as holding a token or secret: never cached anywhere.
     public func noStore() -> HTTPResponse {

@@ -13,20 +13,24 @@ public struct SessionGrant: Sendable {
 /// Accounts with passwords, sessions and tokens: every behaviour of API.md's "Tokens", the
 /// password rows of "Sign-in and tokens" and the account rows that need no outside provider.
 public final class AccountService: Sendable {
-    private let tokens: TokenService
+    let tokens: TokenService
     private let hasher: PasswordHasher
-    private let limiter: RateLimiter
+    let limiter: RateLimiter
     private let store: any Store
     private let cache: AccountCache
     private let clock: any Clock
     private let refreshGraceMillis: Int64
     private let limiterSubjectKey: [UInt8]
+    /// Sign-up's verification mail.
+    private let emailCodes: EmailCodes
 
     /// - Parameter cache: the cache the store reports user changes to.
     /// - Parameter masterKey: for the key that turns emails into limiter subjects (``MasterKeyDerivation``).
     public init(
-        store: any Store, cache: AccountCache, tokens: TokenService, hasher: PasswordHasher, clock: any Clock, refreshGraceSeconds: Int, masterKey: [UInt8]
+        store: any Store, cache: AccountCache, tokens: TokenService, hasher: PasswordHasher, clock: any Clock, refreshGraceSeconds: Int, masterKey: [UInt8],
+        emailCodes: EmailCodes
     ) {
+        self.emailCodes = emailCodes
         self.limiterSubjectKey = MasterKeyDerivation.key(for: .limiterSubjects, from: masterKey)
         self.store = store
         self.cache = cache
@@ -63,10 +67,23 @@ public final class AccountService: Sendable {
         let hash = try hasher.hash(password)
         let now = clock.nowMillis()
         let user = User(id: .generate(), email: email, emailVerified: false, firstName: first, lastName: last, createdAt: now, updatedAt: now, lastSignInAt: now)
-        try data.insertUser(
-            user, passwordHash: hash, identity: Identity(provider: "password", subject: email, email: email, createdAt: now),
-            event: Event(type: "user.signed_up", userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: now))
-        return try startSession(app: app, data, user: user, method: .password, isNewUser: true, origin: origin)
+        // The account, its event, its verification mail and its first session commit together.
+        return try data.transaction { tx in
+            try tx.insertUser(
+                user, passwordHash: hash, identity: Identity(provider: "password", subject: email, email: email, createdAt: now),
+                event: Event(type: "user.signed_up", userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: now))
+            try queueVerification(tx, app: app, email: email, user: user.id)
+            return try startSession(app: app, tx, user: user, method: .password, isNewUser: true, origin: origin)
+        }
+    }
+
+    /// Sign-up's verification code. Past the address's send windows (an address signed up,
+    /// deleted and signed up again and again), or to an address the mailer cannot write, the
+    /// account is made all the same, without the mail.
+    private func queueVerification(_ tx: any AppScopedStore, app: AppContext, email: String, user: UserID) throws {
+        do {
+            try emailCodes.send(tx, app: app, purpose: .verification, address: email, userID: user, mail: EmailToSend(.verification, to: email, app: app))
+        } catch let error as GatehouseError where error.code == .tooManyRequests || error.code == .validationFailed {}
     }
 
     public func signIn(app: AppContext, email rawEmail: String, password: String, origin: RequestOrigin) throws -> SessionGrant {
@@ -355,11 +372,11 @@ public final class AccountService: Sendable {
         try limiter.count(data, bucket: bucket, subject: subject, windowSeconds: RateLimiter.accountGuesses.windowSeconds)
     }
 
-    private func limitAuth(_ app: AppContext, _ data: any AppScopedStore, _ origin: RequestOrigin) throws {
+    func limitAuth(_ app: AppContext, _ data: any AppScopedStore, _ origin: RequestOrigin) throws {
         try limiter.hit(data, bucket: "auth", subject: rateLimitSubject(ip: origin.ip), limit: app.settings.rateLimits.authPerMinutePerIP)
     }
 
-    private func requireMethod(_ method: String, _ app: AppContext) throws {
+    func requireMethod(_ method: String, _ app: AppContext) throws {
         guard app.settings.signInMethods.contains(method) else {
             throw GatehouseError(.signInMethodDisabled, "This app does not offer \(method) sign-in.")
         }

@@ -7,7 +7,7 @@ import GatehouseCrypto
 public struct AppSettings: Sendable, Equatable {
     public var name: String
     public var allowSignup = true
-    public var signInMethods: [String] = SignInMethod.working
+    public var signInMethods: [String] = SignInMethod.defaults
     public var requireVerifiedEmail = false
     public var recentLoginSeconds: Int64 = 300
     public var accessTokenTTLSeconds: Int64 = 900
@@ -101,9 +101,9 @@ public struct AppSettings: Sendable, Equatable {
 public enum SignInMethod {
     /// Every method the settings may name.
     public static let all = ["password", "email_code", "apple", "google"]
-    /// The methods this version signs in with: the default, and all that `GET /v1/app` advertises.
-    /// (`email_code` may be named ahead of the version that sends codes; it is not advertised.)
-    public static let working = ["password", "apple", "google"]
+    /// A new app's methods. Sign-in by emailed code is the app's choice: it needs a mailer that
+    /// delivers (an app `email.smtp_url` or the platform's `GATEHOUSE_SMTP_URL`).
+    public static let defaults = ["password", "apple", "google"]
 }
 
 /// Where a settings document comes from, which decides how secrets may be given.

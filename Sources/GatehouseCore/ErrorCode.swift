@@ -59,6 +59,9 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
     public static let invalidRedirectURI = ErrorCode("auth/invalid-redirect-uri", 400, "Invalid redirect URI")
     public static let invalidFlow = ErrorCode("auth/invalid-flow", 400, "Invalid sign-in flow")
     public static let invalidLoginCode = ErrorCode("auth/invalid-login-code", 400, "Invalid login code")
+    public static let invalidCode = ErrorCode("auth/invalid-code", 400, "Invalid code")
+    public static let codeExpired = ErrorCode("auth/code-expired", 400, "Code expired")
+    public static let tooManyAttempts = ErrorCode("auth/too-many-attempts", 429, "Too many attempts")
 
     // MARK: server/
     public static let internalError = ErrorCode("server/internal", 500, "Internal server error")
@@ -72,6 +75,7 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
         invalidRefreshToken, refreshTokenReused, invalidCredential, emailAlreadyInUse, weakPassword, signupDisabled,
         requiresRecentLogin, tooManyRequests, signInMethodDisabled, credentialAlreadyInUse, accountExistsWithDifferentCredential,
         providerNotConfigured, lastSignInMethod, providerUnavailable, invalidRedirectURI, invalidFlow, invalidLoginCode,
+        invalidCode, codeExpired, tooManyAttempts,
         internalError, unavailable, busy,
     ]
 }

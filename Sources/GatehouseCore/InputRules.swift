@@ -73,4 +73,11 @@ public enum InputRules {
             throw GatehouseError(.weakPassword, "Use at least \(max(8, minimum)) characters.", fieldErrors: [FieldError(field, "Too short.")])
         }
     }
+
+    /// An emailed code: exactly six ASCII digits.
+    public static func emailCode(_ code: String, field: String = "code") throws(GatehouseError) {
+        guard code.utf8.count == 6, code.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+            throw GatehouseError.validation(field, "Must be the 6 digits from the email.")
+        }
+    }
 }

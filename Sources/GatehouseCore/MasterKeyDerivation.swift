@@ -11,6 +11,8 @@ public enum MasterKeyDerivation {
         case tenantChecksum = "gatehouse/v2/tenant-checksum"
         /// HMAC-SHA-256 that turns an email into the subject of its guessing limiter (``AccountService``).
         case limiterSubjects = "gatehouse/v2/limiter-subjects"
+        /// HMAC-SHA-256 of emailed codes and of the addresses they go to (``EmailCodes``).
+        case emailCodes = "gatehouse/v2/email-codes"
     }
 
     public static func key(for purpose: Purpose, from masterKey: [UInt8]) -> [UInt8] {

@@ -185,6 +185,16 @@ public protocol AppCatalog: Sendable {
 
 public protocol AppScopedStore: Sendable {
     var appID: AppID { get }
+    /// Runs `body` as one unit of work: everything it does through the store it is given (a
+    /// change, its audit event, its outbox items) commits together, or nothing does when it throws.
+    /// Store methods that open their own transaction join this one. Keep slow work (hashing,
+    /// network) outside: on SQLite the transaction holds the database's write lock.
+    func transaction<T>(_ body: (any AppScopedStore) throws -> T) throws -> T
+    /// Queues an outbox item (false when its idempotency key is queued already); in a
+    /// ``transaction(_:)``, it commits with the change that causes it.
+    func enqueue(_ item: NewOutboxItem, now: Int64) throws -> Bool
+    /// The app's emailed codes.
+    var emailCodes: any EmailCodeStore { get }
     /// Replaces the settings and bumps the version, if the version is still `expectedVersion`
     /// (nil: whatever it is). Returns the updated record, or nil when another change came first.
     func updateSettings(json: String, allowedOrigins: [String], sourceChecksum: String?, expectedVersion: Int64?, now: Int64) throws -> AppRecord?
@@ -206,8 +216,21 @@ public protocol AppScopedStore: Sendable {
 
     /// Inserts a user with one identity and records `event` (its sign-up), in one transaction.
     /// Throws `auth/email-already-in-use` when the identity exists.
-    func insertUser(_ user: User, passwordHash: String?, identity: Identity, event: Event) throws
+    /// The identity is nil for an account made by an emailed code: it signs in by its address.
+    func insertUser(_ user: User, passwordHash: String?, identity: Identity?, event: Event) throws
     func user(_ id: UserID) throws -> User?
+    /// The account an emailed code for this address reaches: the one with a password identity
+    /// for it, else the oldest with a verified address, else the oldest (several share an address
+    /// only under `email_collision: separate`).
+    func user(email: String) throws -> User?
+    /// Marks the address verified, if the user's address is still `email`; the user, or nil.
+    func markEmailVerified(_ id: UserID, email: String, now: Int64) throws -> User?
+    /// Sets a new, verified address (and the password identity's subject) if the address is still
+    /// `old`; nil when it changed meanwhile. Throws `auth/email-already-in-use` when another
+    /// account signs in with a password at the new address.
+    func changeEmail(_ id: UserID, from old: String?, to new: String, now: Int64) throws -> User?
+    /// Drops the password and its identity, whatever else the account has.
+    func forgetPassword(_ id: UserID, now: Int64) throws
     /// The user with this password identity and their password hash.
     func passwordUser(email: String) throws -> (User, String)?
     func passwordHash(_ id: UserID) throws -> String?

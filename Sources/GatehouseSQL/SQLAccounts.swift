@@ -5,7 +5,7 @@ extension SessionID: SQLBindable { public var sqlValue: SQLValue { .text(rawValu
 
 // Users, identities, sessions, refresh tokens, events and limits, always bound to `appID`.
 extension SQLAppScopedStore {
-    func insertUser(_ user: User, passwordHash: String?, identity: Identity, event: Event) throws {
+    func insertUser(_ user: User, passwordHash: String?, identity: Identity?, event: Event) throws {
         try database.transaction { db in
             do {
                 try db.execute("""
@@ -13,7 +13,7 @@ extension SQLAppScopedStore {
                     VALUES (\(user.id), \(appID), \(user.email), \(user.emailVerified), \(user.firstName), \(user.lastName), \(user.photoURL),
                             \(passwordHash), \(user.createdAt), \(user.updatedAt), \(user.lastSignInAt))
                     """)
-                try insertIdentity(db, app: appID, user: user.id, identity)
+                if let identity { try insertIdentity(db, app: appID, user: user.id, identity) }
             } catch let error as SQLError where error.kind == .uniqueViolation {
                 // The identity exists: the same email or provider account signed up just before.
                 throw GatehouseError(.emailAlreadyInUse, "An account with this email already exists.")
@@ -33,6 +33,57 @@ extension SQLAppScopedStore {
             """).first, let hash = try row.optionalString("password_hash")
         else { return nil }
         return (try userRecord(row), hash)
+    }
+
+    func user(email: String) throws -> User? {
+        // With `email_collision: separate` several accounts may share an address: the one that
+        // signs in with a password, else the oldest whose address is verified, else the oldest.
+        try database.query("""
+            SELECT users.* FROM users
+            LEFT JOIN identities ON identities.app_id = users.app_id AND identities.user_id = users.id AND identities.provider = 'password'
+            WHERE users.app_id = \(appID) AND users.email = \(email)
+            ORDER BY CASE WHEN identities.subject IS NULL THEN 1 ELSE 0 END, CASE WHEN users.email_verified = 1 THEN 0 ELSE 1 END, users.created_at
+            LIMIT 1
+            """).first.map(userRecord)
+    }
+
+    func markEmailVerified(_ id: UserID, email: String, now: Int64) throws -> User? {
+        defer { changed(id) }
+        return try database.query("""
+            UPDATE users SET email_verified = \(true), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
+            WHERE app_id = \(appID) AND id = \(id) AND email = \(email) RETURNING *
+            """).first.map(userRecord)
+    }
+
+    func changeEmail(_ id: UserID, from old: String?, to new: String, now: Int64) throws -> User? {
+        defer { changed(id) }
+        do {
+            return try database.transaction { db in
+                let sameOld: SQL = old.map { "email = \($0)" } ?? "email IS NULL"
+                guard let row = try db.query("""
+                    UPDATE users SET email = \(new), email_verified = \(true), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
+                    WHERE app_id = \(appID) AND id = \(id) AND \(sameOld) RETURNING *
+                    """).first
+                else { return nil }
+                // The password identity's subject is the address it signs in with.
+                try db.execute("""
+                    UPDATE identities SET subject = \(new), email = \(new) WHERE app_id = \(appID) AND user_id = \(id) AND provider = 'password'
+                    """)
+                return try userRecord(row)
+            }
+        } catch let error as SQLError where error.kind == .uniqueViolation {
+            throw GatehouseError(.emailAlreadyInUse, "Another account signs in with this email.")
+        }
+    }
+
+    func forgetPassword(_ id: UserID, now: Int64) throws {
+        defer { changed(id) }
+        try database.transaction { db in
+            try db.execute("""
+                UPDATE users SET password_hash = NULL, updated_at = \(now), changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(id)
+                """)
+            try db.execute("DELETE FROM identities WHERE app_id = \(appID) AND user_id = \(id) AND provider = 'password'")
+        }
     }
 
     func passwordHash(_ id: UserID) throws -> String? {

@@ -33,8 +33,17 @@ struct DocumentationTests {
     @Test
     func answersMatchTheOpenAPIDocument() throws {
         let clock = ManualClock()
-        let server = try TestServer(.sqlite, clock: clock)
+        let sink = try SMTPSink()
+        defer { sink.stop() }
+        let smtpURL = sink.url
+        let server = try TestServer(.sqlite, clock: clock) { $0.smtpURL = smtpURL }
         defer { server.stop() }
+        server.gatehouse.stopBackgroundWork()
+        /// The code of the newest mail to `address`, once the outbox has delivered what is due.
+        func mailedCode(to address: String) throws -> String {
+            while try server.gatehouse.outboxWorker.runOnce() > 0 {}
+            return try #require(try sink.newestCode(to: address))
+        }
         var exchanges: [OpenAPIConformance.Exchange] = []
         @discardableResult
         func call(
@@ -53,7 +62,9 @@ struct DocumentationTests {
         try call("GET", "/readyz")
         try call("GET", "/metrics", bearer: platform)
         try call("GET", "/metrics")
-        let created = try call("POST", "/v1/admin/apps", bearer: platform, json: ["name": "Documented", "rate_limits": ["auth_per_minute_per_ip": 1000]])
+        let created = try call("POST", "/v1/admin/apps", bearer: platform, json: [
+            "name": "Documented", "sign_in_methods": ["password", "email_code", "apple", "google"], "rate_limits": ["auth_per_minute_per_ip": 1000],
+        ])
         let appKey = try #require(created.data?["app_key"]?.stringValue)
         let appID = try #require(created.data?["app"]?["id"]?.stringValue)
         var secret = try #require(created.data?["secret_key"]?.stringValue)
@@ -112,6 +123,27 @@ struct DocumentationTests {
         try call("POST", "/v1/me/identities/password", appKey: appKey, bearer: access, json: ["password": "another password"])
         try call("PUT", "/v1/me/password", appKey: appKey, bearer: access, json: ["current_password": "wrong password", "password": "a new password"])
         try call("PUT", "/v1/me/password", appKey: appKey, bearer: access, json: ["current_password": .string(password), "password": "a new password"])
+
+        // Emailed codes, read from the mail the sink received.
+        try call("POST", "/v1/auth/email/verification/send", appKey: appKey, bearer: access)  // 429: sign-up's mail was just sent
+        clock.advance(seconds: 61)
+        try call("POST", "/v1/auth/email/verification/send", appKey: appKey, bearer: access)
+        try call("POST", "/v1/auth/email/verification/confirm", appKey: appKey, bearer: access, json: ["code": "12345"])
+        try call("POST", "/v1/auth/email/verification/confirm", appKey: appKey, bearer: access, json: ["code": .string(try mailedCode(to: "ada@example.com"))])
+        try call("POST", "/v1/auth/email-code/send", appKey: appKey, json: ["email": "grace@example.com"])
+        try call("POST", "/v1/auth/email-code/send", appKey: appKey, json: ["email": "not an address"])
+        let graceCode = try mailedCode(to: "grace@example.com")
+        try call("POST", "/v1/auth/email-code/verify", appKey: appKey, json: ["email": "grace@example.com", "code": graceCode == "000000" ? "000001" : "000000"])
+        try call("POST", "/v1/auth/email-code/verify", appKey: appKey, json: ["email": "grace@example.com", "code": .string(graceCode)])
+        try call("POST", "/v1/auth/password-reset/send", appKey: appKey, json: ["email": "grace@example.com"])
+        let resetCode = try mailedCode(to: "grace@example.com")
+        try call("POST", "/v1/auth/password-reset/confirm", appKey: appKey, json: ["email": "grace@example.com", "code": .string(resetCode), "password": "short"])
+        try call("POST", "/v1/auth/password-reset/confirm", appKey: appKey, json: ["email": "grace@example.com", "code": .string(resetCode), "password": "grace's new password"])
+        try call("POST", "/v1/auth/reauthenticate/send-code", appKey: appKey, bearer: access)
+        try call("POST", "/v1/auth/reauthenticate", appKey: appKey, bearer: access, json: ["code": .string(try mailedCode(to: "ada@example.com"))])
+        try call("POST", "/v1/me/email", appKey: appKey, bearer: access, json: ["email": "grace@example.com"])
+        try call("POST", "/v1/me/email", appKey: appKey, bearer: access, json: ["email": "ada@new.example"])
+        try call("POST", "/v1/me/email/confirm", appKey: appKey, bearer: access, json: ["email": "ada@new.example", "code": .string(try mailedCode(to: "ada@new.example"))])
 
         // Providers this app has not configured, and bodies they refuse.
         try call("POST", "/v1/auth/oauth/apple", appKey: appKey, json: ["identity_token": "x.y.z", "nonce": "n"])

@@ -51,6 +51,13 @@ public struct EmailToSend: Sendable, Equatable {
     }
 }
 
+extension EmailToSend {
+    /// A mail of `app`, in its locale and with its name; the code is filled in when it is made.
+    public init(_ template: Template, to address: String, app: AppContext) {
+        self.init(template: template, to: address, locale: app.settings.email.locale, appName: app.settings.name, code: nil, minutes: 10)
+    }
+}
+
 /// Turns a mail into the outbox item that delivers it (rendered and sealed by the mail module).
 public protocol EmailComposer: Sendable {
     func outboxItem(_ mail: EmailToSend, app: AppID, idempotencyKey: String) throws -> NewOutboxItem

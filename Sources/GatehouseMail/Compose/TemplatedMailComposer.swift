@@ -12,10 +12,16 @@ public struct TemplatedMailComposer: EmailComposer {
     }
 
     /// Throws when the recipient or the subject could never be sent, so the flow that asked
-    /// fails now rather than queuing a dead letter.
+    /// fails now rather than queuing a dead letter: an address the mailer cannot write (non-ASCII,
+    /// without SMTPUTF8) is 400 `request/validation-failed` on `email`, the same for every
+    /// address of that form, account or not.
     public func outboxItem(_ mail: EmailToSend, app: AppID, idempotencyKey: String) throws -> NewOutboxItem {
         let rendered = templates.render(mail)
-        _ = try MailAddress(mail.to)
+        do {
+            _ = try MailAddress(mail.to)
+        } catch {
+            throw GatehouseError.validation("email", "This server cannot send mail to this address (only ASCII addresses of at most 254 characters).")
+        }
         _ = try HeaderText(rendered.subject)
         return QueuedMail(to: mail.to, subject: rendered.subject, text: rendered.text, html: rendered.html)
             .outboxItem(app: app, idempotencyKey: idempotencyKey, sealer: sealer)

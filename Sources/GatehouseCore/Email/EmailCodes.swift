@@ -1,0 +1,133 @@
+import GatehouseCrypto
+
+/// Emailed codes (API.md, "Choices"): 6 digits from the CSPRNG, alive 10 minutes, one live code
+/// per address and purpose, stored only as an HMAC; the 5th wrong try burns the code; a second
+/// send to an address within 60 s, or the 11th in an hour, is 429 whether or not the address has
+/// an account.
+///
+/// Each operation runs in the caller's unit of work, so a code row and its mail commit together.
+public struct EmailCodes: Sendable {
+    public static let lifetimeMillis: Int64 = 10 * 60_000
+    public static let maxFailures = 5
+    public static let resendMillis: Int64 = 60_000
+    public static let windowMillis: Int64 = 3_600_000
+    public static let sendsPerWindow = 10
+
+    private let key: [UInt8]
+    private let composer: any EmailComposer
+    private let clock: any Clock
+
+    /// - Parameter masterKey: for the key the HMACs use (``MasterKeyDerivation``).
+    public init(masterKey: [UInt8], composer: any EmailComposer, clock: any Clock) {
+        self.key = MasterKeyDerivation.key(for: .emailCodes, from: masterKey)
+        self.composer = composer
+        self.clock = clock
+    }
+
+    /// The address as the table knows it: a keyed hash, so a dump tells neither the addresses nor,
+    /// by hashing guesses, whether one was there.
+    func subject(of address: String) -> String {
+        Digest.hex(Digest.hmacSHA256(key: key, data: Array("subject\u{0}\(address)".utf8)))
+    }
+
+    /// Bound to app, purpose and address: a code is worth nothing anywhere else.
+    private func hash(code: String, app: AppID, purpose: EmailPurpose, subject: String) -> String {
+        Digest.hex(Digest.hmacSHA256(key: key, data: Array("code\u{0}\(app.rawValue)\u{0}\(purpose.rawValue)\u{0}\(subject)\u{0}\(code)".utf8)))
+    }
+
+    /// Six uniform digits: 32 random bits, redrawn above the largest multiple of 10^6.
+    static func newCode() -> String {
+        let limit = UInt32.max - UInt32.max % 1_000_000
+        while true {
+            let bytes = SecureRandom.bytes(4)
+            let value = bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            if value < limit {
+                let digits = String(value % 1_000_000)
+                return String(repeating: "0", count: 6 - digits.count) + digits
+            }
+        }
+    }
+
+    /// Counts a send to `address` for `purpose` (429 `auth/too-many-requests` with `Retry-After`
+    /// past the windows), and, when `mail` is given, replaces the live code with a new one and
+    /// queues the mail that carries it. Without `mail` (no account to send to) the windows count
+    /// all the same, so the answers say nothing about the address.
+    public func send(
+        _ tx: any AppScopedStore, app: AppContext, purpose: EmailPurpose, address: String, userID: UserID?, mail: EmailToSend?
+    ) throws {
+        let now = clock.nowMillis()
+        let subject = subject(of: address)
+        guard var record = try tx.emailCodes.lock(purpose: purpose, subject: subject, create: true) else { return }
+        if record.lastSentAt + Self.resendMillis > now {
+            throw Self.tooMany(retryAfterMillis: record.lastSentAt + Self.resendMillis - now)
+        }
+        if record.windowStart + Self.windowMillis <= now {
+            record.windowStart = now
+            record.windowSends = 0
+        }
+        if record.windowSends >= Self.sendsPerWindow {
+            throw Self.tooMany(retryAfterMillis: record.windowStart + Self.windowMillis - now)
+        }
+        record.windowSends += 1
+        record.lastSentAt = now
+        if var mail {
+            let code = Self.newCode()
+            mail.code = code
+            mail.minutes = Int(Self.lifetimeMillis / 60_000)
+            record.codeHash = hash(code: code, app: app.id, purpose: purpose, subject: subject)
+            record.userID = userID
+            record.failures = 0
+            record.expiresAt = now + Self.lifetimeMillis
+            _ = try tx.enqueue(
+                try composer.outboxItem(mail, app: app.id, idempotencyKey: "code/\(app.id.rawValue)/\(purpose.rawValue)/\(subject)/\(now)/\(record.windowSends)"),
+                now: now)
+        }
+        try tx.emailCodes.save(record)
+        // Rows of addresses nobody sends to any more are dead weight: now and then, drop this app's.
+        if SecureRandom.bytes(1)[0] < 4 { try tx.emailCodes.purge(before: now - Self.windowMillis) }
+    }
+
+    /// Queues a mail that carries no code (the notice to an old address), with the change it tells of.
+    public func notify(_ tx: any AppScopedStore, app: AppContext, mail: EmailToSend, idempotencyKey: String) throws {
+        _ = try tx.enqueue(try composer.outboxItem(mail, app: app.id, idempotencyKey: idempotencyKey), now: clock.nowMillis())
+    }
+
+    /// Checks `code` for `address` and `purpose` and, if right, uses it up and runs `then` in the
+    /// same unit of work (a throw from `then` leaves the code unused). A wrong code is counted
+    /// (committed, then answered 400 `auth/invalid-code`); the 5th burns it, and every later try
+    /// is 429 `auth/too-many-attempts`. A code bound to an account (`userID`) is worth nothing to
+    /// another.
+    public func redeem<T>(
+        _ data: any AppScopedStore, app: AppContext, purpose: EmailPurpose, address: String, code: String, userID: UserID?,
+        then: (any AppScopedStore) throws -> T
+    ) throws -> T {
+        try InputRules.emailCode(code)
+        let subject = subject(of: address)
+        let presented = hash(code: code, app: app.id, purpose: purpose, subject: subject)
+        let outcome: Result<T, GatehouseError> = try data.transaction { tx in
+            let now = clock.nowMillis()
+            guard var record = try tx.emailCodes.lock(purpose: purpose, subject: subject, create: false), let stored = record.codeHash else {
+                return .failure(GatehouseError(.invalidCode, "The code is not valid."))
+            }
+            if record.failures >= Self.maxFailures {
+                return .failure(GatehouseError(.tooManyAttempts, "Too many wrong codes: ask for a new one."))
+            }
+            if record.expiresAt <= now { return .failure(GatehouseError(.codeExpired, "The code has expired: ask for a new one.")) }
+            guard constantTimeEquals(Array(stored.utf8), Array(presented.utf8)), record.userID == userID else {
+                record.failures += 1
+                try tx.emailCodes.save(record)
+                return .failure(GatehouseError(.invalidCode, "The code is not valid."))
+            }
+            record.codeHash = nil
+            record.failures = 0
+            try tx.emailCodes.save(record)
+            return .success(try then(tx))
+        }
+        return try outcome.get()
+    }
+
+    private static func tooMany(retryAfterMillis: Int64) -> GatehouseError {
+        let seconds = Int(max(1, (retryAfterMillis + 999) / 1000))
+        return GatehouseError(.tooManyRequests, "Too many codes sent to this address; retry in \(seconds) s.", retryAfter: seconds)
+    }
+}

@@ -1,0 +1,259 @@
+/// Every flow of API.md that mails a code: sign-in by code, address verification, password
+/// reset, email change and reauthentication by code. A send answers the same (202, or 429 past
+/// the address's windows) whether or not the address has an account, after the same work: the
+/// mail is queued in the outbox in the send's transaction, never sent on the request path.
+public final class EmailFlowService: Sendable {
+    private let store: any Store
+    private let accounts: AccountService
+    private let codes: EmailCodes
+    private let hasher: PasswordHasher
+    private let clock: any Clock
+
+    public init(store: any Store, accounts: AccountService, codes: EmailCodes, hasher: PasswordHasher, clock: any Clock) {
+        self.hasher = hasher
+        self.store = store
+        self.accounts = accounts
+        self.codes = codes
+        self.clock = clock
+    }
+
+    // MARK: - Sign-in by code
+
+    /// `POST /v1/auth/email-code/send`. A code goes out when the address has an account, or when
+    /// the app would make one (`allow_signup`).
+    public func sendSignInCode(app: AppContext, email rawEmail: String, origin: RequestOrigin) throws {
+        try accounts.requireMethod("email_code", app)
+        let email = try InputRules.email(rawEmail)
+        let data = store.app(app.id)
+        try limitSends(app, data, origin)
+        try data.transaction { tx in
+            let user = try account(tx, email: email)
+            let mail = user != nil || app.settings.allowSignup ? EmailToSend(.signInCode, to: email, app: app) : nil
+            try codes.send(tx, app: app, purpose: .signIn, address: email, userID: nil, mail: mail)
+        }
+    }
+
+    /// `POST /v1/auth/email-code/verify`: a session for the address's account, made now (201,
+    /// address verified) when there is none and the app accepts sign-ups.
+    public func verifySignInCode(app: AppContext, email rawEmail: String, code: String, origin: RequestOrigin) throws -> SessionGrant {
+        let data = store.app(app.id)
+        try accounts.limitAuth(app, data, origin)
+        try accounts.requireMethod("email_code", app)
+        var checks = FieldChecks()
+        var email = ""
+        try checks.run { () throws(GatehouseError) in email = try InputRules.email(rawEmail) }
+        try checks.run { () throws(GatehouseError) in try InputRules.emailCode(code) }
+        try checks.finish()
+        let (grant, ended) = try codes.redeem(data, app: app, purpose: .signIn, address: email, code: code, userID: nil) { tx -> (SessionGrant, [SessionID]) in
+            let now = clock.nowMillis()
+            guard var user = try account(tx, email: email) else {
+                guard app.settings.allowSignup else { throw GatehouseError(.invalidCode, "The code is not valid.") }
+                let user = User(id: .generate(), email: email, emailVerified: true, firstName: nil, lastName: nil, createdAt: now, updatedAt: now, lastSignInAt: now)
+                try tx.insertUser(
+                    user, passwordHash: nil, identity: nil,
+                    event: Event(type: "user.signed_up", userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "email_code"], createdAt: now))
+                return (try accounts.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: true, origin: origin), [])
+            }
+            var ended: [SessionID] = []
+            if !user.emailVerified {
+                // Whoever signed up with this address before proved nothing: the owner, proving it
+                // now, takes the account over without that stranger's password or sessions
+                // (pre-hijacking, as Kratos and allauth guard against).
+                ended = try tx.endSessions(of: user.id, keeping: nil, reason: .revoked, now: now)
+                for id in ended {
+                    try tx.record(Event(type: "session.revoked", userID: user.id, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "email_verified"], createdAt: now))
+                }
+                if try tx.passwordHash(user.id) != nil { try tx.forgetPassword(user.id, now: now) }
+                user = try tx.markEmailVerified(user.id, email: email, now: now) ?? user
+            }
+            return (try accounts.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: false, origin: origin), ended)
+        }
+        accounts.tokens.revocations.add(ended)
+        return grant
+    }
+
+    // MARK: - Verification
+
+    /// `POST /v1/auth/email/verification/send`. An address verified already gets nothing (202).
+    public func sendVerification(app: AppContext, claims: AccessClaims, origin: RequestOrigin) throws {
+        let data = store.app(app.id)
+        try limitSends(app, data, origin)
+        guard let user = try data.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
+        guard let email = user.email else { throw GatehouseError.validation("email", "The account has no email address.") }
+        try data.transaction { tx in
+            try codes.send(
+                tx, app: app, purpose: .verification, address: email, userID: user.id,
+                mail: user.emailVerified ? nil : EmailToSend(.verification, to: email, app: app))
+        }
+    }
+
+    /// `POST /v1/auth/email/verification/confirm`: the user, address verified.
+    public func confirmVerification(app: AppContext, claims: AccessClaims, code: String, origin: RequestOrigin) throws -> (User, [Identity]) {
+        let data = store.app(app.id)
+        try accounts.limitAuth(app, data, origin)
+        try InputRules.emailCode(code)
+        guard let user = try data.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
+        guard let email = user.email else { throw GatehouseError(.invalidCode, "The code is not valid.") }
+        return try codes.redeem(data, app: app, purpose: .verification, address: email, code: code, userID: user.id) { tx in
+            let now = clock.nowMillis()
+            guard let verified = try tx.markEmailVerified(user.id, email: email, now: now) else {
+                throw GatehouseError(.invalidCode, "The code is not valid.")
+            }
+            try tx.record(Event(type: "user.email_verified", userID: user.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, createdAt: now))
+            return (verified, try tx.identities(user.id))
+        }
+    }
+
+    // MARK: - Password reset
+
+    /// `POST /v1/auth/password-reset/send`: a code to an address with an account that signs in
+    /// with a password, or whose address is verified (the reset adds a password).
+    public func sendPasswordReset(app: AppContext, email rawEmail: String, origin: RequestOrigin) throws {
+        let email = try InputRules.email(rawEmail)
+        let data = store.app(app.id)
+        try limitSends(app, data, origin)
+        try data.transaction { tx in
+            let user = try account(tx, email: email)
+            try codes.send(
+                tx, app: app, purpose: .passwordReset, address: email, userID: nil,
+                mail: user != nil && app.settings.signInMethods.contains("password") ? EmailToSend(.passwordReset, to: email, app: app) : nil)
+        }
+    }
+
+    /// `POST /v1/auth/password-reset/confirm`: the new password, the address verified (the code
+    /// proved it), and every session of the user ended.
+    public func confirmPasswordReset(app: AppContext, email rawEmail: String, code: String, password: String, origin: RequestOrigin) throws {
+        let data = store.app(app.id)
+        try accounts.limitAuth(app, data, origin)
+        try accounts.requireMethod("password", app)
+        var checks = FieldChecks()
+        var email = ""
+        try checks.run { () throws(GatehouseError) in email = try InputRules.email(rawEmail) }
+        try checks.run { () throws(GatehouseError) in try InputRules.emailCode(code) }
+        try checks.run { () throws(GatehouseError) in try InputRules.presentedPassword(password) }
+        try checks.finish()
+        try InputRules.newPassword(password, minimum: app.settings.passwordMinLength)
+        // Hashed before the transaction (SQLite's write lock must not wait on argon2); the per-IP
+        // limit above bounds how many hashes wrong codes can cost.
+        let hash = try hasher.hash(password)
+        let ended = try codes.redeem(data, app: app, purpose: .passwordReset, address: email, code: code, userID: nil) { tx -> [SessionID] in
+            let now = clock.nowMillis()
+            guard let user = try account(tx, email: email) else { throw GatehouseError(.invalidCode, "The code is not valid.") }
+            let current = try tx.passwordHash(user.id)
+            let identity = current == nil ? Identity(provider: "password", subject: email, email: email, createdAt: now) : nil
+            guard try tx.setPasswordHash(user.id, hash: hash, replacing: current, addIdentity: identity, now: now) else {
+                throw GatehouseError(.invalidCode, "The password changed meanwhile; ask for a new code.")
+            }
+            _ = try tx.markEmailVerified(user.id, email: email, now: now)
+            let ended = try tx.endSessions(of: user.id, keeping: nil, reason: .passwordChanged, now: now)
+            try tx.record(Event(type: "user.password_changed", userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["reset": true], createdAt: now))
+            for id in ended {
+                try tx.record(Event(type: "session.revoked", userID: user.id, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "password_reset"], createdAt: now))
+            }
+            return ended
+        }
+        accounts.tokens.revocations.add(ended)
+    }
+
+    /// The account an address reaches by code: the one with a password for it (whose address a
+    /// code then verifies), else one whose address is verified. An account whose provider vouched
+    /// for nothing is not reached by an address typed into that provider.
+    private func account(_ tx: any AppScopedStore, email: String) throws -> User? {
+        if let (user, _) = try tx.passwordUser(email: email) { return user }
+        guard let user = try tx.user(email: email), user.emailVerified else { return nil }
+        return user
+    }
+
+    // MARK: - Email change
+
+    /// `POST /v1/me/email` (recent login): a code to the new address. 409 when another account has it.
+    public func requestEmailChange(app: AppContext, claims: AccessClaims, email rawEmail: String, origin: RequestOrigin) throws {
+        try accounts.requireRecentLogin(app: app, claims: claims)
+        let email = try InputRules.email(rawEmail)
+        let data = store.app(app.id)
+        try limitSends(app, data, origin)
+        guard let user = try data.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
+        if user.email.map({ $0.unicodeScalars.elementsEqual(email.unicodeScalars) }) == true {
+            throw GatehouseError.validation("email", "This is the account's address already.")
+        }
+        try requireAvailable(data, app, email, user: user.id)
+        try data.transaction { tx in
+            try codes.send(tx, app: app, purpose: .emailChange, address: email, userID: user.id, mail: EmailToSend(.emailChange, to: email, app: app))
+        }
+    }
+
+    /// `POST /v1/me/email/confirm`: the user with the new address, verified; a notice goes to the old one.
+    public func confirmEmailChange(app: AppContext, claims: AccessClaims, email rawEmail: String, code: String, origin: RequestOrigin) throws -> (User, [Identity]) {
+        let data = store.app(app.id)
+        try accounts.limitAuth(app, data, origin)
+        var checks = FieldChecks()
+        var email = ""
+        try checks.run { () throws(GatehouseError) in email = try InputRules.email(rawEmail) }
+        try checks.run { () throws(GatehouseError) in try InputRules.emailCode(code) }
+        try checks.finish()
+        guard let before = try data.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
+        return try codes.redeem(data, app: app, purpose: .emailChange, address: email, code: code, userID: before.id) { tx in
+            let now = clock.nowMillis()
+            try requireAvailable(tx, app, email, user: before.id)
+            guard let changed = try tx.changeEmail(before.id, from: before.email, to: email, now: now) else {
+                throw GatehouseError(.invalidCode, "The account's address changed meanwhile; ask for a new code.")
+            }
+            try tx.record(Event(
+                type: "user.email_changed", userID: before.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent,
+                data: ["previous_email": before.email.map(JSON.string) ?? .null, "email": .string(email)], createdAt: now))
+            if let old = before.email {
+                var notice = EmailToSend(.emailChangedNotice, to: old, app: app)
+                notice.newEmail = email
+                try codes.notify(tx, app: app, mail: notice, idempotencyKey: "notice/\(app.id.rawValue)/\(before.id.rawValue)/\(now)")
+            }
+            return (changed, try tx.identities(before.id))
+        }
+    }
+
+    /// 409 when another account of the app has the address (any sign-in method), unless the app
+    /// keeps such accounts apart and none signs in with a password at it.
+    private func requireAvailable(_ data: any AppScopedStore, _ app: AppContext, _ email: String, user: UserID) throws {
+        if let (other, _) = try data.passwordUser(email: email), other.id != user {
+            throw GatehouseError(.emailAlreadyInUse, "Another account has this email.")
+        }
+        if app.settings.emailCollision == "reject", try data.emailInUse(email, except: user) {
+            throw GatehouseError(.emailAlreadyInUse, "Another account has this email.")
+        }
+    }
+
+    // MARK: - Reauthentication by code
+
+    /// `POST /v1/auth/reauthenticate/send-code`: a code to the account's address.
+    public func sendReauthenticationCode(app: AppContext, claims: AccessClaims, origin: RequestOrigin) throws {
+        let data = store.app(app.id)
+        try limitSends(app, data, origin)
+        guard let user = try data.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
+        guard let email = user.email else { throw GatehouseError.validation("email", "The account has no email address to send a code to.") }
+        try data.transaction { tx in
+            try codes.send(tx, app: app, purpose: .reauthentication, address: email, userID: user.id, mail: EmailToSend(.reauthentication, to: email, app: app))
+        }
+    }
+
+    /// `POST /v1/auth/reauthenticate` with `code`: a fresh `auth_time`.
+    public func reauthenticate(app: AppContext, claims: AccessClaims, code: String, origin: RequestOrigin) throws -> (token: String, expiresIn: Int64) {
+        let data = store.app(app.id)
+        try accounts.limitAuth(app, data, origin)
+        try InputRules.emailCode(code)
+        try accounts.requireReauthenticationGuessesLeft(app, claims: claims)
+        guard let user = try data.user(claims.userID), let email = user.email else { throw GatehouseError(.invalidCode, "The code is not valid.") }
+        do {
+            try codes.redeem(data, app: app, purpose: .reauthentication, address: email, code: code, userID: user.id) { _ in }
+        } catch let error as GatehouseError where error.code == .invalidCode {
+            try accounts.countFailedReauthentication(app, claims: claims)
+            throw error
+        }
+        return try accounts.refreshAuthTime(app: app, claims: claims)
+    }
+
+    // MARK: -
+
+    /// Code sends per IP: the app's auth limit, counted apart from sign-ins (each address has its own windows too).
+    private func limitSends(_ app: AppContext, _ data: any AppScopedStore, _ origin: RequestOrigin) throws {
+        try accounts.limiter.hit(data, bucket: "code_send", subject: rateLimitSubject(ip: origin.ip), limit: app.settings.rateLimits.authPerMinutePerIP)
+    }
+}

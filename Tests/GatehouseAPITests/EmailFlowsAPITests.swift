@@ -1,0 +1,337 @@
+import Foundation
+import GatehouseCore
+import GatehouseCrypto
+import GatehouseTesting
+import Testing
+
+/// Every emailed-code flow of API.md, end to end: the HTTP request, the outbox, the real SMTP
+/// sink, the code read out of the delivered mail, and the answer to it. On both databases.
+@Suite("Emailed codes")
+struct EmailFlowsAPITests {
+    /// A server whose platform mailer is the sink; its worker is stepped by hand and its clock
+    /// moved by hand, so the send windows and expiries are exact.
+    final class World: @unchecked Sendable {
+        let sink: SMTPSink
+        let clock = ManualClock()
+        let server: TestServer
+        let app: TestServer.CreatedApp
+
+        init(_ kind: TestDatabaseKind, settings: JSON = [:]) throws {
+            sink = try SMTPSink()
+            let url = sink.url
+            server = try TestServer(kind, clock: clock) { $0.smtpURL = url }
+            server.gatehouse.stopBackgroundWork()
+            var all: [String: JSON] = [
+                "name": "Codes Test", "sign_in_methods": ["password", "email_code"], "rate_limits": ["auth_per_minute_per_ip": 1000],
+            ]
+            for (key, value) in settings.objectValue ?? [:] { all[key] = value }
+            app = try server.createApp(.object(all))
+        }
+
+        func stop() {
+            server.stop()
+            sink.stop()
+        }
+
+        func post(_ path: String, _ json: JSON?, bearer: String? = nil) throws -> TestResponse {
+            try server.request("POST", path, appKey: app.appKey, bearer: bearer, json: json)
+        }
+
+        /// Delivers what is due and returns the messages the sink got since `before`.
+        func deliver(after before: Int = 0) throws -> [SMTPSink.Message] {
+            while try server.gatehouse.outboxWorker.runOnce() > 0 {}
+            return Array(try sink.messages().dropFirst(before))
+        }
+
+        /// The one new mail to `address`, and the code in its text part.
+        func code(to address: String) throws -> (code: String, text: String, subject: String) {
+            let mails = try deliver(after: seen).filter { $0.recipients == [address] }
+            seen = try sink.messages().count
+            guard mails.count == 1, let mail = mails.first else {
+                throw MailExpectation("expected one mail to \(address), got \(mails.count)")
+            }
+            let parsed = try IndependentMailParser.parse(mail.raw)
+            let text = parsed.parts.first { $0.contentType == "text/plain" }?.content ?? ""
+            guard let range = text.range(of: #"\b[0-9]{6}\b"#, options: .regularExpression) else {
+                throw MailExpectation("no code in: \(text)")
+            }
+            return (String(text[range]), text, parsed.headers["Subject"] ?? "")
+        }
+
+        var seen = 0
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func aCodeSignsUpThenSignsInAndIsUsedOnce(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        let send = try world.post("/v1/auth/email-code/send", ["email": "grace@example.com"])
+        #expect(send.status == 202 && send.body.isEmpty)
+        let first = try world.code(to: "grace@example.com")
+        #expect(first.subject.contains("Codes Test") && first.text.contains("Codes Test"))
+        let created = try world.post("/v1/auth/email-code/verify", ["email": "grace@example.com", "code": .string(first.code)])
+        #expect(created.status == 201)
+        #expect(created.data?["is_new_user"] == true && created.data?["user"]?["email_verified"] == true)
+        #expect(created.data?["user"]?["identities"] == [])
+        let replay = try world.post("/v1/auth/email-code/verify", ["email": "grace@example.com", "code": .string(first.code)])
+        #expect(replay.status == 400 && replay.problemCode == "auth/invalid-code")
+
+        world.clock.advance(seconds: 61)
+        #expect(try world.post("/v1/auth/email-code/send", ["email": "grace@example.com"]).status == 202)
+        let second = try world.code(to: "grace@example.com")
+        let signedIn = try world.post("/v1/auth/email-code/verify", ["email": "grace@example.com", "code": .string(second.code)])
+        #expect(signedIn.status == 200 && signedIn.data?["is_new_user"] == false)
+        #expect(signedIn.data?["user"]?["id"] == created.data?["user"]?["id"])
+        let token = signedIn.data?["access_token"]?.stringValue ?? ""
+        let claims = try JSON.parse(Array(Base64URL.decode(String(token.split(separator: ".")[1])) ?? []))
+        #expect(claims["amr"] == ["otp"])
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func sendsAreLimitedPerAddressAndPurposeTheSameWithOrWithoutAnAccount(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind, settings: ["allow_signup": false])
+        defer { world.stop() }
+        // No account, sign-up off: 202 and no mail; the windows count all the same.
+        #expect(try world.post("/v1/auth/email-code/send", ["email": "nobody@example.com"]).status == 202)
+        #expect(try world.deliver().isEmpty)
+        let again = try world.post("/v1/auth/email-code/send", ["email": "nobody@example.com"])
+        #expect(again.status == 429 && again.problemCode == "auth/too-many-requests")
+        #expect(Int(again.header("Retry-After") ?? "") == 60)
+        // Another purpose has its own window.
+        #expect(try world.post("/v1/auth/password-reset/send", ["email": "nobody@example.com"]).status == 202)
+        // The 11th in an hour.
+        for _ in 0..<9 {
+            world.clock.advance(seconds: 61)
+            #expect(try world.post("/v1/auth/email-code/send", ["email": "nobody@example.com"]).status == 202)
+        }
+        world.clock.advance(seconds: 61)
+        let eleventh = try world.post("/v1/auth/email-code/send", ["email": "nobody@example.com"])
+        #expect(eleventh.status == 429)
+        #expect((Int(eleventh.header("Retry-After") ?? "") ?? 0) > 60)
+        #expect(try world.deliver().isEmpty, "nothing was ever sent to an address without an account")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func theFifthWrongCodeBurnsItAndEveryLaterTryIs429(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        #expect(try world.post("/v1/auth/email-code/send", ["email": "ada@example.com"]).status == 202)
+        let right = try world.code(to: "ada@example.com").code
+        let wrong = right == "000000" ? "111111" : "000000"
+        for _ in 0..<5 {
+            let answer = try world.post("/v1/auth/email-code/verify", ["email": "ada@example.com", "code": .string(wrong)])
+            #expect(answer.status == 400 && answer.problemCode == "auth/invalid-code")
+        }
+        let burned = try world.post("/v1/auth/email-code/verify", ["email": "ada@example.com", "code": .string(right)])
+        #expect(burned.status == 429 && burned.problemCode == "auth/too-many-attempts")
+        // A new code works again.
+        world.clock.advance(seconds: 61)
+        #expect(try world.post("/v1/auth/email-code/send", ["email": "ada@example.com"]).status == 202)
+        let fresh = try world.code(to: "ada@example.com").code
+        #expect(try world.post("/v1/auth/email-code/verify", ["email": "ada@example.com", "code": .string(fresh)]).status == 201)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func badCodesAreClear4xxAndNeverReachAnotherPurposeOrApp(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        for code in ["12345", "1234567", "12a456", "１２３４５６", ""] {
+            let answer = try world.post("/v1/auth/email-code/verify", ["email": "ada@example.com", "code": .string(code)])
+            #expect(answer.status == 400 && answer.problemCode == "request/validation-failed", "\(code)")
+        }
+        #expect(try world.post("/v1/auth/email-code/verify", ["email": "not an address", "code": "123456"]).problemCode == "request/validation-failed")
+        _ = try world.server.signUp(world.app, email: "ada@example.com")
+        _ = try world.code(to: "ada@example.com")  // the sign-up's verification mail
+        #expect(try world.post("/v1/auth/password-reset/send", ["email": "ada@example.com"]).status == 202)
+        let reset = try world.code(to: "ada@example.com").code
+        // A password-reset code is no sign-in code.
+        #expect(try world.post("/v1/auth/email-code/verify", ["email": "ada@example.com", "code": .string(reset)]).problemCode == "auth/invalid-code")
+        // Nor is it anything in another app.
+        let other = try world.server.createApp(["name": "Other", "sign_in_methods": ["password", "email_code"]])
+        let elsewhere = try world.server.request(
+            "POST", "/v1/auth/password-reset/confirm", appKey: other.appKey, json: ["email": "ada@example.com", "code": .string(reset), "password": "a new password 1"])
+        #expect(elsewhere.status == 400 && elsewhere.problemCode == "auth/invalid-code")
+        // Expired after 10 minutes.
+        world.clock.advance(seconds: 601)
+        let late = try world.post("/v1/auth/password-reset/confirm", ["email": "ada@example.com", "code": .string(reset), "password": "a new password 1"])
+        #expect(late.status == 400 && late.problemCode == "auth/code-expired")
+        // The method must be on: an app without email_code refuses code sign-in.
+        let plain = try world.server.createApp(["name": "Plain"])
+        let off = try world.server.request("POST", "/v1/auth/email-code/send", appKey: plain.appKey, json: ["email": "ada@example.com"])
+        #expect(off.status == 403 && off.problemCode == "auth/sign-in-method-disabled")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func signUpMailsAVerificationCodeThatVerifiesTheAddress(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind, settings: ["email": ["locale": "ko"]])
+        defer { world.stop() }
+        let session = try world.server.signUp(world.app, email: "ada@example.com")
+        let bearer = session["access_token"]?.stringValue
+        let mail = try world.code(to: "ada@example.com")
+        #expect(mail.text.contains("인증"), "the app's locale")
+        let wrong = try world.post("/v1/auth/email/verification/confirm", ["code": mail.code == "000000" ? "000001" : "000000"], bearer: bearer)
+        #expect(wrong.problemCode == "auth/invalid-code")
+        let confirmed = try world.post("/v1/auth/email/verification/confirm", ["code": .string(mail.code)], bearer: bearer)
+        #expect(confirmed.status == 200 && confirmed.data?["email_verified"] == true)
+        let refreshed = try world.post("/v1/auth/refresh", ["refresh_token": session["refresh_token"] ?? .null])
+        let token = refreshed.data?["access_token"]?.stringValue ?? ""
+        let claims = try JSON.parse(Array(Base64URL.decode(String(token.split(separator: ".")[1])) ?? []))
+        #expect(claims["email_verified"] == true)
+        // Verified already: 202, and nothing is sent.
+        world.clock.advance(seconds: 61)
+        #expect(try world.post("/v1/auth/email/verification/send", nil, bearer: bearer).status == 202)
+        #expect(try world.deliver(after: world.seen).isEmpty)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func aPasswordResetEndsEverySession(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        let session = try world.server.signUp(world.app, email: "ada@example.com")
+        _ = try world.code(to: "ada@example.com")
+        #expect(try world.post("/v1/auth/password-reset/send", ["email": "ada@example.com"]).status == 202)
+        let code = try world.code(to: "ada@example.com").code
+        let weak = try world.post("/v1/auth/password-reset/confirm", ["email": "ada@example.com", "code": .string(code), "password": "short"])
+        #expect(weak.status == 400 && weak.problemCode == "auth/weak-password")
+        let done = try world.post("/v1/auth/password-reset/confirm", ["email": "ada@example.com", "code": .string(code), "password": "a brand new secret"])
+        #expect(done.status == 204)
+        let old = try world.post("/v1/auth/refresh", ["refresh_token": session["refresh_token"] ?? .null])
+        #expect(old.status == 401)
+        #expect(try world.server.request("GET", "/v1/me", appKey: world.app.appKey, bearer: session["access_token"]?.stringValue).status == 401)
+        #expect(try world.post("/v1/auth/signin", ["email": "ada@example.com", "password": "correct horse battery"]).status == 400)
+        let signedIn = try world.post("/v1/auth/signin", ["email": "ada@example.com", "password": "a brand new secret"])
+        #expect(signedIn.status == 200 && signedIn.data?["user"]?["email_verified"] == true)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func anEmailChangeNeedsARecentLoginAndTheNewAddressesCode(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        let session = try world.server.signUp(world.app, email: "ada@example.com")
+        _ = try world.code(to: "ada@example.com")
+        _ = try world.server.signUp(world.app, email: "taken@example.com")
+        _ = try world.code(to: "taken@example.com")
+        let bearer = session["access_token"]?.stringValue
+        let taken = try world.post("/v1/me/email", ["email": "taken@example.com"], bearer: bearer)
+        #expect(taken.status == 409 && taken.problemCode == "auth/email-already-in-use")
+        #expect(try world.post("/v1/me/email", ["email": "ada@new.example"], bearer: bearer).status == 202)
+        let code = try world.code(to: "ada@new.example").code
+        let changed = try world.post("/v1/me/email/confirm", ["email": "ada@new.example", "code": .string(code)], bearer: bearer)
+        #expect(changed.status == 200)
+        #expect(changed.data?["email"] == "ada@new.example" && changed.data?["email_verified"] == true)
+        let notice = try world.deliver(after: world.seen).filter { $0.recipients == ["ada@example.com"] }
+        #expect(notice.count == 1, "the old address is told")
+        let noticeText = try IndependentMailParser.parse(notice.first?.raw ?? []).parts.first?.content ?? ""
+        #expect(noticeText.contains("ada@new.example"))
+        #expect(try world.post("/v1/auth/signin", ["email": "ada@new.example", "password": "correct horse battery"]).status == 200)
+        let events = try world.server.gatehouse.database.query("SELECT type FROM events WHERE type = 'user.email_changed'")
+        #expect(events.count == 1)
+        // Too long after signing in: reauthenticate first.
+        world.clock.advance(seconds: 301)
+        let stale = try world.post("/v1/me/email", ["email": "ada@third.example"], bearer: bearer)
+        #expect(stale.status == 403 && stale.problemCode == "auth/requires-recent-login")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func reauthenticationByCode(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        let session = try world.server.signUp(world.app, email: "ada@example.com")
+        _ = try world.code(to: "ada@example.com")
+        let bearer = session["access_token"]?.stringValue
+        #expect(try world.post("/v1/auth/reauthenticate/send-code", nil, bearer: bearer).status == 202)
+        let code = try world.code(to: "ada@example.com").code
+        let wrong = try world.post("/v1/auth/reauthenticate", ["code": code == "000000" ? "000001" : "000000"], bearer: bearer)
+        #expect(wrong.status == 400 && wrong.problemCode == "auth/invalid-code")
+        world.clock.advance(seconds: 10)
+        let fresh = try world.post("/v1/auth/reauthenticate", ["code": .string(code)], bearer: bearer)
+        #expect(fresh.status == 200 && fresh.data?["access_token"] != nil)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func aCodeToAnUnverifiedAccountTakesItFromWhoeverSignedUpWithTheAddress(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        // A stranger signs up with Ada's address and a password of theirs.
+        let stranger = try world.server.signUp(world.app, email: "ada@example.com", password: "stranger's password")
+        _ = try world.code(to: "ada@example.com")
+        #expect(try world.post("/v1/auth/email-code/send", ["email": "ada@example.com"]).status == 202)
+        let code = try world.code(to: "ada@example.com").code
+        let ada = try world.post("/v1/auth/email-code/verify", ["email": "ada@example.com", "code": .string(code)])
+        #expect(ada.status == 200 && ada.data?["user"]?["email_verified"] == true)
+        #expect(try world.post("/v1/auth/refresh", ["refresh_token": stranger["refresh_token"] ?? .null]).status == 401)
+        #expect(try world.post("/v1/auth/signin", ["email": "ada@example.com", "password": "stranger's password"]).status == 400)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func withTheMailServerDownTheRequestAnswersAndTheMailArrivesLater(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        try world.sink.setMode(.refuseTemporarily)
+        #expect(try world.post("/v1/auth/email-code/send", ["email": "ada@example.com"]).status == 202)
+        #expect(try world.deliver().isEmpty)
+        try world.sink.setMode(.hang)
+        world.clock.advance(seconds: 6)
+        #expect(try world.post("/v1/auth/password-reset/send", ["email": "ada@example.com"]).status == 202, "answered while SMTP hangs")
+        try world.sink.setMode(.accept)
+        world.clock.advance(seconds: 60)
+        let code = try world.code(to: "ada@example.com").code
+        #expect(try world.post("/v1/auth/email-code/verify", ["email": "ada@example.com", "code": .string(code)]).status == 201)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func headerInjectionThroughAddressesAndNamesIsRefused(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        for email in ["ada@example.com\r\nBcc: eve@example.com", "ada@example.com\nBcc: eve@example.com", "\"ada\r\n\"@example.com"] {
+            let answer = try world.post("/v1/auth/email-code/send", ["email": .string(email)])
+            #expect(answer.status == 400 && answer.problemCode == "request/validation-failed")
+        }
+        let badName = try world.server.request("PATCH", "/v1/admin/app", bearer: world.app.secretKey, json: ["name": "Evil\r\nBcc: eve@example.com"])
+        #expect(badName.status == 400)
+        #expect(try world.deliver().isEmpty)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func aNodeKilledHoldingTheMailLosesItToAnotherWhenTheLeaseEnds(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        #expect(try world.post("/v1/auth/email-code/send", ["email": "ada@example.com"]).status == 202)
+        // A node claims it and dies before delivering (nothing marks it, nothing releases it).
+        let claimed = try world.server.gatehouse.store.outbox.claim(
+            kinds: [.mail], limit: 16, leaseMillis: 60_000, node: "node_killed", now: world.clock.nowMillis())
+        #expect(claimed.count == 1)
+        #expect(try world.deliver().isEmpty, "leased to the dead node")
+        world.clock.advance(seconds: 61)
+        let code = try world.code(to: "ada@example.com").code
+        #expect(try world.post("/v1/auth/email-code/verify", ["email": "ada@example.com", "code": .string(code)]).status == 201)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func twoNodesDeliverEveryMailExactlyOnce(_ kind: TestDatabaseKind) throws {
+        let sink = try SMTPSink()
+        defer { sink.stop() }
+        let url = sink.url
+        let first = try TestServer(kind) { $0.smtpURL = url }
+        defer { first.stop() }
+        let second = try TestServer(anotherNodeOf: first) { $0.smtpURL = url }
+        defer { second.stop() }
+        let app = try first.createApp(["name": "Two Nodes", "sign_in_methods": ["email_code"], "rate_limits": ["auth_per_minute_per_ip": 1000]])
+        let addresses = (0..<40).map { "user\($0)@example.com" }
+        for (index, address) in addresses.enumerated() {
+            let node = index % 2 == 0 ? first : second
+            #expect(try node.request("POST", "/v1/auth/email-code/send", appKey: app.appKey, json: ["email": .string(address)]).status == 202)
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while try sink.messages().count < addresses.count, Date() < deadline { usleep(100_000) }
+        usleep(1_500_000)  // a poll of each worker more: nothing comes twice
+        let recipients = try sink.messages().flatMap(\.recipients)
+        #expect(recipients.count == addresses.count)
+        #expect(Set(recipients) == Set(addresses))
+    }
+}
+
+struct MailExpectation: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
