@@ -18,6 +18,7 @@ public final class Gatehouse: Sendable {
     public let directory: AppDirectory
     public let apps: AppService
     public let accounts: AccountService
+    private let hasher: PasswordHasher
     public let emailFlows: EmailFlowService
     public let tokens: TokenService
     public let providerSignIn: ProviderSignInService
@@ -67,6 +68,17 @@ public final class Gatehouse: Sendable {
         directory = AppDirectory(store: store, sealer: sealer, clock: clock)
         apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken, masterKey: masterKey)
 
+        // The outbox and its one kind so far, mail; the flows below wake it after they commit.
+        let mail = MailOutboxHandler(
+            directory: directory, sealer: sealer, platformSMTPURL: configuration.smtpURL,
+            // An IP literal public URL makes no mail domain: then localhost.
+            platformSender: try (try? MailAddress("no-reply@" + (URLComponents(string: configuration.publicURL)?.host ?? "localhost")))
+                ?? MailAddress("no-reply@localhost"),
+            allowPrivateOutbound: configuration.allowPrivateOutbound, clock: clock, log: { [log] text in log.info("mail", ["message": .string(text)]) })
+        outboxWorker = OutboxWorker(
+            outbox: store.outbox, store: store, handlers: [mail], policy: OutboxRetryPolicy(maxBackoffSeconds: configuration.outboxMaxBackoffSeconds),
+            clock: clock, log: log)
+
         let revocations = RevocationList(store: store, clock: clock)
         try revocations.load()
         tokens = TokenService(publicURL: configuration.publicURL, clock: clock, masterKey: masterKey, revocations: revocations)
@@ -78,12 +90,14 @@ public final class Gatehouse: Sendable {
             // Password routes run on the HTTP server's offload threads, two per permit (one
             // hashing, one at the database or ready): so at most as many wait as hash.
             maxQueued: configuration.hashConcurrency)
+        self.hasher = hasher
         // Mail is written from the templates and sealed into the outbox in the transaction of the
         // change it belongs to; the outbox worker delivers it.
         let emailCodes = EmailCodes(
-            masterKey: masterKey, composer: TemplatedMailComposer(templates: try MailTemplates.bundled(), sealer: sealer), clock: clock)
+            masterKey: masterKey, composer: TemplatedMailComposer(templates: try MailTemplates.bundled(), sealer: sealer), clock: clock,
+            wakeOutbox: outboxWorker.wake)
         accounts = AccountService(store: store, cache: accountCache, tokens: tokens, hasher: hasher, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds,
-            masterKey: masterKey, emailCodes: emailCodes)
+            masterKey: masterKey, emailCodes: emailCodes, log: log)
         emailFlows = EmailFlowService(store: store, accounts: accounts, codes: emailCodes, hasher: hasher, clock: clock)
 
         let outbound = OutboundHTTPClient()
@@ -96,15 +110,6 @@ public final class Gatehouse: Sendable {
             providers: ProviderAdapter(verifier: verifier, apple: apple, log: log),
             sealer: sealer, clock: clock, publicURL: configuration.publicURL)
 
-        let mail = MailOutboxHandler(
-            directory: directory, sealer: sealer, platformSMTPURL: configuration.smtpURL,
-            // An IP literal public URL makes no mail domain: then localhost.
-            platformSender: try (try? MailAddress("no-reply@" + (URLComponents(string: configuration.publicURL)?.host ?? "localhost")))
-                ?? MailAddress("no-reply@localhost"),
-            allowPrivateOutbound: configuration.allowPrivateOutbound, clock: clock, log: { [log] text in log.info("mail", ["message": .string(text)]) })
-        outboxWorker = OutboxWorker(
-            outbox: store.outbox, store: store, handlers: [mail], policy: OutboxRetryPolicy(maxBackoffSeconds: configuration.outboxMaxBackoffSeconds),
-            clock: clock, log: { [log] message, fields in log.warning(message, fields.mapValues(JSON.string)) })
 
         let auth = Authenticator(directory: directory, apps: apps, tokens: tokens)
         var routes = Routes()
@@ -155,8 +160,12 @@ public final class Gatehouse: Sendable {
     /// Stops the background work and waits for its threads.
     public func stopBackgroundWork() { outboxWorker.stop() }
 
+    /// Stops the background work, ends the hash threads (after the hashes under way) and closes
+    /// the database: every thread this instance started has ended when it returns. Call it after
+    /// the HTTP server has shut down.
     public func close() {
         stopBackgroundWork()
+        hasher.shutdown()
         database.close()
     }
 

@@ -3,7 +3,7 @@ import GatehouseCore
 
 /// Structured logging: one JSON object per line on standard output. Callers pass only what is
 /// safe to log — never a token, password, secret or request body.
-public struct Log: Sendable {
+public struct Log: LogSink {
     public let enabled: Bool
     let clock: any Clock
 
@@ -15,6 +15,10 @@ public struct Log: Sendable {
     public func info(_ message: String, _ fields: [String: JSON] = [:]) { write("info", message, fields) }
     public func warning(_ message: String, _ fields: [String: JSON] = [:]) { write("warn", message, fields) }
     public func error(_ message: String, _ fields: [String: JSON] = [:]) { write("error", message, fields, force: true) }
+
+    public func log(_ level: LogLevel, _ message: String, _ fields: [String: JSON]) {
+        write(level.rawValue, message, fields, force: level == .error)
+    }
 
     func write(_ level: String, _ message: String, _ fields: [String: JSON], force: Bool = false) {
         guard enabled || force else { return }

@@ -23,13 +23,15 @@ public final class AccountService: Sendable {
     private let limiterSubjectKey: [UInt8]
     /// Sign-up's verification mail.
     private let emailCodes: EmailCodes
+    private let log: any LogSink
 
     /// - Parameter cache: the cache the store reports user changes to.
     /// - Parameter masterKey: for the key that turns emails into limiter subjects (``MasterKeyDerivation``).
     public init(
         store: any Store, cache: AccountCache, tokens: TokenService, hasher: PasswordHasher, clock: any Clock, refreshGraceSeconds: Int, masterKey: [UInt8],
-        emailCodes: EmailCodes
+        emailCodes: EmailCodes, log: any LogSink = DiscardingLog()
     ) {
+        self.log = log
         self.emailCodes = emailCodes
         self.limiterSubjectKey = MasterKeyDerivation.key(for: .limiterSubjects, from: masterKey)
         self.store = store
@@ -68,13 +70,15 @@ public final class AccountService: Sendable {
         let now = clock.nowMillis()
         let user = User(id: .generate(), email: email, emailVerified: false, firstName: first, lastName: last, createdAt: now, updatedAt: now, lastSignInAt: now)
         // The account, its event, its verification mail and its first session commit together.
-        return try data.transaction { tx in
+        let grant = try data.transaction { tx in
             try tx.insertUser(
                 user, passwordHash: hash, identity: Identity(provider: "password", subject: email, email: email, createdAt: now),
-                event: Event(type: "user.signed_up", userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: now))
+                event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: now))
             try queueVerification(tx, app: app, email: email, user: user.id)
             return try startSession(app: app, tx, user: user, method: .password, isNewUser: true, origin: origin)
         }
+        emailCodes.wakeOutbox()
+        return grant
     }
 
     /// Sign-up's verification code. Past the address's send windows (an address signed up,
@@ -83,7 +87,9 @@ public final class AccountService: Sendable {
     private func queueVerification(_ tx: any AppScopedStore, app: AppContext, email: String, user: UserID) throws {
         do {
             try emailCodes.send(tx, app: app, purpose: .verification, address: email, userID: user, mail: EmailToSend(.verification, to: email, app: app))
-        } catch let error as GatehouseError where error.code == .tooManyRequests || error.code == .validationFailed {}
+        } catch let error as GatehouseError where error.code == .tooManyRequests || error.code == .validationFailed {
+            log.info("sign-up sent no verification mail", ["app_id": .string(app.id.rawValue), "user_id": .string(user.rawValue), "reason": .string(error.code.rawValue)])
+        }
     }
 
     public func signIn(app: AppContext, email rawEmail: String, password: String, origin: RequestOrigin) throws -> SessionGrant {
@@ -106,7 +112,7 @@ public final class AccountService: Sendable {
         // Unknown email and wrong password: the same answer after the same work.
         guard try hasher.verify(password, encoded: found?.1), let (user, hash) = found else {
             try countFailedGuess(data, bucket: Self.signInGuessBucket, subject: guesses)
-            try data.record(Event(type: "user.sign_in_failed", userID: found?.0.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: clock.nowMillis()))
+            try data.record(Event(type: .userSignInFailed, userID: found?.0.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: clock.nowMillis()))
             throw GatehouseError(.invalidCredential, "The email or password is wrong.")
         }
         // A write only when there were failures to forget: most sign-ins have none.
@@ -127,7 +133,7 @@ public final class AccountService: Sendable {
         let refreshToken = tokens.newRefreshToken()
         try data.insertSession(
             session, refreshTokenHash: tokens.hash(refreshToken: refreshToken),
-            event: Event(type: "user.signed_in", userID: user.id, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(method.rawValue)], createdAt: now))
+            event: Event(type: .userSignedIn, userID: user.id, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(method.rawValue)], createdAt: now))
         var signedIn = user
         signedIn.lastSignInAt = now
         let identities = try data.identities(user.id)
@@ -143,17 +149,22 @@ public final class AccountService: Sendable {
         let data = store.app(app.id)
         let successor = tokens.successor(of: refreshToken)
         let now = clock.nowMillis()
-        let outcome = try data.rotateRefreshToken(
-            presentedHash: tokens.hash(refreshToken: refreshToken), successorHash: tokens.hash(refreshToken: successor), graceMillis: refreshGraceMillis,
-            usedSince: Self.usedSince(app, now: now), origin: origin, now: now)
+        // The rotation is one transaction already; a reuse's events join it.
+        let outcome = try data.transaction { tx in
+            let outcome = try tx.rotateRefreshToken(
+                presentedHash: tokens.hash(refreshToken: refreshToken), successorHash: tokens.hash(refreshToken: successor), graceMillis: refreshGraceMillis,
+                usedSince: Self.usedSince(app, now: now), origin: origin, now: now)
+            if case .reused(let session, true) = outcome {
+                try tx.record(Event(type: .sessionRefreshReused, userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, createdAt: now))
+                try tx.record(Event(type: .sessionRevoked, userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "refresh_reused"], createdAt: now))
+            }
+            return outcome
+        }
         switch outcome {
         case .invalid:
             throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid: sign in again.")
-        case .reused(let session, let endedNow):
+        case .reused(let session, _):
             tokens.revocations.add([session.id])
-            guard endedNow else { throw GatehouseError(.refreshTokenReused, "This refresh token was already used; the session has been ended. Sign in again.") }
-            try data.record(Event(type: "session.refresh_reused", userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, createdAt: clock.nowMillis()))
-            try data.record(Event(type: "session.revoked", userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "refresh_reused"], createdAt: clock.nowMillis()))
             throw GatehouseError(.refreshTokenReused, "This refresh token was already used; the session has been ended. Sign in again.")
         case .rotated(let session), .retried(let session):
             guard let (user, identities) = try cache.account(app: app.id, user: session.userID, store: store) else {
@@ -169,21 +180,23 @@ public final class AccountService: Sendable {
     }
 
     public func signOut(app: AppContext, claims: AccessClaims, scope: SignOutScope, origin: RequestOrigin) throws {
-        let data = store.app(app.id)
         let now = clock.nowMillis()
-        var ended: [SessionID] = []
-        switch scope {
-        case .current:
-            if try data.endSession(claims.sessionID, user: claims.userID, reason: .signedOut, now: now) { ended = [claims.sessionID] }
-        case .others:
-            ended = try data.endSessions(of: claims.userID, keeping: claims.sessionID, reason: .signedOut, now: now)
-        case .all:
-            ended = try data.endSessions(of: claims.userID, keeping: nil, reason: .signedOut, now: now)
+        let ended = try store.app(app.id).transaction { tx -> [SessionID] in
+            let ended: [SessionID]
+            switch scope {
+            case .current:
+                ended = try tx.endSession(claims.sessionID, user: claims.userID, reason: .signedOut, now: now) ? [claims.sessionID] : []
+            case .others:
+                ended = try tx.endSessions(of: claims.userID, keeping: claims.sessionID, reason: .signedOut, now: now)
+            case .all:
+                ended = try tx.endSessions(of: claims.userID, keeping: nil, reason: .signedOut, now: now)
+            }
+            for id in ended {
+                try tx.record(Event(type: .sessionSignedOut, userID: claims.userID, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["scope": .string(scope.rawValue)], createdAt: now))
+            }
+            return ended
         }
         tokens.revocations.add(ended)
-        for id in ended {
-            try data.record(Event(type: "session.signed_out", userID: claims.userID, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["scope": .string(scope.rawValue)], createdAt: now))
-        }
     }
 
     // MARK: - Recent login
@@ -196,7 +209,7 @@ public final class AccountService: Sendable {
         try requireReauthenticationGuessesLeft(app, claims: claims)
         guard try hasher.verify(password, encoded: try data.passwordHash(claims.userID)) else {
             try countFailedReauthentication(app, claims: claims)
-            try data.record(Event(type: "user.sign_in_failed", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "reauthentication": true], createdAt: clock.nowMillis()))
+            try data.record(Event(type: .userSignInFailed, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "reauthentication": true], createdAt: clock.nowMillis()))
             throw GatehouseError(.invalidCredential, "The password is wrong.")
         }
         return try refreshAuthTime(app: app, claims: claims)
@@ -282,11 +295,12 @@ public final class AccountService: Sendable {
 
     /// Signs one of the user's devices out. Another user's session (or an unknown one) is 404.
     public func endSession(app: AppContext, claims: AccessClaims, id: SessionID, origin: RequestOrigin) throws {
-        let data = store.app(app.id)
         let now = clock.nowMillis()
-        guard try data.endSession(id, user: claims.userID, reason: .revoked, now: now) else { throw GatehouseError(.notFound, "No such session.") }
+        try store.app(app.id).transaction { tx in
+            guard try tx.endSession(id, user: claims.userID, reason: .revoked, now: now) else { throw GatehouseError(.notFound, "No such session.") }
+            try tx.record(Event(type: .sessionRevoked, userID: claims.userID, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "user"], createdAt: now))
+        }
         tokens.revocations.add([id])
-        try data.record(Event(type: "session.revoked", userID: claims.userID, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "user"], createdAt: now))
     }
 
     /// Checks the current password, sets the new one and ends every other session.
@@ -303,25 +317,29 @@ public final class AccountService: Sendable {
         let stored = try data.passwordHash(claims.userID)
         guard try hasher.verify(current, encoded: stored) else {
             try countFailedReauthentication(app, claims: claims)
-            try data.record(Event(type: "user.sign_in_failed", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "password_change": true], createdAt: clock.nowMillis()))
+            try data.record(Event(type: .userSignInFailed, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "password_change": true], createdAt: clock.nowMillis()))
             throw GatehouseError(.invalidCredential, "The current password is wrong.", fieldErrors: [FieldError("current_password", "Wrong password.")])
         }
         try limiter.reset(data, bucket: Self.reauthGuessBucket, subject: claims.userID.rawValue)
         try InputRules.newPassword(new, minimum: app.settings.passwordMinLength)
+        let hash = try hasher.hash(new)
         let now = clock.nowMillis()
-        // Only if the password is still the one just checked: of two concurrent changes, one wins
-        // and the other is told its current password is no longer current.
-        guard try data.setPasswordHash(claims.userID, hash: try hasher.hash(new), replacing: stored, addIdentity: nil, now: now) else {
-            throw GatehouseError(
-                .invalidCredential, "The password was changed meanwhile; the current password is not that one any more.",
-                fieldErrors: [FieldError("current_password", "Wrong password.")])
+        let ended = try data.transaction { tx -> [SessionID] in
+            // Only if the password is still the one just checked: of two concurrent changes, one
+            // wins and the other is told its current password is no longer current.
+            guard try tx.setPasswordHash(claims.userID, hash: hash, replacing: stored, addIdentity: nil, now: now) else {
+                throw GatehouseError(
+                    .invalidCredential, "The password was changed meanwhile; the current password is not that one any more.",
+                    fieldErrors: [FieldError("current_password", "Wrong password.")])
+            }
+            let ended = try tx.endSessions(of: claims.userID, keeping: claims.sessionID, reason: .passwordChanged, now: now)
+            try tx.record(Event(type: .userPasswordChanged, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, createdAt: now))
+            for id in ended {
+                try tx.record(Event(type: .sessionRevoked, userID: claims.userID, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "password_changed"], createdAt: now))
+            }
+            return ended
         }
-        let ended = try data.endSessions(of: claims.userID, keeping: claims.sessionID, reason: .passwordChanged, now: now)
         tokens.revocations.add(ended)
-        try data.record(Event(type: "user.password_changed", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, createdAt: now))
-        for id in ended {
-            try data.record(Event(type: "session.revoked", userID: claims.userID, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "password_changed"], createdAt: now))
-        }
     }
 
     public func identities(app: AppContext, claims: AccessClaims) throws -> [Identity] {
@@ -346,11 +364,14 @@ public final class AccountService: Sendable {
         let data = store.app(app.id)
         try limitAuth(app, data, origin)
         let identity = Identity(provider: "password", subject: email, email: email, createdAt: now)
-        guard try data.setPasswordHash(user.id, hash: try hasher.hash(password), replacing: nil, addIdentity: identity, now: now) else {
-            throw GatehouseError(.credentialAlreadyInUse, "This account already signs in with a password; change it with PUT /v1/me/password.")
+        let hash = try hasher.hash(password)
+        return try data.transaction { tx in
+            guard try tx.setPasswordHash(user.id, hash: hash, replacing: nil, addIdentity: identity, now: now) else {
+                throw GatehouseError(.credentialAlreadyInUse, "This account already signs in with a password; change it with PUT /v1/me/password.")
+            }
+            try tx.record(Event(type: .identityLinked, userID: user.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": "password"], createdAt: now))
+            return try tx.identities(user.id)
         }
-        try data.record(Event(type: "identity.linked", userID: user.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": "password"], createdAt: now))
-        return try data.identities(user.id)
     }
 
     // MARK: -

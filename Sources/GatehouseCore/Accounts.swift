@@ -121,7 +121,7 @@ public enum SessionEndReason: String, Sendable {
 /// An audit event.
 public struct Event: Sendable, Equatable {
     public var id: EventID
-    public var type: String
+    public var type: EventType
     public var userID: UserID?
     public var sessionID: SessionID?
     public var ip: String?
@@ -130,7 +130,7 @@ public struct Event: Sendable, Equatable {
     public var createdAt: Int64
 
     public init(
-        type: String, userID: UserID?, sessionID: SessionID?, ip: String?, userAgent: String?, data: JSON = [:], createdAt: Int64,
+        type: EventType, userID: UserID?, sessionID: SessionID?, ip: String?, userAgent: String?, data: JSON = [:], createdAt: Int64,
         id: EventID = .generate()
     ) {
         self.id = id

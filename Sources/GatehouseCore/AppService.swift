@@ -117,7 +117,7 @@ public final class AppService: Sendable {
                 json: sealed(settings, app: app.id), allowedOrigins: settings.allowedOrigins, sourceChecksum: current.record.sourceChecksum,
                 expectedVersion: current.record.version, now: now) != nil
             else { continue }
-            try store.app(app.id).record(Event(type: "app.settings_changed", userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "admin"], createdAt: now))
+            try store.app(app.id).record(Event(type: .appSettingsChanged, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "admin"], createdAt: now))
             return try reloaded(app.id)
         }
         throw GatehouseError(.busy, "The app's settings are changing too fast; retry shortly.", retryAfter: 1)
@@ -133,7 +133,7 @@ public final class AppService: Sendable {
         let (key, record) = Self.newSecretKey(now: now)
         try store.app(app.id).addSecretKey(record, othersExpireAt: revokeOthers ? now : now + Self.previousSecretKeyLifetimeMillis)
         try store.app(app.id).record(
-            Event(type: "app.secret_key_rotated", userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["others_revoked": .bool(revokeOthers)], createdAt: now))
+            Event(type: .appSecretKeyRotated, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["others_revoked": .bool(revokeOthers)], createdAt: now))
         return key
     }
 
@@ -168,7 +168,7 @@ public final class AppService: Sendable {
         directory.invalidate(app.id)
         try store.app(app.id).record(
             Event(
-                type: "app.signing_key_rotated", userID: nil, sessionID: nil, ip: nil, userAgent: nil,
+                type: .appSigningKeyRotated, userID: nil, sessionID: nil, ip: nil, userAgent: nil,
                 data: ["kid": .string(current.kid), "previous_revoked": .bool(revokePrevious)], createdAt: now))
         return current.kid
     }
@@ -222,7 +222,7 @@ public final class AppService: Sendable {
             let now = clock.nowMillis()
             _ = try store.app(existing.id).updateSettings(
                 json: sealed(settings, app: existing.id), allowedOrigins: settings.allowedOrigins, sourceChecksum: checksum, expectedVersion: nil, now: now)
-            try store.app(existing.id).record(Event(type: "app.settings_changed", userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "tenants"], createdAt: now))
+            try store.app(existing.id).record(Event(type: .appSettingsChanged, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "tenants"], createdAt: now))
             return (try reloaded(existing.id), .updated)
         }
         do {

@@ -130,11 +130,22 @@ public enum SecretRendering {
 }
 
 extension AppSettings {
-    public static let webhookEvents = [
-        "user.signed_up", "user.signed_in", "user.sign_in_failed", "session.refresh_reused", "session.signed_out",
-        "session.revoked", "user.password_changed", "user.email_changed", "identity.linked", "identity.unlinked",
-        "user.banned", "user.unbanned", "user.deleted", "user.restored", "app.settings_changed",
-    ]
+    /// `Name <a@b.example>` or `a@b.example`, the address ASCII without spaces (the mailer writes
+    /// no SMTPUTF8): checked when saved, so a `from` the mailer would refuse never gets stored to
+    /// dead-letter every mail of the app.
+    static func isSenderMailbox(_ value: String) -> Bool {
+        guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return false }
+        var address = Substring(value.trimmingCharacters(in: .whitespaces))
+        if address.hasSuffix(">"), let open = address.lastIndex(of: "<") {
+            address = address[address.index(after: open)..<address.index(before: address.endIndex)]
+        }
+        let parts = address.split(separator: "@", omittingEmptySubsequences: false)
+        return parts.count == 2 && !parts[0].isEmpty && !parts[1].isEmpty && address.utf8.count <= 254
+            && address.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F && !"<>()[]\\,;:\"".unicodeScalars.contains($0) }
+    }
+
+    /// The event types a webhook may name (and `*`, every one).
+    public static let webhookEvents = EventType.webhookCatalogue.map(\.rawValue)
 
     /// Decodes and validates a whole settings object. Fields that are absent take their default.
     /// Unknown fields are rejected. Throws `request/validation-failed` with every field's problem.
@@ -279,7 +290,7 @@ extension AppSettings {
             if let v = f.string("smtp_username", maxLength: 255) { s.email.smtpUsername = v }
             s.email.smtpPassword = secret(&f, "smtp_password", source: source, current: current?.email.smtpPassword, allowFile: false)
             if let v = f.string("from", maxLength: 320) {
-                if v.contains("@"), !v.contains("\r"), !v.contains("\n") { s.email.from = v } else { f.fail("from", "Must be an address, optionally with a display name.") }
+                if Self.isSenderMailbox(v) { s.email.from = v } else { f.fail("from", "Must be an ASCII address, optionally after a display name: Name <no-reply@example.com>.") }
             }
             if let v = f.string("locale") {
                 if ["en", "ko"].contains(v) { s.email.locale = v } else { f.fail("locale", "Must be en or ko.") }

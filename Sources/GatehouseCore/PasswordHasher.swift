@@ -17,6 +17,10 @@ public final class PasswordHasher: Sendable {
     private let maxAdmitted: Int
     /// Verified against when the email is unknown, so that both answers take the same time.
     private let dummyHash: String
+    private let threadCount: Int
+    /// Signalled by each hash thread as it ends (``shutdown()``).
+    private let ended = DispatchSemaphore(value: 0)
+    private let stopped = Atomic(false)
 
     /// Jobs waiting for a hash thread.
     private final class JobQueue: Sendable {
@@ -39,6 +43,8 @@ public final class PasswordHasher: Sendable {
     /// One hash to compute. `@unchecked Sendable`: `result` is written by the worker before it
     /// signals `done`, and read by the caller only after waiting on `done`.
     private final class Job: @unchecked Sendable {
+        /// Ends the thread that takes it.
+        static let stop = Job { .success("") }
         let work: @Sendable () -> Result<String, any Error>
         var result: Result<String, any Error>?
         let done = DispatchSemaphore(value: 0)
@@ -52,17 +58,28 @@ public final class PasswordHasher: Sendable {
         let threads = max(1, permits)
         maxAdmitted = threads + max(1, maxQueued ?? threads)
         dummyHash = try Argon2id.hash(password: Array("gatehouse-dummy-password".utf8), parameters: parameters)
+        threadCount = threads
         for index in 0..<threads {
-            let thread = Thread { [queue] in
+            let thread = Thread { [queue, ended] in
                 while true {
                     let job = queue.next()
+                    if job === Job.stop { break }
                     job.result = job.work()
                     job.done.signal()
                 }
+                ended.signal()
             }
             thread.name = "gatehouse-hash-\(index)"
             thread.start()
         }
+    }
+
+    /// Ends the hash threads once the hashes queued before it are done, and waits for them. Calls
+    /// after it wait for nothing: they are refused 503 `server/busy`.
+    public func shutdown() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        for _ in 0..<threadCount { queue.push(.stop) }
+        for _ in 0..<threadCount { ended.wait() }
     }
 
     public func hash(_ password: String) throws -> String {
@@ -80,6 +97,7 @@ public final class PasswordHasher: Sendable {
     public func needsRehash(_ encoded: String) -> Bool { Argon2id.needsRehash(encoded: encoded, parameters: parameters) }
 
     private func run(_ work: @escaping @Sendable () -> Result<String, any Error>) throws -> String {
+        guard !stopped.load(ordering: .acquiring) else { throw GatehouseError(.busy, "The server is stopping.", retryAfter: 1) }
         guard admitted.add(1, ordering: .acquiring).newValue <= maxAdmitted else {
             admitted.subtract(1, ordering: .releasing)
             throw GatehouseError(.busy, "Too many sign-ins at once; retry shortly.", retryAfter: 1)

@@ -141,7 +141,7 @@ public final class ProviderSignInService: Sendable {
         do {
             try data.insertUser(
                 user, passwordHash: nil, identity: Identity(provider: provider.rawValue, subject: identity.subject, email: email, createdAt: now),
-                event: Event(type: "user.signed_up", userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(provider.rawValue)], createdAt: now))
+                event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(provider.rawValue)], createdAt: now))
         } catch let error as GatehouseError where error.code == .emailAlreadyInUse {
             // The same provider account signed up at the same moment from another request: use it.
             if let existing = try data.user(provider: provider.rawValue, subject: identity.subject) { return (existing, false) }
@@ -181,10 +181,12 @@ public final class ProviderSignInService: Sendable {
         }
         let appleRefreshToken = try releasingNonceIfUnavailable(identity) { try redeemAppleCode(appleCode, app: app, identity: identity) }
         let now = clock.nowMillis()
-        try data.addIdentity(claims.userID, Identity(provider: provider.rawValue, subject: identity.subject, email: identity.email, createdAt: now))
-        try keepAppleToken(app: app, data, user: claims.userID, identity: identity, refreshToken: appleRefreshToken)
-        try data.record(Event(type: "identity.linked", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider.rawValue)], createdAt: now))
-        return try data.identities(claims.userID)
+        return try data.transaction { tx in
+            try tx.addIdentity(claims.userID, Identity(provider: provider.rawValue, subject: identity.subject, email: identity.email, createdAt: now))
+            try keepAppleToken(app: app, tx, user: claims.userID, identity: identity, refreshToken: appleRefreshToken)
+            try tx.record(Event(type: .identityLinked, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider.rawValue)], createdAt: now))
+            return try tx.identities(claims.userID)
+        }
     }
 
     /// Unlinks a sign-in method (recent sign-in required); the last one cannot go.
@@ -195,12 +197,14 @@ public final class ProviderSignInService: Sendable {
         guard identities.contains(where: { $0.provider == provider }) else { throw GatehouseError(.notFound, "This sign-in method is not linked.") }
         guard identities.count > 1 else { throw GatehouseError(.lastSignInMethod, "This is the account's only way to sign in; add another first.") }
         let now = clock.nowMillis()
-        // Checked again atomically: a concurrent unlink of the other method may have won.
-        guard try data.removeIdentity(claims.userID, provider: provider, now: now) else {
-            throw GatehouseError(.lastSignInMethod, "This is the account's only way to sign in; add another first.")
+        return try data.transaction { tx in
+            // Checked again atomically: a concurrent unlink of the other method may have won.
+            guard try tx.removeIdentity(claims.userID, provider: provider, now: now) else {
+                throw GatehouseError(.lastSignInMethod, "This is the account's only way to sign in; add another first.")
+            }
+            try tx.record(Event(type: .identityUnlinked, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider)], createdAt: now))
+            return try tx.identities(claims.userID)
         }
-        try data.record(Event(type: "identity.unlinked", userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider)], createdAt: now))
-        return try data.identities(claims.userID)
     }
 
     /// Reauthentication with a provider token: it must be the signed-in user's own identity, bound

@@ -282,7 +282,7 @@ extension SQLAppScopedStore {
     private func insertEvent(_ db: any SQLConnection, _ event: Event) throws {
         try db.execute("""
             INSERT INTO events (id, app_id, type, user_id, session_id, ip, user_agent, data, created_at)
-            VALUES (\(event.id.rawValue), \(appID), \(event.type), \(event.userID), \(event.sessionID), \(event.ip), \(event.userAgent),
+            VALUES (\(event.id.rawValue), \(appID), \(event.type.rawValue), \(event.userID), \(event.sessionID), \(event.ip), \(event.userAgent),
                     \(event.data.serializedString), \(event.createdAt))
             """)
     }

@@ -714,7 +714,7 @@ struct AddPasswordTests {
         let user = User(id: .generate(), email: "sam@example.com", emailVerified: true, firstName: nil, lastName: nil, createdAt: now, updatedAt: now, lastSignInAt: now)
         try data.insertUser(
             user, passwordHash: nil, identity: Identity(provider: "apple", subject: "001234.abcd", email: "sam@example.com", createdAt: now),
-            event: Event(type: "user.signed_up", userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: now))
+            event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: now))
         let grant = try server.gatehouse.accounts.startSession(
             app: app, data, user: user, method: .apple, isNewUser: false, origin: RequestOrigin(ip: "127.0.0.1", userAgent: nil))
         let token = grant.accessToken

@@ -293,6 +293,26 @@ struct EmailFlowsAPITests {
     }
 
     @Test(arguments: TestDatabase.kinds)
+    func anAddressNoMailCanBeWrittenToIsRefusedTheSameWithOrWithoutAnAccount(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        let wide = "\u{00E9}l\u{00E8}ve@example.com"
+        _ = try world.server.signUp(world.app, email: wide)  // made, without its verification mail
+        for address in [wide, "\u{00E9}tranger@example.com"] {
+            let reset = try world.post("/v1/auth/password-reset/send", ["email": .string(address)])
+            #expect(reset.status == 400 && reset.problemCode == "request/validation-failed", "\(address)")
+        }
+        #expect(try world.deliver().isEmpty)
+        // A sender the mailer would refuse is refused when saved, not dead-lettered at every send.
+        for from in ["a b@example.com", "Shop <caf\u{00E9}@example.com>", "no address"] {
+            let answer = try world.server.request("PATCH", "/v1/admin/app", bearer: world.app.secretKey, json: ["email": ["from": .string(from)]])
+            #expect(answer.status == 400, "\(from)")
+        }
+        let named = try world.server.request("PATCH", "/v1/admin/app", bearer: world.app.secretKey, json: ["email": ["from": "Caf\u{00E9} <no-reply@localhost>"]])
+        #expect(named.status == 200)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
     func aNodeKilledHoldingTheMailLosesItToAnotherWhenTheLeaseEnds(_ kind: TestDatabaseKind) throws {
         let world = try World(kind)
         defer { world.stop() }

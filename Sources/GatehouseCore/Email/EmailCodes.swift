@@ -16,9 +16,13 @@ public struct EmailCodes: Sendable {
     private let key: [UInt8]
     private let composer: any EmailComposer
     private let clock: any Clock
+    /// Tells this node's outbox worker that mail was queued: called by the flows after their
+    /// transaction commits (before, the worker would find nothing and sleep until its next poll).
+    public let wakeOutbox: @Sendable () -> Void
 
     /// - Parameter masterKey: for the key the HMACs use (``MasterKeyDerivation``).
-    public init(masterKey: [UInt8], composer: any EmailComposer, clock: any Clock) {
+    public init(masterKey: [UInt8], composer: any EmailComposer, clock: any Clock, wakeOutbox: @escaping @Sendable () -> Void = {}) {
+        self.wakeOutbox = wakeOutbox
         self.key = MasterKeyDerivation.key(for: .emailCodes, from: masterKey)
         self.composer = composer
         self.clock = clock
@@ -86,6 +90,9 @@ public struct EmailCodes: Sendable {
         // Rows of addresses nobody sends to any more are dead weight: now and then, drop this app's.
         if SecureRandom.bytes(1)[0] < 4 { try tx.emailCodes.purge(before: now - Self.windowMillis) }
     }
+
+    /// 400 for an address no mail can be written to; ask before looking the address up.
+    public func requireMailable(_ address: String) throws { try composer.checkRecipient(address) }
 
     /// Queues a mail that carries no code (the notice to an old address), with the change it tells of.
     public func notify(_ tx: any AppScopedStore, app: AppContext, mail: EmailToSend, idempotencyKey: String) throws {

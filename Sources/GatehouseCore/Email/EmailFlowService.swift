@@ -24,6 +24,7 @@ public final class EmailFlowService: Sendable {
     public func sendSignInCode(app: AppContext, email rawEmail: String, origin: RequestOrigin) throws {
         try accounts.requireMethod("email_code", app)
         let email = try InputRules.email(rawEmail)
+        try codes.requireMailable(email)
         let data = store.app(app.id)
         try limitSends(app, data, origin)
         try data.transaction { tx in
@@ -31,6 +32,7 @@ public final class EmailFlowService: Sendable {
             let mail = user != nil || app.settings.allowSignup ? EmailToSend(.signInCode, to: email, app: app) : nil
             try codes.send(tx, app: app, purpose: .signIn, address: email, userID: nil, mail: mail)
         }
+        codes.wakeOutbox()
     }
 
     /// `POST /v1/auth/email-code/verify`: a session for the address's account, made now (201,
@@ -51,7 +53,7 @@ public final class EmailFlowService: Sendable {
                 let user = User(id: .generate(), email: email, emailVerified: true, firstName: nil, lastName: nil, createdAt: now, updatedAt: now, lastSignInAt: now)
                 try tx.insertUser(
                     user, passwordHash: nil, identity: nil,
-                    event: Event(type: "user.signed_up", userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "email_code"], createdAt: now))
+                    event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "email_code"], createdAt: now))
                 return (try accounts.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: true, origin: origin), [])
             }
             var ended: [SessionID] = []
@@ -61,7 +63,7 @@ public final class EmailFlowService: Sendable {
                 // (pre-hijacking, as Kratos and allauth guard against).
                 ended = try tx.endSessions(of: user.id, keeping: nil, reason: .revoked, now: now)
                 for id in ended {
-                    try tx.record(Event(type: "session.revoked", userID: user.id, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "email_verified"], createdAt: now))
+                    try tx.record(Event(type: .sessionRevoked, userID: user.id, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "email_verified"], createdAt: now))
                 }
                 if try tx.passwordHash(user.id) != nil { try tx.forgetPassword(user.id, now: now) }
                 user = try tx.markEmailVerified(user.id, email: email, now: now) ?? user
@@ -85,6 +87,7 @@ public final class EmailFlowService: Sendable {
                 tx, app: app, purpose: .verification, address: email, userID: user.id,
                 mail: user.emailVerified ? nil : EmailToSend(.verification, to: email, app: app))
         }
+        codes.wakeOutbox()
     }
 
     /// `POST /v1/auth/email/verification/confirm`: the user, address verified.
@@ -99,7 +102,7 @@ public final class EmailFlowService: Sendable {
             guard let verified = try tx.markEmailVerified(user.id, email: email, now: now) else {
                 throw GatehouseError(.invalidCode, "The code is not valid.")
             }
-            try tx.record(Event(type: "user.email_verified", userID: user.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, createdAt: now))
+            try tx.record(Event(type: .userEmailVerified, userID: user.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, createdAt: now))
             return (verified, try tx.identities(user.id))
         }
     }
@@ -110,6 +113,7 @@ public final class EmailFlowService: Sendable {
     /// with a password, or whose address is verified (the reset adds a password).
     public func sendPasswordReset(app: AppContext, email rawEmail: String, origin: RequestOrigin) throws {
         let email = try InputRules.email(rawEmail)
+        try codes.requireMailable(email)
         let data = store.app(app.id)
         try limitSends(app, data, origin)
         try data.transaction { tx in
@@ -118,6 +122,7 @@ public final class EmailFlowService: Sendable {
                 tx, app: app, purpose: .passwordReset, address: email, userID: nil,
                 mail: user != nil && app.settings.signInMethods.contains("password") ? EmailToSend(.passwordReset, to: email, app: app) : nil)
         }
+        codes.wakeOutbox()
     }
 
     /// `POST /v1/auth/password-reset/confirm`: the new password, the address verified (the code
@@ -146,9 +151,9 @@ public final class EmailFlowService: Sendable {
             }
             _ = try tx.markEmailVerified(user.id, email: email, now: now)
             let ended = try tx.endSessions(of: user.id, keeping: nil, reason: .passwordChanged, now: now)
-            try tx.record(Event(type: "user.password_changed", userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["reset": true], createdAt: now))
+            try tx.record(Event(type: .userPasswordChanged, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["reset": true], createdAt: now))
             for id in ended {
-                try tx.record(Event(type: "session.revoked", userID: user.id, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "password_reset"], createdAt: now))
+                try tx.record(Event(type: .sessionRevoked, userID: user.id, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "password_reset"], createdAt: now))
             }
             return ended
         }
@@ -170,6 +175,7 @@ public final class EmailFlowService: Sendable {
     public func requestEmailChange(app: AppContext, claims: AccessClaims, email rawEmail: String, origin: RequestOrigin) throws {
         try accounts.requireRecentLogin(app: app, claims: claims)
         let email = try InputRules.email(rawEmail)
+        try codes.requireMailable(email)
         let data = store.app(app.id)
         try limitSends(app, data, origin)
         guard let user = try data.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
@@ -180,6 +186,7 @@ public final class EmailFlowService: Sendable {
         try data.transaction { tx in
             try codes.send(tx, app: app, purpose: .emailChange, address: email, userID: user.id, mail: EmailToSend(.emailChange, to: email, app: app))
         }
+        codes.wakeOutbox()
     }
 
     /// `POST /v1/me/email/confirm`: the user with the new address, verified; a notice goes to the old one.
@@ -192,14 +199,14 @@ public final class EmailFlowService: Sendable {
         try checks.run { () throws(GatehouseError) in try InputRules.emailCode(code) }
         try checks.finish()
         guard let before = try data.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
-        return try codes.redeem(data, app: app, purpose: .emailChange, address: email, code: code, userID: before.id) { tx in
+        let result = try codes.redeem(data, app: app, purpose: .emailChange, address: email, code: code, userID: before.id) { tx in
             let now = clock.nowMillis()
             try requireAvailable(tx, app, email, user: before.id)
             guard let changed = try tx.changeEmail(before.id, from: before.email, to: email, now: now) else {
                 throw GatehouseError(.invalidCode, "The account's address changed meanwhile; ask for a new code.")
             }
             try tx.record(Event(
-                type: "user.email_changed", userID: before.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent,
+                type: .userEmailChanged, userID: before.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent,
                 data: ["previous_email": before.email.map(JSON.string) ?? .null, "email": .string(email)], createdAt: now))
             if let old = before.email {
                 var notice = EmailToSend(.emailChangedNotice, to: old, app: app)
@@ -208,6 +215,8 @@ public final class EmailFlowService: Sendable {
             }
             return (changed, try tx.identities(before.id))
         }
+        codes.wakeOutbox()
+        return result
     }
 
     /// 409 when another account of the app has the address (any sign-in method), unless the app
@@ -232,6 +241,7 @@ public final class EmailFlowService: Sendable {
         try data.transaction { tx in
             try codes.send(tx, app: app, purpose: .reauthentication, address: email, userID: user.id, mail: EmailToSend(.reauthentication, to: email, app: app))
         }
+        codes.wakeOutbox()
     }
 
     /// `POST /v1/auth/reauthenticate` with `code`: a fresh `auth_time`.

@@ -60,5 +60,9 @@ extension EmailToSend {
 
 /// Turns a mail into the outbox item that delivers it (rendered and sealed by the mail module).
 public protocol EmailComposer: Sendable {
+    /// Throws 400 `request/validation-failed` (field `email`) for an address no mail can be
+    /// written to. The flows ask before they look the address up, so the answer depends on the
+    /// address's form only, never on whether it has an account.
+    func checkRecipient(_ address: String) throws
     func outboxItem(_ mail: EmailToSend, app: AppID, idempotencyKey: String) throws -> NewOutboxItem
 }

@@ -24,7 +24,7 @@ public final class OutboxWorker: Sendable {
     private let policy: OutboxRetryPolicy
     private let clock: any Clock
     private let pollInterval: Double
-    private let log: @Sendable (_ message: String, _ fields: [String: String]) -> Void
+    private let log: any LogSink
 
     /// Deliveries since start, for `/metrics`.
     public let delivered = Atomic<Int>(0)
@@ -44,7 +44,7 @@ public final class OutboxWorker: Sendable {
     public init(
         outbox: any OutboxStore, store: any Store, handlers: [any OutboxHandler], policy: OutboxRetryPolicy, clock: any Clock,
         pollInterval: Double = 1, node: String = "node_" + Digest.hex(SecureRandom.bytes(6)),
-        log: @escaping @Sendable (_ message: String, _ fields: [String: String]) -> Void = { _, _ in }
+        log: any LogSink = DiscardingLog()
     ) {
         self.outbox = outbox
         self.store = store
@@ -88,7 +88,7 @@ public final class OutboxWorker: Sendable {
             } else {
                 try outbox.markRetry(item.id, node: node, nextAttemptAt: next, error: reason, now: now)
                 retried.add(1, ordering: .relaxed)
-                log("outbox delivery failed", ["id": item.id, "kind": item.kind.rawValue, "attempt": String(attempt), "reason": reason])
+                log.warning("outbox delivery failed", ["id": .string(item.id), "kind": .string(item.kind.rawValue), "attempt": .int(Int64(attempt)), "reason": .string(reason)])
             }
         case .dead(let reason):
             try deadLetter(item, reason: reason, now: now)
@@ -98,11 +98,11 @@ public final class OutboxWorker: Sendable {
     private func deadLetter(_ item: OutboxItem, reason: String, now: Int64) throws {
         guard try outbox.markDead(item.id, node: node, error: reason, now: now) else { return }
         deadLettered.add(1, ordering: .relaxed)
-        log("outbox item dead-lettered", ["id": item.id, "kind": item.kind.rawValue, "reason": reason])
+        log.error("outbox item dead-lettered", ["id": .string(item.id), "kind": .string(item.kind.rawValue), "reason": .string(reason)])
         if let app = item.appID {
             try store.app(app).record(
                 Event(
-                    type: "outbox.dead_lettered", userID: nil, sessionID: nil, ip: nil, userAgent: nil,
+                    type: .outboxDeadLettered, userID: nil, sessionID: nil, ip: nil, userAgent: nil,
                     data: ["item_id": .string(item.id), "kind": .string(item.kind.rawValue), "reason": .string(reason)], createdAt: now))
         }
     }
@@ -117,7 +117,7 @@ public final class OutboxWorker: Sendable {
             while running.load(ordering: .acquiring) {
                 var handled = 0
                 do { handled = try runOnce() } catch {
-                    log("outbox worker failed", ["error": String(describing: error)])
+                    log.warning("outbox worker failed", ["error": .string(String(describing: error))])
                 }
                 // A full batch: more may be due at once. Else wait to be woken or for the next poll.
                 if handled < Self.batchSize { _ = wakeUp.wait(timeout: .now() + pollInterval) }

@@ -11,17 +11,21 @@ public struct TemplatedMailComposer: EmailComposer {
         self.sealer = sealer
     }
 
+    public func checkRecipient(_ address: String) throws {
+        do {
+            _ = try MailAddress(address)
+        } catch {
+            throw GatehouseError.validation("email", "This server cannot send mail to this address (only ASCII addresses of at most 254 characters).")
+        }
+    }
+
     /// Throws when the recipient or the subject could never be sent, so the flow that asked
     /// fails now rather than queuing a dead letter: an address the mailer cannot write (non-ASCII,
     /// without SMTPUTF8) is 400 `request/validation-failed` on `email`, the same for every
     /// address of that form, account or not.
     public func outboxItem(_ mail: EmailToSend, app: AppID, idempotencyKey: String) throws -> NewOutboxItem {
         let rendered = templates.render(mail)
-        do {
-            _ = try MailAddress(mail.to)
-        } catch {
-            throw GatehouseError.validation("email", "This server cannot send mail to this address (only ASCII addresses of at most 254 characters).")
-        }
+        try checkRecipient(mail.to)
         _ = try HeaderText(rendered.subject)
         return QueuedMail(to: mail.to, subject: rendered.subject, text: rendered.text, html: rendered.html)
             .outboxItem(app: app, idempotencyKey: idempotencyKey, sealer: sealer)
