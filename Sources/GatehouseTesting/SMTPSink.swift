@@ -1,24 +1,39 @@
 import Foundation
 
-/// A real SMTP server on a loopback port for tests: Debian's python3-aiosmtpd (scripts/install-deps
-/// --test), run as a child process, not an SMTP implementation of our own. It stores every
-/// message it accepts (envelope and raw data) as files, counts the connections it accepts, and
-/// obeys a ``Mode`` that tests switch while it runs: accept, refuse with 451 or 550 at `RCPT`, or
-/// hang (accept the TCP connection and never say a word). With `credentials` it requires AUTH
-/// (PLAIN or LOGIN, allowed without TLS on loopback) and accepts only that user.
+/// A real SMTP server on a loopback port for tests: scripts/smtp-sink.py on Debian's
+/// python3-aiosmtpd (scripts/install-deps --test), run as a child process, not an SMTP
+/// implementation of our own. It stores every message it accepts (envelope and raw data) as
+/// files, counts the connections it accepts, and obeys a ``Mode`` that tests switch while it
+/// runs: accept, refuse with 451 or 550 at `RCPT`, hang (accept the TCP connection and never say
+/// a word), or accept slowly. With `credentials` it requires AUTH (PLAIN or LOGIN, allowed
+/// without TLS on loopback) and accepts only that user.
 ///
 /// The server exits when ``stop()`` is called, when the sink is released, or when the test
 /// process dies (it watches its standard input).
 public final class SMTPSink: @unchecked Sendable {  // the process is touched only under `lock`
     /// What the sink does with the next connections and messages.
-    public enum Mode: String, Sendable {
+    public enum Mode: Sendable, Equatable {
         case accept
         /// `451 4.3.0` to every `RCPT TO`.
-        case refuseTemporarily = "refuse-temporarily"
+        case refuseTemporarily
         /// `550 5.1.1` to every `RCPT TO`.
-        case refusePermanently = "refuse-permanently"
+        case refusePermanently
         /// New connections are accepted and never answered (no greeting).
         case hang
+        /// Accepts, but waits `milliseconds` after each message's data before its `250` (a slow
+        /// mail server; other connections are served meanwhile).
+        case slow(milliseconds: Int)
+
+        /// What the `mode` file says (scripts/smtp-sink.py).
+        public var text: String {
+            switch self {
+            case .accept: "accept"
+            case .refuseTemporarily: "refuse-temporarily"
+            case .refusePermanently: "refuse-permanently"
+            case .hang: "hang"
+            case .slow(let milliseconds): "slow:\(max(0, milliseconds))"
+            }
+        }
     }
 
     /// One message the sink accepted.
@@ -72,7 +87,7 @@ public final class SMTPSink: @unchecked Sendable {  // the process is touched on
         directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("gatehouse-smtp-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let log = directory.appendingPathComponent("sink.log")
-        var arguments = [ExternalProgram.python, "-c", Self.script, directory.path]
+        var arguments = [ExternalProgram.python, Self.script, directory.path]
         if let credentials { arguments.append("\(credentials.username):\(credentials.password)") }
 
         var pipeEnds: [Int32] = [0, 0]
@@ -138,7 +153,7 @@ public final class SMTPSink: @unchecked Sendable {  // the process is touched on
     /// Switches what the sink does from the next command on.
     public func setMode(_ mode: Mode) throws {
         let temporary = directory.appendingPathComponent(".mode.tmp")
-        try Data(mode.rawValue.utf8).write(to: temporary)
+        try Data(mode.text.utf8).write(to: temporary)
         guard rename(temporary.path, directory.appendingPathComponent("mode").path) == 0 else {
             throw TestHTTPClient.Failure(description: "cannot set the SMTP sink's mode (errno \(errno))")
         }
@@ -182,87 +197,7 @@ public final class SMTPSink: @unchecked Sendable {  // the process is touched on
         let auth: String?
     }
 
-    static let script = #"""
-        import os
-        # Descriptors inherited from the test process (another program's output pipe, opened at the
-        # same moment on another thread) would keep that program's reader waiting for an EOF as
-        # long as the sink lives: keep only stdin, stdout and stderr.
-        os.closerange(3, 65536)
-        import asyncio, json, sys
-        from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword
-
-        directory = sys.argv[1]
-        credentials = sys.argv[2] if len(sys.argv) > 2 else None
-        counts = {"connections": 0, "messages": 0}
-
-        def write(name, data):
-            temporary = os.path.join(directory, "." + name + ".tmp")
-            with open(temporary, "wb") as f:
-                f.write(data)
-            os.rename(temporary, os.path.join(directory, name))
-
-        def mode():
-            try:
-                with open(os.path.join(directory, "mode")) as f:
-                    return f.read().strip()
-            except FileNotFoundError:
-                return "accept"
-
-        def text(value):
-            if isinstance(value, LoginPassword):
-                value = value.login
-            return value.decode() if isinstance(value, bytes) else value
-
-        class Handler:
-            async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
-                current = mode()
-                if current == "refuse-temporarily":
-                    return "451 4.3.0 Try again later (test sink)"
-                if current == "refuse-permanently":
-                    return "550 5.1.1 No such mailbox (test sink)"
-                envelope.rcpt_tos.append(address)
-                return "250 OK"
-
-            async def handle_DATA(self, server, session, envelope):
-                counts["messages"] += 1
-                name = "%04d" % counts["messages"]
-                write(name + ".eml", envelope.original_content or envelope.content)
-                auth = text(getattr(session, "auth_data", None)) if getattr(session, "authenticated", False) else None
-                write(name + ".json", json.dumps({"mail_from": envelope.mail_from, "rcpt_tos": envelope.rcpt_tos, "auth": auth}).encode())
-                return "250 2.0.0 Stored (test sink)"
-
-        def authenticator(server, session, envelope, mechanism, auth_data):
-            if not isinstance(auth_data, LoginPassword):
-                return AuthResult(success=False, handled=False)
-            user, password = credentials.split(":", 1)
-            ok = auth_data.login == user.encode() and auth_data.password == password.encode()
-            # handled=False: aiosmtpd answers (235 or 535); with True it waits for us to, forever.
-            return AuthResult(success=ok, handled=False, auth_data=auth_data.login if ok else None)
-
-        class Hang(asyncio.Protocol):
-            def connection_made(self, transport):
-                self.transport = transport  # held open, never answered
-
-        def connection():
-            counts["connections"] += 1
-            write("connections", str(counts["connections"]).encode())
-            if mode() == "hang":
-                return Hang()
-            if credentials:
-                return SMTP(Handler(), hostname="sink.test", auth_required=True, auth_require_tls=False, authenticator=authenticator)
-            return SMTP(Handler(), hostname="sink.test")
-
-        async def main():
-            loop = asyncio.get_running_loop()
-            server = await loop.create_server(connection, "127.0.0.1", 0)
-            stopped = loop.create_future()
-            def parent_gone():
-                if not os.read(sys.stdin.fileno(), 4096) and not stopped.done():
-                    stopped.set_result(None)
-            loop.add_reader(sys.stdin.fileno(), parent_gone)
-            write("port", str(server.sockets[0].getsockname()[1]).encode())
-            await stopped
-
-        asyncio.run(main())
-        """#
+    /// scripts/smtp-sink.py, which the bench also runs on its own.
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("scripts/smtp-sink.py").path
 }
