@@ -21,7 +21,7 @@ struct AppController {
             "name": .string(s.name),
             "require_verified_email": .bool(s.requireVerifiedEmail),
             // Only what signs in today: a method the settings name but this version does not offer yet is not advertised.
-            "sign_in_methods": .array(s.signInMethods.map(JSON.string)),
+            "sign_in_methods": .array(s.signInMethods.map { .string($0.rawValue) }),
             "password_min_length": .int(s.passwordMinLength),
             "files": ["max_bytes": .int(s.files.maxBytes), "photo_types": .array(s.files.photoTypes.map(JSON.string))],
         ])

@@ -49,7 +49,7 @@ public final class AccountService: Sendable {
         let data = store.app(app.id)
         try limitAuth(app, data, origin)
         guard app.settings.allowSignup else { throw GatehouseError(.signupDisabled, "This app does not accept new accounts.") }
-        try requireMethod("password", app)
+        try requireMethod(.password, app)
         var checks = FieldChecks()
         var email = ""
         var first: String?
@@ -95,7 +95,7 @@ public final class AccountService: Sendable {
     public func signIn(app: AppContext, email rawEmail: String, password: String, origin: RequestOrigin) throws -> SessionGrant {
         let data = store.app(app.id)
         try limitAuth(app, data, origin)
-        try requireMethod("password", app)
+        try requireMethod(.password, app)
         var checks = FieldChecks()
         var email = ""
         try checks.run { () throws(GatehouseError) in email = try InputRules.email(rawEmail) }
@@ -125,7 +125,7 @@ public final class AccountService: Sendable {
     }
 
     /// Creates a session and its first token pair; records `user.signed_in`.
-    public func startSession(app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethodKind, isNewUser: Bool, origin: RequestOrigin) throws -> SessionGrant {
+    public func startSession(app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, origin: RequestOrigin) throws -> SessionGrant {
         let now = clock.nowMillis()
         let session = Session(
             id: .generate(), userID: user.id, method: method, authTime: now, createdAt: now, lastUsedAt: now,
@@ -397,9 +397,9 @@ public final class AccountService: Sendable {
         try limiter.hit(data, bucket: "auth", subject: rateLimitSubject(ip: origin.ip), limit: app.settings.rateLimits.authPerMinutePerIP)
     }
 
-    func requireMethod(_ method: String, _ app: AppContext) throws {
+    func requireMethod(_ method: SignInMethod, _ app: AppContext) throws {
         guard app.settings.signInMethods.contains(method) else {
-            throw GatehouseError(.signInMethodDisabled, "This app does not offer \(method) sign-in.")
+            throw GatehouseError(.signInMethodDisabled, "This app does not offer \(method.rawValue) sign-in.")
         }
     }
 }

@@ -65,9 +65,14 @@ public struct Identity: Sendable, Equatable {
     }
 }
 
-/// How a session was started: the session's `method` and the token's `amr`.
-public enum SignInMethodKind: String, Sendable {
+/// A way to sign in: what an app offers (`sign_in_methods`), how a session was started (its
+/// `method`) and what the token says (`amr`). A string only at the edges (JSON, SQL).
+public enum SignInMethod: String, Sendable, CaseIterable {
     case password, emailCode = "email_code", apple, google
+
+    /// A new app's methods. Sign-in by emailed code is the app's choice: it needs a mailer that
+    /// delivers (an app `email.smtp_url` or the platform's `GATEHOUSE_SMTP_URL`).
+    public static let defaults: [SignInMethod] = [.password, .apple, .google]
 
     public var amr: String {
         switch self {
@@ -82,7 +87,7 @@ public enum SignInMethodKind: String, Sendable {
 public struct Session: Sendable, Equatable {
     public var id: SessionID
     public var userID: UserID
-    public var method: SignInMethodKind
+    public var method: SignInMethod
     /// Last real sign-in or reauthentication (ms).
     public var authTime: Int64
     public var createdAt: Int64
@@ -94,7 +99,7 @@ public struct Session: Sendable, Equatable {
     public var userAgent: String?
 
     public init(
-        id: SessionID, userID: UserID, method: SignInMethodKind, authTime: Int64, createdAt: Int64, lastUsedAt: Int64, expiresAt: Int64,
+        id: SessionID, userID: UserID, method: SignInMethod, authTime: Int64, createdAt: Int64, lastUsedAt: Int64, expiresAt: Int64,
         endedAt: Int64? = nil, ip: String?, userAgent: String?
     ) {
         self.id = id

@@ -7,7 +7,7 @@ import GatehouseCrypto
 public struct AppSettings: Sendable, Equatable {
     public var name: String
     public var allowSignup = true
-    public var signInMethods: [String] = SignInMethod.defaults
+    public var signInMethods: [SignInMethod] = SignInMethod.defaults
     public var requireVerifiedEmail = false
     public var recentLoginSeconds: Int64 = 300
     public var accessTokenTTLSeconds: Int64 = 900
@@ -98,13 +98,6 @@ public struct AppSettings: Sendable, Equatable {
     }
 }
 
-public enum SignInMethod {
-    /// Every method the settings may name.
-    public static let all = ["password", "email_code", "apple", "google"]
-    /// A new app's methods. Sign-in by emailed code is the app's choice: it needs a mailer that
-    /// delivers (an app `email.smtp_url` or the platform's `GATEHOUSE_SMTP_URL`).
-    public static let defaults = ["password", "apple", "google"]
-}
 
 /// Where a settings document comes from, which decides how secrets may be given.
 public enum SettingsSource {
@@ -169,10 +162,11 @@ extension AppSettings {
         }
         if let v = r.bool("allow_signup") { s.allowSignup = v }
         if let v = r.stringArray("sign_in_methods", maxCount: 4) {
-            for m in v where !SignInMethod.all.contains(m) {
-                r.fail("sign_in_methods", "Unknown sign-in method \(m); use \(SignInMethod.all.joined(separator: ", ")).")
+            let all = SignInMethod.allCases.map(\.rawValue)
+            for m in v where SignInMethod(rawValue: m) == nil {
+                r.fail("sign_in_methods", "Unknown sign-in method \(m); use \(all.joined(separator: ", ")).")
             }
-            s.signInMethods = uniqued(v)
+            s.signInMethods = uniqued(v).compactMap(SignInMethod.init(rawValue:))
         }
         if let v = r.bool("require_verified_email") { s.requireVerifiedEmail = v }
         if let v = r.int("recent_login_seconds", 1...86400) { s.recentLoginSeconds = v }
@@ -397,7 +391,7 @@ extension AppSettings {
         return [
             "name": .string(name),
             "allow_signup": .bool(allowSignup),
-            "sign_in_methods": strings(signInMethods),
+            "sign_in_methods": strings(signInMethods.map(\.rawValue)),
             "require_verified_email": .bool(requireVerifiedEmail),
             "recent_login_seconds": .int(recentLoginSeconds),
             "access_token_ttl_seconds": .int(accessTokenTTLSeconds),

@@ -35,7 +35,7 @@ public final class ProviderSignInService: Sendable {
     public enum Provider: String, Sendable {
         case apple, google
         var firebaseName: String { self == .apple ? "apple.com" : "google.com" }
-        var method: SignInMethodKind { self == .apple ? .apple : .google }
+        var method: SignInMethod { self == .apple ? .apple : .google }
     }
 
     /// What the client sent to prove who they are at a provider.
@@ -420,7 +420,7 @@ public final class ProviderSignInService: Sendable {
     }
 
     private func requireMethod(_ provider: Provider, _ app: AppContext) throws {
-        guard app.settings.signInMethods.contains(provider.rawValue) else {
+        guard app.settings.signInMethods.contains(provider.method) else {
             throw GatehouseError(.signInMethodDisabled, "This app does not offer \(provider.rawValue) sign-in.")
         }
     }

@@ -101,13 +101,13 @@ public struct WebFlow: Sendable, Equatable {
 public struct LoginCode: Sendable, Equatable {
     public var codeHash: String
     public var userID: UserID
-    public var method: SignInMethodKind
+    public var method: SignInMethod
     public var isNewUser: Bool
     public var codeChallenge: String?
     public var createdAt: Int64
     public var expiresAt: Int64
 
-    public init(codeHash: String, userID: UserID, method: SignInMethodKind, isNewUser: Bool, codeChallenge: String?, createdAt: Int64, expiresAt: Int64) {
+    public init(codeHash: String, userID: UserID, method: SignInMethod, isNewUser: Bool, codeChallenge: String?, createdAt: Int64, expiresAt: Int64) {
         self.codeHash = codeHash
         self.userID = userID
         self.method = method

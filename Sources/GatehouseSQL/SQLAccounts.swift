@@ -330,7 +330,7 @@ func userRecord(_ row: SQLRow) throws -> User {
 }
 
 private func sessionRecord(_ row: SQLRow) throws -> Session {
-    guard let method = SignInMethodKind(rawValue: try row.string("method")) else {
+    guard let method = SignInMethod(rawValue: try row.string("method")) else {
         throw SQLError(kind: .decoding, message: "sessions.method has an unknown value")
     }
     return Session(

@@ -101,7 +101,7 @@ extension SQLAppScopedStore {
             UPDATE login_codes SET used_at = \(now)
             WHERE code_hash = \(hash) AND app_id = \(appID) AND used_at IS NULL AND expires_at > \(now)
             RETURNING *
-            """).first, let method = SignInMethodKind(rawValue: try row.string("method"))
+            """).first, let method = SignInMethod(rawValue: try row.string("method"))
         else { return nil }
         return LoginCode(
             codeHash: try row.string("code_hash"), userID: UserID(unchecked: try row.string("user_id")), method: method,

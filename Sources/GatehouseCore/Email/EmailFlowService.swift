@@ -22,7 +22,7 @@ public final class EmailFlowService: Sendable {
     /// `POST /v1/auth/email-code/send`. A code goes out when the address has an account, or when
     /// the app would make one (`allow_signup`).
     public func sendSignInCode(app: AppContext, email rawEmail: String, origin: RequestOrigin) throws {
-        try accounts.requireMethod("email_code", app)
+        try accounts.requireMethod(.emailCode, app)
         let email = try InputRules.email(rawEmail)
         try codes.requireMailable(email)
         let data = store.app(app.id)
@@ -40,7 +40,7 @@ public final class EmailFlowService: Sendable {
     public func verifySignInCode(app: AppContext, email rawEmail: String, code: String, origin: RequestOrigin) throws -> SessionGrant {
         let data = store.app(app.id)
         try accounts.limitAuth(app, data, origin)
-        try accounts.requireMethod("email_code", app)
+        try accounts.requireMethod(.emailCode, app)
         var checks = FieldChecks()
         var email = ""
         try checks.run { () throws(GatehouseError) in email = try InputRules.email(rawEmail) }
@@ -120,7 +120,7 @@ public final class EmailFlowService: Sendable {
             let user = try account(tx, email: email)
             try codes.send(
                 tx, app: app, purpose: .passwordReset, address: email, userID: nil,
-                mail: user != nil && app.settings.signInMethods.contains("password") ? EmailToSend(.passwordReset, to: email, app: app) : nil)
+                mail: user != nil && app.settings.signInMethods.contains(.password) ? EmailToSend(.passwordReset, to: email, app: app) : nil)
         }
         codes.wakeOutbox()
     }
@@ -130,7 +130,7 @@ public final class EmailFlowService: Sendable {
     public func confirmPasswordReset(app: AppContext, email rawEmail: String, code: String, password: String, origin: RequestOrigin) throws {
         let data = store.app(app.id)
         try accounts.limitAuth(app, data, origin)
-        try accounts.requireMethod("password", app)
+        try accounts.requireMethod(.password, app)
         var checks = FieldChecks()
         var email = ""
         try checks.run { () throws(GatehouseError) in email = try InputRules.email(rawEmail) }
