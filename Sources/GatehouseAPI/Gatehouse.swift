@@ -77,7 +77,7 @@ public final class Gatehouse: Sendable {
             allowPrivateOutbound: configuration.allowPrivateOutbound, clock: clock, log: { [log] text in log.info("mail", ["message": .string(text)]) })
         outboxWorker = OutboxWorker(
             outbox: store.outbox, store: store, handlers: [mail], policy: OutboxRetryPolicy(maxBackoffSeconds: configuration.outboxMaxBackoffSeconds),
-            clock: clock, log: log)
+            clock: clock, lanes: configuration.outboxConcurrency, log: log)
 
         let revocations = RevocationList(store: store, clock: clock)
         try revocations.load()

@@ -24,6 +24,8 @@ public final class OutboxWorker: Sendable {
     private let policy: OutboxRetryPolicy
     private let clock: any Clock
     private let pollInterval: Double
+    /// Deliveries of one batch under way at once: most of a delivery is waiting on the other side.
+    private let lanes: Int
     private let log: any LogSink
 
     /// Deliveries since start, for `/metrics`.
@@ -43,7 +45,7 @@ public final class OutboxWorker: Sendable {
     ///   - log: what the worker cannot tell a caller (a delivery that failed, a dead letter).
     public init(
         outbox: any OutboxStore, store: any Store, handlers: [any OutboxHandler], policy: OutboxRetryPolicy, clock: any Clock,
-        pollInterval: Double = 1, node: String = "node_" + Digest.hex(SecureRandom.bytes(6)),
+        pollInterval: Double = 1, lanes: Int = 8, node: String = "node_" + Digest.hex(SecureRandom.bytes(6)),
         log: any LogSink = DiscardingLog()
     ) {
         self.outbox = outbox
@@ -52,6 +54,7 @@ public final class OutboxWorker: Sendable {
         self.policy = policy
         self.clock = clock
         self.pollInterval = pollInterval
+        self.lanes = max(1, lanes)
         self.node = node
         self.log = log
     }
@@ -61,15 +64,39 @@ public final class OutboxWorker: Sendable {
     @discardableResult
     public func runOnce() throws -> Int {
         let claimed = try outbox.claim(kinds: Array(handlers.keys), limit: Self.batchSize, leaseMillis: Self.leaseMillis, node: node, now: clock.nowMillis())
-        for (index, item) in claimed.enumerated() {
-            // Stopping: what is claimed and not yet tried goes back for any node at once.
-            if index > 0, threaded.load(ordering: .relaxed), !running.load(ordering: .relaxed) {
-                try outbox.release(claimed[index...].map(\.id), node: node)
-                return index
-            }
-            try deliver(item)
+        let laneCount = min(lanes, claimed.count)
+        guard laneCount > 1 else {
+            for item in claimed { try deliver(item) }
+            return claimed.count
         }
-        return claimed.count
+        // Each lane takes the next item until none is left; stopping, the items not yet taken go
+        // back for any node at once, and the deliveries under way finish.
+        let next = Atomic(0)
+        let handled = Atomic(0)
+        let failure = Mutex<(any Error)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        for lane in 0..<laneCount {
+            let thread = Thread { [self] in
+                while case let index = next.add(1, ordering: .relaxed).oldValue, index < claimed.count {
+                    do {
+                        if threaded.load(ordering: .relaxed), !running.load(ordering: .relaxed) {
+                            try outbox.release([claimed[index].id], node: node)
+                        } else {
+                            try deliver(claimed[index])
+                            handled.add(1, ordering: .relaxed)
+                        }
+                    } catch {
+                        failure.withLock { $0 = $0 ?? error }
+                    }
+                }
+                done.signal()
+            }
+            thread.name = "gatehouse-outbox-\(lane)"
+            thread.start()
+        }
+        for _ in 0..<laneCount { done.wait() }
+        if let error = failure.withLock({ $0 }) { throw error }
+        return handled.load(ordering: .relaxed)
     }
 
     private func deliver(_ item: OutboxItem) throws {
