@@ -86,7 +86,7 @@ public final class AccountService: Sendable {
     /// account is made all the same, without the mail.
     private func queueVerification(_ tx: any AppScopedStore, app: AppContext, email: String, user: UserID) throws {
         do {
-            try emailCodes.send(tx, app: app, purpose: .verification, address: email, userID: user, mail: EmailToSend(.verification, to: email, app: app))
+            try emailCodes.send(tx, app: app, purpose: .verification, address: email, userID: user, mail: EmailToSend(.verification, to: email, app: app), deliver: true)
         } catch let error as GatehouseError where error.code == .tooManyRequests || error.code == .validationFailed {
             log.info("sign-up sent no verification mail", ["app_id": .string(app.id.rawValue), "user_id": .string(user.rawValue), "reason": .string(error.code.rawValue)])
         }

@@ -284,7 +284,9 @@ extension AppSettings {
             if let v = f.string("smtp_username", maxLength: 255) { s.email.smtpUsername = v }
             s.email.smtpPassword = secret(&f, "smtp_password", source: source, current: current?.email.smtpPassword, allowFile: false)
             if let v = f.string("from", maxLength: 320) {
-                if Self.isSenderMailbox(v) { s.email.from = v } else { f.fail("from", "Must be an ASCII address, optionally after a display name: Name <no-reply@example.com>.") }
+                // Stored by an earlier version under a looser rule: kept (the mailer dead-letters
+                // what it cannot write), so the app still loads; the next save must fix it.
+                if Self.isSenderMailbox(v) || storedBefore { s.email.from = v } else { f.fail("from", "Must be an ASCII address, optionally after a display name: Name <no-reply@example.com>.") }
             }
             if let v = f.string("locale") {
                 if ["en", "ko"].contains(v) { s.email.locale = v } else { f.fail("locale", "Must be en or ko.") }
@@ -304,7 +306,9 @@ extension AppSettings {
                         f.fail("secret", "Must be at least 16 characters.")
                     }
                     let events = f.stringArray("events", maxCount: 50) ?? ["*"]
-                    for e in events where e != "*" && !webhookEvents.contains(e) { f.fail("events", "Unknown event type \(e).") }
+                    // An earlier version accepted audit types outside the webhook catalogue: a stored
+                    // list keeps them, so the app still loads; the next save must drop them.
+                    for e in events where e != "*" && !webhookEvents.contains(e) && !storedBefore { f.fail("events", "Unknown event type \(e).") }
                     f.rejectUnknown()
                     if f.errors.isEmpty { s.webhooks.append(Webhook(url: url!, secret: secretValue!, events: uniqued(events))) }
                     r.absorb(f.errors)

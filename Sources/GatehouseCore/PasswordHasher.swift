@@ -24,18 +24,35 @@ public final class PasswordHasher: Sendable {
 
     /// Jobs waiting for a hash thread.
     private final class JobQueue: Sendable {
-        let jobs = Mutex<[Job]>([])
+        /// The jobs, and whether the queue is closed (``close(stops:)``).
+        let jobs = Mutex<(queued: [Job], closed: Bool)>(([], false))
         let pending = DispatchSemaphore(value: 0)
 
-        func push(_ job: Job) {
-            jobs.withLock { $0.append(job) }
+        /// False, queuing nothing, once the queue is closed.
+        func push(_ job: Job) -> Bool {
+            guard jobs.withLock({ state in
+                if state.closed { return false }
+                state.queued.append(job)
+                return true
+            }) else { return false }
             pending.signal()
+            return true
+        }
+
+        /// Queues `count` stop jobs after everything queued so far, and takes no more: checked and
+        /// done under one lock, so no job can land behind the stops and wait forever.
+        func close(stops count: Int) {
+            jobs.withLock { state in
+                state.closed = true
+                state.queued += Array(repeating: Job.stop, count: count)
+            }
+            for _ in 0..<count { pending.signal() }
         }
 
         func next() -> Job {
             while true {
                 pending.wait()
-                if let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return job }
+                if let job = jobs.withLock({ $0.queued.isEmpty ? nil : $0.queued.removeFirst() }) { return job }
             }
         }
     }
@@ -78,7 +95,7 @@ public final class PasswordHasher: Sendable {
     /// after it wait for nothing: they are refused 503 `server/busy`.
     public func shutdown() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        for _ in 0..<threadCount { queue.push(.stop) }
+        queue.close(stops: threadCount)
         for _ in 0..<threadCount { ended.wait() }
     }
 
@@ -97,14 +114,13 @@ public final class PasswordHasher: Sendable {
     public func needsRehash(_ encoded: String) -> Bool { Argon2id.needsRehash(encoded: encoded, parameters: parameters) }
 
     private func run(_ work: @escaping @Sendable () -> Result<String, any Error>) throws -> String {
-        guard !stopped.load(ordering: .acquiring) else { throw GatehouseError(.busy, "The server is stopping.", retryAfter: 1) }
         guard admitted.add(1, ordering: .acquiring).newValue <= maxAdmitted else {
             admitted.subtract(1, ordering: .releasing)
             throw GatehouseError(.busy, "Too many sign-ins at once; retry shortly.", retryAfter: 1)
         }
         defer { admitted.subtract(1, ordering: .releasing) }
         let job = Job(work)
-        queue.push(job)
+        guard queue.push(job) else { throw GatehouseError(.busy, "The server is stopping.", retryAfter: 1) }
         job.done.wait()
         return try job.result!.get()
     }

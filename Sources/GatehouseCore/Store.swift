@@ -187,8 +187,11 @@ public protocol AppScopedStore: Sendable {
     var appID: AppID { get }
     /// Runs `body` as one unit of work: everything it does through the store it is given (a
     /// change, its audit event, its outbox items) commits together, or nothing does when it throws.
-    /// Store methods that open their own transaction join this one. Keep slow work (hashing,
-    /// network) outside: on SQLite the transaction holds the database's write lock.
+    /// Store methods that open their own transaction join this one (no savepoint): never catch a
+    /// store's error inside `body` and carry on — on PostgreSQL the transaction is aborted, on
+    /// SQLite the failed method may have written half. Throw it, or return a value that says what
+    /// to answer once the unit has committed. Keep slow work (hashing, network) outside: on
+    /// SQLite the transaction holds the database's write lock.
     func transaction<T>(_ body: (any AppScopedStore) throws -> T) throws -> T
     /// Queues an outbox item (false when its idempotency key is queued already); in a
     /// ``transaction(_:)``, it commits with the change that causes it.
@@ -219,9 +222,11 @@ public protocol AppScopedStore: Sendable {
     /// The identity is nil for an account made by an emailed code: it signs in by its address.
     func insertUser(_ user: User, passwordHash: String?, identity: Identity?, event: Event) throws
     func user(_ id: UserID) throws -> User?
-    /// The account an emailed code for this address reaches: the one with a password identity
-    /// for it, else the oldest with a verified address, else the oldest (several share an address
-    /// only under `email_collision: separate`).
+    /// The account an emailed code for this address reaches (several share an address only under
+    /// `email_collision: separate`): one whose address is verified, the one with a password at it
+    /// first, else the oldest; else an unverified account with a password at the address (which
+    /// the code then takes from whoever made it). Never an account whose provider vouched for
+    /// nothing: an address typed into a provider proves nothing.
     func user(email: String) throws -> User?
     /// Marks the address verified, if the user's address is still `email`; the user, or nil.
     func markEmailVerified(_ id: UserID, email: String, now: Int64) throws -> User?
@@ -229,8 +234,9 @@ public protocol AppScopedStore: Sendable {
     /// `old`; nil when it changed meanwhile. Throws `auth/email-already-in-use` when another
     /// account signs in with a password at the new address.
     func changeEmail(_ id: UserID, from old: String?, to new: String, now: Int64) throws -> User?
-    /// Drops the password and its identity, whatever else the account has.
-    func forgetPassword(_ id: UserID, now: Int64) throws
+    /// Drops every way to sign in to the account (password, identities, kept provider tokens);
+    /// returns the providers of the identities removed.
+    func forgetSignInMethods(_ id: UserID, now: Int64) throws -> [String]
     /// The user with this password identity and their password hash.
     func passwordUser(email: String) throws -> (User, String)?
     func passwordHash(_ id: UserID) throws -> String?

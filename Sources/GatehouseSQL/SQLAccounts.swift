@@ -36,13 +36,14 @@ extension SQLAppScopedStore {
     }
 
     func user(email: String) throws -> User? {
-        // With `email_collision: separate` several accounts may share an address: the one that
-        // signs in with a password, else the oldest whose address is verified, else the oldest.
+        // See the protocol: verified first (with a password first), then an unverified one with
+        // a password at the address; never an unverified account of a provider.
         try database.query("""
             SELECT users.* FROM users
             LEFT JOIN identities ON identities.app_id = users.app_id AND identities.user_id = users.id AND identities.provider = 'password'
             WHERE users.app_id = \(appID) AND users.email = \(email)
-            ORDER BY CASE WHEN identities.subject IS NULL THEN 1 ELSE 0 END, CASE WHEN users.email_verified = 1 THEN 0 ELSE 1 END, users.created_at
+              AND (users.email_verified = 1 OR identities.subject IS NOT NULL)
+            ORDER BY CASE WHEN users.email_verified = 1 THEN 0 ELSE 1 END, CASE WHEN identities.subject IS NULL THEN 1 ELSE 0 END, users.created_at
             LIMIT 1
             """).first.map(userRecord)
     }
@@ -76,13 +77,17 @@ extension SQLAppScopedStore {
         }
     }
 
-    func forgetPassword(_ id: UserID, now: Int64) throws {
+    func forgetSignInMethods(_ id: UserID, now: Int64) throws -> [String] {
         defer { changed(id) }
-        try database.transaction { db in
+        return try database.transaction { db in
             try db.execute("""
                 UPDATE users SET password_hash = NULL, updated_at = \(now), changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(id)
                 """)
-            try db.execute("DELETE FROM identities WHERE app_id = \(appID) AND user_id = \(id) AND provider = 'password'")
+            let removed = try db.query("""
+                DELETE FROM identities WHERE app_id = \(appID) AND user_id = \(id) RETURNING provider
+                """).map { try $0.string("provider") }
+            try db.execute("DELETE FROM provider_tokens WHERE app_id = \(appID) AND user_id = \(id)")
+            return removed
         }
     }
 

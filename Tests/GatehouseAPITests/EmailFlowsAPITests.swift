@@ -208,7 +208,8 @@ struct EmailFlowsAPITests {
         let world = try World(kind)
         defer { world.stop() }
         let session = try world.server.signUp(world.app, email: "ada@example.com")
-        _ = try world.code(to: "ada@example.com")
+        let verification = try world.code(to: "ada@example.com").code
+        #expect(try world.post("/v1/auth/email/verification/confirm", ["code": .string(verification)], bearer: session["access_token"]?.stringValue).status == 200)
         _ = try world.server.signUp(world.app, email: "taken@example.com")
         _ = try world.code(to: "taken@example.com")
         let bearer = session["access_token"]?.stringValue
@@ -224,8 +225,15 @@ struct EmailFlowsAPITests {
         let noticeText = try IndependentMailParser.parse(notice.first?.raw ?? []).parts.first?.content ?? ""
         #expect(noticeText.contains("ada@new.example"))
         #expect(try world.post("/v1/auth/signin", ["email": "ada@new.example", "password": "correct horse battery"]).status == 200)
+        // An address nobody proved is told nothing: Grace never verified hers.
+        let grace = try world.server.signUp(world.app, email: "grace@example.com")
+        _ = try world.code(to: "grace@example.com")
+        #expect(try world.post("/v1/me/email", ["email": "grace@new.example"], bearer: grace["access_token"]?.stringValue).status == 202)
+        let graceCode = try world.code(to: "grace@new.example").code
+        #expect(try world.post("/v1/me/email/confirm", ["email": "grace@new.example", "code": .string(graceCode)], bearer: grace["access_token"]?.stringValue).status == 200)
+        #expect(try world.deliver(after: world.seen).isEmpty)
         let events = try world.server.gatehouse.database.query("SELECT type FROM events WHERE type = 'user.email_changed'")
-        #expect(events.count == 1)
+        #expect(events.count == 2)
         // Too long after signing in: reauthenticate first.
         world.clock.advance(seconds: 301)
         let stale = try world.post("/v1/me/email", ["email": "ada@third.example"], bearer: bearer)
@@ -255,12 +263,37 @@ struct EmailFlowsAPITests {
         // A stranger signs up with Ada's address and a password of theirs.
         let stranger = try world.server.signUp(world.app, email: "ada@example.com", password: "stranger's password")
         _ = try world.code(to: "ada@example.com")
+        // …and links a provider account of theirs (as POST /v1/me/identities/google would).
+        let strangerID = try #require(stranger["user"]?["id"]?.stringValue)
+        try world.server.gatehouse.store.app(AppID(unchecked: world.app.id)).addIdentity(
+            UserID(unchecked: strangerID), Identity(provider: "google", subject: "stranger-google-id", email: "ada@example.com", createdAt: world.clock.nowMillis()))
         #expect(try world.post("/v1/auth/email-code/send", ["email": "ada@example.com"]).status == 202)
         let code = try world.code(to: "ada@example.com").code
         let ada = try world.post("/v1/auth/email-code/verify", ["email": "ada@example.com", "code": .string(code)])
         #expect(ada.status == 200 && ada.data?["user"]?["email_verified"] == true)
         #expect(try world.post("/v1/auth/refresh", ["refresh_token": stranger["refresh_token"] ?? .null]).status == 401)
         #expect(try world.post("/v1/auth/signin", ["email": "ada@example.com", "password": "stranger's password"]).status == 400)
+        let identities = try world.server.request("GET", "/v1/me/identities", appKey: world.app.appKey, bearer: ada.data?["access_token"]?.stringValue)
+        #expect(identities.json?["data"] == [], "the stranger's Google account no longer signs in to it")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func wrongCodesAnswerTheSameForAnAddressWithoutAnAccount(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        _ = try world.server.signUp(world.app, email: "ada@example.com")
+        _ = try world.code(to: "ada@example.com")
+        for address in ["ada@example.com", "nobody@example.com"] {
+            #expect(try world.post("/v1/auth/password-reset/send", ["email": .string(address)]).status == 202)
+            // Ada's real code is never the wrong one tried; nobody's (unsent) one cannot be reached.
+            let wrong = try address == "nobody@example.com" || world.code(to: address).code != "000000" ? "000000" : "000001"
+            var answers: [String] = []
+            for _ in 0..<6 {
+                let answer = try world.post("/v1/auth/password-reset/confirm", ["email": .string(address), "code": .string(wrong), "password": "a brand new secret"])
+                answers.append("\(answer.status) \(answer.problemCode ?? "")")
+            }
+            #expect(answers == Array(repeating: "400 auth/invalid-code", count: 5) + ["429 auth/too-many-attempts"], "\(address)")
+        }
     }
 
     @Test(arguments: TestDatabase.kinds)

@@ -328,6 +328,27 @@ struct HardeningAPITests {
         #expect(try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["name": "Shalom", "allow_signup": false]).status == 200)
     }
 
+    /// A sender and webhook events stored under an earlier version's looser rules still load.
+    @Test(arguments: TestDatabase.kinds)
+    func anAppSavedUnderLooserMailAndWebhookRulesStillWorks(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp([
+            "name": "Older", "email": ["from": "no-reply@older.example"],
+            "webhooks": [["url": "https://hooks.example.com/a", "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "events": ["user.deleted"]]],
+        ])
+        let database = server.gatehouse.database
+        try database.execute("""
+            UPDATE apps SET settings = replace(replace(settings, '"no-reply@older.example"', '"support@older.example (Older)"'), '"user.deleted"', '"user.signed_up"'),
+                            version = version + 1
+            """)
+        #expect(try database.query("SELECT settings FROM apps")[0].string("settings").contains("user.signed_up"))
+        server.gatehouse.directory.invalidate(AppID(unchecked: app.id))
+        #expect(try server.request("GET", "/v1/app", appKey: app.appKey).status == 200)
+        let unmended = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["allow_signup": false])
+        #expect(unmended.status == 400)
+    }
+
     /// An address stored before emails were put in NFC still signs in, typed as it was then.
     @Test(arguments: TestDatabase.kinds)
     func anAccountStoredBeforeNFCStillSignsIn(_ kind: TestDatabaseKind) throws {

@@ -53,11 +53,13 @@ public struct EmailCodes: Sendable {
     }
 
     /// Counts a send to `address` for `purpose` (429 `auth/too-many-requests` with `Retry-After`
-    /// past the windows), and, when `mail` is given, replaces the live code with a new one and
-    /// queues the mail that carries it. Without `mail` (no account to send to) the windows count
-    /// all the same, so the answers say nothing about the address.
+    /// past the windows), replaces the live code with a new one and writes the mail that carries
+    /// it; queues the mail only when `deliver` (false: no account to send to). Everything else is
+    /// the same either way — the windows, a code row that answers wrong tries, expiry and burning
+    /// alike, the mail rendered and sealed — so neither the answers nor the work tell whether the
+    /// address has an account; only the outbox row is not written.
     public func send(
-        _ tx: any AppScopedStore, app: AppContext, purpose: EmailPurpose, address: String, userID: UserID?, mail: EmailToSend?
+        _ tx: any AppScopedStore, app: AppContext, purpose: EmailPurpose, address: String, userID: UserID?, mail: EmailToSend, deliver: Bool
     ) throws {
         let now = clock.nowMillis()
         let subject = subject(of: address)
@@ -74,18 +76,16 @@ public struct EmailCodes: Sendable {
         }
         record.windowSends += 1
         record.lastSentAt = now
-        if var mail {
-            let code = Self.newCode()
-            mail.code = code
-            mail.minutes = Int(Self.lifetimeMillis / 60_000)
-            record.codeHash = hash(code: code, app: app.id, purpose: purpose, subject: subject)
-            record.userID = userID
-            record.failures = 0
-            record.expiresAt = now + Self.lifetimeMillis
-            _ = try tx.enqueue(
-                try composer.outboxItem(mail, app: app.id, idempotencyKey: "code/\(app.id.rawValue)/\(purpose.rawValue)/\(subject)/\(now)/\(record.windowSends)"),
-                now: now)
-        }
+        var mail = mail
+        let code = Self.newCode()
+        mail.code = code
+        mail.minutes = Int(Self.lifetimeMillis / 60_000)
+        record.codeHash = hash(code: code, app: app.id, purpose: purpose, subject: subject)
+        record.userID = userID
+        record.failures = 0
+        record.expiresAt = now + Self.lifetimeMillis
+        let item = try composer.outboxItem(mail, app: app.id, idempotencyKey: "code/\(app.id.rawValue)/\(purpose.rawValue)/\(subject)/\(now)/\(record.windowSends)")
+        if deliver { _ = try tx.enqueue(item, now: now) }
         try tx.emailCodes.save(record)
         // Rows of addresses nobody sends to any more are dead weight: now and then, drop this app's.
         if SecureRandom.bytes(1)[0] < 4 { try tx.emailCodes.purge(before: now - Self.windowMillis) }

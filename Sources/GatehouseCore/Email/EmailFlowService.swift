@@ -29,8 +29,9 @@ public final class EmailFlowService: Sendable {
         try limitSends(app, data, origin)
         try data.transaction { tx in
             let user = try account(tx, email: email)
-            let mail = user != nil || app.settings.allowSignup ? EmailToSend(.signInCode, to: email, app: app) : nil
-            try codes.send(tx, app: app, purpose: .signIn, address: email, userID: nil, mail: mail)
+            try codes.send(
+                tx, app: app, purpose: .signIn, address: email, userID: nil, mail: EmailToSend(.signInCode, to: email, app: app),
+                deliver: user != nil || app.settings.allowSignup)
         }
         codes.wakeOutbox()
     }
@@ -57,17 +58,7 @@ public final class EmailFlowService: Sendable {
                 return (try accounts.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: true, origin: origin), [])
             }
             var ended: [SessionID] = []
-            if !user.emailVerified {
-                // Whoever signed up with this address before proved nothing: the owner, proving it
-                // now, takes the account over without that stranger's password or sessions
-                // (pre-hijacking, as Kratos and allauth guard against).
-                ended = try tx.endSessions(of: user.id, keeping: nil, reason: .revoked, now: now)
-                for id in ended {
-                    try tx.record(Event(type: .sessionRevoked, userID: user.id, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "email_verified"], createdAt: now))
-                }
-                if try tx.passwordHash(user.id) != nil { try tx.forgetPassword(user.id, now: now) }
-                user = try tx.markEmailVerified(user.id, email: email, now: now) ?? user
-            }
+            if !user.emailVerified { (user, ended) = try takeOver(tx, user, email: email, origin: origin, now: now) }
             return (try accounts.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: false, origin: origin), ended)
         }
         accounts.tokens.revocations.add(ended)
@@ -84,8 +75,8 @@ public final class EmailFlowService: Sendable {
         guard let email = user.email else { throw GatehouseError.validation("email", "The account has no email address.") }
         try data.transaction { tx in
             try codes.send(
-                tx, app: app, purpose: .verification, address: email, userID: user.id,
-                mail: user.emailVerified ? nil : EmailToSend(.verification, to: email, app: app))
+                tx, app: app, purpose: .verification, address: email, userID: user.id, mail: EmailToSend(.verification, to: email, app: app),
+                deliver: !user.emailVerified)
         }
         codes.wakeOutbox()
     }
@@ -119,8 +110,8 @@ public final class EmailFlowService: Sendable {
         try data.transaction { tx in
             let user = try account(tx, email: email)
             try codes.send(
-                tx, app: app, purpose: .passwordReset, address: email, userID: nil,
-                mail: user != nil && app.settings.signInMethods.contains(.password) ? EmailToSend(.passwordReset, to: email, app: app) : nil)
+                tx, app: app, purpose: .passwordReset, address: email, userID: nil, mail: EmailToSend(.passwordReset, to: email, app: app),
+                deliver: user != nil && app.settings.signInMethods.contains(.password))
         }
         codes.wakeOutbox()
     }
@@ -143,30 +134,41 @@ public final class EmailFlowService: Sendable {
         let hash = try hasher.hash(password)
         let ended = try codes.redeem(data, app: app, purpose: .passwordReset, address: email, code: code, userID: nil) { tx -> [SessionID] in
             let now = clock.nowMillis()
-            guard let user = try account(tx, email: email) else { throw GatehouseError(.invalidCode, "The code is not valid.") }
+            guard var user = try account(tx, email: email) else { throw GatehouseError(.invalidCode, "The code is not valid.") }
+            var ended: [SessionID] = []
+            if !user.emailVerified { (user, ended) = try takeOver(tx, user, email: email, origin: origin, now: now) }
             let current = try tx.passwordHash(user.id)
             let identity = current == nil ? Identity(provider: "password", subject: email, email: email, createdAt: now) : nil
             guard try tx.setPasswordHash(user.id, hash: hash, replacing: current, addIdentity: identity, now: now) else {
                 throw GatehouseError(.invalidCode, "The password changed meanwhile; ask for a new code.")
             }
-            _ = try tx.markEmailVerified(user.id, email: email, now: now)
-            let ended = try tx.endSessions(of: user.id, keeping: nil, reason: .passwordChanged, now: now)
+            let endedNow = try tx.endSessions(of: user.id, keeping: nil, reason: .passwordChanged, now: now)
             try tx.record(Event(type: .userPasswordChanged, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["reset": true], createdAt: now))
-            for id in ended {
+            for id in endedNow {
                 try tx.record(Event(type: .sessionRevoked, userID: user.id, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "password_reset"], createdAt: now))
             }
-            return ended
+            return ended + endedNow
         }
         accounts.tokens.revocations.add(ended)
     }
 
-    /// The account an address reaches by code: the one with a password for it (whose address a
-    /// code then verifies), else one whose address is verified. An account whose provider vouched
-    /// for nothing is not reached by an address typed into that provider.
-    private func account(_ tx: any AppScopedStore, email: String) throws -> User? {
-        if let (user, _) = try tx.passwordUser(email: email) { return user }
-        guard let user = try tx.user(email: email), user.emailVerified else { return nil }
-        return user
+    /// The account an address reaches by code (``AppScopedStore/user(email:)``).
+    private func account(_ tx: any AppScopedStore, email: String) throws -> User? { try tx.user(email: email) }
+
+    /// A code proves the address; whoever signed up with it before proved nothing. The owner takes
+    /// the account over without anything that stranger could come back with: every session ends
+    /// and every way to sign in goes (password, linked providers and their kept tokens), so
+    /// pre-hijacking (sign up with someone's address, link your own Apple account, wait) gains
+    /// nothing. Returns the user, verified, and the sessions ended.
+    private func takeOver(_ tx: any AppScopedStore, _ user: User, email: String, origin: RequestOrigin, now: Int64) throws -> (User, [SessionID]) {
+        let ended = try tx.endSessions(of: user.id, keeping: nil, reason: .revoked, now: now)
+        for id in ended {
+            try tx.record(Event(type: .sessionRevoked, userID: user.id, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "address_proved"], createdAt: now))
+        }
+        for provider in try tx.forgetSignInMethods(user.id, now: now) {
+            try tx.record(Event(type: .identityUnlinked, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider), "reason": "address_proved"], createdAt: now))
+        }
+        return (try tx.markEmailVerified(user.id, email: email, now: now) ?? user, ended)
     }
 
     // MARK: - Email change
@@ -184,7 +186,7 @@ public final class EmailFlowService: Sendable {
         }
         try requireAvailable(data, app, email, user: user.id)
         try data.transaction { tx in
-            try codes.send(tx, app: app, purpose: .emailChange, address: email, userID: user.id, mail: EmailToSend(.emailChange, to: email, app: app))
+            try codes.send(tx, app: app, purpose: .emailChange, address: email, userID: user.id, mail: EmailToSend(.emailChange, to: email, app: app), deliver: true)
         }
         codes.wakeOutbox()
     }
@@ -208,7 +210,8 @@ public final class EmailFlowService: Sendable {
             try tx.record(Event(
                 type: .userEmailChanged, userID: before.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent,
                 data: ["previous_email": before.email.map(JSON.string) ?? .null, "email": .string(email)], createdAt: now))
-            if let old = before.email {
+            // Only to an address someone proved: a typo'd or squatted address learns nothing.
+            if let old = before.email, before.emailVerified {
                 var notice = EmailToSend(.emailChangedNotice, to: old, app: app)
                 notice.newEmail = email
                 try codes.notify(tx, app: app, mail: notice, idempotencyKey: "notice/\(app.id.rawValue)/\(before.id.rawValue)/\(now)")
@@ -239,7 +242,7 @@ public final class EmailFlowService: Sendable {
         guard let user = try data.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
         guard let email = user.email else { throw GatehouseError.validation("email", "The account has no email address to send a code to.") }
         try data.transaction { tx in
-            try codes.send(tx, app: app, purpose: .reauthentication, address: email, userID: user.id, mail: EmailToSend(.reauthentication, to: email, app: app))
+            try codes.send(tx, app: app, purpose: .reauthentication, address: email, userID: user.id, mail: EmailToSend(.reauthentication, to: email, app: app), deliver: true)
         }
         codes.wakeOutbox()
     }
