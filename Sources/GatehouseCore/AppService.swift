@@ -113,11 +113,16 @@ public final class AppService: Sendable {
             }
             guard settings != current.settings else { return current }
             let now = clock.nowMillis()
-            guard try store.app(app.id).updateSettings(
-                json: sealed(settings, app: app.id), allowedOrigins: settings.allowedOrigins, sourceChecksum: current.record.sourceChecksum,
-                expectedVersion: current.record.version, now: now) != nil
-            else { continue }
-            try store.app(app.id).record(Event(type: .appSettingsChanged, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "admin"], createdAt: now))
+            let json = sealed(settings, app: app.id)
+            let updated = try store.app(app.id).transaction { tx in
+                guard try tx.updateSettings(
+                    json: json, allowedOrigins: settings.allowedOrigins, sourceChecksum: current.record.sourceChecksum,
+                    expectedVersion: current.record.version, now: now) != nil
+                else { return false }
+                try tx.record(Event(type: .appSettingsChanged, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "admin"], createdAt: now))
+                return true
+            }
+            guard updated else { continue }
             return try reloaded(app.id)
         }
         throw GatehouseError(.busy, "The app's settings are changing too fast; retry shortly.", retryAfter: 1)
@@ -131,9 +136,11 @@ public final class AppService: Sendable {
     public func rotateSecretKey(_ app: AppContext, revokeOthers: Bool = false) throws -> String {
         let now = clock.nowMillis()
         let (key, record) = Self.newSecretKey(now: now)
-        try store.app(app.id).addSecretKey(record, othersExpireAt: revokeOthers ? now : now + Self.previousSecretKeyLifetimeMillis)
-        try store.app(app.id).record(
-            Event(type: .appSecretKeyRotated, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["others_revoked": .bool(revokeOthers)], createdAt: now))
+        try store.app(app.id).transaction { tx in
+            try tx.addSecretKey(record, othersExpireAt: revokeOthers ? now : now + Self.previousSecretKeyLifetimeMillis)
+            try tx.record(
+                Event(type: .appSecretKeyRotated, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["others_revoked": .bool(revokeOthers)], createdAt: now))
+        }
         return key
     }
 
@@ -160,16 +167,21 @@ public final class AppService: Sendable {
             minimumIntervalMillis: Self.signingKeyRotationIntervalMillis, maxRetired: Self.maxRetiredSigningKeys)
         let outcome: SigningKeyRotation.Outcome
         do {
-            outcome = try store.app(app.id).rotateSigningKeys(rotation, now: now)
+            outcome = try store.app(app.id).transaction { tx in
+                let outcome = try tx.rotateSigningKeys(rotation, now: now)
+                if case .rotated(let current) = outcome {
+                    try tx.record(
+                        Event(
+                            type: .appSigningKeyRotated, userID: nil, sessionID: nil, ip: nil, userAgent: nil,
+                            data: ["kid": .string(current.kid), "previous_revoked": .bool(revokePrevious)], createdAt: now))
+                }
+                return outcome
+            }
         } catch let tooSoon as SigningKeyRotation.TooSoon {
             throw Self.rotationTooSoon(retryAfterMillis: tooSoon.retryAfterMillis)
         }
         guard case .rotated(let current) = outcome else { throw InternalError("app \(app.id) has no next signing key") }
         directory.invalidate(app.id)
-        try store.app(app.id).record(
-            Event(
-                type: .appSigningKeyRotated, userID: nil, sessionID: nil, ip: nil, userAgent: nil,
-                data: ["kid": .string(current.kid), "previous_revoked": .bool(revokePrevious)], createdAt: now))
         return current.kid
     }
 
@@ -220,9 +232,11 @@ public final class AppService: Sendable {
                 throw GatehouseError.validation("signing_algorithm", "Cannot change after the app was created.")
             }
             let now = clock.nowMillis()
-            _ = try store.app(existing.id).updateSettings(
-                json: sealed(settings, app: existing.id), allowedOrigins: settings.allowedOrigins, sourceChecksum: checksum, expectedVersion: nil, now: now)
-            try store.app(existing.id).record(Event(type: .appSettingsChanged, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "tenants"], createdAt: now))
+            let json = sealed(settings, app: existing.id)
+            try store.app(existing.id).transaction { tx in
+                _ = try tx.updateSettings(json: json, allowedOrigins: settings.allowedOrigins, sourceChecksum: checksum, expectedVersion: nil, now: now)
+                try tx.record(Event(type: .appSettingsChanged, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "tenants"], createdAt: now))
+            }
             return (try reloaded(existing.id), .updated)
         }
         do {
