@@ -71,6 +71,11 @@ public final class AccountService: Sendable {
         let user = User(id: .generate(), email: email, emailVerified: false, firstName: first, lastName: last, createdAt: now, updatedAt: now, lastSignInAt: now)
         // The account, its event, its verification mail and its first session commit together.
         let grant = try data.transaction { tx in
+            // Checked again holding the address: another sign-up or a code sign-in may have taken it.
+            try emailCodes.lockAddress(tx, email)
+            if try tx.passwordUser(email: email) != nil || (app.settings.emailCollision == "reject" && tx.emailInUse(email, except: nil)) {
+                throw GatehouseError(.emailAlreadyInUse, "An account with this email already exists.")
+            }
             try tx.insertUser(
                 user, passwordHash: hash, identity: Identity(provider: "password", subject: email, email: email, createdAt: now),
                 event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: now))

@@ -91,6 +91,14 @@ public struct EmailCodes: Sendable {
         if SecureRandom.bytes(1)[0] < 4 { try tx.emailCodes.purge(before: now - Self.windowMillis) }
     }
 
+    /// Holds the address until the unit of work ends (its sign-in code row, locked): the flows that
+    /// give an account an address take it first and then check the address is free, so two at once
+    /// (a sign-up and a code sign-in, two email changes) cannot both take it on PostgreSQL.
+    /// (SQLite's transactions hold the one write lock already.)
+    public func lockAddress(_ tx: any AppScopedStore, _ address: String) throws {
+        _ = try tx.emailCodes.lock(purpose: .signIn, subject: subject(of: address), create: true)
+    }
+
     /// 400 for an address no mail can be written to; ask before looking the address up.
     public func requireMailable(_ address: String) throws { try composer.checkRecipient(address) }
 

@@ -203,6 +203,7 @@ public final class EmailFlowService: Sendable {
         guard let before = try data.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
         let result = try codes.redeem(data, app: app, purpose: .emailChange, address: email, code: code, userID: before.id) { tx in
             let now = clock.nowMillis()
+            try codes.lockAddress(tx, email)
             try requireAvailable(tx, app, email, user: before.id)
             guard let changed = try tx.changeEmail(before.id, from: before.email, to: email, now: now) else {
                 throw GatehouseError(.invalidCode, "The account's address changed meanwhile; ask for a new code.")
