@@ -76,7 +76,7 @@ public final class Gatehouse: Sendable {
                 ?? MailAddress("no-reply@localhost"),
             allowPrivateOutbound: configuration.allowPrivateOutbound, clock: clock, log: { [log] text in log.info("mail", ["message": .string(text)]) })
         outboxWorker = OutboxWorker(
-            outbox: store.outbox, store: store, handlers: [mail], policy: OutboxRetryPolicy(maxBackoffSeconds: configuration.outboxMaxBackoffSeconds),
+            outbox: store.outbox, handlers: [mail], policy: OutboxRetryPolicy(maxBackoffSeconds: configuration.outboxMaxBackoffSeconds),
             clock: clock, lanes: configuration.outboxConcurrency, log: log)
 
         let revocations = RevocationList(store: store, clock: clock)

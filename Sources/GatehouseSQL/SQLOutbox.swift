@@ -45,12 +45,19 @@ struct SQLOutbox: OutboxStore {
             """)
     }
 
-    func markDead(_ id: String, node: String, error: String, now: Int64) throws -> Bool {
-        try database.execute("""
-            UPDATE outbox SET attempts = attempts + 1, dead_at = \(now), last_error = \(String(error.prefix(1000))), lease_until = NULL,
-                              leased_by = NULL, payload = CASE WHEN sealed = 1 THEN '' ELSE payload END
-            WHERE id = \(id) AND leased_by = \(node) AND dead_at IS NULL
-            """) == 1
+    func markDead(_ id: String, node: String, error: String, now: Int64, event: (app: AppID, event: Event)?) throws -> Bool {
+        try database.transaction { db in
+            guard try db.execute("""
+                UPDATE outbox SET attempts = attempts + 1, dead_at = \(now), last_error = \(String(error.prefix(1000))), lease_until = NULL,
+                                  leased_by = NULL, payload = CASE WHEN sealed = 1 THEN '' ELSE payload END
+                WHERE id = \(id) AND leased_by = \(node) AND dead_at IS NULL
+                """) == 1
+            else { return false }
+            if let event {
+                try SQLAppScopedStore(database: TransactionBoundDatabase(db), appID: event.app, userChanges: nil).record(event.event)
+            }
+            return true
+        }
     }
 
     func release(_ ids: [String], node: String) throws {

@@ -34,7 +34,7 @@ struct OutboxTests {
 
     func worker(_ server: TestServer, _ handler: ScriptedHandler, node: String, clock: any Clock) -> OutboxWorker {
         OutboxWorker(
-            outbox: server.gatehouse.store.outbox, store: server.gatehouse.store, handlers: [handler], policy: OutboxRetryPolicy(maxBackoffSeconds: 600),
+            outbox: server.gatehouse.store.outbox, handlers: [handler], policy: OutboxRetryPolicy(maxBackoffSeconds: 600),
             clock: clock, pollInterval: 0.05, node: node)
     }
 

@@ -103,7 +103,8 @@ public protocol OutboxStore: Sendable {
     /// Counts the attempt and schedules the next at `nextAttemptAt`.
     func markRetry(_ id: String, node: String, nextAttemptAt: Int64, error: String, now: Int64) throws
     /// Counts the attempt and dead-letters the item; false when the lease was no longer this node's.
-    func markDead(_ id: String, node: String, error: String, now: Int64) throws -> Bool
+    /// With `event`, the app's audit event of the dead letter is recorded in the same transaction.
+    func markDead(_ id: String, node: String, error: String, now: Int64, event: (app: AppID, event: Event)?) throws -> Bool
     /// Gives back items leased and not attempted (at shutdown), due at once for any node.
     func release(_ ids: [String], node: String) throws
     func statistics(now: Int64) throws -> OutboxStatistics

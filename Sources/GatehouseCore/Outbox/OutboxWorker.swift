@@ -19,7 +19,6 @@ public final class OutboxWorker: Sendable {
 
     public let node: String
     private let outbox: any OutboxStore
-    private let store: any Store
     private let handlers: [OutboxKind: any OutboxHandler]
     private let policy: OutboxRetryPolicy
     private let clock: any Clock
@@ -44,12 +43,11 @@ public final class OutboxWorker: Sendable {
     ///     queued by other nodes, retries coming due).
     ///   - log: what the worker cannot tell a caller (a delivery that failed, a dead letter).
     public init(
-        outbox: any OutboxStore, store: any Store, handlers: [any OutboxHandler], policy: OutboxRetryPolicy, clock: any Clock,
+        outbox: any OutboxStore, handlers: [any OutboxHandler], policy: OutboxRetryPolicy, clock: any Clock,
         pollInterval: Double = 1, lanes: Int = 8, node: String = "node_" + Digest.hex(SecureRandom.bytes(6)),
         log: any LogSink = DiscardingLog()
     ) {
         self.outbox = outbox
-        self.store = store
         self.handlers = Dictionary(handlers.map { ($0.kind, $0) }, uniquingKeysWith: { first, _ in first })
         self.policy = policy
         self.clock = clock
@@ -123,15 +121,14 @@ public final class OutboxWorker: Sendable {
     }
 
     private func deadLetter(_ item: OutboxItem, reason: String, now: Int64) throws {
-        guard try outbox.markDead(item.id, node: node, error: reason, now: now) else { return }
+        let event = item.appID.map { app in
+            (app: app, event: Event(
+                type: .outboxDeadLettered, userID: nil, sessionID: nil, ip: nil, userAgent: nil,
+                data: ["item_id": .string(item.id), "kind": .string(item.kind.rawValue), "reason": .string(reason)], createdAt: now))
+        }
+        guard try outbox.markDead(item.id, node: node, error: reason, now: now, event: event) else { return }
         deadLettered.add(1, ordering: .relaxed)
         log.error("outbox item dead-lettered", ["id": .string(item.id), "kind": .string(item.kind.rawValue), "reason": .string(reason)])
-        if let app = item.appID {
-            try store.app(app).record(
-                Event(
-                    type: .outboxDeadLettered, userID: nil, sessionID: nil, ip: nil, userAgent: nil,
-                    data: ["item_id": .string(item.id), "kind": .string(item.kind.rawValue), "reason": .string(reason)], createdAt: now))
-        }
     }
 
     /// Delivers soon, without waiting for the next poll (the node that queued an item calls this).
