@@ -74,6 +74,21 @@ import Testing
         #expect(ContinuousClock.now - started < .seconds(5))
     }
 
+    @Test func messagesShareAConnectionUntilASendFails() throws {
+        let sink = try SMTPSink()
+        defer { sink.stop() }
+        let mailer = try SMTPMailer(url: sink.url)
+        for _ in 0..<3 { try mailer.send(try Self.message()) }
+        #expect(try sink.messages().count == 3)
+        #expect(sink.connectionCount == 1, "one conversation for the three")
+        try sink.setMode(.refuseTemporarily)
+        #expect(expectFailure(mailer, try Self.message())?.isTransient == true)
+        try sink.setMode(.accept)
+        try mailer.send(try Self.message())
+        #expect(try sink.messages().count == 4)
+        #expect(sink.connectionCount == 2, "the failed send's connection is not used again")
+    }
+
     @Test func aServerThatNeverAnswersIsTransientAfterTheTimeout() throws {
         let sink = try SMTPSink()
         try sink.setMode(.hang)

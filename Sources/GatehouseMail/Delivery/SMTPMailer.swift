@@ -1,15 +1,16 @@
 import CCurl
 import Foundation
 import GatehouseCurl
+import Synchronization
 
 /// Sends mail over SMTP with libcurl: `smtp://host[:port]` (STARTTLS required, unless the host
 /// is a loopback address or `localhost`) or `smtps://host[:port]` (TLS from the first byte),
 /// with AUTH when a username is given.
 ///
-/// Each send uses its own easy handle on the calling thread and closes its connection when done:
-/// the mailer is thread-safe and holds no state, at the price of a TCP and TLS handshake per
-/// message (reusing connections would mean a pool of handles; not needed at the rates of
-/// emailed codes). Sends are bounded: connected and greeted within `connectTimeout` (libcurl
+/// Connections are reused: a send takes an idle easy handle from the mailer's pool (libcurl keeps
+/// the handle's SMTP connection open after a message, TLS and AUTH done) and gives it back when
+/// the message was accepted; after a failure the handle and its connection are dropped. Several
+/// threads may send at once, each on a handle of its own. Sends are bounded: connected and greeted within `connectTimeout` (libcurl
 /// counts the server's greeting as part of connecting), done within `timeout`.
 /// Every socket is checked against ``addressPolicy`` after DNS resolution: tenant URLs get
 /// ``OutboundAddressPolicy/forTenantURLs(allowPrivate:)`` and never go through a proxy.
@@ -24,6 +25,11 @@ public final class SMTPMailer: Mailer {
     let timeout: Duration
     private let username: String?
     private let password: String?
+    /// Idle easy handles, each with the connection of its last send (at most ``maxIdleHandles``).
+    private let idle = Mutex<[IdleHandle]>([])
+    /// An easy handle no thread uses while it is in the pool.
+    private struct IdleHandle: @unchecked Sendable { let raw: UnsafeMutableRawPointer }
+    static let maxIdleHandles = 8
 
     private static let globalInit: Void = { _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
@@ -67,9 +73,33 @@ public final class SMTPMailer: Mailer {
         return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
     }
 
+    deinit {
+        for handle in idle.withLock({ $0 }) { curl_easy_cleanup(handle.raw) }
+    }
+
+    /// An idle handle, its options cleared (its connection and caches kept), or a new one.
+    private func takeHandle() -> UnsafeMutableRawPointer? {
+        if let handle = idle.withLock({ $0.popLast() })?.raw {
+            curl_easy_reset(handle)
+            return handle
+        }
+        return curl_easy_init()
+    }
+
+    /// Keeps the handle (and its open connection) for the next send, or closes it.
+    private func giveBack(_ handle: UnsafeMutableRawPointer) {
+        let kept = idle.withLock { handles in
+            guard handles.count < Self.maxIdleHandles else { return false }
+            handles.append(IdleHandle(raw: handle))
+            return true
+        }
+        if !kept { curl_easy_cleanup(handle) }
+    }
+
     public func send(_ message: MailMessage) throws(MailDeliveryError) {
-        guard let handle = curl_easy_init() else { throw .transient("curl_easy_init failed") }
-        defer { curl_easy_cleanup(handle) }
+        guard let handle = takeHandle() else { throw .transient("curl_easy_init failed") }
+        var reusable = false
+        defer { if reusable { giveBack(handle) } else { curl_easy_cleanup(handle) } }
 
         let body = MessageReader(bytes: message.rendered())
         let unmanagedBody = Unmanaged.passRetained(body)
@@ -115,7 +145,10 @@ public final class SMTPMailer: Mailer {
         if let refused = addressGuard.refused {
             throw .permanent("\(url) resolved to \(refused), which this mailer may not reach")
         }
-        guard code != CURLE_OK else { return }
+        guard code != CURLE_OK else {
+            reusable = true
+            return
+        }
         let detail = redacting(Self.text(errorBuffer) ?? Self.message(code))
         let reason = response > 0 ? "\(url) answered \(response): \(detail)" : "\(url): \(detail)"
         switch response {

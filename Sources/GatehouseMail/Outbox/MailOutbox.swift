@@ -1,5 +1,7 @@
 import Foundation
 import GatehouseCore
+import GatehouseCrypto
+import Synchronization
 
 /// A mail as the outbox keeps it until it is sent. Sealed in the table (it may hold a code in
 /// clear), and erased once delivered or dead.
@@ -49,6 +51,9 @@ public struct MailOutboxHandler: OutboxHandler {
     let allowPrivateOutbound: Bool
     let clock: any Clock
     let log: @Sendable (String) -> Void
+    /// One mailer per SMTP server and login, kept across deliveries so that their connections are
+    /// reused (``SMTPMailer``).
+    private let mailers = MailerCache()
 
     /// - Parameter platformSender: the `From` of apps that set no `email.from`.
     public init(
@@ -84,12 +89,36 @@ public struct MailOutboxHandler: OutboxHandler {
             return .dead(reason: "the message cannot be written: \(error)")
         }
         do {
-            let mailer = try MailerSelection.mailer(
-                for: app.settings.email, platformSMTPURL: platformSMTPURL, allowPrivateOutbound: allowPrivateOutbound, log: log)
+            let mailer = try mailers.mailer(for: app.settings.email, platformSMTPURL: platformSMTPURL) { () throws(MailDeliveryError) in
+                try MailerSelection.mailer(for: app.settings.email, platformSMTPURL: platformSMTPURL, allowPrivateOutbound: allowPrivateOutbound, log: log)
+            }
             try mailer.send(message)
             return .delivered
         } catch {
             return error.isTransient ? .retry(reason: error.reason) : .dead(reason: error.reason)
+        }
+    }
+}
+
+/// The outbox handler's mailers by server and login. Keyed by a digest (no password is a key in
+/// memory), and bounded: past 64 servers it starts over (a mailer in use lives on until its send
+/// ends; dropped ones close their connections).
+final class MailerCache: Sendable {
+    private let mailers = Mutex<[String: any Mailer]>([:])
+    static let capacity = 64
+
+    func mailer(
+        for email: AppSettings.Email, platformSMTPURL: String, make: () throws(MailDeliveryError) -> any Mailer
+    ) throws(MailDeliveryError) -> any Mailer {
+        let identity = [email.smtpURL ?? platformSMTPURL, email.smtpUsername ?? "", email.smtpPassword ?? "", email.smtpURL == nil ? "platform" : "app"]
+        let key = Digest.hex(Digest.sha256(Array(identity.joined(separator: "\u{0}").utf8)))
+        if let mailer = mailers.withLock({ $0[key] }) { return mailer }
+        let made = try make()
+        return mailers.withLock { cache in
+            if let raced = cache[key] { return raced }
+            if cache.count >= Self.capacity { cache.removeAll() }
+            cache[key] = made
+            return made
         }
     }
 }
