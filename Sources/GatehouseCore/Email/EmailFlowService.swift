@@ -161,14 +161,17 @@ public final class EmailFlowService: Sendable {
     /// pre-hijacking (sign up with someone's address, link your own Apple account, wait) gains
     /// nothing. Returns the user, verified, and the sessions ended.
     private func takeOver(_ tx: any AppScopedStore, _ user: User, email: String, origin: RequestOrigin, now: Int64) throws -> (User, [SessionID]) {
+        // The user's row first, then the sessions: the order a password change takes them in, so
+        // the two at once for one user wait on each other instead of deadlocking.
+        for provider in try tx.forgetSignInMethods(user.id, now: now) {
+            try tx.record(Event(type: .identityUnlinked, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider), "reason": "address_proved"], createdAt: now))
+        }
+        let verified = try tx.markEmailVerified(user.id, email: email, now: now) ?? user
         let ended = try tx.endSessions(of: user.id, keeping: nil, reason: .revoked, now: now)
         for id in ended {
             try tx.record(Event(type: .sessionRevoked, userID: user.id, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "address_proved"], createdAt: now))
         }
-        for provider in try tx.forgetSignInMethods(user.id, now: now) {
-            try tx.record(Event(type: .identityUnlinked, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider), "reason": "address_proved"], createdAt: now))
-        }
-        return (try tx.markEmailVerified(user.id, email: email, now: now) ?? user, ended)
+        return (verified, ended)
     }
 
     // MARK: - Email change
