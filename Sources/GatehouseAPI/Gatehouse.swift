@@ -60,7 +60,7 @@ public final class Gatehouse: Sendable {
         self.database = database
         self.clock = clock
         self.log = log
-        let accountCache = AccountCache(clock: clock)
+        let accountCache = AccountCache(clock: clock, log: log)
         store = SQLStore(database: database, userChanges: accountCache)
         let sealer = try SecretSealer(masterKey: masterKey)
         self.sealer = sealer
@@ -79,7 +79,7 @@ public final class Gatehouse: Sendable {
             outbox: store.outbox, handlers: [mail], policy: OutboxRetryPolicy(maxBackoffSeconds: configuration.outboxMaxBackoffSeconds),
             clock: clock, lanes: configuration.outboxConcurrency, log: log)
 
-        let revocations = RevocationList(store: store, clock: clock)
+        let revocations = RevocationList(store: store, clock: clock, log: log)
         try revocations.load()
         tokens = TokenService(publicURL: configuration.publicURL, clock: clock, masterKey: masterKey, revocations: revocations)
         let hasher = try PasswordHasher(

@@ -55,7 +55,10 @@ public final class AccountCache: UserChangeObserver, Sendable {
 
     /// - Parameters:
     ///   - capacity: at most this many accounts are kept (about half a KiB each).
-    public init(clock: any Clock, maxAgeSeconds: Int64 = 60, capacity: Int = 16_384, pollEveryMillis: Int64 = 1000) {
+    private let pollFailures: RepeatedFailureLog
+
+    public init(clock: any Clock, maxAgeSeconds: Int64 = 60, capacity: Int = 16_384, pollEveryMillis: Int64 = 1000, log: any LogSink = DiscardingLog()) {
+        self.pollFailures = RepeatedFailureLog(log, "the changed-accounts poll failed; accounts are read from the database until it succeeds")
         self.clock = clock
         self.maxAgeMillis = maxAgeSeconds * 1000
         self.shardCapacity = max(1, capacity / 16)
@@ -112,7 +115,14 @@ public final class AccountCache: UserChangeObserver, Sendable {
     /// Drops the accounts other nodes changed since the last poll (and an overlap).
     private func poll(_ store: any Store, now: Int64) {
         let since = polledUpTo.withLock { $0 }
-        guard let (changed, databaseNow) = try? store.usersChanged(since: since, lookBack: Self.overlapMillis) else { return }
+        let changed: [(AppID, UserID)]
+        let databaseNow: Int64
+        do {
+            (changed, databaseNow) = try store.usersChanged(since: since, lookBack: Self.overlapMillis)
+        } catch {
+            pollFailures.failed(error, now: now)
+            return
+        }
         for (app, user) in changed { invalidate(Key(app: app, user: user)) }
         // `changed_at` is stamped by its statement, before the commit: overlap so that a late
         // commit is still seen. Invalidating twice is harmless. From the database's reading, not

@@ -21,7 +21,10 @@ public final class RevocationList: Sendable {
         let ended = ReadWriteLock<[SessionID: Int64]>([:])
     }
 
-    public init(store: any Store, clock: any Clock, pollEveryMillis: Int64 = 1000) {
+    private let pollFailures: RepeatedFailureLog
+
+    public init(store: any Store, clock: any Clock, pollEveryMillis: Int64 = 1000, log: any LogSink = DiscardingLog()) {
+        self.pollFailures = RepeatedFailureLog(log, "the ended-sessions poll failed; sessions ended on other nodes are not seen until it succeeds")
         self.store = store
         self.clock = clock
         schedule = PollSchedule(everyMillis: pollEveryMillis)
@@ -50,7 +53,9 @@ public final class RevocationList: Sendable {
 
     private func pollIfDue() {
         let now = clock.nowMillis()
-        schedule.runIfDue(now: now) { try? poll(now: now) }
+        schedule.runIfDue(now: now) {
+            do { try poll(now: now) } catch { pollFailures.failed(error, now: now) }
+        }
     }
 
     private func poll(now: Int64) throws {
