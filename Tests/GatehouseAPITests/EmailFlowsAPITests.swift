@@ -112,6 +112,18 @@ struct EmailFlowsAPITests {
     }
 
     @Test(arguments: TestDatabase.kinds)
+    func aFloodOfSendsToManyAddressesFromOneClientIsLimited(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind, settings: ["rate_limits": ["auth_per_minute_per_ip": 3]])
+        defer { world.stop() }
+        for n in 0..<3 {
+            #expect(try world.post("/v1/auth/email-code/send", ["email": .string("user\(n)@example.com")]).status == 202)
+        }
+        let fourth = try world.post("/v1/auth/email-code/send", ["email": "user3@example.com"])
+        #expect(fourth.status == 429 && fourth.problemCode == "auth/too-many-requests" && fourth.header("Retry-After") != nil)
+        #expect(try world.deliver().count == 3, "nothing was queued for the refused send")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
     func theFifthWrongCodeBurnsItAndEveryLaterTryIs429(_ kind: TestDatabaseKind) throws {
         let world = try World(kind)
         defer { world.stop() }
