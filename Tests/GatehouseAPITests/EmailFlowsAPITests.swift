@@ -123,6 +123,32 @@ struct EmailFlowsAPITests {
         #expect(try world.deliver().count == 3, "nothing was queued for the refused send")
     }
 
+    /// Under `email_collision: separate` two accounts may share an address: each has its own
+    /// verification code, and one's wrong tries do not burn the other's.
+    @Test(arguments: TestDatabase.kinds)
+    func accountsSharingAnAddressHaveTheirOwnVerificationCodes(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind, settings: ["email_collision": "separate"])
+        defer { world.stop() }
+        let gatehouse = world.server.gatehouse
+        let app = try #require(try gatehouse.directory.app(id: AppID(unchecked: world.app.id)))
+        let data = gatehouse.store.app(app.id)
+        var tokens: [String] = []
+        for _ in 0..<2 {
+            let now = world.clock.nowMillis()
+            let user = User(id: .generate(), email: "shared@example.com", emailVerified: false, firstName: nil, lastName: nil, createdAt: now, updatedAt: now, lastSignInAt: nil)
+            try data.insertUser(user, passwordHash: nil, identity: nil, event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: now))
+            tokens.append(try gatehouse.accounts.startSession(app: app, data, user: user, method: .emailCode, isNewUser: true, origin: RequestOrigin(ip: nil, userAgent: nil)).accessToken)
+        }
+        #expect(try world.post("/v1/auth/email/verification/send", nil, bearer: tokens[0]).status == 202)
+        let first = try world.code(to: "shared@example.com").code
+        #expect(try world.post("/v1/auth/email/verification/send", nil, bearer: tokens[1]).status == 202, "not the first account's window")
+        _ = try world.code(to: "shared@example.com")
+        let wrong = first == "000000" ? "000001" : "000000"
+        for _ in 0..<5 { _ = try world.post("/v1/auth/email/verification/confirm", ["code": .string(wrong)], bearer: tokens[1]) }
+        let verified = try world.post("/v1/auth/email/verification/confirm", ["code": .string(first)], bearer: tokens[0])
+        #expect(verified.status == 200 && verified.data?["email_verified"] == true)
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func theFifthWrongCodeBurnsItAndEveryLaterTryIs429(_ kind: TestDatabaseKind) throws {
         let world = try World(kind)

@@ -34,6 +34,17 @@ public struct EmailCodes: Sendable {
         Digest.hex(Digest.hmacSHA256(key: key, data: Array("subject\u{0}\(address)".utf8)))
     }
 
+    /// The row of a send or a check. Codes of the signed-in user's own address (verification,
+    /// reauthentication) are the user's: under `email_collision: separate` two accounts may share
+    /// an address, and one's wrong tries must not burn the other's code. The others are the
+    /// address's, so that no number of accounts mails one address more often than its windows.
+    private func rowSubject(_ purpose: EmailPurpose, _ address: String, _ userID: UserID?) -> String {
+        switch (purpose, userID) {
+        case (.verification, let user?), (.reauthentication, let user?): subject(of: "\(address)\u{0}\(user.rawValue)")
+        default: subject(of: address)
+        }
+    }
+
     /// Bound to app, purpose and address: a code is worth nothing anywhere else.
     private func hash(code: String, app: AppID, purpose: EmailPurpose, subject: String) -> String {
         Digest.hex(Digest.hmacSHA256(key: key, data: Array("code\u{0}\(app.rawValue)\u{0}\(purpose.rawValue)\u{0}\(subject)\u{0}\(code)".utf8)))
@@ -62,7 +73,7 @@ public struct EmailCodes: Sendable {
         _ tx: any AppScopedStore, app: AppContext, purpose: EmailPurpose, address: String, userID: UserID?, mail: EmailToSend, deliver: Bool
     ) throws {
         let now = clock.nowMillis()
-        let subject = subject(of: address)
+        let subject = rowSubject(purpose, address, userID)
         guard var record = try tx.emailCodes.lock(purpose: purpose, subject: subject, create: true) else { return }
         if record.lastSentAt + Self.resendMillis > now {
             throw Self.tooMany(retryAfterMillis: record.lastSentAt + Self.resendMillis - now)
@@ -117,7 +128,7 @@ public struct EmailCodes: Sendable {
         then: (any AppScopedStore) throws -> T
     ) throws -> T {
         try InputRules.emailCode(code)
-        let subject = subject(of: address)
+        let subject = rowSubject(purpose, address, userID)
         let presented = hash(code: code, app: app.id, purpose: purpose, subject: subject)
         let outcome: Result<T, GatehouseError> = try data.transaction { tx in
             let now = clock.nowMillis()
