@@ -13,9 +13,10 @@ import Synchronization
 /// others when their lease runs out.
 public final class OutboxWorker: Sendable {
     /// How long a claim holds an item: longer than any handler's delivery may take.
+    /// A handler must finish one delivery well within it (the mailer gives up after 30 s): a claim
+    /// takes one item per lane, all delivered at once, so no item waits behind another while its
+    /// lease runs — an item whose lease ran out mid-delivery could be delivered twice.
     public static let leaseMillis: Int64 = 60_000
-    /// Items claimed at once.
-    public static let batchSize = 16
 
     public let node: String
     private let outbox: any OutboxStore
@@ -61,7 +62,7 @@ public final class OutboxWorker: Sendable {
     /// worker's thread calls this in a loop; tests call it directly to step the outbox.
     @discardableResult
     public func runOnce() throws -> Int {
-        let claimed = try outbox.claim(kinds: Array(handlers.keys), limit: Self.batchSize, leaseMillis: Self.leaseMillis, node: node, now: clock.nowMillis())
+        let claimed = try outbox.claim(kinds: Array(handlers.keys), limit: lanes, leaseMillis: Self.leaseMillis, node: node, now: clock.nowMillis())
         let laneCount = min(lanes, claimed.count)
         guard laneCount > 1 else {
             for item in claimed { try deliver(item) }
@@ -144,7 +145,7 @@ public final class OutboxWorker: Sendable {
                     log.warning("outbox worker failed", ["error": .string(String(describing: error))])
                 }
                 // A full batch: more may be due at once. Else wait to be woken or for the next poll.
-                if handled < Self.batchSize { _ = wakeUp.wait(timeout: .now() + pollInterval) }
+                if handled < lanes { _ = wakeUp.wait(timeout: .now() + pollInterval) }
             }
             finished.signal()
         }
