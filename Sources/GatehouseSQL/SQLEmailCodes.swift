@@ -37,8 +37,16 @@ struct SQLEmailCodes: EmailCodeStore {
     }
 
     func purge(before: Int64) throws {
+        let stale: SQL = "app_id = \(appID) AND last_sent_at < \(before) AND window_start < \(before) AND expires_at < \(before)"
+        guard database.dialect == .postgres else {
+            try database.execute("DELETE FROM email_codes WHERE \(stale)")
+            return
+        }
+        // Rows another transaction holds (a send's, an address lock) are skipped, not waited for:
+        // two purges never wait on each other's rows, and a held lock is never deleted under it.
         try database.execute("""
-            DELETE FROM email_codes WHERE app_id = \(appID) AND last_sent_at < \(before) AND window_start < \(before) AND expires_at < \(before)
+            DELETE FROM email_codes WHERE (app_id, purpose, subject) IN (
+                SELECT app_id, purpose, subject FROM email_codes WHERE \(stale) FOR UPDATE SKIP LOCKED)
             """)
     }
 }

@@ -34,10 +34,10 @@ public struct EmailCodes: Sendable {
         Digest.hex(Digest.hmacSHA256(key: key, data: Array("subject\u{0}\(address)".utf8)))
     }
 
-    /// The row of a send or a check. Codes of the signed-in user's own address (verification,
+    /// The row of a code. Codes of the signed-in user's own address (verification,
     /// reauthentication) are the user's: under `email_collision: separate` two accounts may share
-    /// an address, and one's wrong tries must not burn the other's code. The others are the
-    /// address's, so that no number of accounts mails one address more often than its windows.
+    /// an address, and one's wrong tries must not burn the other's code. The send windows stay the
+    /// address's whatever the row (``send``): no number of accounts mails one address more often.
     private func rowSubject(_ purpose: EmailPurpose, _ address: String, _ userID: UserID?) -> String {
         switch (purpose, userID) {
         case (.verification, let user?), (.reauthentication, let user?): subject(of: "\(address)\u{0}\(user.rawValue)")
@@ -73,20 +73,29 @@ public struct EmailCodes: Sendable {
         _ tx: any AppScopedStore, app: AppContext, purpose: EmailPurpose, address: String, userID: UserID?, mail: EmailToSend, deliver: Bool
     ) throws {
         let now = clock.nowMillis()
+        // The address's windows first (its row, then the code's own row: always in this order).
+        let addressSubject = subject(of: address)
+        var window = try lockRow(tx, purpose: purpose, subject: addressSubject)
+        if window.lastSentAt + Self.resendMillis > now {
+            throw Self.tooMany(retryAfterMillis: window.lastSentAt + Self.resendMillis - now)
+        }
+        if window.windowStart + Self.windowMillis <= now {
+            window.windowStart = now
+            window.windowSends = 0
+        }
+        if window.windowSends >= Self.sendsPerWindow {
+            throw Self.tooMany(retryAfterMillis: window.windowStart + Self.windowMillis - now)
+        }
+        window.windowSends += 1
+        window.lastSentAt = now
         let subject = rowSubject(purpose, address, userID)
-        guard var record = try tx.emailCodes.lock(purpose: purpose, subject: subject, create: true) else { return }
-        if record.lastSentAt + Self.resendMillis > now {
-            throw Self.tooMany(retryAfterMillis: record.lastSentAt + Self.resendMillis - now)
+        var record = window
+        if subject != addressSubject {
+            try tx.emailCodes.save(window)
+            record = try lockRow(tx, purpose: purpose, subject: subject)
+            // The code's row keeps its expiry for the purge, its windows unused.
+            record.lastSentAt = now
         }
-        if record.windowStart + Self.windowMillis <= now {
-            record.windowStart = now
-            record.windowSends = 0
-        }
-        if record.windowSends >= Self.sendsPerWindow {
-            throw Self.tooMany(retryAfterMillis: record.windowStart + Self.windowMillis - now)
-        }
-        record.windowSends += 1
-        record.lastSentAt = now
         var mail = mail
         let code = Self.newCode()
         mail.code = code
@@ -95,7 +104,7 @@ public struct EmailCodes: Sendable {
         record.userID = userID
         record.failures = 0
         record.expiresAt = now + Self.lifetimeMillis
-        let item = try composer.outboxItem(mail, app: app.id, idempotencyKey: "code/\(app.id.rawValue)/\(purpose.rawValue)/\(subject)/\(now)/\(record.windowSends)")
+        let item = try composer.outboxItem(mail, app: app.id, idempotencyKey: "code/\(app.id.rawValue)/\(purpose.rawValue)/\(subject)/\(now)/\(window.windowSends)")
         if deliver { _ = try tx.enqueue(item, now: now) }
         try tx.emailCodes.save(record)
         // Rows of addresses nobody sends to any more are dead weight: now and then, drop this app's.
@@ -107,7 +116,17 @@ public struct EmailCodes: Sendable {
     /// (a sign-up and a code sign-in, two email changes) cannot both take it on PostgreSQL.
     /// (SQLite's transactions hold the one write lock already.)
     public func lockAddress(_ tx: any AppScopedStore, _ address: String) throws {
-        _ = try tx.emailCodes.lock(purpose: .signIn, subject: subject(of: address), create: true)
+        _ = try lockRow(tx, purpose: .signIn, subject: subject(of: address))
+    }
+
+    /// The row, made if missing, locked. A row can vanish between the insert and the lock (another
+    /// transaction's purge deleted it and committed while this one waited): then again, until one
+    /// is held, or nothing would be locked at all.
+    private func lockRow(_ tx: any AppScopedStore, purpose: EmailPurpose, subject: String) throws -> EmailCodeRecord {
+        for _ in 0..<10 {
+            if let record = try tx.emailCodes.lock(purpose: purpose, subject: subject, create: true) { return record }
+        }
+        throw GatehouseError(.unavailable, "The server is busy; retry shortly.", retryAfter: 1)
     }
 
     /// 400 for an address no mail can be written to; ask before looking the address up.

@@ -86,20 +86,34 @@ public final class SMTPMailer: Mailer {
         return curl_easy_init()
     }
 
+    /// Seconds a handle waits for QUIT's reply when it closes its connection. libcurl waits for
+    /// it outside `CURLOPT_TIMEOUT`, up to its own 120 s: a server that never answers QUIT would
+    /// hold a delivery (and its outbox lease) that long after the mail was sent.
+    static let closingResponseSeconds = 3
+
+    /// Closes a handle and its connection, waiting at most ``closingResponseSeconds`` for the
+    /// server's goodbye.
+    private static func close(_ handle: UnsafeMutableRawPointer) {
+        _ = gh_curl_setopt_long(handle, CURLOPT_SERVER_RESPONSE_TIMEOUT, closingResponseSeconds)
+        curl_easy_cleanup(handle)
+    }
+
     /// Keeps the handle (and its open connection) for the next send, or closes it.
     private func giveBack(_ handle: UnsafeMutableRawPointer) {
+        // Pooled handles close with the short wait too (a mailer's deinit, a full pool).
+        _ = gh_curl_setopt_long(handle, CURLOPT_SERVER_RESPONSE_TIMEOUT, Self.closingResponseSeconds)
         let kept = idle.withLock { handles in
             guard handles.count < Self.maxIdleHandles else { return false }
             handles.append(IdleHandle(raw: handle))
             return true
         }
-        if !kept { curl_easy_cleanup(handle) }
+        if !kept { Self.close(handle) }
     }
 
     public func send(_ message: MailMessage) throws(MailDeliveryError) {
         guard let handle = takeHandle() else { throw .transient("curl_easy_init failed") }
         var reusable = false
-        defer { if reusable { giveBack(handle) } else { curl_easy_cleanup(handle) } }
+        defer { if reusable { giveBack(handle) } else { Self.close(handle) } }
 
         let body = MessageReader(bytes: message.rendered())
         let unmanagedBody = Unmanaged.passRetained(body)
@@ -120,6 +134,8 @@ public final class SMTPMailer: Mailer {
             set(gh_curl_setopt_long(handle, CURLOPT_USE_SSL, Int(requiresTLS ? CURLUSESSL_ALL.rawValue : CURLUSESSL_NONE.rawValue)))
             set(gh_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Self.millis(connectTimeout)))
             set(gh_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, Self.millis(timeout)))
+            // Each reply within the whole send's time (libcurl's own default is 120 s).
+            set(gh_curl_setopt_long(handle, CURLOPT_SERVER_RESPONSE_TIMEOUT, max(1, Self.millis(timeout) / 1000)))
             set(gh_curl_setopt_string(handle, CURLOPT_MAIL_FROM, "<\(message.from.address)>"))
             set(gh_curl_setopt_ptr(handle, CURLOPT_MAIL_RCPT, recipients))
             if let username {

@@ -102,7 +102,7 @@ public struct MailOutboxHandler: OutboxHandler {
 
 /// The outbox handler's mailers by server and login. Keyed by a digest (no password is a key in
 /// memory), and bounded: past 64 servers it starts over (a mailer in use lives on until its send
-/// ends; dropped ones close their connections).
+/// ends; dropped ones close their connections, outside the lock).
 final class MailerCache: Sendable {
     private let mailers = Mutex<[String: any Mailer]>([:])
     static let capacity = 64
@@ -110,15 +110,19 @@ final class MailerCache: Sendable {
     func mailer(
         for email: AppSettings.Email, platformSMTPURL: String, make: () throws(MailDeliveryError) -> any Mailer
     ) throws(MailDeliveryError) -> any Mailer {
-        let identity = [email.smtpURL ?? platformSMTPURL, email.smtpUsername ?? "", email.smtpPassword ?? "", email.smtpURL == nil ? "platform" : "app"]
+        // The platform's mailer is one, whatever login an app without its own server has set.
+        let identity = email.smtpURL.map { [$0, email.smtpUsername ?? "", email.smtpPassword ?? "", "app"] } ?? [platformSMTPURL, "", "", "platform"]
         let key = Digest.hex(Digest.sha256(Array(identity.joined(separator: "\u{0}").utf8)))
         if let mailer = mailers.withLock({ $0[key] }) { return mailer }
         let made = try make()
-        return mailers.withLock { cache in
+        var evicted: [String: any Mailer] = [:]
+        let mailer = mailers.withLock { cache -> any Mailer in
             if let raced = cache[key] { return raced }
-            if cache.count >= Self.capacity { cache.removeAll() }
+            if cache.count >= Self.capacity { swap(&evicted, &cache) }
             cache[key] = made
             return made
         }
+        evicted.removeAll()  // closes their connections here, not under the lock
+        return mailer
     }
 }
