@@ -13,14 +13,20 @@ final class ScriptedHandler: OutboxHandler, Sendable {
     let seen = Mutex<[String]>([])
     let outcome: Mutex<OutboxDelivery>
     let pause: Double
+    /// Moved on by each delivery, as a slow delivery moves time on.
+    let clock: ManualClock?
+    let takesSeconds: Int64
 
-    init(_ outcome: OutboxDelivery = .delivered, pause: Double = 0) {
+    init(_ outcome: OutboxDelivery = .delivered, pause: Double = 0, clock: ManualClock? = nil, takesSeconds: Int64 = 0) {
         self.outcome = Mutex(outcome)
         self.pause = pause
+        self.clock = clock
+        self.takesSeconds = takesSeconds
     }
 
     func deliver(_ item: OutboxItem) -> OutboxDelivery {
         if pause > 0 { Thread.sleep(forTimeInterval: pause) }
+        clock?.advance(seconds: takesSeconds)
         seen.withLock { $0.append(item.id) }
         return outcome.withLock { $0 }
     }
@@ -32,10 +38,29 @@ struct OutboxTests {
         NewOutboxItem(appID: app.map(AppID.init(unchecked:)), kind: ScriptedHandler.testKind, idempotencyKey: key, payload: #"{"n":"\#(key)"}"#, sealed: sealed)
     }
 
-    func worker(_ server: TestServer, _ handler: ScriptedHandler, node: String, clock: any Clock) -> OutboxWorker {
+    func worker(_ server: TestServer, _ handler: ScriptedHandler, node: String, clock: any Clock, lanes: Int = 8) -> OutboxWorker {
         OutboxWorker(
             outbox: server.gatehouse.store.outbox, handlers: [handler], policy: OutboxRetryPolicy(maxBackoffSeconds: 600),
-            clock: clock, pollInterval: 0.05, node: node)
+            clock: clock, pollInterval: 0.05, lanes: lanes, node: node)
+    }
+
+    /// A delivery starts only if it can end within its item's lease: after a slow first delivery,
+    /// the lane gives the second item back instead of starting it past the point where another
+    /// node could retake it.
+    @Test(arguments: TestDatabase.kinds)
+    func noDeliveryStartsThatCouldOutliveItsLease(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let outbox = server.gatehouse.store.outbox
+        for i in 0..<2 { _ = try outbox.enqueue(item("leased-\(i)"), now: clock.nowMillis()) }
+        let handler = ScriptedHandler(clock: clock, takesSeconds: 30)
+        let worker = worker(server, handler, node: "one-lane", clock: clock, lanes: 1)
+        #expect(try worker.runOnce() == 1)
+        #expect(handler.seen.withLock { $0.count } == 1)
+        let statistics = try outbox.statistics(now: clock.nowMillis())
+        #expect(statistics.queued == 1 && statistics.inFlight == 0, "given back, due at once")
+        #expect(try worker.runOnce() == 1, "the next claim takes it")
     }
 
     @Test(arguments: TestDatabase.kinds)

@@ -12,11 +12,13 @@ import Synchronization
 /// share the work: a claim is exclusive, and a node that dies holding items loses them to the
 /// others when their lease runs out.
 public final class OutboxWorker: Sendable {
-    /// How long a claim holds an item: longer than any handler's delivery may take.
-    /// A handler must finish one delivery well within it (the mailer gives up after 30 s): a claim
-    /// takes one item per lane, all delivered at once, so no item waits behind another while its
-    /// lease runs — an item whose lease ran out mid-delivery could be delivered twice.
+    /// How long a claim holds an item. An item whose lease ran out mid-delivery could be
+    /// retaken by another node and delivered twice, so no delivery starts unless it can end
+    /// within the lease (``deliveryBudgetMillis``).
     public static let leaseMillis: Int64 = 60_000
+    /// The longest one delivery may take: a handler must end within it (the mailer gives up
+    /// after 30 s, and waits 3 s more at most for the server's goodbye).
+    public static let deliveryBudgetMillis: Int64 = 35_000
 
     public let node: String
     private let outbox: any OutboxStore
@@ -58,18 +60,20 @@ public final class OutboxWorker: Sendable {
         self.log = log
     }
 
+    /// Items claimed at once: two per lane, so a claim's cost is shared by more deliveries.
+    private var batchSize: Int { 2 * lanes }
+
     /// Claims one batch of due items and delivers it; returns how many items it handled. The
     /// worker's thread calls this in a loop; tests call it directly to step the outbox.
     @discardableResult
     public func runOnce() throws -> Int {
-        let claimed = try outbox.claim(kinds: Array(handlers.keys), limit: lanes, leaseMillis: Self.leaseMillis, node: node, now: clock.nowMillis())
+        let claimedAt = clock.nowMillis()
+        let claimed = try outbox.claim(kinds: Array(handlers.keys), limit: batchSize, leaseMillis: Self.leaseMillis, node: node, now: claimedAt)
         let laneCount = min(lanes, claimed.count)
-        guard laneCount > 1 else {
-            for item in claimed { try deliver(item) }
-            return claimed.count
-        }
-        // Each lane takes the next item until none is left; stopping, the items not yet taken go
-        // back for any node at once, and the deliveries under way finish.
+        guard laneCount > 0 else { return 0 }
+        // Each lane takes the next item until none is left. An item is given back (due at once,
+        // for any node) rather than started when its lease could end before its delivery — a slow
+        // first delivery on a lane — or when the worker is stopping; deliveries under way finish.
         let next = Atomic(0)
         let handled = Atomic(0)
         let failure = Mutex<(any Error)?>(nil)
@@ -78,7 +82,8 @@ public final class OutboxWorker: Sendable {
             let thread = Thread { [self] in
                 while case let index = next.add(1, ordering: .relaxed).oldValue, index < claimed.count {
                     do {
-                        if threaded.load(ordering: .relaxed), !running.load(ordering: .relaxed) {
+                        let stopping = threaded.load(ordering: .relaxed) && !running.load(ordering: .relaxed)
+                        if stopping || clock.nowMillis() + Self.deliveryBudgetMillis > claimedAt + Self.leaseMillis {
                             try outbox.release([claimed[index].id], node: node)
                         } else {
                             try deliver(claimed[index])
@@ -145,7 +150,7 @@ public final class OutboxWorker: Sendable {
                     log.warning("outbox worker failed", ["error": .string(String(describing: error))])
                 }
                 // A full batch: more may be due at once. Else wait to be woken or for the next poll.
-                if handled < lanes { _ = wakeUp.wait(timeout: .now() + pollInterval) }
+                if handled < batchSize { _ = wakeUp.wait(timeout: .now() + pollInterval) }
             }
             finished.signal()
         }
