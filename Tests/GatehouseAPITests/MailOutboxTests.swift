@@ -43,6 +43,25 @@ struct MailOutboxTests {
         #expect(try server.gatehouse.database.query("SELECT payload FROM outbox")[0].string("payload") == "", "erased once delivered")
     }
 
+    /// The handler keeps its mailer, and the mailer its connections, from one batch to the next.
+    @Test(arguments: TestDatabase.kinds)
+    func laterBatchesReuseTheConnectionsOfEarlierOnes(_ kind: TestDatabaseKind) throws {
+        let sink = try SMTPSink()
+        defer { sink.stop() }
+        let clock = ManualClock()
+        let (server, worker) = try world(kind, clock: clock, sink: sink)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Mail Test"])
+        for i in 0..<3 { try queue(server, app: app.id, to: "first\(i)@example.com", key: "first-\(i)") }
+        #expect(try worker.runOnce() == 3)
+        let opened = sink.connectionCount
+        #expect(opened >= 1 && opened <= 3)
+        for i in 0..<3 { try queue(server, app: app.id, to: "second\(i)@example.com", key: "second-\(i)") }
+        #expect(try worker.runOnce() == 3)
+        #expect(try sink.messages().count == 6)
+        #expect(sink.connectionCount == opened, "no new connection for the second batch")
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func aMailServerThatRefusesForNowGetsTheMailWhenItIsBack(_ kind: TestDatabaseKind) throws {
         let sink = try SMTPSink()
