@@ -23,15 +23,24 @@ public final class EmailFlowService: Sendable {
     /// the app would make one (`allow_signup`).
     public func sendSignInCode(app: AppContext, email rawEmail: String, origin: RequestOrigin) throws {
         try accounts.requireMethod(.emailCode, app)
+        try sendToAddress(app: app, email: rawEmail, origin: origin, purpose: .signIn, template: .signInCode) { user in
+            user != nil || app.settings.allowSignup
+        }
+    }
+
+    /// A code to a typed address (sign-in, reset): checked, limited, and sent with the same work
+    /// whether or not it reaches an account; mailed only when `deliverTo` says so for the account.
+    private func sendToAddress(
+        app: AppContext, email rawEmail: String, origin: RequestOrigin, purpose: EmailPurpose, template: EmailToSend.Template,
+        deliverTo: (User?) -> Bool
+    ) throws {
         let email = try InputRules.email(rawEmail)
         try codes.requireMailable(email)
         let data = store.app(app.id)
         try limitSends(app, data, origin)
         try data.transaction { tx in
             let user = try account(tx, email: email)
-            try codes.send(
-                tx, app: app, purpose: .signIn, address: email, userID: nil, mail: EmailToSend(.signInCode, to: email, app: app),
-                deliver: user != nil || app.settings.allowSignup)
+            try codes.send(tx, app: app, purpose: purpose, address: email, userID: nil, mail: EmailToSend(template, to: email, app: app), deliver: deliverTo(user))
         }
         codes.wakeOutbox()
     }
@@ -103,17 +112,9 @@ public final class EmailFlowService: Sendable {
     /// `POST /v1/auth/password-reset/send`: a code to an address with an account that signs in
     /// with a password, or whose address is verified (the reset adds a password).
     public func sendPasswordReset(app: AppContext, email rawEmail: String, origin: RequestOrigin) throws {
-        let email = try InputRules.email(rawEmail)
-        try codes.requireMailable(email)
-        let data = store.app(app.id)
-        try limitSends(app, data, origin)
-        try data.transaction { tx in
-            let user = try account(tx, email: email)
-            try codes.send(
-                tx, app: app, purpose: .passwordReset, address: email, userID: nil, mail: EmailToSend(.passwordReset, to: email, app: app),
-                deliver: user != nil && app.settings.signInMethods.contains(.password))
+        try sendToAddress(app: app, email: rawEmail, origin: origin, purpose: .passwordReset, template: .passwordReset) { user in
+            user != nil && app.settings.signInMethods.contains(.password)
         }
-        codes.wakeOutbox()
     }
 
     /// `POST /v1/auth/password-reset/confirm`: the new password, the address verified (the code
