@@ -108,7 +108,7 @@ public final class Gatehouse: Sendable {
         providerSignIn = ProviderSignInService(
             store: store, directory: directory, accounts: accounts,
             providers: ProviderAdapter(verifier: verifier, apple: apple, log: log),
-            sealer: sealer, clock: clock, publicURL: configuration.publicURL)
+            sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes)
 
 
         let auth = Authenticator(directory: directory, apps: apps, tokens: tokens)

@@ -12,6 +12,8 @@ public final class ProviderSignInService: Sendable {
     private let clock: any Clock
     private let limiter: RateLimiter
     private let publicURL: String
+    /// For the lock on an address a new account takes (``EmailCodes/lockAddress(_:_:)``).
+    private let emailCodes: EmailCodes
 
     /// Longest provider token accepted (API.md): longer is a validation error.
     public static let maxTokenLength = 8192
@@ -20,8 +22,9 @@ public final class ProviderSignInService: Sendable {
 
     public init(
         store: any Store, directory: AppDirectory, accounts: AccountService, providers: any IdentityProviders, sealer: SecretSealer, clock: any Clock,
-        publicURL: String
+        publicURL: String, emailCodes: EmailCodes
     ) {
+        self.emailCodes = emailCodes
         self.store = store
         self.directory = directory
         self.accounts = accounts
@@ -131,7 +134,6 @@ public final class ProviderSignInService: Sendable {
             }
             return (user, false)
         }
-        try requireNewAccountAllowed(app: app, data, identity: identity)
         let email = identity.email.flatMap { try? InputRules.email($0) }
         // An unverified address is kept (the user may verify it later) but marked so: it takes no
         // part in email collisions and never becomes a password identity's email.
@@ -139,10 +141,17 @@ public final class ProviderSignInService: Sendable {
             id: .generate(), email: email, emailVerified: email != nil && identity.emailVerified, firstName: firstName ?? identity.firstName,
             lastName: lastName ?? identity.lastName, createdAt: now, updatedAt: now, lastSignInAt: now)
         do {
-            try data.insertUser(
-                user, passwordHash: nil, identity: Identity(provider: provider.rawValue, subject: identity.subject, email: email, createdAt: now),
-                event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(provider.rawValue)], createdAt: now))
+            try data.transaction { tx in
+                // A verified address is held while it is checked and taken, as sign-up and code
+                // sign-in hold it: two of them at once cannot both take it.
+                if user.emailVerified, let email { try emailCodes.lockAddress(tx, email) }
+                try requireNewAccountAllowed(app: app, tx, identity: identity)
+                try tx.insertUser(
+                    user, passwordHash: nil, identity: Identity(provider: provider.rawValue, subject: identity.subject, email: email, createdAt: now),
+                    event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(provider.rawValue)], createdAt: now))
+            }
         } catch let error as GatehouseError where error.code == .emailAlreadyInUse {
+            // (Out of the rolled-back transaction: on PostgreSQL it cannot run another statement.)
             // The same provider account signed up at the same moment from another request: use it.
             if let existing = try data.user(provider: provider.rawValue, subject: identity.subject) { return (existing, false) }
             throw error
