@@ -5,6 +5,7 @@ import GatehouseHTTP
 struct AdminController {
     let auth: Authenticator
     let apps: AppService
+    let auditLog: AuditLog
 
     func register(_ routes: inout Routes) {
         routes.post("/v1/admin/apps", createApp)
@@ -12,6 +13,7 @@ struct AdminController {
         routes.patch("/v1/admin/app", updateSettings)
         routes.post("/v1/admin/app/signing-keys/rotate", body: .none, rotateSigningKey)
         routes.post("/v1/admin/app/secret-keys", body: .none, rotateSecretKey)
+        routes.get("/v1/admin/events", events)
     }
 
     func createApp(_ request: Request) throws -> HTTPResponse {
@@ -21,6 +23,13 @@ struct AdminController {
             ["app": apps.adminView(created.app), "app_key": .string(created.app.record.appKey), "secret_key": .string(created.secretKey)],
             status: 201
         ).noStore()
+    }
+
+    /// The app's audit log, newest first.
+    func events(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminApp(request)
+        let (events, next) = try auditLog.page(app: app, try EventsQuery.parse(request))
+        return HTTPResponse.json(["data": .array(events.map(EventsQuery.json)), "next_cursor": next.map { .string(EventsQuery.cursor($0)) } ?? .null]).noStore()
     }
 
     func settings(_ request: Request) throws -> HTTPResponse {

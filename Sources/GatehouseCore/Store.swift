@@ -198,6 +198,8 @@ public protocol AppScopedStore: Sendable {
     func enqueue(_ item: NewOutboxItem, now: Int64) throws -> Bool
     /// The app's emailed codes.
     var emailCodes: any EmailCodeStore { get }
+    /// The app's audit log.
+    var auditLog: any AuditLogStore { get }
     /// Replaces the settings and bumps the version, if the version is still `expectedVersion`
     /// (nil: whatever it is). Returns the updated record, or nil when another change came first.
     func updateSettings(json: String, allowedOrigins: [String], sourceChecksum: String?, expectedVersion: Int64?, now: Int64) throws -> AppRecord?

@@ -90,6 +90,10 @@ struct DocumentationTests {
         let rotated = try call("POST", "/v1/admin/app/secret-keys", bearer: secret)
         secret = try #require(rotated.data?["secret_key"]?.stringValue)
         try call("POST", "/v1/admin/app/secret-keys", "/v1/admin/app/secret-keys?revoke_others=maybe", bearer: secret)
+        let events = try call("GET", "/v1/admin/events", "/v1/admin/events?limit=2", bearer: secret)
+        let eventsCursor = try #require(events.json?["next_cursor"]?.stringValue)
+        try call("GET", "/v1/admin/events", "/v1/admin/events?type=app.settings_changed&cursor=\(eventsCursor)", bearer: secret)
+        try call("GET", "/v1/admin/events", "/v1/admin/events?type=Not%20a%20type", bearer: secret)
 
         let signUp = try call("POST", "/v1/auth/signup", appKey: appKey, json: ["email": "ada@example.com", "password": .string(password), "first_name": "Ada"])
         try call("POST", "/v1/auth/signup", appKey: appKey, json: ["email": "ada@example.com", "password": .string(password)])

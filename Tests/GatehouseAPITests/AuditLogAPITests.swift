@@ -1,0 +1,83 @@
+import Foundation
+import GatehouseCore
+import GatehouseTesting
+import Testing
+
+/// `GET /v1/admin/events`: an app's audit log, its filters and its keyset pages, on both databases.
+@Suite("The audit log")
+struct AuditLogAPITests {
+    @Test(arguments: TestDatabase.kinds)
+    func eventsAreTheAppsOwnNewestFirstAndFiltered(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Audited", "rate_limits": ["auth_per_minute_per_ip": 1000]])
+        let other = try server.createApp(["name": "Other"])
+        let session = try server.signUp(app, email: "ada@example.com")
+        let userID = try #require(session["user"]?["id"]?.stringValue)
+        _ = try server.signUp(app, email: "grace@example.com")
+        _ = try server.signUp(other, email: "ada@example.com")
+        #expect(try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "ada@example.com", "password": "wrong password"]).status == 400)
+
+        let all = try server.request("GET", "/v1/admin/events", bearer: app.secretKey)
+        #expect(all.status == 200)
+        let events = try #require(all.json?["data"]?.arrayValue)
+        let types = events.compactMap { $0["type"]?.stringValue }
+        #expect(types.first == "user.sign_in_failed", "newest first")
+        #expect(types.filter { $0 == "user.signed_up" }.count == 2, "this app's two sign-ups, not the other app's")
+        let failed = try #require(events.first)
+        #expect(failed["user_id"]?.stringValue == userID && failed["data"]?["method"] == "password" && failed["created_at"]?.stringValue != nil)
+
+        let ada = try server.request("GET", "/v1/admin/events?user_id=\(userID)", bearer: app.secretKey).json?["data"]?.arrayValue ?? []
+        #expect(!ada.isEmpty && ada.allSatisfy { $0["user_id"]?.stringValue == userID })
+        let signUps = try server.request("GET", "/v1/admin/events?type=user.signed_up", bearer: app.secretKey).json?["data"]?.arrayValue ?? []
+        #expect(signUps.count == 2 && signUps.allSatisfy { $0["type"] == "user.signed_up" })
+        // Another app's user is nobody here; another app's key sees its own log only.
+        let otherUser = try server.request("GET", "/v1/admin/events?type=user.signed_up", bearer: other.secretKey).json?["data"]?.arrayValue ?? []
+        #expect(otherUser.count == 1)
+        let otherID = try #require(otherUser.first?["user_id"]?.stringValue)
+        #expect(try server.request("GET", "/v1/admin/events?user_id=\(otherID)", bearer: app.secretKey).json?["data"] == [])
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func pagesAreStableWhileEventsAreAdded(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Paged"])
+        let log = server.gatehouse.store.app(AppID(unchecked: app.id))
+        // 130 events in one millisecond: the order among them is the id's.
+        let at = clock.nowMillis()
+        for _ in 0..<130 {
+            try log.record(Event(type: .userSignInFailed, userID: nil, sessionID: nil, ip: "192.0.2.1", userAgent: nil, createdAt: at))
+        }
+        var seen: [String] = []
+        var cursor: String?
+        var pages = 0
+        repeat {
+            let query = "/v1/admin/events?type=user.sign_in_failed&limit=50" + (cursor.map { "&cursor=\($0)" } ?? "")
+            let page = try server.request("GET", query, bearer: app.secretKey)
+            #expect(page.status == 200)
+            seen += (page.json?["data"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }
+            cursor = page.json?["next_cursor"]?.stringValue
+            pages += 1
+            // Newer events arriving meanwhile do not shift the pages still to come.
+            clock.advance(seconds: 1)
+            try log.record(Event(type: .userSignInFailed, userID: nil, sessionID: nil, ip: "192.0.2.2", userAgent: nil, createdAt: clock.nowMillis()))
+        } while cursor != nil && pages < 10
+        #expect(pages == 3)
+        #expect(seen.count == 130 && Set(seen).count == 130)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func badQueriesAreClear4xx(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Strict"])
+        for query in ["limit=0", "limit=101", "cursor=bm90LWEtY3Vyc29y", "cursor=%00", "user_id=ada", "type=DROP%20TABLE", "type=" + String(repeating: "a", count: 70) + ".b"] {
+            let answer = try server.request("GET", "/v1/admin/events?\(query)", bearer: app.secretKey)
+            #expect(answer.status == 400 && answer.problemCode == "request/validation-failed", "\(query)")
+        }
+        #expect(try server.request("GET", "/v1/admin/events").status == 401)
+        #expect(try server.request("GET", "/v1/admin/events", bearer: "sk_wrong").status == 401)
+    }
+}
