@@ -6,6 +6,7 @@ struct AdminController {
     let auth: Authenticator
     let apps: AppService
     let auditLog: AuditLog
+    let users: AdminUsers
 
     func register(_ routes: inout Routes) {
         routes.post("/v1/admin/apps", createApp)
@@ -14,6 +15,8 @@ struct AdminController {
         routes.post("/v1/admin/app/signing-keys/rotate", body: .none, rotateSigningKey)
         routes.post("/v1/admin/app/secret-keys", body: .none, rotateSecretKey)
         routes.get("/v1/admin/events", events)
+        routes.get("/v1/admin/users/{id}", user)
+        routes.delete("/v1/admin/users/{id}/sessions", endSessions)
     }
 
     func createApp(_ request: Request) throws -> HTTPResponse {
@@ -30,6 +33,18 @@ struct AdminController {
         let app = try auth.adminApp(request)
         let (events, next) = try auditLog.page(app: app, try EventsQuery.parse(request))
         return HTTPResponse.json(["data": .array(events.map(EventsQuery.json)), "next_cursor": next.map { .string(EventsQuery.cursor($0)) } ?? .null]).noStore()
+    }
+
+    func user(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminApp(request)
+        let (user, identities) = try users.user(app: app, id: request.parameters["id"] ?? "")
+        return HTTPResponse.data(AccountJSON.user(user, identities)).noStore()
+    }
+
+    func endSessions(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminApp(request)
+        try users.endSessions(app: app, id: request.parameters["id"] ?? "")
+        return .noContent
     }
 
     func settings(_ request: Request) throws -> HTTPResponse {

@@ -115,7 +115,9 @@ public final class Gatehouse: Sendable {
         var routes = Routes()
         OperationsController(auth: auth, store: store, metrics: metrics, outbox: outboxWorker, clock: clock).register(&routes)
         AppController(auth: auth, directory: directory).register(&routes)
-        AdminController(auth: auth, apps: apps, auditLog: AuditLog(store: store)).register(&routes)
+        AdminController(
+            auth: auth, apps: apps, auditLog: AuditLog(store: store), users: AdminUsers(store: store, accounts: accounts, clock: clock)
+        ).register(&routes)
         let authController = AuthController(auth: auth, accounts: accounts, providers: providerSignIn, emailFlows: emailFlows)
         authController.register(&routes)
         EmailController(auth: auth, flows: emailFlows, sessions: authController).register(&routes)

@@ -162,9 +162,15 @@ struct DocumentationTests {
         try call("POST", "/v1/me/identities/google", appKey: appKey, bearer: access, json: [:])
         try call("DELETE", "/v1/me/identities/{provider}", "/v1/me/identities/apple", appKey: appKey, bearer: access)
 
+        let adaID = try #require(signUp.data?["user"]?["id"]?.stringValue)
+        try call("GET", "/v1/admin/users/{id}", "/v1/admin/users/\(adaID)", bearer: secret)
+        try call("GET", "/v1/admin/users/{id}", "/v1/admin/users/usr_unknown", bearer: secret)
         try call("POST", "/v1/auth/signout", appKey: appKey, bearer: access, json: ["scope": "sometimes"])
         try call("POST", "/v1/auth/signout", appKey: appKey, bearer: access, json: ["scope": "all"])
         try call("POST", "/v1/auth/signout", appKey: appKey, bearer: access)
+        // Last: it ends every session of Ada's.
+        try call("DELETE", "/v1/admin/users/{id}/sessions", "/v1/admin/users/usr_unknown/sessions", bearer: secret)
+        try call("DELETE", "/v1/admin/users/{id}/sessions", "/v1/admin/users/\(adaID)/sessions", bearer: secret)
 
         let problems = try OpenAPIConformance.problems(document: Self.root.appendingPathComponent("docs/openapi.json"), exchanges)
         #expect(problems == [])

@@ -3,9 +3,9 @@ import GatehouseCore
 import GatehouseTesting
 import Testing
 
-/// `GET /v1/admin/events`: an app's audit log, its filters and its keyset pages, on both databases.
-@Suite("The audit log")
-struct AuditLogAPITests {
+/// The tenant admin's audit log (filters, keyset pages) and users, on both databases.
+@Suite("Tenant admin: audit log and users")
+struct AdminAPITests {
     @Test(arguments: TestDatabase.kinds)
     func eventsAreTheAppsOwnNewestFirstAndFiltered(_ kind: TestDatabaseKind) throws {
         let server = try TestServer(kind)
@@ -66,6 +66,32 @@ struct AuditLogAPITests {
         } while cursor != nil && pages < 10
         #expect(pages == 3)
         #expect(seen.count == 130 && Set(seen).count == 130)
+    }
+
+    /// `/v1/admin/users/{id}` and its sessions: the app's own users only.
+    @Test(arguments: TestDatabase.kinds)
+    func anAdminSeesItsUserAndSignsThemOutEverywhere(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Admin", "rate_limits": ["auth_per_minute_per_ip": 1000]])
+        let other = try server.createApp(["name": "Other"])
+        let first = try server.signUp(app, email: "ada@example.com")
+        let second = try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"])
+        let id = try #require(first["user"]?["id"]?.stringValue)
+        let shown = try server.request("GET", "/v1/admin/users/\(id)", bearer: app.secretKey)
+        #expect(shown.status == 200 && shown.data?["email"] == "ada@example.com" && shown.data?["identities"] == ["password"])
+        for path in ["/v1/admin/users/\(id)", "/v1/admin/users/\(id)/sessions"] {
+            let method = path.hasSuffix("sessions") ? "DELETE" : "GET"
+            #expect(try server.request(method, path, bearer: other.secretKey).status == 404, "another app's admin")
+        }
+        #expect(try server.request("GET", "/v1/admin/users/not-an-id", bearer: app.secretKey).status == 404)
+        #expect(try server.request("DELETE", "/v1/admin/users/\(id)/sessions", bearer: app.secretKey).status == 204)
+        for session in [first, second.data ?? [:]] {
+            #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: session["access_token"]?.stringValue).status == 401)
+            #expect(try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": session["refresh_token"] ?? .null]).status == 401)
+        }
+        let revoked = try server.request("GET", "/v1/admin/events?type=session.revoked&user_id=\(id)", bearer: app.secretKey).json?["data"]?.arrayValue ?? []
+        #expect(revoked.count == 2 && revoked.allSatisfy { $0["data"]?["reason"] == "admin" })
     }
 
     @Test(arguments: TestDatabase.kinds)

@@ -1,0 +1,37 @@
+/// The tenant admin's view of its users (`/v1/admin/users/{id}…`). Only the app's own users: any
+/// other id, well formed or not, is 404 `request/not-found`, like an unknown one.
+public struct AdminUsers: Sendable {
+    private let store: any Store
+    private let accounts: AccountService
+    private let clock: any Clock
+
+    public init(store: any Store, accounts: AccountService, clock: any Clock) {
+        self.store = store
+        self.accounts = accounts
+        self.clock = clock
+    }
+
+    /// `GET /v1/admin/users/{id}`: the user and their identities.
+    public func user(app: AppContext, id rawID: String) throws -> (User, [Identity]) {
+        guard let id = UserID(parsing: rawID), let found = try store.app(app.id).userWithIdentities(id) else { throw Self.notFound }
+        return found
+    }
+
+    /// `DELETE /v1/admin/users/{id}/sessions`: every session of the user ends, on every node as a
+    /// sign-out does (each recorded as `session.revoked` with reason `admin`).
+    public func endSessions(app: AppContext, id rawID: String) throws {
+        guard let id = UserID(parsing: rawID) else { throw Self.notFound }
+        let now = clock.nowMillis()
+        let ended = try store.app(app.id).transaction { tx -> [SessionID] in
+            guard try tx.user(id) != nil else { throw Self.notFound }
+            let ended = try tx.endSessions(of: id, keeping: nil, reason: .revoked, now: now)
+            for session in ended {
+                try tx.record(Event(type: .sessionRevoked, userID: id, sessionID: session, ip: nil, userAgent: nil, data: ["reason": "admin"], createdAt: now))
+            }
+            return ended
+        }
+        accounts.tokens.revocations.add(ended)
+    }
+
+    private static let notFound = GatehouseError(.notFound, "No such user in this app.")
+}
