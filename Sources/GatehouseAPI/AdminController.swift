@@ -15,6 +15,7 @@ struct AdminController {
         routes.post("/v1/admin/app/signing-keys/rotate", body: .none, rotateSigningKey)
         routes.post("/v1/admin/app/secret-keys", body: .none, rotateSecretKey)
         routes.get("/v1/admin/events", events)
+        routes.get("/v1/admin/users", listUsers)
         routes.get("/v1/admin/users/{id}", user)
         routes.delete("/v1/admin/users/{id}/sessions", endSessions)
     }
@@ -33,6 +34,15 @@ struct AdminController {
         let app = try auth.adminApp(request)
         let (events, next) = try auditLog.page(app: app, try EventsQuery.parse(request))
         return HTTPResponse.json(["data": .array(events.map(EventsQuery.json)), "next_cursor": next.map { .string(EventsQuery.cursor($0)) } ?? .null]).noStore()
+    }
+
+    func listUsers(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminApp(request)
+        let (query, after, limit) = try UsersQuery.parse(request)
+        let (users, next) = try users.list(app: app, query: query, after: after, limit: limit)
+        return HTTPResponse.json([
+            "data": .array(users.map { AccountJSON.user($0.0, $0.1) }), "next_cursor": next.map { .string(UsersQuery.cursor($0)) } ?? .null,
+        ]).noStore()
     }
 
     func user(_ request: Request) throws -> HTTPResponse {

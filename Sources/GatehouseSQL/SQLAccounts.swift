@@ -91,6 +91,34 @@ extension SQLAppScopedStore {
         }
     }
 
+    func users(matching query: String?, after: (createdAt: Int64, id: UserID)?, limit: Int) throws -> [(User, [Identity])] {
+        var conditions: [SQL] = ["app_id = \(appID)"]
+        if let query {
+            if let id = UserID(parsing: query) {
+                conditions.append("id = \(id)")
+            } else {
+                // LIKE with its wildcards escaped: the query is a substring, not a pattern.
+                let pattern = "%" + query.lowercased().replacingOccurrences(of: "\\", with: "\\\\")
+                    .replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_") + "%"
+                conditions.append("""
+                    (lower(email) LIKE \(pattern) ESCAPE '\\' OR lower(first_name) LIKE \(pattern) ESCAPE '\\' OR lower(last_name) LIKE \(pattern) ESCAPE '\\')
+                    """)
+            }
+        }
+        if let after { conditions.append("(created_at < \(after.createdAt) OR (created_at = \(after.createdAt) AND id < \(after.id)))") }
+        let filter = conditions.joined(separator: " AND ")
+        let users = try database.query("SELECT * FROM users WHERE \(filter) ORDER BY created_at DESC, id DESC LIMIT \(Int64(limit))").map(userRecord)
+        guard !users.isEmpty else { return [] }
+        var identities: [UserID: [Identity]] = [:]
+        for row in try database.query("""
+            SELECT user_id, provider, subject, email, created_at FROM identities
+            WHERE app_id = \(appID) AND user_id IN (\(list: users.map(\.id.rawValue))) ORDER BY created_at, provider
+            """) {
+            identities[UserID(unchecked: try row.string("user_id")), default: []].append(try identityRecord(row, prefix: ""))
+        }
+        return users.map { ($0, identities[$0.id] ?? []) }
+    }
+
     func passwordHash(_ id: UserID) throws -> String? {
         try database.query("SELECT password_hash FROM users WHERE app_id = \(appID) AND id = \(id)").first?.optionalString("password_hash")
     }

@@ -94,6 +94,51 @@ struct AdminAPITests {
         #expect(revoked.count == 2 && revoked.allSatisfy { $0["data"]?["reason"] == "admin" })
     }
 
+    /// Thousands of users, paged newest first without repeats, and searched.
+    @Test(arguments: TestDatabase.kinds)
+    func usersArePagedAndSearched(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Many"])
+        let other = try server.createApp(["name": "Other"])
+        let data = server.gatehouse.store.app(AppID(unchecked: app.id))
+        func add(_ store: any AppScopedStore, email: String, first: String?, at: Int64) throws -> UserID {
+            let user = User(id: .generate(), email: email, emailVerified: false, firstName: first, lastName: nil, createdAt: at, updatedAt: at, lastSignInAt: nil)
+            try store.insertUser(user, passwordHash: nil, identity: nil, event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: at))
+            return user.id
+        }
+        // 1,200 users, ten to a millisecond (ties broken by id).
+        let start = clock.nowMillis()
+        for n in 0..<1200 { _ = try add(data, email: "user\(n)@example.com", first: "User \(n)", at: start + Int64(n / 10)) }
+        let percent = try add(data, email: "odd%name@example.com", first: "Zoë_Underscore", at: start + 500)
+        _ = try add(server.gatehouse.store.app(AppID(unchecked: other.id)), email: "user1@example.com", first: "Elsewhere", at: start)
+
+        var seen: [String] = []
+        var cursor: String?
+        repeat {
+            let page = try server.request("GET", "/v1/admin/users?limit=100" + (cursor.map { "&cursor=\($0)" } ?? ""), bearer: app.secretKey)
+            #expect(page.status == 200)
+            seen += (page.json?["data"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }
+            cursor = page.json?["next_cursor"]?.stringValue
+        } while cursor != nil && seen.count < 2000
+        #expect(seen.count == 1201 && Set(seen).count == 1201, "every user of this app once, none of the other's")
+
+        func search(_ query: String) throws -> [String] {
+            let encoded = query.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? query
+            return (try server.request("GET", "/v1/admin/users?limit=100&query=\(encoded)", bearer: app.secretKey).json?["data"]?.arrayValue ?? [])
+                .compactMap { $0["email"]?.stringValue }
+        }
+        #expect(try search("USER119@") == ["user119@example.com"], "case-insensitive substring of the email")
+        #expect(try search("user 1199") == ["user1199@example.com"], "of the first name")
+        #expect(try search("%") == ["odd%name@example.com"], "% is a character, not a wildcard")
+        #expect(try search("zoë_") == ["odd%name@example.com"], "_ too")
+        #expect(try search(percent.rawValue) == ["odd%name@example.com"], "an exact id")
+        #expect(try search("nobody-like-this").isEmpty)
+        let long = try server.request("GET", "/v1/admin/users?query=" + String(repeating: "a", count: 201), bearer: app.secretKey)
+        #expect(long.status == 400 && long.problemCode == "request/validation-failed")
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func badQueriesAreClear4xx(_ kind: TestDatabaseKind) throws {
         let server = try TestServer(kind)

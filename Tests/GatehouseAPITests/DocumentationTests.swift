@@ -163,6 +163,8 @@ struct DocumentationTests {
         try call("DELETE", "/v1/me/identities/{provider}", "/v1/me/identities/apple", appKey: appKey, bearer: access)
 
         let adaID = try #require(signUp.data?["user"]?["id"]?.stringValue)
+        try call("GET", "/v1/admin/users", "/v1/admin/users?query=ADA&limit=1", bearer: secret)
+        try call("GET", "/v1/admin/users", "/v1/admin/users?cursor=nope", bearer: secret)
         try call("GET", "/v1/admin/users/{id}", "/v1/admin/users/\(adaID)", bearer: secret)
         try call("GET", "/v1/admin/users/{id}", "/v1/admin/users/usr_unknown", bearer: secret)
         try call("POST", "/v1/auth/signout", appKey: appKey, bearer: access, json: ["scope": "sometimes"])

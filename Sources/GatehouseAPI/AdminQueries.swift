@@ -51,3 +51,41 @@ enum EventsQuery {
         ]
     }
 }
+
+/// `GET /v1/admin/users` query: `query` (at most 200 characters), `limit` (1–100, default 50) and
+/// a keyset `cursor`.
+enum UsersQuery {
+    static func parse(_ request: Request) throws(GatehouseError) -> (query: String?, after: AdminUsers.Position?, limit: Int) {
+        var errors: [FieldError] = []
+        var query: String?
+        if let text = request.http.queryValue("query") {
+            let trimmed = text.trimmingCharacters(in: .whitespaces)
+            if trimmed.count > 200 || InputRules.hasControlOrFormatCharacters(trimmed) {
+                errors.append(FieldError("query", "At most 200 characters, no control characters."))
+            } else if !trimmed.isEmpty {
+                query = trimmed
+            }
+        }
+        var limit = 50
+        if let text = request.http.queryValue("limit") {
+            if let n = Int(text), (1...100).contains(n) { limit = n } else { errors.append(FieldError("limit", "Must be a whole number from 1 to 100.")) }
+        }
+        var after: AdminUsers.Position?
+        if let text = request.http.queryValue("cursor") {
+            if let position = position(text) { after = position } else { errors.append(FieldError("cursor", "Not a cursor this endpoint gave out.")) }
+        }
+        if !errors.isEmpty { throw .validation(errors) }
+        return (query, after, limit)
+    }
+
+    static func cursor(_ position: AdminUsers.Position) -> String {
+        Base64URL.encode(Array("u:\(position.createdAt):\(position.id.rawValue)".utf8))
+    }
+
+    private static func position(_ cursor: String) -> AdminUsers.Position? {
+        guard cursor.utf8.count <= 200, let bytes = Base64URL.decode(cursor), let text = String(validating: bytes, as: UTF8.self) else { return nil }
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "u", let millis = Int64(parts[1]), let id = UserID(parsing: parts[2]) else { return nil }
+        return AdminUsers.Position(createdAt: millis, id: id)
+    }
+}
