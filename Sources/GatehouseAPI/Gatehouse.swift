@@ -26,6 +26,8 @@ public final class Gatehouse: Sendable {
     public let outboxWorker: OutboxWorker
     /// Seals secrets at rest (settings, queued mail).
     public let sealer: SecretSealer
+    /// Upkeep on every node: the audit log's retention.
+    public let periodicJobs: PeriodicJobs
     public let metrics = Metrics()
     public let log: Log
     public let clock: any Clock
@@ -111,6 +113,20 @@ public final class Gatehouse: Sendable {
             sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes)
 
 
+        let retentionMillis = Int64(configuration.eventRetentionDays) * 86_400_000
+        periodicJobs = PeriodicJobs(
+            [
+                PeriodicJob(name: "event_retention", everyMillis: 3_600_000) { [store] now in
+                    // In bites of 10,000, so that one purge never holds the database long.
+                    var purged = 0
+                    while case let bite = try store.purgeEvents(before: now - retentionMillis, limit: 10_000), bite > 0 {
+                        purged += bite
+                        if bite < 10_000 { break }
+                    }
+                    return purged
+                }
+            ], clock: clock, log: log)
+
         let auth = Authenticator(directory: directory, apps: apps, tokens: tokens)
         var routes = Routes()
         OperationsController(auth: auth, store: store, metrics: metrics, outbox: outboxWorker, clock: clock).register(&routes)
@@ -155,12 +171,19 @@ public final class Gatehouse: Sendable {
         return HTTPServer(configuration: http, responder: responder)
     }
 
-    /// Starts the work the server does besides answering requests (the outbox worker). The
-    /// executable calls it when it serves, not for one-off commands; `stopBackgroundWork()` joins it.
-    public func startBackgroundWork() { outboxWorker.start() }
+    /// Starts the work the server does besides answering requests (the outbox worker and the
+    /// periodic jobs). The executable calls it when it serves, not for one-off commands;
+    /// `stopBackgroundWork()` joins it.
+    public func startBackgroundWork() {
+        outboxWorker.start()
+        periodicJobs.start()
+    }
 
     /// Stops the background work and waits for its threads.
-    public func stopBackgroundWork() { outboxWorker.stop() }
+    public func stopBackgroundWork() {
+        outboxWorker.stop()
+        periodicJobs.stop()
+    }
 
     /// Stops the background work, ends the hash threads (after the hashes under way) and closes
     /// the database: every thread this instance started has ended when it returns. Call it after

@@ -32,6 +32,8 @@ public struct Configuration: Sendable {
     public var outboxMaxBackoffSeconds = 600
     /// Outbox deliveries a node makes at once (`GATEHOUSE_OUTBOX_CONCURRENCY`).
     public var outboxConcurrency = 8
+    /// Days an audit event is kept (`GATEHOUSE_EVENT_RETENTION_DAYS`).
+    public var eventRetentionDays = 400
     /// libmicrohttpd worker threads. Handlers block on database calls, so this is above the core count.
     public var httpThreads = max(16, 8 * ProcessInfo.processInfo.activeProcessorCount)
     public var databasePoolSize: Int?
@@ -182,6 +184,7 @@ public struct Configuration: Sendable {
         integer("GATEHOUSE_REFRESH_GRACE_SECONDS", 0...60, into: &config.refreshGraceSeconds)
         integer("GATEHOUSE_OUTBOX_MAX_BACKOFF_SECONDS", 5...86400, into: &config.outboxMaxBackoffSeconds)
         integer("GATEHOUSE_OUTBOX_CONCURRENCY", 1...64, into: &config.outboxConcurrency)
+        integer("GATEHOUSE_EVENT_RETENTION_DAYS", 1...36_500, into: &config.eventRetentionDays)
         integer("GATEHOUSE_HTTP_THREADS", 1...1024, into: &config.httpThreads)
         var pool = -1
         integer("GATEHOUSE_DB_POOL_SIZE", 1...1024, into: &pool)

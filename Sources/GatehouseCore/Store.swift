@@ -162,6 +162,9 @@ public protocol Store: Sendable {
     /// Forgets a use recorded by ``useProviderNonce(key:expiresAt:now:)``: the sign-in it was for
     /// could not finish for a reason that was not the token's (the provider was unreachable).
     func releaseProviderNonce(key: String) throws
+    /// Deletes audit events of every app recorded before `before` (ms), at most `limit` of them
+    /// (a purge in bounded bites); returns how many went.
+    func purgeEvents(before: Int64, limit: Int) throws -> Int
     /// The app of an unexpired, unused web flow, read without using it up: the callback's limiter
     /// is the app's, and a callback refused by it must leave the flow for a retry.
     func webFlowApp(id: String, now: Int64) throws -> AppID?

@@ -54,6 +54,12 @@ public final class SQLStore: Store {
         try database.query("SELECT \(database.dialect.nowMillis) AS now").first?.int64("now") ?? 0
     }
 
+    public func purgeEvents(before: Int64, limit: Int) throws -> Int {
+        try database.execute("""
+            DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < \(before) LIMIT \(Int64(limit)))
+            """)
+    }
+
     public func setServerValueIfAbsent(_ name: String, _ value: String) throws {
         try database.execute("INSERT INTO server_values (name, value) VALUES (\(name), \(value)) ON CONFLICT (name) DO NOTHING")
     }

@@ -139,6 +139,30 @@ struct AdminAPITests {
         #expect(long.status == 400 && long.problemCode == "request/validation-failed")
     }
 
+    /// The retention job deletes every app's events older than `GATEHOUSE_EVENT_RETENTION_DAYS`.
+    @Test(arguments: TestDatabase.kinds)
+    func eventsOlderThanTheRetentionArePurged(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock) { $0.eventRetentionDays = 30 }
+        defer { server.stop() }
+        let apps = [try server.createApp(["name": "One"]), try server.createApp(["name": "Two"])]
+        let now = clock.nowMillis()
+        for app in apps {
+            let log = server.gatehouse.store.app(AppID(unchecked: app.id))
+            let day: Int64 = 86_400_000
+            // 31 days old, an hour past 30 days, and 29 days old.
+            for age in [31 * day, 30 * day + 3_600_000, 29 * day] {
+                try log.record(Event(type: .userSignInFailed, userID: nil, sessionID: nil, ip: nil, userAgent: nil, createdAt: now - age))
+            }
+        }
+        #expect(server.gatehouse.periodicJobs.runDue(force: true)["event_retention"] == 4)
+        for app in apps {
+            let left = try server.request("GET", "/v1/admin/events?type=user.sign_in_failed", bearer: app.secretKey).json?["data"]?.arrayValue ?? []
+            #expect(left.count == 1, "the 29-day-old event stays")
+        }
+        #expect(server.gatehouse.periodicJobs.runDue(force: true)["event_retention"] == 0)
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func badQueriesAreClear4xx(_ kind: TestDatabaseKind) throws {
         let server = try TestServer(kind)
