@@ -12,6 +12,20 @@ enum AccountJSON {
         ]
     }
 
+    /// The user object as a tenant admin sees it: with its `ban` (null when none holds).
+    static func adminUser(_ user: User, _ identities: [Identity], now: Int64) -> JSON {
+        var fields = self.user(user, identities).objectValue ?? [:]
+        if let ban = user.ban, ban.holds(at: now) {
+            fields["ban"] = [
+                "sanction_code": .string(ban.sanctionCode), "reason": .optional(ban.reason),
+                "suspended_until": ban.suspendedUntil.map { .string(rfc3339(millis: $0)) } ?? .null,
+            ]
+        } else {
+            fields["ban"] = .null
+        }
+        return .object(fields)
+    }
+
     static func identity(_ identity: Identity) -> JSON {
         ["provider": .string(identity.provider), "email": .optional(identity.email), "created_at": .string(rfc3339(millis: identity.createdAt))]
     }

@@ -1,3 +1,4 @@
+import Foundation
 import GatehouseCore
 import GatehouseHTTP
 
@@ -7,6 +8,7 @@ struct AdminController {
     let apps: AppService
     let auditLog: AuditLog
     let users: AdminUsers
+    let clock: any Clock
 
     func register(_ routes: inout Routes) {
         routes.post("/v1/admin/apps", createApp)
@@ -18,6 +20,8 @@ struct AdminController {
         routes.get("/v1/admin/users", listUsers)
         routes.get("/v1/admin/users/{id}", user)
         routes.delete("/v1/admin/users/{id}/sessions", endSessions)
+        routes.post("/v1/admin/users/{id}/ban", ban)
+        routes.delete("/v1/admin/users/{id}/ban", unban)
     }
 
     func createApp(_ request: Request) throws -> HTTPResponse {
@@ -41,14 +45,48 @@ struct AdminController {
         let (query, after, limit) = try UsersQuery.parse(request)
         let (users, next) = try users.list(app: app, query: query, after: after, limit: limit)
         return HTTPResponse.json([
-            "data": .array(users.map { AccountJSON.user($0.0, $0.1) }), "next_cursor": next.map { .string(UsersQuery.cursor($0)) } ?? .null,
+            "data": .array(users.map { AccountJSON.adminUser($0.0, $0.1, now: clock.nowMillis()) }), "next_cursor": next.map { .string(UsersQuery.cursor($0)) } ?? .null,
         ]).noStore()
     }
 
     func user(_ request: Request) throws -> HTTPResponse {
         let app = try auth.adminApp(request)
         let (user, identities) = try users.user(app: app, id: request.parameters["id"] ?? "")
-        return HTTPResponse.data(AccountJSON.user(user, identities)).noStore()
+        return HTTPResponse.data(AccountJSON.adminUser(user, identities, now: clock.nowMillis())).noStore()
+    }
+
+    func ban(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminApp(request)
+        var body = try Body(request)
+        let code = body.required("sanction_code", maxLength: 256)
+        let reason = body.optional("reason", maxLength: 2048)
+        let until = body.nullable("suspended_until", maxLength: 64)
+        try body.finish()
+        var suspendedUntil: Int64?
+        if case .some(.some(let text)) = until {
+            guard let millis = Self.rfc3339Millis(text) else {
+                throw GatehouseError.validation("suspended_until", "Must be an RFC 3339 time, such as 2027-01-31T12:00:00Z, or null.")
+            }
+            suspendedUntil = millis
+        }
+        let (user, identities) = try users.ban(app: app, id: request.parameters["id"] ?? "", sanctionCode: code, reason: reason, suspendedUntil: suspendedUntil)
+        return HTTPResponse.data(AccountJSON.adminUser(user, identities, now: clock.nowMillis())).noStore()
+    }
+
+    func unban(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminApp(request)
+        let (user, identities) = try users.unban(app: app, id: request.parameters["id"] ?? "")
+        return HTTPResponse.data(AccountJSON.adminUser(user, identities, now: clock.nowMillis())).noStore()
+    }
+
+    /// `2027-01-31T12:00:00Z`, with or without fractions of a second, or with an offset.
+    static func rfc3339Millis(_ text: String) -> Int64? {
+        for options: ISO8601DateFormatter.Options in [[.withInternetDateTime], [.withInternetDateTime, .withFractionalSeconds]] {
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = options
+            if let date = formatter.date(from: text) { return Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+        }
+        return nil
     }
 
     func endSessions(_ request: Request) throws -> HTTPResponse {

@@ -132,7 +132,7 @@ public final class Gatehouse: Sendable {
         OperationsController(auth: auth, store: store, metrics: metrics, outbox: outboxWorker, clock: clock).register(&routes)
         AppController(auth: auth, directory: directory).register(&routes)
         AdminController(
-            auth: auth, apps: apps, auditLog: AuditLog(store: store), users: AdminUsers(store: store, accounts: accounts, clock: clock)
+            auth: auth, apps: apps, auditLog: AuditLog(store: store), users: AdminUsers(store: store, accounts: accounts, clock: clock), clock: clock
         ).register(&routes)
         let authController = AuthController(auth: auth, accounts: accounts, providers: providerSignIn, emailFlows: emailFlows)
         authController.register(&routes)

@@ -32,6 +32,7 @@ enum Problem {
             body["errors"] = .array(error.fieldErrors.map { ["field": .string($0.field), "message": .string($0.message)] })
         }
         if let retryAfter = error.retryAfter { body["retry_after"] = .int(Int64(retryAfter)) }
+        for (name, value) in error.extensions where body[name] == nil { body[name] = value }
         var response = HTTPResponse.json(.object(body), status: error.status, contentType: "application/problem+json")
         if let retryAfter = error.retryAfter { response.headers.set("Retry-After", String(retryAfter)) }
         // RFC 6750's challenge on the 401s about the bearer token (RFC 9110 wants one on a 401).

@@ -132,6 +132,8 @@ public final class AccountService: Sendable {
     /// Creates a session and its first token pair; records `user.signed_in`.
     public func startSession(app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, origin: RequestOrigin) throws -> SessionGrant {
         let now = clock.nowMillis()
+        // Every sign-in ends here, whatever its method: a banned user gets no session.
+        if let ban = user.ban, ban.holds(at: now) { throw Self.disabled(ban) }
         let session = Session(
             id: .generate(), userID: user.id, method: method, authTime: now, createdAt: now, lastUsedAt: now,
             expiresAt: now + app.settings.refreshTokenTTLSeconds * 1000, ip: origin.ip, userAgent: origin.userAgent)
@@ -380,6 +382,15 @@ public final class AccountService: Sendable {
     }
 
     // MARK: -
+
+    /// 403 `auth/user-disabled`, with the ban's `sanction_code` and `suspended_until` (null: permanent).
+    static func disabled(_ ban: Ban) -> GatehouseError {
+        var error = GatehouseError(.userDisabled, "This account is disabled.")
+        error.extensions = [
+            "sanction_code": .string(ban.sanctionCode), "suspended_until": ban.suspendedUntil.map { .string(rfc3339(millis: $0)) } ?? .null,
+        ]
+        return error
+    }
 
     static let signInGuessBucket = "signin_email"
     static let reauthGuessBucket = "reauth_user"

@@ -27,11 +27,14 @@ public struct User: Sendable, Equatable {
     public var createdAt: Int64
     public var updatedAt: Int64
     public var lastSignInAt: Int64?
+    /// Set by a tenant admin (``Ban``); nil when the user may sign in.
+    public var ban: Ban?
 
     public init(
         id: UserID, email: String?, emailVerified: Bool, firstName: String?, lastName: String?, photoURL: String? = nil, createdAt: Int64,
-        updatedAt: Int64, lastSignInAt: Int64?
+        updatedAt: Int64, lastSignInAt: Int64?, ban: Ban? = nil
     ) {
+        self.ban = ban
         self.id = id
         self.email = email
         self.emailVerified = emailVerified
@@ -48,6 +51,22 @@ public struct User: Sendable, Equatable {
         let parts = [firstName, lastName].compactMap { $0 }
         return parts.isEmpty ? nil : parts.joined(separator: " ")
     }
+}
+
+/// A tenant admin's ban: permanent, or a suspension until `suspendedUntil` (ms), after which it
+/// no longer holds (it ends by itself, nothing has to lift it).
+public struct Ban: Sendable, Equatable {
+    public var sanctionCode: String
+    public var reason: String?
+    public var suspendedUntil: Int64?
+
+    public init(sanctionCode: String, reason: String?, suspendedUntil: Int64?) {
+        self.sanctionCode = sanctionCode
+        self.reason = reason
+        self.suspendedUntil = suspendedUntil
+    }
+
+    public func holds(at now: Int64) -> Bool { suspendedUntil.map { $0 > now } ?? true }
 }
 
 /// A way to sign in: `password` (subject = the email), `apple`, `google`.

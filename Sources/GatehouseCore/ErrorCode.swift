@@ -62,6 +62,7 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
     public static let invalidCode = ErrorCode("auth/invalid-code", 400, "Invalid code")
     public static let codeExpired = ErrorCode("auth/code-expired", 400, "Code expired")
     public static let tooManyAttempts = ErrorCode("auth/too-many-attempts", 429, "Too many attempts")
+    public static let userDisabled = ErrorCode("auth/user-disabled", 403, "User disabled")
 
     // MARK: server/
     public static let internalError = ErrorCode("server/internal", 500, "Internal server error")
@@ -75,7 +76,7 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
         invalidRefreshToken, refreshTokenReused, invalidCredential, emailAlreadyInUse, weakPassword, signupDisabled,
         requiresRecentLogin, tooManyRequests, signInMethodDisabled, credentialAlreadyInUse, accountExistsWithDifferentCredential,
         providerNotConfigured, lastSignInMethod, providerUnavailable, invalidRedirectURI, invalidFlow, invalidLoginCode,
-        invalidCode, codeExpired, tooManyAttempts,
+        invalidCode, codeExpired, tooManyAttempts, userDisabled,
         internalError, unavailable, busy,
     ]
 }
@@ -100,6 +101,9 @@ public struct GatehouseError: Error, Sendable {
     public var fieldErrors: [FieldError]
     /// Seconds, for 429/503 answers (`Retry-After`).
     public var retryAfter: Int?
+    /// Problem extensions beyond `errors` and `retry_after` (a ban's `sanction_code` and
+    /// `suspended_until`).
+    public var extensions: [String: JSON] = [:]
 
     /// The HTTP status: the code's, unless the contract gives this use of the code another
     /// (`auth/invalid-credential` is 400 for passwords and 401 for provider tokens).

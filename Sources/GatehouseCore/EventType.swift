@@ -21,14 +21,15 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let appSigningKeyRotated = EventType(rawValue: "app.signing_key_rotated")
     public static let outboxDeadLettered = EventType(rawValue: "outbox.dead_lettered")
 
+    public static let userBanned = EventType(rawValue: "user.banned")
+    public static let userUnbanned = EventType(rawValue: "user.unbanned")
+
     // Named by the webhook catalogue; recorded by the account-lifecycle work (issue 12) and the
     // webhook sender, not by this version.
     public static let userCreated = EventType(rawValue: "user.created")
     public static let userUpdated = EventType(rawValue: "user.updated")
     public static let userDeleted = EventType(rawValue: "user.deleted")
     public static let userRestored = EventType(rawValue: "user.restored")
-    public static let userBanned = EventType(rawValue: "user.banned")
-    public static let userUnbanned = EventType(rawValue: "user.unbanned")
 
     /// The types an app's webhook may subscribe to (API.md, "Webhooks").
     public static let webhookCatalogue: [EventType] = [

@@ -371,6 +371,7 @@ public final class ProviderSignInService: Sendable {
             let (user, isNew) = try account(
                 app: app, data, provider: .apple, identity: identity, existing: existing, firstName: names.first, lastName: names.last, origin: origin)
             try keepAppleToken(app: app, data, user: user.id, identity: identity, refreshToken: exchanged.refreshToken)
+            if let ban = user.ban, ban.holds(at: clock.nowMillis()) { return redirect([("error", "user_disabled")]) }
             let loginCode = SecureRandom.token()
             let now = clock.nowMillis()
             try data.insertLoginCode(

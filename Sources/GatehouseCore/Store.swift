@@ -239,6 +239,8 @@ public protocol AppScopedStore: Sendable {
     /// `old`; nil when it changed meanwhile. Throws `auth/email-already-in-use` when another
     /// account signs in with a password at the new address.
     func changeEmail(_ id: UserID, from old: String?, to new: String, now: Int64) throws -> User?
+    /// Sets or lifts (nil) the user's ban; the user, or nil when there is none.
+    func setBan(_ id: UserID, _ ban: Ban?, now: Int64) throws -> User?
     /// Drops every way to sign in to the account (password, identities, kept provider tokens);
     /// returns the providers of the identities removed.
     func forgetSignInMethods(_ id: UserID, now: Int64) throws -> [String]

@@ -77,6 +77,15 @@ extension SQLAppScopedStore {
         }
     }
 
+    func setBan(_ id: UserID, _ ban: Ban?, now: Int64) throws -> User? {
+        defer { changed(id) }
+        return try database.query("""
+            UPDATE users SET ban_sanction_code = \(ban?.sanctionCode), ban_reason = \(ban?.reason), ban_suspended_until = \(ban?.suspendedUntil),
+                             updated_at = \(now), changed_at = \(database.dialect.nowMillis)
+            WHERE app_id = \(appID) AND id = \(id) RETURNING *
+            """).first.map(userRecord)
+    }
+
     func forgetSignInMethods(_ id: UserID, now: Int64) throws -> [String] {
         defer { changed(id) }
         return try database.transaction { db in
@@ -359,7 +368,10 @@ func userRecord(_ row: SQLRow) throws -> User {
     User(
         id: UserID(unchecked: try row.string("id")), email: try row.optionalString("email"), emailVerified: try row.bool("email_verified"),
         firstName: try row.optionalString("first_name"), lastName: try row.optionalString("last_name"), photoURL: try row.optionalString("photo_url"),
-        createdAt: try row.int64("created_at"), updatedAt: try row.int64("updated_at"), lastSignInAt: try row.optionalInt64("last_sign_in_at"))
+        createdAt: try row.int64("created_at"), updatedAt: try row.int64("updated_at"), lastSignInAt: try row.optionalInt64("last_sign_in_at"),
+        ban: try row.optionalString("ban_sanction_code").map { code in
+            Ban(sanctionCode: code, reason: try row.optionalString("ban_reason"), suspendedUntil: try row.optionalInt64("ban_suspended_until"))
+        })
 }
 
 private func sessionRecord(_ row: SQLRow) throws -> Session {

@@ -163,6 +163,60 @@ struct AdminAPITests {
         #expect(server.gatehouse.periodicJobs.runDue(force: true)["event_retention"] == 0)
     }
 
+    /// A ban ends the user's sessions and refuses every sign-in with 403 `auth/user-disabled`
+    /// until it is lifted, or, for a suspension, until it ends by itself.
+    @Test(arguments: TestDatabase.kinds)
+    func aBanEndsSessionsAndRefusesSignInUntilItEnds(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Banning", "rate_limits": ["auth_per_minute_per_ip": 1000]])
+        let other = try server.createApp(["name": "Other"])
+        let session = try server.signUp(app, email: "ada@example.com")
+        let id = try #require(session["user"]?["id"]?.stringValue)
+        func signIn() throws -> TestResponse {
+            try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"])
+        }
+        let until = rfc3339(millis: clock.nowMillis() + 3_600_000)
+        let banned = try server.request(
+            "POST", "/v1/admin/users/\(id)/ban", bearer: app.secretKey, json: ["sanction_code": "spam", "reason": "Posted spam", "suspended_until": .string(until)])
+        #expect(banned.status == 200 && banned.data?["ban"]?["sanction_code"] == "spam" && banned.data?["ban"]?["suspended_until"] == .string(until))
+        #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: session["access_token"]?.stringValue).status == 401)
+        #expect(try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": session["refresh_token"] ?? .null]).status == 401)
+        let refused = try signIn()
+        #expect(refused.status == 403 && refused.problemCode == "auth/user-disabled")
+        #expect(refused.json?["sanction_code"] == "spam" && refused.json?["suspended_until"] == .string(until))
+        #expect(try server.request("GET", "/v1/admin/users/\(id)", bearer: app.secretKey).data?["ban"]?["reason"] == "Posted spam")
+
+        // The suspension ends by itself.
+        clock.advance(seconds: 3601)
+        #expect(try signIn().status == 200)
+        #expect(try server.request("GET", "/v1/admin/users/\(id)", bearer: app.secretKey).data?["ban"] == .null)
+
+        // A permanent ban holds until it is lifted.
+        #expect(try server.request("POST", "/v1/admin/users/\(id)/ban", bearer: app.secretKey, json: ["sanction_code": "fraud", "suspended_until": nil]).status == 200)
+        let permanent = try signIn()
+        #expect(permanent.status == 403 && permanent.json?["suspended_until"] == .null)
+        let lifted = try server.request("DELETE", "/v1/admin/users/\(id)/ban", bearer: app.secretKey)
+        #expect(lifted.status == 200 && lifted.data?["ban"] == .null)
+        #expect(try signIn().status == 200)
+        let types = (try server.request("GET", "/v1/admin/events?user_id=\(id)", bearer: app.secretKey).json?["data"]?.arrayValue ?? []).compactMap { $0["type"]?.stringValue }
+        #expect(types.filter { $0 == "user.banned" }.count == 2 && types.contains("user.unbanned"))
+
+        // Bad bans: clear 4xx, nothing written.
+        for body: JSON in [
+            ["sanction_code": "spam", "suspended_until": .string(rfc3339(millis: clock.nowMillis() - 1000))],
+            ["sanction_code": "spam", "suspended_until": "next tuesday"],
+            ["reason": "no code"],
+            ["sanction_code": ""],
+        ] {
+            #expect(try server.request("POST", "/v1/admin/users/\(id)/ban", bearer: app.secretKey, json: body).status == 400, "\(body)")
+        }
+        #expect(try server.request("POST", "/v1/admin/users/\(id)/ban", bearer: other.secretKey, json: ["sanction_code": "spam"]).status == 404)
+        #expect(try server.request("POST", "/v1/admin/users/usr_unknown/ban", bearer: app.secretKey, json: ["sanction_code": "spam"]).status == 404)
+        #expect(try signIn().status == 200, "no bad ban took")
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func badQueriesAreClear4xx(_ kind: TestDatabaseKind) throws {
         let server = try TestServer(kind)

@@ -167,10 +167,16 @@ struct DocumentationTests {
         try call("GET", "/v1/admin/users", "/v1/admin/users?cursor=nope", bearer: secret)
         try call("GET", "/v1/admin/users/{id}", "/v1/admin/users/\(adaID)", bearer: secret)
         try call("GET", "/v1/admin/users/{id}", "/v1/admin/users/usr_unknown", bearer: secret)
+        try call("POST", "/v1/admin/users/{id}/ban", "/v1/admin/users/usr_unknown/ban", bearer: secret, json: ["sanction_code": "spam"])
+        try call("POST", "/v1/admin/users/{id}/ban", "/v1/admin/users/\(adaID)/ban", bearer: secret, json: ["sanction_code": "spam", "suspended_until": "yesterday"])
+        try call("DELETE", "/v1/admin/users/{id}/ban", "/v1/admin/users/\(adaID)/ban", bearer: secret)
         try call("POST", "/v1/auth/signout", appKey: appKey, bearer: access, json: ["scope": "sometimes"])
         try call("POST", "/v1/auth/signout", appKey: appKey, bearer: access, json: ["scope": "all"])
         try call("POST", "/v1/auth/signout", appKey: appKey, bearer: access)
         // Last: it ends every session of Ada's.
+        try call("POST", "/v1/admin/users/{id}/ban", "/v1/admin/users/\(adaID)/ban", bearer: secret, json: ["sanction_code": "spam", "reason": "Spam"])
+        try call("POST", "/v1/auth/signin", appKey: appKey, json: ["email": "ada@example.com", "password": "a new password"])
+        try call("GET", "/v1/admin/users/{id}", "/v1/admin/users/\(adaID)", bearer: secret)
         try call("DELETE", "/v1/admin/users/{id}/sessions", "/v1/admin/users/usr_unknown/sessions", bearer: secret)
         try call("DELETE", "/v1/admin/users/{id}/sessions", "/v1/admin/users/\(adaID)/sessions", bearer: secret)
 

@@ -408,6 +408,31 @@ struct AppleWebFlowTests {
         #expect(try world.server.request("POST", "/v1/auth/exchange", appKey: world.app.appKey, json: ["login_code": .string(loginCode2), "code_verifier": .string(Self.verifier)]).problemCode == "auth/invalid-login-code")
     }
 
+    /// A banned user's Apple sign-in, native or through the web flow, is refused: 403 with the
+    /// ban's extensions, and a redirect with `error=user_disabled`.
+    @Test(arguments: TestDatabase.kinds)
+    func aBannedUserIsRefusedOnTheProviderPaths(_ kind: TestDatabaseKind) throws {
+        let world = try ProviderWorld(kind)
+        defer { world.stop() }
+        let token = world.apple.mintIdentityToken(sub: "web.user.1", aud: ProviderWorld.bundleID, email: "web@example.com", nonce: ProviderWorld.hash("n-1"))
+        let first = try world.appleSignIn(["identity_token": .string(token), "nonce": "n-1"])
+        let id = try #require(first.data?["user"]?["id"]?.stringValue)
+        #expect(try world.server.request("POST", "/v1/admin/users/\(id)/ban", bearer: world.app.secretKey, json: ["sanction_code": "abuse"]).status == 200)
+
+        let again = world.apple.mintIdentityToken(sub: "web.user.1", aud: ProviderWorld.bundleID, email: "web@example.com", nonce: ProviderWorld.hash("n-2"))
+        let native = try world.appleSignIn(["identity_token": .string(again), "nonce": "n-2"])
+        #expect(native.status == 403 && native.problemCode == "auth/user-disabled" && native.json?["sanction_code"] == "abuse")
+
+        let (_, startedOrNil) = try start(world)
+        let started = try #require(startedOrNil)
+        let callbackURL = "\(TestServer.publicURL)/v1/auth/oauth/apple/callback"
+        let code = world.apple.issueCode(for: FakeAppleUser(sub: "web.user.1", email: "web@example.com", nonce: started.nonce), clientID: ProviderWorld.servicesID, redirectURI: callbackURL)
+        let back = try callback(world, [("state", started.state), ("code", code)], cookie: started.cookie)
+        let target = try #require(back.header("Location").flatMap { URLComponents(string: $0) })
+        #expect(back.status == 303 && target.queryItems?.first { $0.name == "error" }?.value == "user_disabled")
+        #expect(target.queryItems?.contains { $0.name == "login_code" } == false)
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func aNewAccountFromTheCallbackExchangesWith201(_ kind: TestDatabaseKind) throws {
         // An app that opted out of PKCE (its redirect URI is https) may start a flow without a challenge.

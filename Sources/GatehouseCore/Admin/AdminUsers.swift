@@ -52,5 +52,60 @@ public struct AdminUsers: Sendable {
         accounts.tokens.revocations.add(ended)
     }
 
+    /// `POST /v1/admin/users/{id}/ban`: the ban is set, every session ends at once on every node
+    /// (`session.revoked`, reason `banned`), and `user.banned` is recorded, in one transaction.
+    /// `suspendedUntil` must lie in the future.
+    public func ban(app: AppContext, id rawID: String, sanctionCode rawCode: String, reason rawReason: String?, suspendedUntil: Int64?) throws -> (User, [Identity]) {
+        guard let id = UserID(parsing: rawID) else { throw Self.notFound }
+        let now = clock.nowMillis()
+        var checks = FieldChecks()
+        var code = ""
+        var reason: String?
+        try checks.run { () throws(GatehouseError) in
+            let trimmed = rawCode.trimmingCharacters(in: .whitespaces)
+            guard !trimmed.isEmpty, trimmed.count <= 64, !InputRules.hasControlOrFormatCharacters(trimmed) else {
+                throw .validation("sanction_code", "1 to 64 characters, no control characters.")
+            }
+            code = trimmed
+        }
+        try checks.run { () throws(GatehouseError) in
+            guard let rawReason else { return }
+            guard rawReason.count <= 500, !InputRules.hasControlOrFormatCharacters(rawReason) else {
+                throw .validation("reason", "At most 500 characters, no control characters.")
+            }
+            reason = rawReason
+        }
+        try checks.run { () throws(GatehouseError) in
+            if let until = suspendedUntil, until <= now { throw .validation("suspended_until", "Must be in the future (or null: permanent).") }
+        }
+        try checks.finish()
+        let ban = Ban(sanctionCode: code, reason: reason, suspendedUntil: suspendedUntil)
+        let (user, ended) = try store.app(app.id).transaction { tx -> (User, [SessionID]) in
+            guard let user = try tx.setBan(id, ban, now: now) else { throw Self.notFound }
+            let ended = try tx.endSessions(of: id, keeping: nil, reason: .revoked, now: now)
+            for session in ended {
+                try tx.record(Event(type: .sessionRevoked, userID: id, sessionID: session, ip: nil, userAgent: nil, data: ["reason": "banned"], createdAt: now))
+            }
+            try tx.record(Event(
+                type: .userBanned, userID: id, sessionID: nil, ip: nil, userAgent: nil,
+                data: ["sanction_code": .string(code), "suspended_until": suspendedUntil.map { .string(rfc3339(millis: $0)) } ?? .null], createdAt: now))
+            return (user, ended)
+        }
+        accounts.tokens.revocations.add(ended)
+        return (user, try store.app(app.id).identities(id))
+    }
+
+    /// `DELETE /v1/admin/users/{id}/ban`: the ban is lifted (`user.unbanned`).
+    public func unban(app: AppContext, id rawID: String) throws -> (User, [Identity]) {
+        guard let id = UserID(parsing: rawID) else { throw Self.notFound }
+        let now = clock.nowMillis()
+        let user = try store.app(app.id).transaction { tx -> User in
+            guard let user = try tx.setBan(id, nil, now: now) else { throw Self.notFound }
+            try tx.record(Event(type: .userUnbanned, userID: id, sessionID: nil, ip: nil, userAgent: nil, createdAt: now))
+            return user
+        }
+        return (user, try store.app(app.id).identities(id))
+    }
+
     private static let notFound = GatehouseError(.notFound, "No such user in this app.")
 }
