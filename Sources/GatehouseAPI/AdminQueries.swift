@@ -14,26 +14,15 @@ enum EventsQuery {
         if let text = request.http.queryValue("type") {
             if isEventType(text) { query.type = EventType(rawValue: text) } else { errors.append(FieldError("type", "Not an event type, such as user.signed_in.")) }
         }
-        if let text = request.http.queryValue("limit") {
-            if let n = Int(text), (1...100).contains(n) { query.limit = n } else { errors.append(FieldError("limit", "Must be a whole number from 1 to 100.")) }
-        }
-        if let text = request.http.queryValue("cursor") {
-            if let position = position(text) { query.after = position } else { errors.append(FieldError("cursor", "Not a cursor this endpoint gave out.")) }
+        query.limit = Page.limit(request, errors: &errors)
+        query.after = KeysetCursor.read(request, tag: "k", errors: &errors, id: EventID.init(parsing:)).map {
+            EventPosition(createdAt: $0.millis, id: $0.id)
         }
         if !errors.isEmpty { throw .validation(errors) }
         return query
     }
 
-    static func cursor(_ position: EventPosition) -> String {
-        Base64URL.encode(Array("k:\(position.createdAt):\(position.id.rawValue)".utf8))
-    }
-
-    private static func position(_ cursor: String) -> EventPosition? {
-        guard cursor.utf8.count <= 200, let bytes = Base64URL.decode(cursor), let text = String(validating: bytes, as: UTF8.self) else { return nil }
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == "k", let millis = Int64(parts[1]), let id = EventID(parsing: parts[2]) else { return nil }
-        return EventPosition(createdAt: millis, id: id)
-    }
+    static func cursor(_ position: EventPosition) -> String { KeysetCursor.make(tag: "k", millis: position.createdAt, id: position.id.rawValue) }
 
     /// `word.word` of lowercase letters and underscores, as every type is.
     private static func isEventType(_ text: String) -> Bool {
@@ -66,26 +55,36 @@ enum UsersQuery {
                 query = trimmed
             }
         }
-        var limit = 50
-        if let text = request.http.queryValue("limit") {
-            if let n = Int(text), (1...100).contains(n) { limit = n } else { errors.append(FieldError("limit", "Must be a whole number from 1 to 100.")) }
-        }
-        var after: AdminUsers.Position?
-        if let text = request.http.queryValue("cursor") {
-            if let position = position(text) { after = position } else { errors.append(FieldError("cursor", "Not a cursor this endpoint gave out.")) }
+        let limit = Page.limit(request, errors: &errors)
+        let after = KeysetCursor.read(request, tag: "u", errors: &errors, id: UserID.init(parsing:)).map {
+            AdminUsers.Position(createdAt: $0.millis, id: $0.id)
         }
         if !errors.isEmpty { throw .validation(errors) }
         return (query, after, limit)
     }
 
-    static func cursor(_ position: AdminUsers.Position) -> String {
-        Base64URL.encode(Array("u:\(position.createdAt):\(position.id.rawValue)".utf8))
-    }
+    static func cursor(_ position: AdminUsers.Position) -> String { KeysetCursor.make(tag: "u", millis: position.createdAt, id: position.id.rawValue) }
+}
 
-    private static func position(_ cursor: String) -> AdminUsers.Position? {
-        guard cursor.utf8.count <= 200, let bytes = Base64URL.decode(cursor), let text = String(validating: bytes, as: UTF8.self) else { return nil }
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == "u", let millis = Int64(parts[1]), let id = UserID(parsing: parts[2]) else { return nil }
-        return AdminUsers.Position(createdAt: millis, id: id)
+/// A keyset cursor: a place in a list ordered by time and id (`<tag>:<ms>:<id>`, base64url), so
+/// pages neither repeat nor skip while items are added. The tag keeps one list's cursor from
+/// being taken by another.
+enum KeysetCursor {
+    static func make(tag: String, millis: Int64, id: String) -> String { Base64URL.encode(Array("\(tag):\(millis):\(id)".utf8)) }
+
+    /// The `cursor` parameter's place, nil when absent; a cursor that is not one of `tag`'s, or
+    /// whose id `id` does not parse, is a field error.
+    static func read<ID>(
+        _ request: Request, tag: String, errors: inout [FieldError], id parse: (Substring) -> ID?
+    ) -> (millis: Int64, id: ID)? {
+        guard let cursor = request.http.queryValue("cursor") else { return nil }
+        guard cursor.utf8.count <= 200, let bytes = Base64URL.decode(cursor), let text = String(validating: bytes, as: UTF8.self),
+            case let parts = text.split(separator: ":", omittingEmptySubsequences: false), parts.count == 3, parts[0] == tag,
+            let millis = Int64(parts[1]), let id = parse(parts[2])
+        else {
+            errors.append(FieldError("cursor", "Not a cursor this endpoint gave out."))
+            return nil
+        }
+        return (millis, id)
     }
 }

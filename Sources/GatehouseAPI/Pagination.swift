@@ -8,10 +8,7 @@ struct Page {
 
     init(_ request: Request) throws(GatehouseError) {
         var errors: [FieldError] = []
-        var limit = 50
-        if let text = request.http.queryValue("limit") {
-            if let n = Int(text), (1...100).contains(n) { limit = n } else { errors.append(FieldError("limit", "Must be a whole number from 1 to 100.")) }
-        }
+        let limit = Self.limit(request, errors: &errors)
         var offset = 0
         if let cursor = request.http.queryValue("cursor") {
             if let bytes = Base64URL.decode(cursor), let text = String(validating: bytes, as: UTF8.self), text.hasPrefix("o:"),
@@ -25,6 +22,14 @@ struct Page {
         if !errors.isEmpty { throw .validation(errors) }
         self.limit = limit
         self.offset = offset
+    }
+
+    /// `?limit=`: 1–100, 50 when absent; anything else is a field error.
+    static func limit(_ request: Request, errors: inout [FieldError]) -> Int {
+        guard let text = request.http.queryValue("limit") else { return 50 }
+        if let n = Int(text), (1...100).contains(n) { return n }
+        errors.append(FieldError("limit", "Must be a whole number from 1 to 100."))
+        return 50
     }
 
     /// The page of `items` and the list response `{"data": […], "next_cursor": …}`.

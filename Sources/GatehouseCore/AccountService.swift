@@ -156,16 +156,15 @@ public final class AccountService: Sendable {
         let data = store.app(app.id)
         let successor = tokens.successor(of: refreshToken)
         let now = clock.nowMillis()
-        // The rotation is one transaction already; a reuse's events join it.
-        let outcome = try data.transaction { tx in
-            let outcome = try tx.rotateRefreshToken(
-                presentedHash: tokens.hash(refreshToken: refreshToken), successorHash: tokens.hash(refreshToken: successor), graceMillis: refreshGraceMillis,
-                usedSince: Self.usedSince(app, now: now), origin: origin, now: now)
-            if case .reused(let session, true) = outcome {
-                try tx.record(Event(type: .sessionRefreshReused, userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, createdAt: now))
-                try tx.record(Event(type: .sessionRevoked, userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "refresh_reused"], createdAt: now))
-            }
-            return outcome
+        // A reuse's events commit with the session's end, in the rotation's own transaction.
+        let outcome = try data.rotateRefreshToken(
+            presentedHash: tokens.hash(refreshToken: refreshToken), successorHash: tokens.hash(refreshToken: successor), graceMillis: refreshGraceMillis,
+            usedSince: Self.usedSince(app, now: now), origin: origin, now: now
+        ) { session in
+            [
+                Event(type: .sessionRefreshReused, userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, createdAt: now),
+                Event(type: .sessionRevoked, userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "refresh_reused"], createdAt: now),
+            ]
         }
         switch outcome {
         case .invalid:

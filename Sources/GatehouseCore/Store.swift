@@ -292,7 +292,12 @@ public protocol AppScopedStore: Sendable {
     func endSessions(of user: UserID, keeping: SessionID?, reason: SessionEndReason, now: Int64) throws -> [SessionID]
     /// Refresh-token rotation in one transaction (see `RefreshOutcome`). A session last used
     /// before `usedSince` (idle) is not live: its token rotates to nothing (`.invalid`).
-    func rotateRefreshToken(presentedHash: String, successorHash: String, graceMillis: Int64, usedSince: Int64, origin: RequestOrigin, now: Int64) throws -> RefreshOutcome
+    /// A reuse that ends the session now records `reuseEvents(session)` in the same transaction;
+    /// the common case stays one statement on PostgreSQL (no unit of work around it).
+    func rotateRefreshToken(
+        presentedHash: String, successorHash: String, graceMillis: Int64, usedSince: Int64, origin: RequestOrigin, now: Int64,
+        reuseEvents: (Session) -> [Event]
+    ) throws -> RefreshOutcome
     func setAuthTime(_ id: SessionID, now: Int64) throws
 
     // MARK: Events and limits

@@ -233,7 +233,10 @@ extension SQLAppScopedStore {
             """).map { SessionID(unchecked: try $0.string("id")) }
     }
 
-    func rotateRefreshToken(presentedHash: String, successorHash: String, graceMillis: Int64, usedSince: Int64, origin: RequestOrigin, now: Int64) throws -> RefreshOutcome {
+    func rotateRefreshToken(
+        presentedHash: String, successorHash: String, graceMillis: Int64, usedSince: Int64, origin: RequestOrigin, now: Int64,
+        reuseEvents: (Session) -> [Event]
+    ) throws -> RefreshOutcome {
         if database.dialect == .postgres {
             // The common case in one statement, so one round trip (a statement is atomic on its own):
             // claim the current token, touch its live session, add the successor. A concurrent
@@ -257,7 +260,9 @@ extension SQLAppScopedStore {
                 // Claimed; no live session (signed out, reused, expired, idle) means no new pair.
                 return try row.optionalString("id") == nil ? .invalid : .rotated(try sessionRecord(row))
             }
-            return try database.transaction { db in try rotatedBefore(db, presentedHash: presentedHash, successorHash: successorHash, graceMillis: graceMillis, usedSince: usedSince, now: now) }
+            return try database.transaction { db in
+                try rotatedBefore(db, presentedHash: presentedHash, successorHash: successorHash, graceMillis: graceMillis, usedSince: usedSince, now: now, reuseEvents: reuseEvents)
+            }
         }
         return try database.transaction { db in
             // The common case in three statements: claim the current token (a concurrent refresh of
@@ -281,7 +286,7 @@ extension SQLAppScopedStore {
                     """)
                 return .rotated(try sessionRecord(row))
             }
-            return try rotatedBefore(db, presentedHash: presentedHash, successorHash: successorHash, graceMillis: graceMillis, usedSince: usedSince, now: now)
+            return try rotatedBefore(db, presentedHash: presentedHash, successorHash: successorHash, graceMillis: graceMillis, usedSince: usedSince, now: now, reuseEvents: reuseEvents)
         }
     }
 
@@ -289,7 +294,8 @@ extension SQLAppScopedStore {
     /// that is no longer live (ended, expired, idle), a retry within the grace window whose
     /// successor is still current (the same pair again), or reuse, which ends the session.
     private func rotatedBefore(
-        _ db: any SQLConnection, presentedHash: String, successorHash: String, graceMillis: Int64, usedSince: Int64, now: Int64
+        _ db: any SQLConnection, presentedHash: String, successorHash: String, graceMillis: Int64, usedSince: Int64, now: Int64,
+        reuseEvents: (Session) -> [Event]
     ) throws -> RefreshOutcome {
         guard let row = try db.query("""
             SELECT refresh_tokens.rotated_at AS token_rotated_at, sessions.*
@@ -310,6 +316,7 @@ extension SQLAppScopedStore {
             WHERE app_id = \(appID) AND id = \(session.id) AND ended_at IS NULL
             """) == 1
         session.endedAt = now
+        if endedNow { for event in reuseEvents(session) { try insertEvent(db, event) } }
         return .reused(session, endedNow: endedNow)
     }
 
