@@ -12,7 +12,8 @@ enum AccountJSON {
         ]
     }
 
-    /// The user object as a tenant admin sees it: with its `ban` (null when none holds).
+    /// The user object as a tenant admin sees it: with its `ban` (null when none holds) and its
+    /// `pending_deletion` (null unless it waits out the app's grace period).
     static func adminUser(_ user: User, _ identities: [Identity], now: Int64) -> JSON {
         var fields = self.user(user, identities).objectValue ?? [:]
         if let ban = user.ban, ban.holds(at: now) {
@@ -23,6 +24,9 @@ enum AccountJSON {
         } else {
             fields["ban"] = .null
         }
+        fields["pending_deletion"] = user.pendingDeletion.map {
+            ["requested_at": .string(rfc3339(millis: $0.requestedAt)), "purge_at": .string(rfc3339(millis: $0.purgeAt))]
+        } ?? .null
         return .object(fields)
     }
 

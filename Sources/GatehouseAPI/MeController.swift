@@ -5,10 +5,12 @@ import GatehouseHTTP
 struct MeController {
     let auth: Authenticator
     let accounts: AccountService
+    let deletion: AccountDeletion
 
     func register(_ routes: inout Routes) {
         routes.get("/v1/me", me)
         routes.patch("/v1/me", updateMe)
+        routes.delete("/v1/me", deleteMe)
         routes.get("/v1/me/sessions", sessions)
         routes.delete("/v1/me/sessions/{id}", endSession)
         routes.put("/v1/me/password", hashesPassword: true, changePassword)
@@ -31,6 +33,17 @@ struct MeController {
         try body.finish()
         let (user, identities) = try accounts.updateProfile(app: app, claims: claims, firstName: first, lastName: last, photoFileID: photo)
         return HTTPResponse.data(AccountJSON.user(user, identities)).noStore()
+    }
+
+    /// Deletes the account (API.md, "Deleting the account"); the body is optional.
+    func deleteMe(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        var body = try Body(request, allowEmpty: true)
+        let reason = body.optional("reason", maxLength: 2000)
+        let code = body.optional("apple_authorization_code", maxLength: 4096)
+        try body.finish()
+        try deletion.deleteOwnAccount(app: app, claims: claims, reason: reason, appleAuthorizationCode: code, origin: request.origin)
+        return .noContent
     }
 
     func sessions(_ request: Request) throws -> HTTPResponse {

@@ -8,6 +8,8 @@ public struct SessionGrant: Sendable {
     public let expiresIn: Int64
     public let refreshToken: String
     public let isNewUser: Bool
+    /// The sign-in restored an account pending deletion.
+    public var isRestored = false
 }
 
 /// Accounts with passwords, sessions and tokens: every behaviour of API.md's "Tokens", the
@@ -129,11 +131,31 @@ public final class AccountService: Sendable {
         return try startSession(app: app, data, user: user, method: .password, isNewUser: false, origin: origin)
     }
 
-    /// Creates a session and its first token pair; records `user.signed_in`.
+    /// Creates a session and its first token pair; records `user.signed_in`. Every sign-in ends
+    /// here, whatever its method: a banned user gets no session, and an account pending deletion
+    /// is restored (`user.restored`, in the session's transaction).
     public func startSession(app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, origin: RequestOrigin) throws -> SessionGrant {
         let now = clock.nowMillis()
-        // Every sign-in ends here, whatever its method: a banned user gets no session.
         if let ban = user.ban, ban.holds(at: now) { throw Self.disabled(ban) }
+        guard user.pendingDeletion != nil else { return try openSession(app: app, data, user: user, method: method, isNewUser: isNewUser, origin: origin, now: now) }
+        return try data.transaction { tx in
+            guard try tx.cancelDeletion(user.id, now: now) else {
+                // Another sign-in restored it meanwhile, or the purge took it.
+                guard let current = try tx.user(user.id) else { throw GatehouseError(.invalidCredential, "This account has been deleted.") }
+                return try openSession(app: app, tx, user: current, method: method, isNewUser: isNewUser, origin: origin, now: now)
+            }
+            try tx.record(Event(
+                type: .userRestored, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(method.rawValue)],
+                createdAt: now))
+            var restored = user
+            restored.pendingDeletion = nil
+            var grant = try openSession(app: app, tx, user: restored, method: method, isNewUser: isNewUser, origin: origin, now: now)
+            grant.isRestored = true
+            return grant
+        }
+    }
+
+    private func openSession(app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, origin: RequestOrigin, now: Int64) throws -> SessionGrant {
         let session = Session(
             id: .generate(), userID: user.id, method: method, authTime: now, createdAt: now, lastUsedAt: now,
             expiresAt: now + app.settings.refreshTokenTTLSeconds * 1000, ip: origin.ip, userAgent: origin.userAgent)

@@ -24,12 +24,17 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let userBanned = EventType(rawValue: "user.banned")
     public static let userUnbanned = EventType(rawValue: "user.unbanned")
 
-    // Named by the webhook catalogue; recorded by the account-lifecycle work (issue 12) and the
-    // webhook sender, not by this version.
+    /// An account's deletion was asked for (by its user or a tenant admin): erased at once, or
+    /// pending deletion when the app has a grace period (`data.purge_at`).
+    public static let userDeleted = EventType(rawValue: "user.deleted")
+    /// A sign-in restored an account pending deletion.
+    public static let userRestored = EventType(rawValue: "user.restored")
+    /// The purge job erased an account whose grace period had passed (audit only).
+    public static let userPurged = EventType(rawValue: "user.purged")
+
+    // Named by the webhook catalogue; recorded by the webhook work, not by this version.
     public static let userCreated = EventType(rawValue: "user.created")
     public static let userUpdated = EventType(rawValue: "user.updated")
-    public static let userDeleted = EventType(rawValue: "user.deleted")
-    public static let userRestored = EventType(rawValue: "user.restored")
 
     /// The types an app's webhook may subscribe to (API.md, "Webhooks").
     public static let webhookCatalogue: [EventType] = [

@@ -419,15 +419,11 @@ public final class ProviderSignInService: Sendable {
 
     private func keepAppleToken(app: AppContext, _ data: any AppScopedStore, user: UserID, identity: ExternalIdentity, refreshToken: String?) throws {
         guard let refreshToken else { return }
-        let sealed = sealer.seal(refreshToken, app: app.id, field: "apple_refresh_token/\(user.rawValue)/\(identity.audience)")
+        let sealed = sealer.seal(refreshToken, app: app.id, field: StoredProviderToken.appleFieldName(user: user, clientID: identity.audience))
         try data.saveProviderToken(user, provider: "apple", clientID: identity.audience, sealedToken: sealed, now: clock.nowMillis())
     }
 
-    private func appleCredentials(_ app: AppContext) -> AppleCredentials? {
-        let apple = app.settings.apple
-        guard let team = apple.teamID, let key = apple.keyID, let pem = apple.privateKey else { return nil }
-        return AppleCredentials(teamID: team, keyID: key, privateKeyPEM: pem)
-    }
+    private func appleCredentials(_ app: AppContext) -> AppleCredentials? { app.settings.apple.credentials }
 
     private func requireMethod(_ provider: Provider, _ app: AppContext) throws {
         guard app.settings.signInMethods.contains(provider.method) else {

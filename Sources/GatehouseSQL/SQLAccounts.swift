@@ -23,7 +23,7 @@ extension SQLAppScopedStore {
     }
 
     func user(_ id: UserID) throws -> User? {
-        try database.query("SELECT * FROM users WHERE app_id = \(appID) AND id = \(id)").first.map(userRecord)
+        try database.query("SELECT * FROM users WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL").first.map(userRecord)
     }
 
     func passwordUser(email: String) throws -> (User, String)? {
@@ -86,6 +86,44 @@ extension SQLAppScopedStore {
             """).first.map(userRecord)
     }
 
+    func scheduleDeletion(_ id: UserID, _ pending: PendingDeletion, now: Int64) throws -> Bool {
+        defer { changed(id) }
+        return try database.execute("""
+            UPDATE users SET deletion_requested_at = \(pending.requestedAt), deletion_due_at = \(pending.purgeAt), changed_at = \(database.dialect.nowMillis)
+            WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL AND deletion_due_at IS NULL
+            """) == 1
+    }
+
+    func cancelDeletion(_ id: UserID, now: Int64) throws -> Bool {
+        defer { changed(id) }
+        return try database.execute("""
+            UPDATE users SET deletion_requested_at = NULL, deletion_due_at = NULL, changed_at = \(database.dialect.nowMillis)
+            WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL AND deletion_due_at IS NOT NULL
+            """) == 1
+    }
+
+    func eraseUser(_ id: UserID, dueBy: Int64?, now: Int64) throws -> Bool {
+        defer { changed(id) }
+        let due: SQL = dueBy.map { "deletion_due_at <= \($0)" } ?? "1 = 1"
+        return try database.transaction { db in
+            // First, and guarded: of two nodes purging the same account, one erases it.
+            guard try db.execute("""
+                UPDATE users SET email = NULL, email_verified = \(false), first_name = NULL, last_name = NULL, photo_url = NULL, password_hash = NULL,
+                                 ban_sanction_code = NULL, ban_reason = NULL, ban_suspended_until = NULL,
+                                 deletion_requested_at = NULL, deletion_due_at = NULL, deleted_at = \(now),
+                                 updated_at = \(now), changed_at = \(database.dialect.nowMillis)
+                WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL AND \(due)
+                """) == 1
+            else { return false }
+            try db.execute("DELETE FROM identities WHERE app_id = \(appID) AND user_id = \(id)")
+            try db.execute("DELETE FROM provider_tokens WHERE app_id = \(appID) AND user_id = \(id)")
+            try db.execute("DELETE FROM login_codes WHERE app_id = \(appID) AND user_id = \(id)")
+            // Its live codes die; the address's send windows stay (they limit the address, not the account).
+            try db.execute("UPDATE email_codes SET user_id = NULL, code_hash = NULL WHERE app_id = \(appID) AND user_id = \(id)")
+            return true
+        }
+    }
+
     func forgetSignInMethods(_ id: UserID, now: Int64) throws -> [String] {
         defer { changed(id) }
         return try database.transaction { db in
@@ -101,7 +139,7 @@ extension SQLAppScopedStore {
     }
 
     func users(matching query: String?, after: (createdAt: Int64, id: UserID)?, limit: Int) throws -> [(User, [Identity])] {
-        var conditions: [SQL] = ["app_id = \(appID)"]
+        var conditions: [SQL] = ["app_id = \(appID)", "deleted_at IS NULL"]
         if let query {
             if let id = UserID(parsing: query) {
                 conditions.append("id = \(id)")
@@ -170,7 +208,7 @@ extension SQLAppScopedStore {
             SELECT users.*, identities.provider AS identity_provider, identities.subject AS identity_subject,
                    identities.email AS identity_email, identities.created_at AS identity_created_at
             FROM users LEFT JOIN identities ON identities.app_id = users.app_id AND identities.user_id = users.id
-            WHERE users.app_id = \(appID) AND users.id = \(id)
+            WHERE users.app_id = \(appID) AND users.id = \(id) AND users.deleted_at IS NULL
             ORDER BY identities.created_at, identities.provider
             """)
         guard let first = rows.first else { return nil }
@@ -378,6 +416,9 @@ func userRecord(_ row: SQLRow) throws -> User {
         createdAt: try row.int64("created_at"), updatedAt: try row.int64("updated_at"), lastSignInAt: try row.optionalInt64("last_sign_in_at"),
         ban: try row.optionalString("ban_sanction_code").map { code in
             Ban(sanctionCode: code, reason: try row.optionalString("ban_reason"), suspendedUntil: try row.optionalInt64("ban_suspended_until"))
+        },
+        pendingDeletion: try row.optionalInt64("deletion_due_at").map { due in
+            PendingDeletion(requestedAt: try row.optionalInt64("deletion_requested_at") ?? due, purgeAt: due)
         })
 }
 

@@ -66,6 +66,14 @@ extension SQLAppScopedStore {
             """)
     }
 
+    func providerTokens(_ user: UserID) throws -> [StoredProviderToken] {
+        try database.query("""
+            SELECT provider, client_id, refresh_token FROM provider_tokens WHERE app_id = \(appID) AND user_id = \(user) ORDER BY provider, client_id
+            """).map {
+            StoredProviderToken(provider: try $0.string("provider"), clientID: try $0.string("client_id"), sealedToken: try $0.string("refresh_token"))
+        }
+    }
+
     func insertWebFlow(_ flow: WebFlow) throws {
         // Expired flows are dead weight: each insert drops a bounded batch of this app's, so
         // the table holds about the flows of the last 10 minutes whatever the traffic. One

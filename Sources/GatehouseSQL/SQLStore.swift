@@ -60,6 +60,19 @@ public final class SQLStore: Store {
             """)
     }
 
+    public func accountsDueForPurge(now: Int64, limit: Int) throws -> [(AppID, UserID)] {
+        try database.query("""
+            SELECT app_id, id FROM users WHERE deletion_due_at <= \(now) AND deleted_at IS NULL ORDER BY deletion_due_at LIMIT \(Int64(limit))
+            """).map { (AppID(unchecked: try $0.string("app_id")), UserID(unchecked: try $0.string("id"))) }
+    }
+
+    public func purgeErasedAccounts(before: Int64, limit: Int) throws -> Int {
+        // Its sessions, their refresh tokens and its login codes go with the row (ON DELETE CASCADE).
+        try database.execute("""
+            DELETE FROM users WHERE id IN (SELECT id FROM users WHERE deleted_at < \(before) LIMIT \(Int64(limit)))
+            """)
+    }
+
     public func setServerValueIfAbsent(_ name: String, _ value: String) throws {
         try database.execute("INSERT INTO server_values (name, value) VALUES (\(name), \(value)) ON CONFLICT (name) DO NOTHING")
     }
