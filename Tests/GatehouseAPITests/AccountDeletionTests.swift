@@ -310,3 +310,71 @@ struct AccountDeletionTests {
         #expect(try events(world, type: "user.purged").count == 6)
     }
 }
+
+/// A ban refuses every way in, each path on its own: password, emailed code, Apple, Google,
+/// Firebase and refresh (the web flow's redirect is in ``AppleWebFlowTests``).
+@Suite("Bans on every sign-in path")
+struct BanPathTests {
+    @Test(arguments: TestDatabase.kinds)
+    func everyProviderPathAndRefreshAnswerUserDisabled(_ kind: TestDatabaseKind) throws {
+        let world = try ProviderWorld(kind)
+        defer { world.stop() }
+        let google = { (nonce: String) in
+            try world.server.request(
+                "POST", "/v1/auth/oauth/google", appKey: world.app.appKey,
+                json: ["id_token": .string(world.google.mintIDToken(sub: "g-1", aud: ProviderWorld.googleClient, email: "pat@example.com", nonce: nonce)), "nonce": .string(nonce)])
+        }
+        let firebase = {
+            try world.appleSignIn(["firebase_id_token": .string(world.firebase.mintIDToken(projectID: ProviderWorld.project, signInProvider: "apple.com", providerSubject: "001.apple.user", email: "pat@example.com"))])
+        }
+        let first = try world.appleSignIn(["identity_token": .string(world.appleToken()), "nonce": "raw-nonce-1"])
+        let id = try #require(first.data?["user"]?["id"]?.stringValue)
+        let access = try #require(first.data?["access_token"]?.stringValue)
+        #expect(try world.server.request("POST", "/v1/me/identities/google", appKey: world.app.appKey, bearer: access,
+            json: ["id_token": .string(world.google.mintIDToken(sub: "g-1", aud: ProviderWorld.googleClient, email: "pat@example.com", nonce: "g0")), "nonce": "g0"]).status == 200)
+        let until = rfc3339(millis: world.clock.nowMillis() + 3_600_000)
+        #expect(try world.server.request("POST", "/v1/admin/users/\(id)/ban", bearer: world.app.secretKey, json: ["sanction_code": "fraud", "suspended_until": .string(until)]).status == 200)
+
+        let refused = [
+            ("apple", try world.appleSignIn(["identity_token": .string(world.appleToken(nonce: "n2")), "nonce": "n2"])),
+            ("google", try google("g1")),
+            ("firebase", try firebase()),
+            ("refresh", try world.server.request("POST", "/v1/auth/refresh", appKey: world.app.appKey, json: ["refresh_token": first.data!["refresh_token"]!])),
+        ]
+        for (path, response) in refused where path != "refresh" {
+            #expect(response.status == 403 && response.problemCode == "auth/user-disabled", "\(path)")
+            #expect(response.json?["sanction_code"] == "fraud" && response.json?["suspended_until"]?.stringValue == until, "\(path)")
+        }
+        // The ban ended the session itself: its refresh token is dead.
+        #expect(refused[3].1.status == 401)
+        // The suspension ends by itself.
+        world.clock.advance(seconds: 3_601)
+        #expect(try google("g2").status == 200)
+        #expect(try firebase().status == 200)
+    }
+}
+
+extension EmailFlowsAPITests {
+    @Test(arguments: TestDatabase.kinds)
+    func anEmailedCodeIsRefusedToABannedUserAndRestoresAnAccountPendingDeletion(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind, settings: ["deletion_grace_days": 30])
+        defer { world.stop() }
+        let session = try world.server.signUp(world.app, email: "ada@example.com")
+        let id = try #require(session["user"]?["id"]?.stringValue)
+        _ = try world.deliver()
+        world.seen = try world.sink.messages().count
+
+        #expect(try world.server.request("POST", "/v1/admin/users/\(id)/ban", bearer: world.app.secretKey, json: ["sanction_code": "spam"]).status == 200)
+        #expect(try world.post("/v1/auth/email-code/send", ["email": "ada@example.com"]).status == 202)
+        let banned = try world.post("/v1/auth/email-code/verify", ["email": "ada@example.com", "code": .string(try world.code(to: "ada@example.com").code)])
+        #expect(banned.status == 403 && banned.problemCode == "auth/user-disabled" && banned.json?["suspended_until"] == .null)
+        #expect(try world.server.request("DELETE", "/v1/admin/users/\(id)/ban", bearer: world.app.secretKey).status == 200)
+
+        let fresh = try #require(try world.post("/v1/auth/signin", ["email": "ada@example.com", "password": "correct horse battery"]).data)
+        #expect(try world.server.request("DELETE", "/v1/me", appKey: world.app.appKey, bearer: fresh["access_token"]?.stringValue).status == 204)
+        world.clock.advance(seconds: 61)
+        #expect(try world.post("/v1/auth/email-code/send", ["email": "ada@example.com"]).status == 202)
+        let restored = try world.post("/v1/auth/email-code/verify", ["email": "ada@example.com", "code": .string(try world.code(to: "ada@example.com").code)])
+        #expect(restored.status == 200 && restored.data?["is_restored"] == true && restored.data?["user"]?["id"]?.stringValue == id)
+    }
+}
