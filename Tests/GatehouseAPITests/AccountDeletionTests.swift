@@ -184,6 +184,9 @@ struct AccountDeletionTests {
         #expect(try world.server.request("GET", "/v1/me", appKey: world.app.appKey, bearer: session["access_token"]?.stringValue).problemCode == "auth/session-revoked")
         #expect(try world.server.request("DELETE", "/v1/admin/users/\(ours)", bearer: world.app.secretKey).status == 404, "retried after success")
         #expect(try events(world, type: "user.deleted").first?["data"]?["by"] == "admin")
+        // A 10 KB search is refused with a clear answer, not a 500.
+        let huge = try world.server.request("GET", "/v1/admin/users?query=" + String(repeating: "a", count: 10_240), bearer: world.app.secretKey)
+        #expect([400, 414].contains(huge.status) && huge.problemCode != nil)
     }
 
     @Test(arguments: TestDatabase.kinds)
