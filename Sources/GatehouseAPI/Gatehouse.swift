@@ -68,7 +68,8 @@ public final class Gatehouse: Sendable {
         self.sealer = sealer
         try sealer.verifyMatchesDatabase(store)
         directory = AppDirectory(store: store, sealer: sealer, clock: clock)
-        apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken, masterKey: masterKey)
+        apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken, masterKey: masterKey,
+            allowPrivateOutbound: configuration.allowPrivateOutbound)
 
         // The outbox and its one kind so far, mail; the flows below wake it after they commit.
         let mail = MailOutboxHandler(
