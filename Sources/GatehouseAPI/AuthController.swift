@@ -108,7 +108,7 @@ struct AuthController {
         var response = HTTPResponse.data(
             [
                 "access_token": .string(grant.accessToken), "token_type": "Bearer", "expires_in": .int(grant.expiresIn),
-                "refresh_token": app.settings.refreshCookie.inBody ? .string(grant.refreshToken) : .null, "is_new_user": .bool(grant.isNewUser), "user": AccountJSON.user(grant.user, grant.identities),
+                "refresh_token": app.settings.refreshCookie.inBody ? .string(grant.refreshToken) : .null, "is_new_user": .bool(grant.isNewUser), "user": UserObject.json(grant.user, grant.identities),
             ], status: grant.isNewUser ? 201 : 200
         ).noStore()
         if app.settings.refreshCookie.setsCookie {
