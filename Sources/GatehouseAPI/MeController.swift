@@ -29,7 +29,7 @@ struct MeController {
         let last = body.nullable("last_name", maxLength: 200)
         let photo = body.nullable("photo_file_id", maxLength: 64)
         try body.finish()
-        let (user, identities) = try accounts.updateProfile(app: app, claims: claims, firstName: first, lastName: last, photoFileID: photo)
+        let (user, identities) = try accounts.updateProfile(app: app, claims: claims, firstName: first, lastName: last, photoFileID: photo, origin: request.origin)
         return HTTPResponse.data(UserObject.json(user, identities)).noStore()
     }
 
