@@ -306,4 +306,47 @@ struct WebhookTests {
             body: delivery.body)
         #expect(delivery.header("webhook-signature") == expected)
     }
+
+    /// A sign-up by emailed code is user.created too, and a password change is
+    /// user.password_changed with session.revoked for each other session it ends.
+    @Test(arguments: TestDatabase.kinds)
+    func anEmailCodeSignUpAndAPasswordChangeAreDelivered(_ kind: TestDatabaseKind) throws {
+        let hooks = try WebhookSink()
+        defer { hooks.stop() }
+        let mail = try SMTPSink()
+        defer { mail.stop() }
+        let clock = ManualClock()
+        let smtp = mail.url
+        let server = try TestServer(kind, clock: clock) {
+            $0.allowPrivateOutbound = true
+            $0.smtpURL = smtp
+        }
+        defer { server.stop() }
+        server.gatehouse.stopBackgroundWork()
+        let worker = server.gatehouse.outboxWorker
+        let app = try server.createApp([
+            "name": "Hooks", "sign_in_methods": ["password", "email_code"], "rate_limits": ["auth_per_minute_per_ip": 1000],
+            "webhooks": [hook(hooks.url(), ["user.created", "user.password_changed", "session.revoked"])],
+        ])
+        #expect(try server.request("POST", "/v1/auth/email-code/send", appKey: app.appKey, json: ["email": "grace@example.com"]).status == 202)
+        while try worker.runOnce() > 0 {}
+        let code = try #require(try mail.newestCode(to: "grace@example.com"))
+        let created = try server.request("POST", "/v1/auth/email-code/verify", appKey: app.appKey, json: ["email": "grace@example.com", "code": .string(code)])
+        #expect(created.status == 201)
+        while try worker.runOnce() > 0 {}
+        #expect(hooks.deliveries.compactMap { $0.json?["type"]?.stringValue } == ["user.created"])
+        #expect(hooks.deliveries.first?.json?["data"]?["user"]?["email"] == "grace@example.com")
+
+        _ = try server.signUp(app, email: "ada@example.com", password: "correct horse battery")
+        let other = try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"])
+        let token = try #require(other.data?["access_token"]?.stringValue)
+        let changed = try server.request(
+            "PUT", "/v1/me/password", appKey: app.appKey, bearer: token,
+            json: ["current_password": "correct horse battery", "password": "a new horse battery"])
+        #expect(changed.status == 204)
+        while try worker.runOnce() > 0 {}
+        let types = hooks.deliveries.compactMap { $0.json?["type"]?.stringValue }
+        #expect(types.sorted() == ["session.revoked", "user.created", "user.created", "user.password_changed"])
+        #expect(hooks.deliveries.allSatisfy { $0.status == 204 })
+    }
 }
