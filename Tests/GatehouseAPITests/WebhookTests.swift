@@ -11,6 +11,13 @@ struct WebhookTests {
     static let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
     static let otherSecret = "whsec_" + Data(repeating: 0x5A, count: 32).base64EncodedString()
 
+    /// The test vector the Standard Webhooks specification publishes.
+    @Test func theSignatureIsStandardWebhooks() throws {
+        let key = try #require(AppSettings.Webhook.key(ofSecret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))
+        let signature = WebhookSignature.sign(key: key, id: "msg_p5jXN8AQM9LWM0D4loKWxJek", timestamp: 1614265330, body: Array(#"{"test": 2432232314}"#.utf8))
+        #expect(signature == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
+    }
+
     /// A server that may reach the local receiver, and a worker stepped by hand.
     func world(_ kind: TestDatabaseKind, clock: ManualClock) throws -> (TestServer, OutboxWorker) {
         let server = try TestServer(kind, clock: clock) { $0.allowPrivateOutbound = true }
