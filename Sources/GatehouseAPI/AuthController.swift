@@ -108,7 +108,7 @@ struct AuthController {
         var fields: [String: JSON] = [
             "access_token": .string(grant.accessToken), "token_type": "Bearer", "expires_in": .int(grant.expiresIn),
             "refresh_token": app.settings.refreshCookie.inBody ? .string(grant.refreshToken) : .null, "is_new_user": .bool(grant.isNewUser),
-            "user": AccountJSON.user(grant.user, grant.identities),
+            "user": UserObject.json(grant.user, grant.identities),
         ]
         // Only when it did (API.md, "Deleting the account").
         if grant.isRestored { fields["is_restored"] = true }

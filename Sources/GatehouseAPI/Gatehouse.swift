@@ -70,9 +70,13 @@ public final class Gatehouse: Sendable {
         self.sealer = sealer
         try sealer.verifyMatchesDatabase(store)
         directory = AppDirectory(store: store, sealer: sealer, clock: clock)
-        apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken, masterKey: masterKey)
+        // Every audit event an app's webhooks subscribe to queues their deliveries in its own
+        // transaction (bound here: the fan-out reads the directory, which is built on the store).
+        store.bindEventFanOut(WebhookFanOut(directory: directory, sealer: sealer))
+        apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken, masterKey: masterKey,
+            allowPrivateOutbound: configuration.allowPrivateOutbound)
 
-        // The outbox and its one kind so far, mail; the flows below wake it after they commit.
+        // The outbox and its kinds, mail and webhooks; the mail flows below wake it after they commit.
         let mail = MailOutboxHandler(
             directory: directory, sealer: sealer, platformSMTPURL: configuration.smtpURL,
             // An IP literal public URL makes no mail domain: then localhost.
@@ -86,8 +90,11 @@ public final class Gatehouse: Sendable {
             googleKeysURL: configuration.googleJWKSURL, firebaseKeysURL: configuration.firebaseJWKSURL)
         let providers = ProviderAdapter(verifier: verifier, apple: apple, log: log)
         let appleRevocation = AppleRevocationHandler(directory: directory, sealer: sealer, providers: providers, outbox: store.outbox, clock: clock)
+        // Webhooks: a client of their own, for URLs a tenant sets (10 s, the tenant address policy).
+        let webhooks = WebhookOutboxHandler(
+            directory: directory, sealer: sealer, transport: OutboundWebhookTransport(allowPrivate: configuration.allowPrivateOutbound), clock: clock)
         outboxWorker = OutboxWorker(
-            outbox: store.outbox, handlers: [mail, appleRevocation], policy: OutboxRetryPolicy(maxBackoffSeconds: configuration.outboxMaxBackoffSeconds),
+            outbox: store.outbox, handlers: [mail, appleRevocation, webhooks], policy: OutboxRetryPolicy(maxBackoffSeconds: configuration.outboxMaxBackoffSeconds),
             clock: clock, lanes: configuration.outboxConcurrency, log: log)
 
         let revocations = RevocationList(store: store, clock: clock, log: log)

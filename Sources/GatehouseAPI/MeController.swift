@@ -21,7 +21,7 @@ struct MeController {
     func me(_ request: Request) throws -> HTTPResponse {
         let (app, claims) = try auth.user(request)
         let (user, identities) = try accounts.me(app: app, claims: claims)
-        return HTTPResponse.data(AccountJSON.user(user, identities)).noStore()
+        return HTTPResponse.data(UserObject.json(user, identities)).noStore()
     }
 
     func updateMe(_ request: Request) throws -> HTTPResponse {
@@ -31,8 +31,8 @@ struct MeController {
         let last = body.nullable("last_name", maxLength: 200)
         let photo = body.nullable("photo_file_id", maxLength: 64)
         try body.finish()
-        let (user, identities) = try accounts.updateProfile(app: app, claims: claims, firstName: first, lastName: last, photoFileID: photo)
-        return HTTPResponse.data(AccountJSON.user(user, identities)).noStore()
+        let (user, identities) = try accounts.updateProfile(app: app, claims: claims, firstName: first, lastName: last, photoFileID: photo, origin: request.origin)
+        return HTTPResponse.data(UserObject.json(user, identities)).noStore()
     }
 
     /// Deletes the account (API.md, "Deleting the account"); the body is optional.

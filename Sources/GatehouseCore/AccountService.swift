@@ -283,11 +283,14 @@ public final class AccountService: Sendable {
         return found
     }
 
-    /// Changes first and last name: absent keeps, null or empty clears.
+    /// Changes first and last name: absent keeps, null or empty clears. A change records
+    /// `user.updated` (with the names of the fields it changed) in its transaction.
     /// `photoFileID`: absent keeps the photo, null removes it, an id sets it from one of the user's
     /// public image files. Files are not built yet, so no id names a file of this user: every id is
     /// 404 `request/not-found`, as API.md answers for another user's file.
-    public func updateProfile(app: AppContext, claims: AccessClaims, firstName: String??, lastName: String??, photoFileID: String??) throws -> (User, [Identity]) {
+    public func updateProfile(
+        app: AppContext, claims: AccessClaims, firstName: String??, lastName: String??, photoFileID: String??, origin: RequestOrigin
+    ) throws -> (User, [Identity]) {
         let (user, identities) = try me(app: app, claims: claims)
         func resolve(_ change: String??, _ current: String?, _ field: String) throws(GatehouseError) -> String? {
             switch change {
@@ -304,8 +307,19 @@ public final class AccountService: Sendable {
         try checks.finish()
         if case .some(.some) = photoFileID { throw GatehouseError(.notFound, "No such file of yours.") }
         let photo = photoFileID == nil ? user.photoURL : nil
-        guard let updated = try store.app(app.id).updateProfile(user.id, firstName: first, lastName: last, photoURL: photo, now: clock.nowMillis()) else {
-            throw GatehouseError(.sessionRevoked, "This account no longer exists.")
+        // Nothing changed: nothing written, no event.
+        if first == user.firstName, last == user.lastName, photo == user.photoURL { return (user, identities) }
+        let now = clock.nowMillis()
+        // The change and its `user.updated` event (and so its webhooks) commit together.
+        let updated = try store.app(app.id).transaction { tx in
+            guard let updated = try tx.updateProfile(user.id, firstName: first, lastName: last, photoURL: photo, now: now) else {
+                throw GatehouseError(.sessionRevoked, "This account no longer exists.")
+            }
+            let changed = [("first_name", user.firstName != first), ("last_name", user.lastName != last), ("photo_url", user.photoURL != photo)]
+            try tx.record(Event(
+                type: .userUpdated, userID: user.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent,
+                data: ["fields": .array(changed.filter(\.1).map { .string($0.0) })], createdAt: now))
+            return updated
         }
         // A profile change leaves the identities as they were.
         return (updated, identities)

@@ -363,15 +363,30 @@ extension SQLAppScopedStore {
     }
 
     func record(_ event: Event) throws {
-        try database.withConnection { db in try insertEvent(db, event) }
+        // An event with outbox items commits with them: in a transaction of its own when it is
+        // recorded outside a unit of work (in one, `transaction` joins it).
+        if let fanOut = fanOut?.current, fanOut.wants(event.type, app: appID) {
+            try database.transaction { db in try insertEvent(db, event) }
+        } else {
+            try database.withConnection { db in try insertEvent(db, event) }
+        }
     }
 
+    /// Every audit event is written here, in the transaction of the change it records; its
+    /// webhook deliveries (the ``EventFanOut``) are queued on the same connection, so the change,
+    /// the event and the deliveries commit together or not at all.
     private func insertEvent(_ db: any SQLConnection, _ event: Event) throws {
         try db.execute("""
             INSERT INTO events (id, app_id, type, user_id, session_id, ip, user_agent, data, created_at)
             VALUES (\(event.id.rawValue), \(appID), \(event.type.rawValue), \(event.userID), \(event.sessionID), \(event.ip), \(event.userAgent),
                     \(event.data.serializedString), \(event.createdAt))
             """)
+        guard let fanOut = fanOut?.current, fanOut.wants(event.type, app: appID) else { return }
+        // Reads through the event's own transaction (they see its change); records nothing further.
+        let reader = SQLAppScopedStore(database: TransactionBoundDatabase(db), appID: appID, userChanges: nil)
+        for item in try fanOut.items(for: event, app: appID, store: reader) {
+            _ = try insertOutboxItem(db, item, now: event.createdAt)
+        }
     }
 
     func hitRateLimit(bucket: String, windowStart: Int64) throws -> Int64 {

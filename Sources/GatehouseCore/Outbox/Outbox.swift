@@ -7,6 +7,8 @@ public struct OutboxKind: RawRepresentable, Hashable, Sendable, CustomStringConv
 
     /// An email to send (the emailed-code flows).
     public static let mail = OutboxKind(rawValue: "mail")
+    /// A webhook delivery (``WebhookOutboxHandler``).
+    public static let webhook = OutboxKind(rawValue: "webhook")
 }
 
 /// A side effect to deliver, as a producer queues it.
