@@ -89,7 +89,9 @@ public final class Gatehouse: Sendable {
             jwks: JWKSCache(client: outbound, clock: clock), clock: clock, appleKeysURL: apple.keysURL,
             googleKeysURL: configuration.googleJWKSURL, firebaseKeysURL: configuration.firebaseJWKSURL)
         let providers = ProviderAdapter(verifier: verifier, apple: apple, log: log)
-        let appleRevocation = AppleRevocationHandler(directory: directory, sealer: sealer, providers: providers, outbox: store.outbox, clock: clock)
+        let appleRevocation = AppleRevocationHandler(
+            directory: directory, sealer: sealer, providers: providers, outbox: store.outbox, clock: clock,
+            webCallbackURL: ProviderSignInService.callbackURL(publicURL: configuration.publicURL))
         // Webhooks: a client of their own, for URLs a tenant sets (10 s, the tenant address policy).
         let webhooks = WebhookOutboxHandler(
             directory: directory, sealer: sealer, transport: OutboundWebhookTransport(allowPrivate: configuration.allowPrivateOutbound), clock: clock)

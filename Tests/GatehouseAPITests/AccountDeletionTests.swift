@@ -157,8 +157,9 @@ struct AccountDeletionTests {
         let world = try world(kind)
         defer { world.stop() }
         let session = try world.server.signUp(world.app, email: "ada@example.com")
-        let long = String(repeating: "x", count: 10_000)
-        #expect(try deleteMe(world, session, json: ["reason": .string(long)]).problemCode == "request/validation-failed")
+        for long in [String(repeating: "x", count: 501), String(repeating: "x", count: 10_000)] {
+            #expect(try deleteMe(world, session, json: ["reason": .string(long)]).problemCode == "request/validation-failed")
+        }
         #expect(try deleteMe(world, session, json: ["reason": "fine", "surprise": true]).problemCode == "request/validation-failed")
         #expect(try deleteMe(world, session, json: ["apple_authorization_code": ""]).problemCode == "request/validation-failed")
         #expect(try world.server.request("DELETE", "/v1/me", appKey: world.app.appKey).problemCode == "auth/missing-token")
@@ -303,12 +304,13 @@ struct AccountDeletionTests {
         world.clock.advance(seconds: 86_400 + 1)
         let nodes = [world.server.gatehouse, other.gatehouse]
         let now = world.clock.nowMillis()
-        let counts = Mutex<[Int]>([])
+        let counts = Mutex<[Result<Int, any Error>]>([])
         DispatchQueue.concurrentPerform(iterations: 2) { i in
-            let erased = (try? nodes[i].deletion.purge(now: now)) ?? -100
+            let erased = Result { try nodes[i].deletion.purge(now: now) }
             counts.withLock { $0.append(erased) }
         }
-        #expect(counts.withLock { $0.reduce(0, +) } == 6)
+        let erased = try counts.withLock { $0 }.map { try $0.get() }
+        #expect(erased.reduce(0, +) == 6, "each account erased by one node")
         #expect(try world.server.gatehouse.database.query("SELECT 1 AS found FROM outbox WHERE kind = 'apple_revocation'").count == 6)
         #expect(try events(world, type: "user.purged").count == 6)
     }
@@ -379,5 +381,70 @@ extension EmailFlowsAPITests {
         #expect(try world.post("/v1/auth/email-code/send", ["email": "ada@example.com"]).status == 202)
         let restored = try world.post("/v1/auth/email-code/verify", ["email": "ada@example.com", "code": .string(try world.code(to: "ada@example.com").code)])
         #expect(restored.status == 200 && restored.data?["is_restored"] == true && restored.data?["user"]?["id"]?.stringValue == id)
+    }
+}
+
+extension AccountDeletionTests {
+    /// A sign-in that read the account before a deletion and starts its session after gets none:
+    /// the deletion holds the user's row, and a session needs a live account that is not pending.
+    @Test(arguments: TestDatabase.kinds)
+    func aSignInThatRacedADeletionGetsNoSession(_ kind: TestDatabaseKind) throws {
+        for grace in [0, 3] {
+            let world = try world(kind, settings: ["deletion_grace_days": .int(Int64(grace))])
+            defer { world.stop() }
+            let session = try world.server.signUp(world.app, email: "ada@example.com")
+            let id = UserID(unchecked: try #require(session["user"]?["id"]?.stringValue))
+            let gatehouse = world.server.gatehouse
+            let data = gatehouse.store.app(AppID(unchecked: world.app.id))
+            let stale = try #require(try data.user(id))
+            #expect(try deleteMe(world, session).status == 204)
+            let app = try #require(try gatehouse.directory.app(id: AppID(unchecked: world.app.id)))
+            #expect(throws: GatehouseError.self) {
+                try gatehouse.accounts.startSession(app: app, data, user: stale, method: .password, isNewUser: false, origin: RequestOrigin(ip: nil, userAgent: nil))
+            }
+            #expect(try gatehouse.database.query("SELECT 1 AS found FROM sessions WHERE ended_at IS NULL").isEmpty, "grace \(grace)")
+            // A provider token is kept for a pending account (revoked at its purge), never for an erased one.
+            let kept = try data.saveProviderToken(id, provider: "apple", clientID: "x", sealedToken: "y", now: world.clock.nowMillis())
+            #expect(kept == (grace > 0))
+        }
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func anErasedAccountCannotBeBannedOrChanged(_ kind: TestDatabaseKind) throws {
+        let world = try world(kind)
+        defer { world.stop() }
+        let session = try world.server.signUp(world.app, email: "ada@example.com")
+        let id = try #require(session["user"]?["id"]?.stringValue)
+        #expect(try deleteMe(world, session).status == 204)
+        #expect(try world.server.request("POST", "/v1/admin/users/\(id)/ban", bearer: world.app.secretKey, json: ["sanction_code": "spam"]).status == 404)
+        #expect(try world.server.request("DELETE", "/v1/admin/users/\(id)/ban", bearer: world.app.secretKey).status == 404)
+        #expect(try world.server.request("DELETE", "/v1/admin/users/\(id)/sessions", bearer: world.app.secretKey).status == 404)
+        let data = world.server.gatehouse.store.app(AppID(unchecked: world.app.id))
+        #expect(try data.updateProfile(UserID(unchecked: id), firstName: "Back", lastName: nil, photoURL: nil, now: world.clock.nowMillis()) == nil)
+        #expect(try events(world, type: "user.banned").isEmpty)
+    }
+
+    /// With a grace period, a code is still redeemed at once (it would not outlive the wait); a
+    /// code of another Apple account revokes nothing.
+    @Test(arguments: TestDatabase.kinds)
+    func codesAreRedeemedAtOnceAndOnlyForTheUsersOwnAppleAccount(_ kind: TestDatabaseKind) throws {
+        let world = try world(kind, settings: ["deletion_grace_days": 5])
+        defer { world.stop() }
+        let first = try #require(try world.appleSignIn(["identity_token": .string(world.appleToken()), "nonce": "raw-nonce-1"]).data)
+        let someoneElse = world.apple.issueCode(for: FakeAppleUser(sub: "999.someone.else"), clientID: ProviderWorld.bundleID)
+        #expect(try deleteMe(world, first, json: ["apple_authorization_code": .string(someoneElse)]).status == 204)
+        #expect(try world.server.gatehouse.outboxWorker.runOnce() == 1)
+        #expect(world.apple.revokeCalls.isEmpty, "another account's token is not revoked")
+        let dead = try world.server.gatehouse.database.query("SELECT last_error FROM outbox WHERE dead_at IS NOT NULL")
+        #expect(try dead.first?.optionalString("last_error")?.contains("not of the user's Apple account") == true)
+
+        // Restored, deleted again with the user's own code: a new item, redeemed and revoked now.
+        let back = try #require(try world.appleSignIn(["identity_token": .string(world.appleToken(nonce: "n2")), "nonce": "n2"]).data)
+        #expect(back["is_restored"] == true)
+        let own = world.apple.issueCode(for: FakeAppleUser(sub: "001.apple.user"), clientID: ProviderWorld.bundleID)
+        #expect(try deleteMe(world, back, json: ["apple_authorization_code": .string(own)]).status == 204)
+        #expect(try events(world, type: "user.deleted").first?["data"]?["apple_authorization_code"] == "queued")
+        #expect(try world.server.gatehouse.outboxWorker.runOnce() == 1)
+        #expect(world.apple.revokeCalls.count == 1 && world.apple.errors.isEmpty)
     }
 }

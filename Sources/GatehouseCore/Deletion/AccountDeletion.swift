@@ -75,14 +75,17 @@ public final class AccountDeletion: Sendable {
         let now = clock.nowMillis()
         let graceDays = app.settings.deletionGraceDays
         let ended = try store.app(app.id).transaction { tx -> [SessionID] in
-            guard let user = try tx.user(id) else { throw missing }
-            guard user.pendingDeletion == nil else { return [] }
+            // The user's row first, held to the end: a sign-in or a kept Apple token racing this
+            // deletion either committed before (and is ended or revoked below) or finds it done.
+            guard let user = try tx.lockUser(id) else { throw missing }
             let ended = try tx.endSessions(of: id, keeping: nil, reason: .deleted, now: now)
             for session in ended {
                 try tx.record(Event(
                     type: .sessionRevoked, userID: id, sessionID: session, ip: origin?.ip, userAgent: origin?.userAgent, data: ["reason": "deleted"],
                     createdAt: now))
             }
+            // Already pending (a second admin call): nothing more to do.
+            guard user.pendingDeletion == nil else { return ended }
             var data: [String: JSON] = ["by": .string(actor), "reason": .optional(reason)]
             let tokens = try tx.providerTokens(id).filter { $0.provider == "apple" }
             if let code = appleAuthorizationCode, tokens.isEmpty {
@@ -95,10 +98,11 @@ public final class AccountDeletion: Sendable {
                 data["purge_at"] = .string(rfc3339(millis: pending.purgeAt))
                 try tx.record(Event(type: .userDeleted, userID: id, sessionID: sessionID, ip: origin?.ip, userAgent: origin?.userAgent, data: .object(data), createdAt: now))
             } else {
-                data["apple_revocations"] = try queueRevocations(tx, tokens, app: app, user: id, now: now)
                 // Recorded before the erase, while the account can still be read (its webhooks carry it).
+                // The tokens read above are the ones the erase deletes: the row is held.
+                data["apple_revocations"] = try queueRevocations(tx, tokens, app: app, user: id, now: now)
                 try tx.record(Event(type: .userDeleted, userID: id, sessionID: sessionID, ip: origin?.ip, userAgent: origin?.userAgent, data: .object(data), createdAt: now))
-                guard try erase(tx, user: id, dueBy: nil, now: now) else { throw missing }
+                guard try erase(tx, user: id, dueBy: nil, now: now) != nil else { throw missing }
             }
             return ended
         }
@@ -114,16 +118,15 @@ public final class AccountDeletion: Sendable {
     /// Returns the accounts erased and the tombstones dropped.
     public func purge(now: Int64, limit: Int = 500) throws -> Int {
         var handled = 0
+        var failures = 0
         for (appID, userID) in try store.accountsDueForPurge(now: now, limit: limit) {
-            guard let app = try directory.current(id: appID) else { continue }
-            let erased = try store.app(appID).transaction { tx -> Bool in
-                let tokens = try tx.providerTokens(userID).filter { $0.provider == "apple" }
-                guard try erase(tx, user: userID, dueBy: now, now: now) else { return false }
-                let revocations = try queueRevocations(tx, tokens, app: app, user: userID, now: now)
-                try tx.record(Event(type: .userPurged, userID: userID, sessionID: nil, ip: nil, userAgent: nil, data: ["apple_revocations": revocations], createdAt: now))
-                return true
+            // One account that cannot be erased (logged) does not hold up the others.
+            do {
+                if try purge(app: appID, user: userID, now: now) { handled += 1 }
+            } catch {
+                failures += 1
+                log.error("an account due for purge could not be erased", ["app_id": .string(appID.rawValue), "user_id": .string(userID.rawValue), "error": .string("\(error)")])
             }
-            if erased { handled += 1 }
         }
         if handled > 0 { wakeOutbox() }
         while case let bite = try store.purgeErasedAccounts(before: now - Self.tombstoneMillis, limit: 1_000), bite > 0 {
@@ -133,12 +136,27 @@ public final class AccountDeletion: Sendable {
         return handled
     }
 
+    /// Erases one account whose grace period has passed; false when another node did, or a sign-in restored it.
+    private func purge(app appID: AppID, user userID: UserID, now: Int64) throws -> Bool {
+        guard let app = try directory.current(id: appID) else { return false }
+        let (erased, ended) = try store.app(appID).transaction { tx -> (Bool, [SessionID]) in
+            // First, and guarded: it holds the row, and of two nodes only one erases.
+            guard let tokens = try erase(tx, user: userID, dueBy: now, now: now) else { return (false, []) }
+            let ended = try tx.endSessions(of: userID, keeping: nil, reason: .deleted, now: now)
+            let revocations = try queueRevocations(tx, tokens.filter { $0.provider == "apple" }, app: app, user: userID, now: now)
+            try tx.record(Event(type: .userPurged, userID: userID, sessionID: nil, ip: nil, userAgent: nil, data: ["apple_revocations": revocations], createdAt: now))
+            return (true, ended)
+        }
+        accounts.tokens.revocations.add(ended)
+        return erased
+    }
+
     // MARK: -
 
-    private func erase(_ tx: any AppScopedStore, user: UserID, dueBy: Int64?, now: Int64) throws -> Bool {
-        guard try tx.eraseUser(user, dueBy: dueBy, now: now) else { return false }
+    private func erase(_ tx: any AppScopedStore, user: UserID, dueBy: Int64?, now: Int64) throws -> [StoredProviderToken]? {
+        guard let tokens = try tx.eraseUser(user, dueBy: dueBy, now: now) else { return nil }
         for eraser in erasers { try eraser.erase(tx, user: user, now: now) }
-        return true
+        return tokens
     }
 
     /// Queues the revocation of each stored Apple token; what the audit event says of them:
@@ -162,12 +180,16 @@ public final class AccountDeletion: Sendable {
         return ["status": "queued", "count": .int(Int64(queued))]
     }
 
+    /// Queues the redemption and revocation of an Apple authorization code, for the user's Apple
+    /// accounts only (the code's account is checked against them). What the event says of it.
     private func queueCode(_ tx: any AppScopedStore, _ code: String, app: AppContext, user: UserID, now: Int64) throws -> String {
         let apple = app.settings.apple
         let clientIDs = apple.clientIDs + (apple.servicesID.map { [$0] } ?? [])
         guard apple.credentials != nil, !clientIDs.isEmpty else { return "not_configured" }
-        _ = try tx.enqueue(AppleRevocation.redeemAndRevoke(code: code, clientIDs: clientIDs, of: user, app: app.id, sealer: sealer), now: now)
-        return "queued"
+        let subjects = try tx.identities(user).filter { $0.provider == "apple" }.map(\.subject)
+        guard !subjects.isEmpty else { return "no_apple_identity" }
+        let item = AppleRevocation.redeemAndRevoke(code: code, clientIDs: clientIDs, subjects: subjects, of: user, app: app.id, sealer: sealer)
+        return try tx.enqueue(item, now: now) ? "queued" : "already_queued"
     }
 
     private static func reason(_ raw: String?) throws(GatehouseError) -> String? {

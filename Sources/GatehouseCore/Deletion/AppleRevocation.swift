@@ -9,7 +9,8 @@ public enum AppleRevocation {
     /// with the deletion) to redeem first and revoke what it yields.
     enum Request: Equatable {
         case token(String, clientID: String)
-        case code(String, clientIDs: [String])
+        /// `subjects`: the user's Apple accounts; a code of any other is not redeemed further.
+        case code(String, clientIDs: [String], subjects: [String])
     }
 
     static let sealedField = "outbox/apple_revocation"
@@ -22,17 +23,25 @@ public enum AppleRevocation {
         return item(.token(plain, clientID: token.clientID), key: "apple_revocation:\(app.rawValue):\(user.rawValue):\(token.clientID)", app: app, sealer: sealer)
     }
 
-    /// The item that redeems `code` with the first of `clientIDs` Apple accepts it for, then
-    /// revokes the refresh token it yields.
-    public static func redeemAndRevoke(code: String, clientIDs: [String], of user: UserID, app: AppID, sealer: SecretSealer) -> NewOutboxItem {
-        item(.code(code, clientIDs: clientIDs), key: "apple_revocation:\(app.rawValue):\(user.rawValue):code", app: app, sealer: sealer)
+    /// The item that redeems `code` with the first of `clientIDs` Apple accepts it for and, if
+    /// the code is of one of `subjects` (the user's Apple accounts), revokes the refresh token it
+    /// yields. Keyed by the code: the same code queued twice is one item, another code another.
+    public static func redeemAndRevoke(code: String, clientIDs: [String], subjects: [String], of user: UserID, app: AppID, sealer: SecretSealer) -> NewOutboxItem {
+        let codeDigest = Digest.hex(Digest.sha256(Array(code.utf8))).prefix(32)
+        return item(
+            .code(code, clientIDs: clientIDs, subjects: subjects), key: "apple_revocation:\(app.rawValue):\(user.rawValue):code:\(codeDigest)", app: app,
+            sealer: sealer)
     }
+
+    /// How long a code item is worth retrying: Apple's codes live five minutes.
+    static let codeLifetimeMillis: Int64 = 10 * 60_000
 
     static func item(_ request: Request, key: String, app: AppID, sealer: SecretSealer) -> NewOutboxItem {
         let json: JSON
         switch request {
         case .token(let token, let clientID): json = ["token": .string(token), "client_id": .string(clientID)]
-        case .code(let code, let clientIDs): json = ["authorization_code": .string(code), "client_ids": .array(clientIDs.map(JSON.string))]
+        case .code(let code, let clientIDs, let subjects):
+            json = ["authorization_code": .string(code), "client_ids": .array(clientIDs.map(JSON.string)), "subjects": .array(subjects.map(JSON.string))]
         }
         return NewOutboxItem(
             appID: app, kind: .appleRevocation, idempotencyKey: key, payload: sealer.seal(json.serializedString, app: app, field: sealedField), sealed: true)
@@ -43,8 +52,8 @@ public enum AppleRevocation {
             let json = try? JSON.parse(Array(opened.utf8))
         else { return nil }
         if let token = json["token"]?.stringValue, let clientID = json["client_id"]?.stringValue { return .token(token, clientID: clientID) }
-        if let code = json["authorization_code"]?.stringValue, let ids = json["client_ids"]?.arrayValue {
-            return .code(code, clientIDs: ids.compactMap(\.stringValue))
+        if let code = json["authorization_code"]?.stringValue, let ids = json["client_ids"]?.arrayValue, let subjects = json["subjects"]?.arrayValue {
+            return .code(code, clientIDs: ids.compactMap(\.stringValue), subjects: subjects.compactMap(\.stringValue))
         }
         return nil
     }
@@ -56,18 +65,23 @@ extension OutboxKind {
 }
 
 /// Delivers ``AppleRevocation`` items with the app's current Apple key (a client secret signed
-/// per attempt). Apple unreachable, or refusing our credentials, is retried; Apple refusing the
-/// token or code itself is final (dead-lettered, which the audit log records).
+/// per attempt). Apple unreachable, or refusing our credentials, is retried — for 30 days, not the
+/// outbox's usual 72 hours: a revocation is worth waiting for; Apple refusing the token or code
+/// itself is final (dead-lettered, which the audit log records).
 public struct AppleRevocationHandler: OutboxHandler {
     public let kind = OutboxKind.appleRevocation
+    public let giveUpAfterMillis: Int64? = 30 * 86_400_000
     private let directory: AppDirectory
     private let sealer: SecretSealer
     private let providers: any IdentityProviders
     /// Where a code's token goes when Apple cannot take its revocation at once.
     private let outbox: any OutboxStore
     private let clock: any Clock
+    /// The web flow's callback URL: Apple redeems a Services ID's code only with it.
+    private let webCallbackURL: String
 
-    public init(directory: AppDirectory, sealer: SecretSealer, providers: any IdentityProviders, outbox: any OutboxStore, clock: any Clock) {
+    public init(directory: AppDirectory, sealer: SecretSealer, providers: any IdentityProviders, outbox: any OutboxStore, clock: any Clock, webCallbackURL: String) {
+        self.webCallbackURL = webCallbackURL
         self.directory = directory
         self.sealer = sealer
         self.providers = providers
@@ -87,8 +101,8 @@ public struct AppleRevocationHandler: OutboxHandler {
         switch request {
         case .token(let token, let clientID):
             return revoke(token, clientID: clientID, credentials: credentials)
-        case .code(let code, let clientIDs):
-            return redeem(code, clientIDs: clientIDs, credentials: credentials, item: item, app: appID)
+        case .code(let code, let clientIDs, let subjects):
+            return redeem(code, clientIDs: clientIDs, subjects: subjects, servicesID: app.settings.apple.servicesID, credentials: credentials, item: item, app: appID)
         }
     }
 
@@ -105,17 +119,26 @@ public struct AppleRevocationHandler: OutboxHandler {
 
     /// A code is single-use: once Apple has redeemed it, its token is revoked here or, if Apple
     /// fails now, queued as an item of its own (a retry of this one could not redeem it again).
-    private func redeem(_ code: String, clientIDs: [String], credentials: AppleCredentials, item: OutboxItem, app: AppID) -> OutboxDelivery {
+    private func redeem(
+        _ code: String, clientIDs: [String], subjects: [String], servicesID: String?, credentials: AppleCredentials, item: OutboxItem, app: AppID
+    ) -> OutboxDelivery {
+        var unreachable = false
         for clientID in clientIDs {
-            let refreshToken: String?
+            let exchanged: (idToken: String, refreshToken: String?)
             do {
-                refreshToken = try providers.exchangeAppleCode(code, clientID: clientID, redirectURI: nil, credentials: credentials).refreshToken
+                exchanged = try providers.exchangeAppleCode(
+                    code, clientID: clientID, redirectURI: clientID == servicesID ? webCallbackURL : nil, credentials: credentials)
             } catch let error as GatehouseError where error.code == .invalidCredential {
                 continue  // not this client id's code (or expired): try the next
             } catch {
-                return .retry(reason: "Apple /auth/token cannot be reached")
+                unreachable = true  // this client id may still be the code's: try the others, then retry
+                continue
             }
-            guard let refreshToken else { return .delivered }  // Apple gave nothing to revoke
+            // The code must be of the user's own Apple account: another's token is not ours to revoke.
+            guard let identity = try? providers.verifyApple(exchanged.idToken, audiences: [clientID], expectedNonceHash: nil),
+                subjects.contains(where: { constantTimeEquals(Array($0.utf8), Array(identity.subject.utf8)) })
+            else { return .dead(reason: "the authorization code is not of the user's Apple account") }
+            guard let refreshToken = exchanged.refreshToken else { return .delivered }  // Apple gave nothing to revoke
             let outcome = revoke(refreshToken, clientID: clientID, credentials: credentials)
             guard case .retry = outcome else { return outcome }
             do {
@@ -126,6 +149,9 @@ public struct AppleRevocationHandler: OutboxHandler {
             } catch {
                 return .retry(reason: "the redeemed token's revocation could not be queued")
             }
+        }
+        if unreachable, clock.nowMillis() - item.createdAt < AppleRevocation.codeLifetimeMillis {
+            return .retry(reason: "Apple /auth/token cannot be reached")
         }
         return .dead(reason: "Apple redeemed the authorization code for none of the app's client ids")
     }
