@@ -357,3 +357,26 @@ struct WebhookTests {
         #expect(hooks.deliveries.allSatisfy { $0.status == 204 })
     }
 }
+
+extension WebhookTests {
+    /// A deletion's webhook shows the account as it was (the event is recorded before the erase);
+    /// a restore's shows it back.
+    @Test(arguments: TestDatabase.kinds)
+    func deletionAndRestoreReachWebhooksWithTheUser(_ kind: TestDatabaseKind) throws {
+        let sink = try WebhookSink()
+        defer { sink.stop() }
+        let clock = ManualClock()
+        let (server, worker) = try world(kind, clock: clock)
+        defer { server.stop() }
+        let app = try server.createApp([
+            "name": "Hooks", "deletion_grace_days": 2, "webhooks": [hook(sink.url(), ["user.deleted", "user.restored", "session.revoked"])],
+        ])
+        let session = try server.signUp(app, email: "ada@example.com")
+        #expect(try server.request("DELETE", "/v1/me", appKey: app.appKey, bearer: session["access_token"]?.stringValue).status == 204)
+        _ = try server.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"])
+        while try worker.runOnce() > 0 {}
+        let bodies = sink.deliveries.compactMap(\.json)
+        #expect(bodies.compactMap { $0["type"]?.stringValue }.sorted() == ["session.revoked", "user.deleted", "user.restored"])
+        #expect(bodies.allSatisfy { $0["data"]?["user"]?["email"] == "ada@example.com" })
+    }
+}
