@@ -139,7 +139,7 @@ public final class AccountService: Sendable {
         if let ban = user.ban, ban.holds(at: now) { throw Self.disabled(ban) }
         guard user.pendingDeletion != nil else { return try openSession(app: app, data, user: user, method: method, isNewUser: isNewUser, origin: origin, now: now) }
         return try data.transaction { tx in
-            guard try tx.cancelDeletion(user.id, now: now) else {
+            guard try tx.deletion.cancel(user.id, now: now) else {
                 // Another sign-in restored it meanwhile, or the purge took it.
                 guard let current = try tx.user(user.id) else { throw GatehouseError(.invalidCredential, "This account has been deleted.") }
                 return try openSession(app: app, tx, user: current, method: method, isNewUser: isNewUser, origin: origin, now: now)

@@ -94,7 +94,7 @@ public final class AccountDeletion: Sendable {
             }
             if graceDays > 0 {
                 let pending = PendingDeletion(requestedAt: now, purgeAt: now + graceDays * 86_400_000)
-                guard try tx.scheduleDeletion(id, pending, now: now) else { throw missing }
+                guard try tx.deletion.schedule(id, pending, now: now) else { throw missing }
                 data["purge_at"] = .string(rfc3339(millis: pending.purgeAt))
                 try tx.record(Event(type: .userDeleted, userID: id, sessionID: sessionID, ip: origin?.ip, userAgent: origin?.userAgent, data: .object(data), createdAt: now))
             } else {
@@ -154,7 +154,7 @@ public final class AccountDeletion: Sendable {
     // MARK: -
 
     private func erase(_ tx: any AppScopedStore, user: UserID, dueBy: Int64?, now: Int64) throws -> [StoredProviderToken]? {
-        guard let tokens = try tx.eraseUser(user, dueBy: dueBy, now: now) else { return nil }
+        guard let tokens = try tx.deletion.erase(user, dueBy: dueBy, now: now) else { return nil }
         for eraser in erasers { try eraser.erase(tx, user: user, now: now) }
         return tokens
     }

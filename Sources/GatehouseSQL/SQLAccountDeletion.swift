@@ -1,0 +1,52 @@
+import GatehouseCore
+
+/// Pending deletion and the erase of one app's accounts (migration 0012).
+struct SQLAccountDeletion: AccountDeletionStore {
+    let store: SQLAppScopedStore
+
+    func schedule(_ id: UserID, _ pending: PendingDeletion, now: Int64) throws -> Bool {
+        defer { store.changed(id) }
+        return try store.database.execute("""
+            UPDATE users SET deletion_requested_at = \(pending.requestedAt), deletion_due_at = \(pending.purgeAt), changed_at = \(store.database.dialect.nowMillis)
+            WHERE app_id = \(store.appID) AND id = \(id) AND deleted_at IS NULL AND deletion_due_at IS NULL
+            """) == 1
+    }
+
+    func cancel(_ id: UserID, now: Int64) throws -> Bool {
+        defer { store.changed(id) }
+        return try store.database.execute("""
+            UPDATE users SET deletion_requested_at = NULL, deletion_due_at = NULL, changed_at = \(store.database.dialect.nowMillis)
+            WHERE app_id = \(store.appID) AND id = \(id) AND deleted_at IS NULL AND deletion_due_at > \(now)
+            """) == 1
+    }
+
+    func erase(_ id: UserID, dueBy: Int64?, now: Int64) throws -> [StoredProviderToken]? {
+        defer { store.changed(id) }
+        let due: SQL = dueBy.map { "deletion_due_at <= \($0)" } ?? "1 = 1"
+        return try store.database.transaction { db in
+            // First, and guarded: of two nodes purging the same account, one erases it.
+            guard try db.execute("""
+                UPDATE users SET email = NULL, email_verified = \(false), first_name = NULL, last_name = NULL, photo_url = NULL, password_hash = NULL,
+                                 ban_sanction_code = NULL, ban_reason = NULL, ban_suspended_until = NULL,
+                                 deletion_requested_at = NULL, deletion_due_at = NULL, deleted_at = \(now),
+                                 updated_at = \(now), changed_at = \(store.database.dialect.nowMillis)
+                WHERE app_id = \(store.appID) AND id = \(id) AND deleted_at IS NULL AND \(due)
+                """) == 1
+            else { return nil }
+            try db.execute("DELETE FROM identities WHERE app_id = \(store.appID) AND user_id = \(id)")
+            let tokens = try db.query("""
+                DELETE FROM provider_tokens WHERE app_id = \(store.appID) AND user_id = \(id) RETURNING provider, client_id, refresh_token
+                """).map(providerTokenRecord)
+            try db.execute("DELETE FROM login_codes WHERE app_id = \(store.appID) AND user_id = \(id)")
+            // Its live codes die; the address's send windows stay (they limit the address, not the account).
+            try db.execute("UPDATE email_codes SET user_id = NULL, code_hash = NULL WHERE app_id = \(store.appID) AND user_id = \(id)")
+            // The ended sessions stay with the tombstone (every node's revocation poll reads them), without where they came from.
+            try db.execute("UPDATE sessions SET ip = NULL, user_agent = NULL WHERE app_id = \(store.appID) AND user_id = \(id)")
+            return tokens
+        }
+    }
+}
+
+extension SQLAppScopedStore {
+    var deletion: any AccountDeletionStore { SQLAccountDeletion(store: self) }
+}
