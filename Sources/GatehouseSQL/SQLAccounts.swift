@@ -101,22 +101,30 @@ extension SQLAppScopedStore {
     }
 
     func users(matching query: String?, after: (createdAt: Int64, id: UserID)?, limit: Int) throws -> [(User, [Identity])] {
-        var conditions: [SQL] = ["app_id = \(appID)"]
+        var conditions: [SQL] = ["users.app_id = \(appID)"]
+        if let after { conditions.append("(users.created_at < \(after.createdAt) OR (users.created_at = \(after.createdAt) AND users.id < \(after.id)))") }
+        var source: SQL = "users"
         if let query {
             if let id = UserID(parsing: query) {
-                conditions.append("id = \(id)")
+                conditions.append("users.id = \(id)")
             } else {
-                // LIKE with its wildcards escaped: the query is a substring, not a pattern.
-                let pattern = "%" + query.lowercased().replacingOccurrences(of: "\\", with: "\\\\")
-                    .replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_") + "%"
-                conditions.append("""
-                    (lower(email) LIKE \(pattern) ESCAPE '\\' OR lower(first_name) LIKE \(pattern) ESCAPE '\\' OR lower(last_name) LIKE \(pattern) ESCAPE '\\')
-                    """)
+                let substring = query.lowercased()
+                conditions.append(Self.containing(substring))
+                if database.dialect == .sqlite, try useSearchIndex(for: substring) {
+                    // Candidates from the trigram index, then the app, the cursor and the same
+                    // LIKE as the scan: the index only narrows, the LIKE decides.
+                    source = """
+                        user_search CROSS JOIN user_search_rows ON user_search_rows.row = user_search.rowid
+                        CROSS JOIN users ON users.id = user_search_rows.user_id
+                        """
+                    conditions.append("user_search MATCH \(Self.phrase(substring))")
+                }
             }
         }
-        if let after { conditions.append("(created_at < \(after.createdAt) OR (created_at = \(after.createdAt) AND id < \(after.id)))") }
         let filter = conditions.joined(separator: " AND ")
-        let users = try database.query("SELECT * FROM users WHERE \(filter) ORDER BY created_at DESC, id DESC LIMIT \(Int64(limit))").map(userRecord)
+        let users = try database.query("""
+            SELECT users.* FROM \(source) WHERE \(filter) ORDER BY users.created_at DESC, users.id DESC LIMIT \(Int64(limit))
+            """).map(userRecord)
         guard !users.isEmpty else { return [] }
         var identities: [UserID: [Identity]] = [:]
         for row in try database.query("""
@@ -126,6 +134,40 @@ extension SQLAppScopedStore {
             identities[UserID(unchecked: try row.string("user_id")), default: []].append(try identityRecord(row, prefix: ""))
         }
         return users.map { ($0, identities[$0.id] ?? []) }
+    }
+
+    /// A case-insensitive substring of the email, first or last name: LIKE with its wildcards
+    /// escaped, so the query is a substring, not a pattern. Both databases answer it; PostgreSQL
+    /// from its trigram indexes on the same `lower(…)` expressions (migration 0013).
+    private static func containing(_ substring: String) -> SQL {
+        let pattern = "%" + substring.replacingOccurrences(of: "\\", with: "\\\\")
+            .replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_") + "%"
+        return """
+            (lower(users.email) LIKE \(pattern) ESCAPE '\\' OR lower(users.first_name) LIKE \(pattern) ESCAPE '\\' \
+            OR lower(users.last_name) LIKE \(pattern) ESCAPE '\\')
+            """
+    }
+
+    /// The substring as one FTS5 phrase: the trigram tokenizer matches it anywhere in a column,
+    /// folding case (a superset of the LIKE's matches, which SQLite folds for ASCII only).
+    private static func phrase(_ substring: String) -> String {
+        "\"" + substring.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// Candidates the SQLite trigram index may give before a newest-first scan is the better way.
+    static let searchIndexCandidateLimit = 2_000
+
+    /// Whether SQLite should search `substring` through its trigram index (`user_search`) rather
+    /// than walk the app's users newest first. Under 3 characters there is no trigram to look up.
+    /// A substring in thousands of users (of any app) is common: the walk finds a page of them
+    /// after a few thousand rows, while the index would hand over every one of them to be sorted.
+    private func useSearchIndex(for substring: String) throws -> Bool {
+        guard substring.unicodeScalars.count >= 3 else { return false }
+        let candidates = try database.query("""
+            SELECT count(*) AS n FROM (SELECT 1 FROM user_search WHERE user_search MATCH \(Self.phrase(substring)) \
+            LIMIT \(Int64(Self.searchIndexCandidateLimit)))
+            """).first?.int64("n") ?? 0
+        return candidates < Self.searchIndexCandidateLimit
     }
 
     func passwordHash(_ id: UserID) throws -> String? {
