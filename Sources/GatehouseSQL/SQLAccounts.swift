@@ -110,14 +110,14 @@ extension SQLAppScopedStore {
             } else {
                 let substring = query.lowercased()
                 conditions.append(Self.containing(substring))
-                if database.dialect == .sqlite, try useSearchIndex(for: substring) {
-                    // Candidates from the trigram index, then the app, the cursor and the same
-                    // LIKE as the scan: the index only narrows, the LIKE decides.
-                    source = """
-                        user_search CROSS JOIN user_search_rows ON user_search_rows.row = user_search.rowid
-                        CROSS JOIN users ON users.id = user_search_rows.user_id
-                        """
-                    conditions.append("user_search MATCH \(Self.phrase(substring))")
+                if database.dialect == .sqlite, let candidates = try searchCandidates(for: substring) {
+                    // The trigram index's candidates, then the app, the cursor and the same LIKE
+                    // as the scan: the index only narrows, the LIKE decides.
+                    guard !candidates.isEmpty else { return [] }
+                    source = "user_search_rows CROSS JOIN users ON users.id = user_search_rows.user_id"
+                    // One JSON array, not a list of binds: one statement text, however many candidates.
+                    let rows = "[" + candidates.map(String.init).joined(separator: ",") + "]"
+                    conditions.append("user_search_rows.row IN (SELECT value FROM json_each(\(rows)))")
                 }
             }
         }
@@ -154,20 +154,20 @@ extension SQLAppScopedStore {
         "\"" + substring.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
-    /// Candidates the SQLite trigram index may give before a newest-first scan is the better way.
+    /// Candidates the SQLite trigram index may give before a newest-first walk is the better way.
     static let searchIndexCandidateLimit = 2_000
 
-    /// Whether SQLite should search `substring` through its trigram index (`user_search`) rather
-    /// than walk the app's users newest first. Under 3 characters there is no trigram to look up.
-    /// A substring in thousands of users (of any app) is common: the walk finds a page of them
-    /// after a few thousand rows, while the index would hand over every one of them to be sorted.
-    private func useSearchIndex(for substring: String) throws -> Bool {
-        guard substring.unicodeScalars.count >= 3 else { return false }
-        let candidates = try database.query("""
-            SELECT count(*) AS n FROM (SELECT 1 FROM user_search WHERE user_search MATCH \(Self.phrase(substring)) \
-            LIMIT \(Int64(Self.searchIndexCandidateLimit)))
-            """).first?.int64("n") ?? 0
-        return candidates < Self.searchIndexCandidateLimit
+    /// The rows of SQLite's trigram index (`user_search`) whose email or names contain `substring`
+    /// (folding case), or nil when the app's users are better walked newest first: under 3
+    /// characters there is no trigram to look up, and a substring in thousands of users (of any
+    /// app) is common, so the walk finds a page of them after a few thousand rows, while the
+    /// index would hand over every one of them to be looked up and sorted.
+    private func searchCandidates(for substring: String) throws -> [Int64]? {
+        guard substring.unicodeScalars.count >= 3 else { return nil }
+        let rows = try database.query("""
+            SELECT rowid FROM user_search WHERE user_search MATCH \(Self.phrase(substring)) LIMIT \(Int64(Self.searchIndexCandidateLimit))
+            """).map { try $0.int64("rowid") }
+        return rows.count < Self.searchIndexCandidateLimit ? rows : nil
     }
 
     func passwordHash(_ id: UserID) throws -> String? {
