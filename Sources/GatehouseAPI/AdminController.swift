@@ -8,6 +8,7 @@ struct AdminController {
     let apps: AppService
     let auditLog: AuditLog
     let users: AdminUsers
+    let deletion: AccountDeletion
     let clock: any Clock
 
     func register(_ routes: inout Routes) {
@@ -19,6 +20,7 @@ struct AdminController {
         routes.get("/v1/admin/events", events)
         routes.get("/v1/admin/users", listUsers)
         routes.get("/v1/admin/users/{id}", user)
+        routes.delete("/v1/admin/users/{id}", deleteUser)
         routes.delete("/v1/admin/users/{id}/sessions", endSessions)
         routes.post("/v1/admin/users/{id}/ban", ban)
         routes.delete("/v1/admin/users/{id}/ban", unban)
@@ -53,6 +55,13 @@ struct AdminController {
         let app = try auth.adminApp(request)
         let (user, identities) = try users.user(app: app, id: request.parameters["id"] ?? "")
         return HTTPResponse.data(AccountJSON.adminUser(user, identities, now: clock.nowMillis())).noStore()
+    }
+
+    /// The account's deletion, as `DELETE /v1/me` does it (without a recent login).
+    func deleteUser(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminApp(request)
+        try deletion.deleteByAdmin(app: app, id: request.parameters["id"] ?? "")
+        return .noContent
     }
 
     func ban(_ request: Request) throws -> HTTPResponse {

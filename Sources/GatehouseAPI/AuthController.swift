@@ -105,12 +105,14 @@ struct AuthController {
 
     /// The session response: 201 when the call created the account, 200 otherwise.
     func sessionResponse(_ app: AppContext, _ grant: SessionGrant) -> HTTPResponse {
-        var response = HTTPResponse.data(
-            [
-                "access_token": .string(grant.accessToken), "token_type": "Bearer", "expires_in": .int(grant.expiresIn),
-                "refresh_token": app.settings.refreshCookie.inBody ? .string(grant.refreshToken) : .null, "is_new_user": .bool(grant.isNewUser), "user": AccountJSON.user(grant.user, grant.identities),
-            ], status: grant.isNewUser ? 201 : 200
-        ).noStore()
+        var fields: [String: JSON] = [
+            "access_token": .string(grant.accessToken), "token_type": "Bearer", "expires_in": .int(grant.expiresIn),
+            "refresh_token": app.settings.refreshCookie.inBody ? .string(grant.refreshToken) : .null, "is_new_user": .bool(grant.isNewUser),
+            "user": UserObject.json(grant.user, grant.identities),
+        ]
+        // Only when it did (API.md, "Deleting the account").
+        if grant.isRestored { fields["is_restored"] = true }
+        var response = HTTPResponse.data(.object(fields), status: grant.isNewUser ? 201 : 200).noStore()
         if app.settings.refreshCookie.setsCookie {
             response.headers.add(
                 "Set-Cookie",

@@ -22,11 +22,13 @@ public final class Gatehouse: Sendable {
     public let emailFlows: EmailFlowService
     public let tokens: TokenService
     public let providerSignIn: ProviderSignInService
+    /// Account deletion, its grace period and purge.
+    public let deletion: AccountDeletion
     /// Delivers the outbox while the server runs (``startBackgroundWork()``).
     public let outboxWorker: OutboxWorker
     /// Seals secrets at rest (settings, queued mail).
     public let sealer: SecretSealer
-    /// Upkeep on every node: the audit log's retention.
+    /// Upkeep on every node: the audit log's retention, the purge of deleted accounts.
     public let periodicJobs: PeriodicJobs
     public let metrics = Metrics()
     public let log: Log
@@ -68,17 +70,33 @@ public final class Gatehouse: Sendable {
         self.sealer = sealer
         try sealer.verifyMatchesDatabase(store)
         directory = AppDirectory(store: store, sealer: sealer, clock: clock)
-        apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken, masterKey: masterKey)
+        // Every audit event an app's webhooks subscribe to queues their deliveries in its own
+        // transaction (bound here: the fan-out reads the directory, which is built on the store).
+        store.bindEventFanOut(WebhookFanOut(directory: directory, sealer: sealer))
+        apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken, masterKey: masterKey,
+            allowPrivateOutbound: configuration.allowPrivateOutbound)
 
-        // The outbox and its one kind so far, mail; the flows below wake it after they commit.
+        // The outbox and its kinds, mail and webhooks; the mail flows below wake it after they commit.
         let mail = MailOutboxHandler(
             directory: directory, sealer: sealer, platformSMTPURL: configuration.smtpURL,
             // An IP literal public URL makes no mail domain: then localhost.
             platformSender: try (try? MailAddress("no-reply@" + (URLComponents(string: configuration.publicURL)?.host ?? "localhost")))
                 ?? MailAddress("no-reply@localhost"),
             allowPrivateOutbound: configuration.allowPrivateOutbound, clock: clock, log: { [log] text in log.info("mail", ["message": .string(text)]) })
+        let outbound = OutboundHTTPClient()
+        let apple = AppleClient(baseURL: configuration.appleURL, client: outbound, clock: clock)
+        let verifier = ProviderVerifier(
+            jwks: JWKSCache(client: outbound, clock: clock), clock: clock, appleKeysURL: apple.keysURL,
+            googleKeysURL: configuration.googleJWKSURL, firebaseKeysURL: configuration.firebaseJWKSURL)
+        let providers = ProviderAdapter(verifier: verifier, apple: apple, log: log)
+        let appleRevocation = AppleRevocationHandler(
+            directory: directory, sealer: sealer, providers: providers, outbox: store.outbox, clock: clock,
+            webCallbackURL: ProviderSignInService.callbackURL(publicURL: configuration.publicURL))
+        // Webhooks: a client of their own, for URLs a tenant sets (10 s, the tenant address policy).
+        let webhooks = WebhookOutboxHandler(
+            directory: directory, sealer: sealer, transport: OutboundWebhookTransport(allowPrivate: configuration.allowPrivateOutbound), clock: clock)
         outboxWorker = OutboxWorker(
-            outbox: store.outbox, handlers: [mail], policy: OutboxRetryPolicy(maxBackoffSeconds: configuration.outboxMaxBackoffSeconds),
+            outbox: store.outbox, handlers: [mail, appleRevocation, webhooks], policy: OutboxRetryPolicy(maxBackoffSeconds: configuration.outboxMaxBackoffSeconds),
             clock: clock, lanes: configuration.outboxConcurrency, log: log)
 
         let revocations = RevocationList(store: store, clock: clock, log: log)
@@ -102,16 +120,12 @@ public final class Gatehouse: Sendable {
             masterKey: masterKey, emailCodes: emailCodes, log: log)
         emailFlows = EmailFlowService(store: store, accounts: accounts, codes: emailCodes, hasher: hasher, clock: clock)
 
-        let outbound = OutboundHTTPClient()
-        let apple = AppleClient(baseURL: configuration.appleURL, client: outbound, clock: clock)
-        let verifier = ProviderVerifier(
-            jwks: JWKSCache(client: outbound, clock: clock), clock: clock, appleKeysURL: apple.keysURL,
-            googleKeysURL: configuration.googleJWKSURL, firebaseKeysURL: configuration.firebaseJWKSURL)
         providerSignIn = ProviderSignInService(
-            store: store, directory: directory, accounts: accounts,
-            providers: ProviderAdapter(verifier: verifier, apple: apple, log: log),
+            store: store, directory: directory, accounts: accounts, providers: providers,
             sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes)
-
+        let deletion = AccountDeletion(
+            store: store, directory: directory, accounts: accounts, sealer: sealer, clock: clock, wakeOutbox: outboxWorker.wake, log: log)
+        self.deletion = deletion
 
         let retentionMillis = Int64(configuration.eventRetentionDays) * 86_400_000
         periodicJobs = PeriodicJobs(
@@ -124,7 +138,9 @@ public final class Gatehouse: Sendable {
                         if bite < 10_000 { break }
                     }
                     return purged
-                }
+                },
+                // Accounts whose grace period has passed, and old tombstones of deleted accounts.
+                PeriodicJob(name: "account_purge", everyMillis: 60_000) { now in try deletion.purge(now: now) },
             ], clock: clock, log: log)
 
         let auth = Authenticator(directory: directory, apps: apps, tokens: tokens)
@@ -132,13 +148,14 @@ public final class Gatehouse: Sendable {
         OperationsController(auth: auth, store: store, metrics: metrics, outbox: outboxWorker, clock: clock).register(&routes)
         AppController(auth: auth, directory: directory).register(&routes)
         AdminController(
-            auth: auth, apps: apps, auditLog: AuditLog(store: store), users: AdminUsers(store: store, accounts: accounts, clock: clock), clock: clock
+            auth: auth, apps: apps, auditLog: AuditLog(store: store), users: AdminUsers(store: store, accounts: accounts, clock: clock), deletion: deletion,
+            clock: clock
         ).register(&routes)
         let authController = AuthController(auth: auth, accounts: accounts, providers: providerSignIn, emailFlows: emailFlows)
         authController.register(&routes)
         EmailController(auth: auth, flows: emailFlows, sessions: authController).register(&routes)
         ProviderController(auth: auth, providers: providerSignIn, sessions: authController).register(&routes)
-        MeController(auth: auth, accounts: accounts).register(&routes)
+        MeController(auth: auth, accounts: accounts, deletion: deletion).register(&routes)
         router = routes.router
     }
 

@@ -5,10 +5,12 @@ import GatehouseHTTP
 struct MeController {
     let auth: Authenticator
     let accounts: AccountService
+    let deletion: AccountDeletion
 
     func register(_ routes: inout Routes) {
         routes.get("/v1/me", me)
         routes.patch("/v1/me", updateMe)
+        routes.delete("/v1/me", deleteMe)
         routes.get("/v1/me/sessions", sessions)
         routes.delete("/v1/me/sessions/{id}", endSession)
         routes.put("/v1/me/password", hashesPassword: true, changePassword)
@@ -19,7 +21,7 @@ struct MeController {
     func me(_ request: Request) throws -> HTTPResponse {
         let (app, claims) = try auth.user(request)
         let (user, identities) = try accounts.me(app: app, claims: claims)
-        return HTTPResponse.data(AccountJSON.user(user, identities)).noStore()
+        return HTTPResponse.data(UserObject.json(user, identities)).noStore()
     }
 
     func updateMe(_ request: Request) throws -> HTTPResponse {
@@ -29,8 +31,19 @@ struct MeController {
         let last = body.nullable("last_name", maxLength: 200)
         let photo = body.nullable("photo_file_id", maxLength: 64)
         try body.finish()
-        let (user, identities) = try accounts.updateProfile(app: app, claims: claims, firstName: first, lastName: last, photoFileID: photo)
-        return HTTPResponse.data(AccountJSON.user(user, identities)).noStore()
+        let (user, identities) = try accounts.updateProfile(app: app, claims: claims, firstName: first, lastName: last, photoFileID: photo, origin: request.origin)
+        return HTTPResponse.data(UserObject.json(user, identities)).noStore()
+    }
+
+    /// Deletes the account (API.md, "Deleting the account"); the body is optional.
+    func deleteMe(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        var body = try Body(request, allowEmpty: true)
+        let reason = body.optional("reason", maxLength: 2000)
+        let code = body.optional("apple_authorization_code", maxLength: 4096)
+        try body.finish()
+        try deletion.deleteOwnAccount(app: app, claims: claims, reason: reason, appleAuthorizationCode: code, origin: request.origin)
+        return .noContent
     }
 
     func sessions(_ request: Request) throws -> HTTPResponse {

@@ -29,6 +29,10 @@ struct ProviderAdapter: IdentityProviders {
         }
     }
 
+    func revokeAppleToken(_ refreshToken: String, clientID: String, credentials: AppleCredentials) throws {
+        do { try apple.revoke(refreshToken: refreshToken, clientID: clientID, credentials: credentials) } catch { throw map(error) }
+    }
+
     func appleAuthorizeURL(servicesID: String, redirectURI: String, state: String, nonce: String) -> String {
         apple.authorizeURL(servicesID: servicesID, redirectURI: redirectURI, state: state, nonce: nonce)
     }

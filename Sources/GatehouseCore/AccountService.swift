@@ -8,6 +8,8 @@ public struct SessionGrant: Sendable {
     public let expiresIn: Int64
     public let refreshToken: String
     public let isNewUser: Bool
+    /// The sign-in restored an account pending deletion.
+    public var isRestored = false
 }
 
 /// Accounts with passwords, sessions and tokens: every behaviour of API.md's "Tokens", the
@@ -129,11 +131,31 @@ public final class AccountService: Sendable {
         return try startSession(app: app, data, user: user, method: .password, isNewUser: false, origin: origin)
     }
 
-    /// Creates a session and its first token pair; records `user.signed_in`.
+    /// Creates a session and its first token pair; records `user.signed_in`. Every sign-in ends
+    /// here, whatever its method: a banned user gets no session, and an account pending deletion
+    /// is restored (`user.restored`, in the session's transaction).
     public func startSession(app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, origin: RequestOrigin) throws -> SessionGrant {
         let now = clock.nowMillis()
-        // Every sign-in ends here, whatever its method: a banned user gets no session.
         if let ban = user.ban, ban.holds(at: now) { throw Self.disabled(ban) }
+        guard user.pendingDeletion != nil else { return try openSession(app: app, data, user: user, method: method, isNewUser: isNewUser, origin: origin, now: now) }
+        return try data.transaction { tx in
+            guard try tx.cancelDeletion(user.id, now: now) else {
+                // Another sign-in restored it meanwhile, or the purge took it.
+                guard let current = try tx.user(user.id) else { throw GatehouseError(.invalidCredential, "This account has been deleted.") }
+                return try openSession(app: app, tx, user: current, method: method, isNewUser: isNewUser, origin: origin, now: now)
+            }
+            try tx.record(Event(
+                type: .userRestored, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(method.rawValue)],
+                createdAt: now))
+            var restored = user
+            restored.pendingDeletion = nil
+            var grant = try openSession(app: app, tx, user: restored, method: method, isNewUser: isNewUser, origin: origin, now: now)
+            grant.isRestored = true
+            return grant
+        }
+    }
+
+    private func openSession(app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, origin: RequestOrigin, now: Int64) throws -> SessionGrant {
         let session = Session(
             id: .generate(), userID: user.id, method: method, authTime: now, createdAt: now, lastUsedAt: now,
             expiresAt: now + app.settings.refreshTokenTTLSeconds * 1000, ip: origin.ip, userAgent: origin.userAgent)
@@ -261,11 +283,14 @@ public final class AccountService: Sendable {
         return found
     }
 
-    /// Changes first and last name: absent keeps, null or empty clears.
+    /// Changes first and last name: absent keeps, null or empty clears. A change records
+    /// `user.updated` (with the names of the fields it changed) in its transaction.
     /// `photoFileID`: absent keeps the photo, null removes it, an id sets it from one of the user's
     /// public image files. Files are not built yet, so no id names a file of this user: every id is
     /// 404 `request/not-found`, as API.md answers for another user's file.
-    public func updateProfile(app: AppContext, claims: AccessClaims, firstName: String??, lastName: String??, photoFileID: String??) throws -> (User, [Identity]) {
+    public func updateProfile(
+        app: AppContext, claims: AccessClaims, firstName: String??, lastName: String??, photoFileID: String??, origin: RequestOrigin
+    ) throws -> (User, [Identity]) {
         let (user, identities) = try me(app: app, claims: claims)
         func resolve(_ change: String??, _ current: String?, _ field: String) throws(GatehouseError) -> String? {
             switch change {
@@ -282,8 +307,19 @@ public final class AccountService: Sendable {
         try checks.finish()
         if case .some(.some) = photoFileID { throw GatehouseError(.notFound, "No such file of yours.") }
         let photo = photoFileID == nil ? user.photoURL : nil
-        guard let updated = try store.app(app.id).updateProfile(user.id, firstName: first, lastName: last, photoURL: photo, now: clock.nowMillis()) else {
-            throw GatehouseError(.sessionRevoked, "This account no longer exists.")
+        // Nothing changed: nothing written, no event.
+        if first == user.firstName, last == user.lastName, photo == user.photoURL { return (user, identities) }
+        let now = clock.nowMillis()
+        // The change and its `user.updated` event (and so its webhooks) commit together.
+        let updated = try store.app(app.id).transaction { tx in
+            guard let updated = try tx.updateProfile(user.id, firstName: first, lastName: last, photoURL: photo, now: now) else {
+                throw GatehouseError(.sessionRevoked, "This account no longer exists.")
+            }
+            let changed = [("first_name", user.firstName != first), ("last_name", user.lastName != last), ("photo_url", user.photoURL != photo)]
+            try tx.record(Event(
+                type: .userUpdated, userID: user.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent,
+                data: ["fields": .array(changed.filter(\.1).map { .string($0.0) })], createdAt: now))
+            return updated
         }
         // A profile change leaves the identities as they were.
         return (updated, identities)

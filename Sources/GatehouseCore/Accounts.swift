@@ -29,12 +29,15 @@ public struct User: Sendable, Equatable {
     public var lastSignInAt: Int64?
     /// Set by a tenant admin (``Ban``); nil when the user may sign in.
     public var ban: Ban?
+    /// Set while the account waits out its app's `deletion_grace_days`; a sign-in clears it.
+    public var pendingDeletion: PendingDeletion?
 
     public init(
         id: UserID, email: String?, emailVerified: Bool, firstName: String?, lastName: String?, photoURL: String? = nil, createdAt: Int64,
-        updatedAt: Int64, lastSignInAt: Int64?, ban: Ban? = nil
+        updatedAt: Int64, lastSignInAt: Int64?, ban: Ban? = nil, pendingDeletion: PendingDeletion? = nil
     ) {
         self.ban = ban
+        self.pendingDeletion = pendingDeletion
         self.id = id
         self.email = email
         self.emailVerified = emailVerified
@@ -67,6 +70,18 @@ public struct Ban: Sendable, Equatable {
     }
 
     public func holds(at now: Int64) -> Bool { suspendedUntil.map { $0 > now } ?? true }
+}
+
+/// An account whose deletion was asked for and waits out the app's grace period: the purge job
+/// deletes it at `purgeAt` (ms), unless a sign-in restores it first.
+public struct PendingDeletion: Sendable, Equatable {
+    public var requestedAt: Int64
+    public var purgeAt: Int64
+
+    public init(requestedAt: Int64, purgeAt: Int64) {
+        self.requestedAt = requestedAt
+        self.purgeAt = purgeAt
+    }
 }
 
 /// A way to sign in: `password` (subject = the email), `apple`, `google`.
@@ -140,6 +155,7 @@ public enum SessionEndReason: String, Sendable {
     case revoked
     case passwordChanged = "password_changed"
     case refreshReused = "refresh_reused"
+    case deleted
 }
 
 /// An audit event.

@@ -53,6 +53,10 @@ public final class AppDirectory: Sendable {
         return try remember(record, now: now)
     }
 
+    /// The app with this id as this node has it cached, however old, without asking the database
+    /// (nil when it is not cached): for checks on a path that must not wait for a connection.
+    public func cached(id: AppID) -> AppContext? { state.read { $0.byID[id] } }
+
     /// The app with this id as stored now: a cached entry is checked against the database's
     /// version at once, instead of after `revalidateAfterMillis`, and rebuilt only if it changed.
     public func current(id: AppID) throws -> AppContext? {

@@ -9,6 +9,8 @@ public final class AppService: Sendable {
     private let clock: any Clock
     private let adminTokenHash: [UInt8]?
     private let checksumKey: [UInt8]
+    /// `GATEHOUSE_ALLOW_PRIVATE_OUTBOUND`: webhook URLs may be `http` or name private addresses.
+    private let allowPrivateOutbound: Bool
 
     /// A retired signing key stays published this long: the longest access-token lifetime an app
     /// can set, plus five minutes of clock skew, so no token in flight loses its key.
@@ -17,7 +19,11 @@ public final class AppService: Sendable {
     public static let previousSecretKeyLifetimeMillis: Int64 = 86400 * 1000
 
     /// - Parameter masterKey: for the key of `Tenants/` checksums (``MasterKeyDerivation``).
-    public init(store: any Store, sealer: SecretSealer, directory: AppDirectory, clock: any Clock, adminToken: String?, masterKey: [UInt8]) {
+    public init(
+        store: any Store, sealer: SecretSealer, directory: AppDirectory, clock: any Clock, adminToken: String?, masterKey: [UInt8],
+        allowPrivateOutbound: Bool = false
+    ) {
+        self.allowPrivateOutbound = allowPrivateOutbound
         self.checksumKey = MasterKeyDerivation.key(for: .tenantChecksum, from: masterKey)
         self.store = store
         self.sealer = sealer
@@ -51,7 +57,7 @@ public final class AppService: Sendable {
 
     /// Creates an app from a settings object (admin API and CLI).
     public func create(settings json: JSON) throws -> Created {
-        let settings = try AppSettings.decode(json, source: .admin(current: nil))
+        let settings = try AppSettings.decode(json, source: .admin(current: nil), allowPrivateOutbound: allowPrivateOutbound)
         return try insert(settings: settings, appKey: Self.generateAppKey(), source: "api", sourceChecksum: nil)
     }
 
@@ -106,7 +112,7 @@ public final class AppService: Sendable {
             // A null removes a field; naming one the settings do not have is an unknown field.
             let merged = current.settings.json(secrets: .plain).merging(patch: .object(patchObject))
                 .keepingRemovals(of: .object(patchObject))
-            let settings = try AppSettings.decode(merged, source: .admin(current: current.settings))
+            let settings = try AppSettings.decode(merged, source: .admin(current: current.settings), allowPrivateOutbound: allowPrivateOutbound)
             if settings.signingAlgorithm != current.settings.signingAlgorithm {
                 throw GatehouseError.validation(
                     "signing_algorithm", "Set when the app is created; changing it needs a key rotation, which this version does not do.")
@@ -204,7 +210,7 @@ public final class AppService: Sendable {
         var problems = appKey == nil ? [FieldError("app_key", "Required: 16 to 128 letters, digits, '_' or '-'.")] : []
         var decoded: AppSettings?
         do {
-            decoded = try AppSettings.decode(json, source: .tenantFile(directory: folder, environment: environment), extraKeys: ["app_key"])
+            decoded = try AppSettings.decode(json, source: .tenantFile(directory: folder, environment: environment), extraKeys: ["app_key"], allowPrivateOutbound: allowPrivateOutbound)
         } catch {
             if error.fieldErrors.isEmpty { throw error }
             problems += error.fieldErrors

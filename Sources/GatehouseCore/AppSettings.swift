@@ -83,9 +83,34 @@ public struct AppSettings: Sendable, Equatable {
     }
     public struct Webhook: Sendable, Equatable {
         public var url: String
-        /// Secret: signs deliveries.
+        /// Secret: signs deliveries. `whsec_` and the base64 of 24–64 random bytes.
         public var secret: String
+        /// Webhook types (``EventType/webhookCatalogue``); `*` (every type) in a list stored by an
+        /// earlier version.
         public var events: [String]
+
+        public init(url: String, secret: String, events: [String]) {
+            self.url = url
+            self.secret = secret
+            self.events = events
+        }
+
+        /// Whether this webhook is subscribed to `type` (a webhook type).
+        public func wants(_ type: EventType) -> Bool { events.contains(type.rawValue) || events.contains("*") }
+
+        /// The HMAC key a `whsec_` secret stands for (its 24–64 decoded bytes), or nil.
+        public static func key(ofSecret secret: String) -> [UInt8]? {
+            guard secret.hasPrefix("whsec_") else { return nil }
+            var text = String(secret.dropFirst(6))
+            guard !text.isEmpty, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
+            while text.utf8.count % 4 != 0 { text += "=" }
+            guard let data = Data(base64Encoded: text), (24...64).contains(data.count) else { return nil }
+            return Array(data)
+        }
+
+        /// The key deliveries are signed with: the decoded bytes of a `whsec_` secret; for a
+        /// secret stored by an earlier version in another form, its UTF-8 bytes.
+        public var signingKey: [UInt8] { Self.key(ofSecret: secret) ?? Array(secret.utf8) }
     }
 
     public init(name: String) { self.name = name }
@@ -137,13 +162,17 @@ extension AppSettings {
             && address.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F && !"<>()[]\\,;:\"".unicodeScalars.contains($0) }
     }
 
-    /// The event types a webhook may name (and `*`, every one).
+    /// The event types a webhook may name.
     public static let webhookEvents = EventType.webhookCatalogue.map(\.rawValue)
 
     /// Decodes and validates a whole settings object. Fields that are absent take their default.
     /// Unknown fields are rejected. Throws `request/validation-failed` with every field's problem.
     /// `extraKeys` are accepted and ignored (for example `app_key` in a Tenants file).
-    public static func decode(_ json: JSON, source: SettingsSource, extraKeys: Set<String> = []) throws(GatehouseError) -> AppSettings {
+    /// `allowPrivateOutbound` (`GATEHOUSE_ALLOW_PRIVATE_OUTBOUND`) lets a webhook URL be `http` or
+    /// name a private address; settings read from storage are not checked against it.
+    public static func decode(
+        _ json: JSON, source: SettingsSource, extraKeys: Set<String> = [], allowPrivateOutbound: Bool = false
+    ) throws(GatehouseError) -> AppSettings {
         var r = FieldReader(json)
         for key in extraKeys { _ = r.raw(key) }
         var s = AppSettings(name: "")
@@ -297,21 +326,9 @@ extension AppSettings {
         if let hooks = r.raw("webhooks") {
             if case .array(let items) = hooks, items.count <= 10 {
                 for (i, item) in items.enumerated() {
-                    var f = FieldReader(item, path: "webhooks[\(i)]")
-                    let url = f.string("url", maxLength: 2048)
-                    if url == nil || !isWebhookURL(url!) { f.fail("url", "Required: an https URL (http only for localhost).") }
-                    let currentSecret = current?.webhooks.first(where: { $0.url == url })?.secret
-                    let secretValue = secret(&f, "secret", source: source, current: currentSecret, allowFile: false)
-                    if secretValue == nil { f.fail("secret", "Required: at least 16 characters.") } else if secretValue!.count < 16 {
-                        f.fail("secret", "Must be at least 16 characters.")
+                    if let hook = webhook(item, path: "webhooks[\(i)]", source: source, current: current, storedBefore: storedBefore, allowPrivateOutbound: allowPrivateOutbound, into: &r) {
+                        s.webhooks.append(hook)
                     }
-                    let events = f.stringArray("events", maxCount: 50) ?? ["*"]
-                    // An earlier version accepted audit types outside the webhook catalogue: a stored
-                    // list keeps them, so the app still loads; the next save must drop them.
-                    for e in events where e != "*" && !webhookEvents.contains(e) && !storedBefore { f.fail("events", "Unknown event type \(e).") }
-                    f.rejectUnknown()
-                    if f.errors.isEmpty { s.webhooks.append(Webhook(url: url!, secret: secretValue!, events: uniqued(events))) }
-                    r.absorb(f.errors)
                 }
             } else {
                 r.fail("webhooks", "Must be an array of at most 10 webhooks.")
@@ -320,6 +337,49 @@ extension AppSettings {
         r.rejectUnknown()
         if !r.errors.isEmpty { throw .validation(r.errors) }
         return s
+    }
+
+    /// One webhook (API.md, "Webhooks"): an `https` URL (`http`, `localhost` and private address
+    /// literals only under `allowPrivateOutbound`; a host name that resolves to a private address is
+    /// refused at delivery), a `whsec_` secret of 24–64 random bytes, and a non-empty list of types
+    /// of the webhook catalogue. A webhook stored by an earlier version under looser rules (any
+    /// secret of 16 characters, `events` absent or `*`, other audit types) still loads; the next
+    /// save must mend it.
+    private static func webhook(
+        _ item: JSON, path: String, source: SettingsSource, current: AppSettings?, storedBefore: Bool, allowPrivateOutbound: Bool,
+        into r: inout FieldReader
+    ) -> Webhook? {
+        var f = FieldReader(item, path: path)
+        let url = f.string("url", maxLength: 2048)
+        // A URL stored by an earlier version (`http` to localhost) stays; the delivery checks the address.
+        if url.map({ storedBefore || isWebhookURL($0, allowPrivate: allowPrivateOutbound) }) != true {
+            f.fail("url", allowPrivateOutbound
+                ? "Required: an http or https URL without credentials or fragment."
+                : "Required: an https URL without credentials or fragment, to a public address.")
+        }
+        let currentSecret = current?.webhooks.first(where: { $0.url == url })?.secret
+        let secretValue = secret(&f, "secret", source: source, current: currentSecret, allowFile: false)
+        if secretValue == nil {
+            if !f.errors.contains(where: { $0.field == f.field("secret") }) { f.fail("secret", "Required: whsec_ and the base64 of 24 to 64 random bytes.") }
+        } else if !storedBefore, Webhook.key(ofSecret: secretValue!) == nil {
+            f.fail("secret", "Must be whsec_ and the base64 of 24 to 64 random bytes.")
+        }
+        var events: [String] = ["*"]
+        if let given = f.stringArray("events", maxCount: 50) {
+            events = given
+            // An earlier version accepted `*` and audit types outside the webhook catalogue: a
+            // stored list keeps them (`*` is every type), so the app still loads.
+            if given.isEmpty && !storedBefore { f.fail("events", "Name at least one event type.") }
+            for e in given where !webhookEvents.contains(e) && !storedBefore {
+                f.fail("events", "Unknown event type \(e); use any of \(webhookEvents.joined(separator: ", ")).")
+            }
+        } else if !storedBefore && !f.errors.contains(where: { $0.field == f.field("events") }) {
+            f.fail("events", "Required: a non-empty list of event types.")
+        }
+        f.rejectUnknown()
+        r.absorb(f.errors)
+        guard f.errors.isEmpty, let url, let secretValue else { return nil }
+        return Webhook(url: url, secret: secretValue, events: uniqued(events))
     }
 
     /// Reads a secret field according to the source's rules.
@@ -474,7 +534,24 @@ func isRedirectURI(_ s: String) -> Bool {
     }
 }
 
-private func isWebhookURL(_ s: String) -> Bool {
-    guard let c = URLComponents(string: s), let host = c.host, !host.isEmpty, c.user == nil, c.fragment == nil else { return false }
-    return c.scheme == "https" || (c.scheme == "http" && isLoopbackHost(host))
+private func isWebhookURL(_ s: String, allowPrivate: Bool) -> Bool {
+    guard let c = URLComponents(string: s), let scheme = c.scheme?.lowercased(), let host = c.host?.lowercased(), !host.isEmpty,
+        c.user == nil, c.password == nil, c.fragment == nil
+    else { return false }
+    if allowPrivate { return scheme == "https" || scheme == "http" }
+    return scheme == "https" && !isPrivateHostLiteral(host)
 }
+
+/// `localhost` or an IP literal outside global unicast. A cheap check when settings are saved
+/// (no DNS): the delivery checks every address a host name resolves to.
+private func isPrivateHostLiteral(_ host: String) -> Bool {
+    let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+    if bare == "localhost" || bare.hasSuffix(".localhost") { return true }
+    guard IPRange.parseAddress(bare) != nil else { return false }
+    return nonGlobalRanges.contains { $0.contains(bare) }
+}
+
+private let nonGlobalRanges: [IPRange] = [
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16", "224.0.0.0/3",
+    "::/127", "fc00::/7", "fe80::/10", "ff00::/8",
+].compactMap(IPRange.init)

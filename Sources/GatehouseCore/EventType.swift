@@ -24,16 +24,30 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let userBanned = EventType(rawValue: "user.banned")
     public static let userUnbanned = EventType(rawValue: "user.unbanned")
 
-    // Named by the webhook catalogue; recorded by the account-lifecycle work (issue 12) and the
-    // webhook sender, not by this version.
-    public static let userCreated = EventType(rawValue: "user.created")
+    /// A profile change (`PATCH /v1/me`) that changed something.
     public static let userUpdated = EventType(rawValue: "user.updated")
+    /// An account's deletion was asked for (by its user or a tenant admin): erased at once, or
+    /// pending deletion when the app has a grace period (`data.purge_at`). Recorded before the
+    /// erase, so that a webhook's body can still show the user.
     public static let userDeleted = EventType(rawValue: "user.deleted")
+    /// A sign-in restored an account pending deletion.
     public static let userRestored = EventType(rawValue: "user.restored")
+    /// The purge job erased an account whose grace period had passed (audit only).
+    public static let userPurged = EventType(rawValue: "user.purged")
+
+    /// Never recorded: the webhook name of `user.signed_up` (every sign-up, whatever the method).
+    public static let userCreated = EventType(rawValue: "user.created")
 
     /// The types an app's webhook may subscribe to (API.md, "Webhooks").
     public static let webhookCatalogue: [EventType] = [
         userCreated, userUpdated, userDeleted, userRestored, userBanned, userUnbanned, userEmailChanged, userPasswordChanged,
         identityLinked, identityUnlinked, sessionRevoked,
     ]
+
+    /// The webhook type an audit event of this type is delivered as, or nil when no webhook can
+    /// subscribe to it: `user.signed_up` is `user.created`, the rest of the catalogue keep their name.
+    public var webhookType: EventType? {
+        if self == .userSignedUp { return .userCreated }
+        return Self.webhookCatalogue.contains(self) && self != .userCreated ? self : nil
+    }
 }

@@ -312,7 +312,9 @@ public final class ProviderSignInService: Sendable {
         return (url, binding)
     }
 
-    public var callbackURL: String { publicURL + "/v1/auth/oauth/apple/callback" }
+    public var callbackURL: String { Self.callbackURL(publicURL: publicURL) }
+    /// The Apple web flow's callback on a server at `publicURL`: the `redirect_uri` its codes are redeemed with.
+    public static func callbackURL(publicURL: String) -> String { publicURL + "/v1/auth/oauth/apple/callback" }
 
     /// What Apple posted back.
     public struct Callback: Sendable {
@@ -419,15 +421,11 @@ public final class ProviderSignInService: Sendable {
 
     private func keepAppleToken(app: AppContext, _ data: any AppScopedStore, user: UserID, identity: ExternalIdentity, refreshToken: String?) throws {
         guard let refreshToken else { return }
-        let sealed = sealer.seal(refreshToken, app: app.id, field: "apple_refresh_token/\(user.rawValue)/\(identity.audience)")
-        try data.saveProviderToken(user, provider: "apple", clientID: identity.audience, sealedToken: sealed, now: clock.nowMillis())
+        let sealed = sealer.seal(refreshToken, app: app.id, field: StoredProviderToken.appleFieldName(user: user, clientID: identity.audience))
+        _ = try data.saveProviderToken(user, provider: "apple", clientID: identity.audience, sealedToken: sealed, now: clock.nowMillis())
     }
 
-    private func appleCredentials(_ app: AppContext) -> AppleCredentials? {
-        let apple = app.settings.apple
-        guard let team = apple.teamID, let key = apple.keyID, let pem = apple.privateKey else { return nil }
-        return AppleCredentials(teamID: team, keyID: key, privateKeyPEM: pem)
-    }
+    private func appleCredentials(_ app: AppContext) -> AppleCredentials? { app.settings.apple.credentials }
 
     private func requireMethod(_ provider: Provider, _ app: AppContext) throws {
         guard app.settings.signInMethods.contains(provider.method) else {

@@ -44,6 +44,24 @@ public struct ExternalIdentity: Sendable, Equatable {
     }
 }
 
+/// A provider refresh token kept for revocation at account deletion, as stored.
+public struct StoredProviderToken: Sendable, Equatable {
+    public var provider: String
+    /// The client id the token was issued to (the bundle id or the Services ID).
+    public var clientID: String
+    /// Sealed with ``SecretSealer`` under ``fieldName(user:clientID:)``.
+    public var sealedToken: String
+
+    public init(provider: String, clientID: String, sealedToken: String) {
+        self.provider = provider
+        self.clientID = clientID
+        self.sealedToken = sealedToken
+    }
+
+    /// The sealing field of a user's Apple refresh token for one client id.
+    public static func appleFieldName(user: UserID, clientID: String) -> String { "apple_refresh_token/\(user.rawValue)/\(clientID)" }
+}
+
 /// An app's Apple key, for client secrets.
 public struct AppleCredentials: Sendable {
     public var teamID: String
@@ -56,6 +74,14 @@ public struct AppleCredentials: Sendable {
     }
 }
 
+extension AppSettings.Apple {
+    /// The app's Apple key for client secrets; nil unless team id, key id and key are all set.
+    public var credentials: AppleCredentials? {
+        guard let teamID, let keyID, let privateKey else { return nil }
+        return AppleCredentials(teamID: teamID, keyID: keyID, privateKeyPEM: privateKey)
+    }
+}
+
 /// What the domain needs from Apple, Google and Firebase. Implemented over HTTP in
 /// `GatehouseProviders`; every failure is a `GatehouseError`: 401 `auth/invalid-credential`
 /// when a token or code does not verify, 503 `provider/unavailable` when the provider cannot be reached.
@@ -64,6 +90,10 @@ public protocol IdentityProviders: Sendable {
     func verifyGoogle(_ token: String, audiences: [String], nonce: String?) throws -> ExternalIdentity
     func verifyFirebase(_ token: String, projectID: String, expectedProvider: String) throws -> ExternalIdentity
     func exchangeAppleCode(_ code: String, clientID: String, redirectURI: String?, credentials: AppleCredentials) throws -> (idToken: String, refreshToken: String?)
+    /// Revokes a refresh token at Apple's `/auth/revoke` for `clientID`: 401 `auth/invalid-credential`
+    /// when Apple refuses the request about the token, 503 `provider/unavailable` when it cannot be
+    /// reached or refuses our credentials (worth a retry).
+    func revokeAppleToken(_ refreshToken: String, clientID: String, credentials: AppleCredentials) throws
     func appleAuthorizeURL(servicesID: String, redirectURI: String, state: String, nonce: String) -> String
 }
 

@@ -165,6 +165,12 @@ public protocol Store: Sendable {
     /// Deletes audit events of every app recorded before `before` (ms), at most `limit` of them
     /// (a purge in bounded bites); returns how many went.
     func purgeEvents(before: Int64, limit: Int) throws -> Int
+    /// Accounts of any app whose deletion grace period has ended (``PendingDeletion/purgeAt`` at
+    /// or before `now`), oldest due first, at most `limit`: the purge job's work.
+    func accountsDueForPurge(now: Int64, limit: Int) throws -> [(AppID, UserID)]
+    /// Deletes, with their ended sessions, the tombstones of accounts of any app erased before
+    /// `before` (ms), at most `limit` (see ``AppScopedStore/eraseUser(_:dueBy:now:)``); returns how many went.
+    func purgeErasedAccounts(before: Int64, limit: Int) throws -> Int
     /// The app of an unexpired, unused web flow, read without using it up: the callback's limiter
     /// is the app's, and a callback refused by it must leave the flow for a retry.
     func webFlowApp(id: String, now: Int64) throws -> AppID?
@@ -270,8 +276,27 @@ public protocol AppScopedStore: Sendable {
     func removeIdentity(_ user: UserID, provider: String, now: Int64) throws -> Bool
     /// Sets names only where the user has none (Apple sends the name once).
     func fillNames(_ user: UserID, firstName: String?, lastName: String?, now: Int64) throws
-    /// Keeps a provider refresh token (sealed) for revocation at account deletion.
-    func saveProviderToken(_ user: UserID, provider: String, clientID: String, sealedToken: String, now: Int64) throws
+    /// Marks the account pending deletion; false when it is already pending, or gone.
+    func scheduleDeletion(_ id: UserID, _ pending: PendingDeletion, now: Int64) throws -> Bool
+    /// Clears a pending deletion whose purge is not yet due (a sign-in restores the account);
+    /// false when none was pending, or it is due.
+    func cancelDeletion(_ id: UserID, now: Int64) throws -> Bool
+    /// Locks the user's row for the rest of the transaction and reads it (nil: no such live
+    /// user). A deletion starts here; whatever else must not interleave with one (a new session,
+    /// a kept provider token) takes the row too.
+    func lockUser(_ id: UserID) throws -> User?
+    /// Erases the account, if it exists and (with `dueBy`) its deletion is pending and due by then:
+    /// every personal column emptied, its identities, provider tokens and codes deleted, a
+    /// tombstone left (``Store/purgeErasedAccounts(before:limit:)``) that no lookup returns.
+    /// Returns the provider tokens deleted, to revoke; nil when there was nothing to erase (another
+    /// node did it).
+    func eraseUser(_ id: UserID, dueBy: Int64?, now: Int64) throws -> [StoredProviderToken]?
+    /// The provider refresh tokens kept for the user (sealed), to revoke before erasing them.
+    func providerTokens(_ user: UserID) throws -> [StoredProviderToken]
+    /// Keeps a provider refresh token (sealed) for revocation at account deletion; false (nothing
+    /// kept) when the account is gone.
+    @discardableResult
+    func saveProviderToken(_ user: UserID, provider: String, clientID: String, sealedToken: String, now: Int64) throws -> Bool
     func insertWebFlow(_ flow: WebFlow) throws
     func insertLoginCode(_ code: LoginCode) throws
     /// Takes (marks used) an unexpired, unused login code.

@@ -93,7 +93,10 @@ public final class AppleClient: Sendable {
         ]
         let response = try client.postForm(baseURL + "/auth/revoke", fields: fields)
         guard response.status != 200 else { return }
-        throw Self.failure(status: response.status, body: try? JSON.parse(response.body), endpoint: "/auth/revoke")
+        let body = try? JSON.parse(response.body)
+        // A 400 that is not Apple's JSON (a proxy's page) says nothing about the token: retry.
+        if response.status == 400, body?["error"]?.stringValue == nil { throw .unavailable("Apple /auth/revoke answered 400 without an error code") }
+        throw Self.failure(status: response.status, body: body, endpoint: "/auth/revoke")
     }
 
     /// `<base>/auth/authorize?client_id=…&redirect_uri=…&response_type=code%20id_token&scope=name%20email&response_mode=form_post&state=…&nonce=…`,

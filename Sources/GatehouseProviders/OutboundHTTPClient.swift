@@ -75,6 +75,11 @@ public final class OutboundHTTPClient: Sendable {
         return try perform(url: url, headers: all, body: body)
     }
 
+    /// `POST url` with `body` sent as it is (its `Content-Type` among `headers`).
+    public func post(_ url: String, body: [UInt8], headers: [(String, String)] = []) throws(ProviderError) -> OutboundResponse {
+        try perform(url: url, headers: headers, body: body)
+    }
+
     private func perform(url: String, headers: [(String, String)], body: [UInt8]?) throws(ProviderError) -> OutboundResponse {
         let lowered = url.lowercased()
         guard lowered.hasPrefix("https://") || lowered.hasPrefix("http://") else {

@@ -23,13 +23,13 @@ extension SQLAppScopedStore {
     }
 
     func user(_ id: UserID) throws -> User? {
-        try database.query("SELECT * FROM users WHERE app_id = \(appID) AND id = \(id)").first.map(userRecord)
+        try database.query("SELECT * FROM users WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL").first.map(userRecord)
     }
 
     func passwordUser(email: String) throws -> (User, String)? {
         guard let row = try database.query("""
             SELECT users.* FROM identities JOIN users ON users.id = identities.user_id AND users.app_id = identities.app_id
-            WHERE identities.app_id = \(appID) AND identities.provider = 'password' AND identities.subject = \(email)
+            WHERE identities.app_id = \(appID) AND identities.provider = 'password' AND identities.subject = \(email) AND users.deleted_at IS NULL
             """).first, let hash = try row.optionalString("password_hash")
         else { return nil }
         return (try userRecord(row), hash)
@@ -41,7 +41,7 @@ extension SQLAppScopedStore {
         try database.query("""
             SELECT users.* FROM users
             LEFT JOIN identities ON identities.app_id = users.app_id AND identities.user_id = users.id AND identities.provider = 'password'
-            WHERE users.app_id = \(appID) AND users.email = \(email)
+            WHERE users.app_id = \(appID) AND users.email = \(email) AND users.deleted_at IS NULL
               AND (users.email_verified = 1 OR identities.subject IS NOT NULL)
             ORDER BY CASE WHEN users.email_verified = 1 THEN 0 ELSE 1 END, CASE WHEN identities.subject IS NULL THEN 1 ELSE 0 END, users.created_at
             LIMIT 1
@@ -52,7 +52,7 @@ extension SQLAppScopedStore {
         defer { changed(id) }
         return try database.query("""
             UPDATE users SET email_verified = \(true), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
-            WHERE app_id = \(appID) AND id = \(id) AND email = \(email) RETURNING *
+            WHERE app_id = \(appID) AND id = \(id) AND email = \(email) AND deleted_at IS NULL RETURNING *
             """).first.map(userRecord)
     }
 
@@ -63,7 +63,7 @@ extension SQLAppScopedStore {
                 let sameOld: SQL = old.map { "email = \($0)" } ?? "email IS NULL"
                 guard let row = try db.query("""
                     UPDATE users SET email = \(new), email_verified = \(true), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
-                    WHERE app_id = \(appID) AND id = \(id) AND \(sameOld) RETURNING *
+                    WHERE app_id = \(appID) AND id = \(id) AND \(sameOld) AND deleted_at IS NULL RETURNING *
                     """).first
                 else { return nil }
                 // The password identity's subject is the address it signs in with.
@@ -82,8 +82,56 @@ extension SQLAppScopedStore {
         return try database.query("""
             UPDATE users SET ban_sanction_code = \(ban?.sanctionCode), ban_reason = \(ban?.reason), ban_suspended_until = \(ban?.suspendedUntil),
                              updated_at = \(now), changed_at = \(database.dialect.nowMillis)
-            WHERE app_id = \(appID) AND id = \(id) RETURNING *
+            WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
             """).first.map(userRecord)
+    }
+
+    func scheduleDeletion(_ id: UserID, _ pending: PendingDeletion, now: Int64) throws -> Bool {
+        defer { changed(id) }
+        return try database.execute("""
+            UPDATE users SET deletion_requested_at = \(pending.requestedAt), deletion_due_at = \(pending.purgeAt), changed_at = \(database.dialect.nowMillis)
+            WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL AND deletion_due_at IS NULL
+            """) == 1
+    }
+
+    func cancelDeletion(_ id: UserID, now: Int64) throws -> Bool {
+        defer { changed(id) }
+        return try database.execute("""
+            UPDATE users SET deletion_requested_at = NULL, deletion_due_at = NULL, changed_at = \(database.dialect.nowMillis)
+            WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL AND deletion_due_at > \(now)
+            """) == 1
+    }
+
+    func lockUser(_ id: UserID) throws -> User? {
+        try database.query("""
+            UPDATE users SET changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
+            """).first.map(userRecord)
+    }
+
+    func eraseUser(_ id: UserID, dueBy: Int64?, now: Int64) throws -> [StoredProviderToken]? {
+        defer { changed(id) }
+        let due: SQL = dueBy.map { "deletion_due_at <= \($0)" } ?? "1 = 1"
+        return try database.transaction { db in
+            // First, and guarded: of two nodes purging the same account, one erases it.
+            guard try db.execute("""
+                UPDATE users SET email = NULL, email_verified = \(false), first_name = NULL, last_name = NULL, photo_url = NULL, password_hash = NULL,
+                                 ban_sanction_code = NULL, ban_reason = NULL, ban_suspended_until = NULL,
+                                 deletion_requested_at = NULL, deletion_due_at = NULL, deleted_at = \(now),
+                                 updated_at = \(now), changed_at = \(database.dialect.nowMillis)
+                WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL AND \(due)
+                """) == 1
+            else { return nil }
+            try db.execute("DELETE FROM identities WHERE app_id = \(appID) AND user_id = \(id)")
+            let tokens = try db.query("""
+                DELETE FROM provider_tokens WHERE app_id = \(appID) AND user_id = \(id) RETURNING provider, client_id, refresh_token
+                """).map(providerTokenRecord)
+            try db.execute("DELETE FROM login_codes WHERE app_id = \(appID) AND user_id = \(id)")
+            // Its live codes die; the address's send windows stay (they limit the address, not the account).
+            try db.execute("UPDATE email_codes SET user_id = NULL, code_hash = NULL WHERE app_id = \(appID) AND user_id = \(id)")
+            // The ended sessions stay with the tombstone (every node's revocation poll reads them), without where they came from.
+            try db.execute("UPDATE sessions SET ip = NULL, user_agent = NULL WHERE app_id = \(appID) AND user_id = \(id)")
+            return tokens
+        }
     }
 
     func forgetSignInMethods(_ id: UserID, now: Int64) throws -> [String] {
@@ -101,7 +149,7 @@ extension SQLAppScopedStore {
     }
 
     func users(matching query: String?, after: (createdAt: Int64, id: UserID)?, limit: Int) throws -> [(User, [Identity])] {
-        var conditions: [SQL] = ["users.app_id = \(appID)"]
+        var conditions: [SQL] = ["users.app_id = \(appID)", "users.deleted_at IS NULL"]
         if let after { conditions.append("(users.created_at < \(after.createdAt) OR (users.created_at = \(after.createdAt) AND users.id < \(after.id)))") }
         var source: SQL = "users"
         if let query {
@@ -171,14 +219,14 @@ extension SQLAppScopedStore {
     }
 
     func passwordHash(_ id: UserID) throws -> String? {
-        try database.query("SELECT password_hash FROM users WHERE app_id = \(appID) AND id = \(id)").first?.optionalString("password_hash")
+        try database.query("SELECT password_hash FROM users WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL").first?.optionalString("password_hash")
     }
 
     func updateProfile(_ id: UserID, firstName: String?, lastName: String?, photoURL: String?, now: Int64) throws -> User? {
         defer { changed(id) }
         return try database.query("""
             UPDATE users SET first_name = \(firstName), last_name = \(lastName), photo_url = \(photoURL), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
-            WHERE app_id = \(appID) AND id = \(id) RETURNING *
+            WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
             """).first.map(userRecord)
     }
 
@@ -189,7 +237,7 @@ extension SQLAppScopedStore {
             return try database.transaction { db in
                 guard try db.execute("""
                     UPDATE users SET password_hash = \(hash), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
-                    WHERE app_id = \(appID) AND id = \(id) AND \(stillCurrent)
+                    WHERE app_id = \(appID) AND id = \(id) AND \(stillCurrent) AND deleted_at IS NULL
                     """) == 1
                 else { return false }
                 if let addIdentity { try insertIdentity(db, app: appID, user: id, addIdentity) }
@@ -212,7 +260,7 @@ extension SQLAppScopedStore {
             SELECT users.*, identities.provider AS identity_provider, identities.subject AS identity_subject,
                    identities.email AS identity_email, identities.created_at AS identity_created_at
             FROM users LEFT JOIN identities ON identities.app_id = users.app_id AND identities.user_id = users.id
-            WHERE users.app_id = \(appID) AND users.id = \(id)
+            WHERE users.app_id = \(appID) AND users.id = \(id) AND users.deleted_at IS NULL
             ORDER BY identities.created_at, identities.provider
             """)
         guard let first = rows.first else { return nil }
@@ -240,11 +288,14 @@ extension SQLAppScopedStore {
                 """)
             try insertEvent(db, event)
             // Last: the user's row stays locked until COMMIT, and concurrent sign-ins of one user
-            // queue on it.
-            try db.execute("""
+            // queue on it. Only a live account that is not pending deletion gets a session: a
+            // deletion holds this row from its start, so a sign-in racing it either commits first
+            // (and the deletion ends its session) or finds the account gone here and rolls back.
+            guard try db.execute("""
                 UPDATE users SET last_sign_in_at = \(session.createdAt), changed_at = \(database.dialect.nowMillis)
-                WHERE app_id = \(appID) AND id = \(session.userID)
-                """)
+                WHERE app_id = \(appID) AND id = \(session.userID) AND deleted_at IS NULL AND deletion_due_at IS NULL
+                """) == 1
+            else { throw GatehouseError(.invalidCredential, "This account has been deleted.") }
         }
     }
 
@@ -367,15 +418,30 @@ extension SQLAppScopedStore {
     }
 
     func record(_ event: Event) throws {
-        try database.withConnection { db in try insertEvent(db, event) }
+        // An event with outbox items commits with them: in a transaction of its own when it is
+        // recorded outside a unit of work (in one, `transaction` joins it).
+        if let fanOut = fanOut?.current, fanOut.wants(event.type, app: appID) {
+            try database.transaction { db in try insertEvent(db, event) }
+        } else {
+            try database.withConnection { db in try insertEvent(db, event) }
+        }
     }
 
+    /// Every audit event is written here, in the transaction of the change it records; its
+    /// webhook deliveries (the ``EventFanOut``) are queued on the same connection, so the change,
+    /// the event and the deliveries commit together or not at all.
     private func insertEvent(_ db: any SQLConnection, _ event: Event) throws {
         try db.execute("""
             INSERT INTO events (id, app_id, type, user_id, session_id, ip, user_agent, data, created_at)
             VALUES (\(event.id.rawValue), \(appID), \(event.type.rawValue), \(event.userID), \(event.sessionID), \(event.ip), \(event.userAgent),
                     \(event.data.serializedString), \(event.createdAt))
             """)
+        guard let fanOut = fanOut?.current, fanOut.wants(event.type, app: appID) else { return }
+        // Reads through the event's own transaction (they see its change); records nothing further.
+        let reader = SQLAppScopedStore(database: TransactionBoundDatabase(db), appID: appID, userChanges: nil)
+        for item in try fanOut.items(for: event, app: appID, store: reader) {
+            _ = try insertOutboxItem(db, item, now: event.createdAt)
+        }
     }
 
     func hitRateLimit(bucket: String, windowStart: Int64) throws -> Int64 {
@@ -420,6 +486,9 @@ func userRecord(_ row: SQLRow) throws -> User {
         createdAt: try row.int64("created_at"), updatedAt: try row.int64("updated_at"), lastSignInAt: try row.optionalInt64("last_sign_in_at"),
         ban: try row.optionalString("ban_sanction_code").map { code in
             Ban(sanctionCode: code, reason: try row.optionalString("ban_reason"), suspendedUntil: try row.optionalInt64("ban_suspended_until"))
+        },
+        pendingDeletion: try row.optionalInt64("deletion_due_at").map { due in
+            PendingDeletion(requestedAt: try row.optionalInt64("deletion_requested_at") ?? due, purgeAt: due)
         })
 }
 

@@ -5,14 +5,14 @@ extension SQLAppScopedStore {
     func user(provider: String, subject: String) throws -> User? {
         try database.query("""
             SELECT users.* FROM identities JOIN users ON users.id = identities.user_id AND users.app_id = identities.app_id
-            WHERE identities.app_id = \(appID) AND identities.provider = \(provider) AND identities.subject = \(subject)
+            WHERE identities.app_id = \(appID) AND identities.provider = \(provider) AND identities.subject = \(subject) AND users.deleted_at IS NULL
             """).first.map(userRecord)
     }
 
     func emailInUse(_ email: String, except: UserID?) throws -> Bool {
         try !database.query("""
             SELECT 1 AS found FROM users
-            WHERE app_id = \(appID) AND email = \(email) AND id <> \(except?.rawValue ?? "")
+            WHERE app_id = \(appID) AND email = \(email) AND id <> \(except?.rawValue ?? "") AND deleted_at IS NULL
               AND (email_verified = \(true) OR EXISTS (
                   SELECT 1 FROM identities WHERE identities.app_id = users.app_id AND identities.user_id = users.id AND identities.provider = 'password'))
             LIMIT 1
@@ -23,8 +23,11 @@ extension SQLAppScopedStore {
         defer { changed(user) }
         do {
             try database.transaction { db in
+                guard try db.execute("""
+                    UPDATE users SET changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(user) AND deleted_at IS NULL
+                    """) == 1
+                else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
                 try insertIdentity(db, app: appID, user: user, identity)
-                try db.execute("UPDATE users SET changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(user)")
             }
         } catch let error as SQLError where error.kind == .uniqueViolation {
             throw GatehouseError(.credentialAlreadyInUse, "This sign-in method is already linked to an account of this app.")
@@ -54,16 +57,31 @@ extension SQLAppScopedStore {
         try database.execute("""
             UPDATE users SET first_name = COALESCE(first_name, \(firstName)), last_name = COALESCE(last_name, \(lastName)), updated_at = \(now),
                              changed_at = \(database.dialect.nowMillis)
-            WHERE app_id = \(appID) AND id = \(user) AND first_name IS NULL AND last_name IS NULL
+            WHERE app_id = \(appID) AND id = \(user) AND first_name IS NULL AND last_name IS NULL AND deleted_at IS NULL
             """)
     }
 
-    func saveProviderToken(_ user: UserID, provider: String, clientID: String, sealedToken: String, now: Int64) throws {
-        try database.execute("""
-            INSERT INTO provider_tokens (app_id, user_id, provider, client_id, refresh_token, created_at)
-            VALUES (\(appID), \(user), \(provider), \(clientID), \(sealedToken), \(now))
-            ON CONFLICT (app_id, user_id, provider, client_id) DO UPDATE SET refresh_token = excluded.refresh_token, created_at = excluded.created_at
-            """)
+    func saveProviderToken(_ user: UserID, provider: String, clientID: String, sealedToken: String, now: Int64) throws -> Bool {
+        try database.transaction { db in
+            // The user's row first, as a deletion takes it: a token kept while the account is
+            // being deleted is either seen (and revoked) by the deletion, or not kept at all.
+            guard try db.execute("""
+                UPDATE users SET changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(user) AND deleted_at IS NULL
+                """) == 1
+            else { return false }
+            try db.execute("""
+                INSERT INTO provider_tokens (app_id, user_id, provider, client_id, refresh_token, created_at)
+                VALUES (\(appID), \(user), \(provider), \(clientID), \(sealedToken), \(now))
+                ON CONFLICT (app_id, user_id, provider, client_id) DO UPDATE SET refresh_token = excluded.refresh_token, created_at = excluded.created_at
+                """)
+            return true
+        }
+    }
+
+    func providerTokens(_ user: UserID) throws -> [StoredProviderToken] {
+        try database.query("""
+            SELECT provider, client_id, refresh_token FROM provider_tokens WHERE app_id = \(appID) AND user_id = \(user) ORDER BY provider, client_id
+            """).map(providerTokenRecord)
     }
 
     func insertWebFlow(_ flow: WebFlow) throws {
@@ -145,4 +163,8 @@ extension SQLStore {
             nonce: try row.string("nonce"), redirectURI: try row.string("redirect_uri"), clientState: try row.optionalString("client_state"),
             codeChallenge: try row.optionalString("code_challenge"), createdAt: try row.int64("created_at"), expiresAt: try row.int64("expires_at"))
     }
+}
+
+func providerTokenRecord(_ row: SQLRow) throws -> StoredProviderToken {
+    StoredProviderToken(provider: try row.string("provider"), clientID: try row.string("client_id"), sealedToken: try row.string("refresh_token"))
 }

@@ -7,6 +7,7 @@ public final class SQLStore: Store {
     public let apps: any AppCatalog
     public let outbox: any OutboxStore
     private let userChanges: (any UserChangeObserver)?
+    private let fanOut = EventFanOutSlot()
 
     /// - Parameter userChanges: told, after the commit, of every change to a user's account.
     public init(database: any SQLDatabase, userChanges: (any UserChangeObserver)? = nil) {
@@ -16,7 +17,12 @@ public final class SQLStore: Store {
         self.userChanges = userChanges
     }
 
-    public func app(_ id: AppID) -> any AppScopedStore { SQLAppScopedStore(database: database, appID: id, userChanges: userChanges) }
+    public func app(_ id: AppID) -> any AppScopedStore { SQLAppScopedStore(database: database, appID: id, userChanges: userChanges, fanOut: fanOut) }
+
+    /// Binds the hook every recorded audit event passes through (webhooks), once. Bound after
+    /// construction because what it needs (the app directory) is built on this store; events
+    /// recorded before are recorded alone.
+    public func bindEventFanOut(_ fanOut: any EventFanOut) { self.fanOut.bind(fanOut) }
 
     public func ping() -> Bool { database.ping() }
 
@@ -57,6 +63,19 @@ public final class SQLStore: Store {
     public func purgeEvents(before: Int64, limit: Int) throws -> Int {
         try database.execute("""
             DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < \(before) LIMIT \(Int64(limit)))
+            """)
+    }
+
+    public func accountsDueForPurge(now: Int64, limit: Int) throws -> [(AppID, UserID)] {
+        try database.query("""
+            SELECT app_id, id FROM users WHERE deletion_due_at <= \(now) AND deleted_at IS NULL ORDER BY deletion_due_at LIMIT \(Int64(limit))
+            """).map { (AppID(unchecked: try $0.string("app_id")), UserID(unchecked: try $0.string("id"))) }
+    }
+
+    public func purgeErasedAccounts(before: Int64, limit: Int) throws -> Int {
+        // Its sessions, their refresh tokens and its login codes go with the row (ON DELETE CASCADE).
+        try database.execute("""
+            DELETE FROM users WHERE id IN (SELECT id FROM users WHERE deleted_at < \(before) LIMIT \(Int64(limit)))
             """)
     }
 
@@ -122,6 +141,8 @@ struct SQLAppScopedStore: AppScopedStore {
     let database: any SQLDatabase
     let appID: AppID
     let userChanges: (any UserChangeObserver)?
+    /// Asked by every event recorded (``insertEvent``); nil records events alone.
+    var fanOut: EventFanOutSlot? = nil
 
     /// After a committed change to the user's row or identities (which also set `users.changed_at`).
     func changed(_ user: UserID) { userChanges?.userChanged(app: appID, user: user) }

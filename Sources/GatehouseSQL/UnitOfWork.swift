@@ -20,6 +20,21 @@ final class TransactionBoundDatabase: SQLDatabase, @unchecked Sendable {
     var poolStatistics: PoolStatistics { PoolStatistics(size: 1, inUse: 1, waiting: 0) }
 }
 
+/// The store's ``EventFanOut``, set once after the store is built (the fan-out needs the app
+/// directory, which is built on the store) and read by every event recorded after.
+final class EventFanOutSlot: Sendable {
+    private let value = Mutex<(any EventFanOut)?>(nil)
+
+    func bind(_ fanOut: any EventFanOut) {
+        value.withLock { current in
+            precondition(current == nil, "the event fan-out is bound once")
+            current = fanOut
+        }
+    }
+
+    var current: (any EventFanOut)? { value.withLock { $0 } }
+}
+
 /// The user changes a unit of work made, told to the real observer only once it has committed
 /// (a cache must not drop an entry for a change that may still roll back, and then reload the old row).
 final class DeferredUserChanges: UserChangeObserver {
@@ -37,7 +52,7 @@ extension SQLAppScopedStore {
     func transaction<T>(_ body: (any AppScopedStore) throws -> T) throws -> T {
         let deferred = DeferredUserChanges()
         let result = try database.transaction { connection in
-            try body(SQLAppScopedStore(database: TransactionBoundDatabase(connection), appID: appID, userChanges: deferred))
+            try body(SQLAppScopedStore(database: TransactionBoundDatabase(connection), appID: appID, userChanges: deferred, fanOut: fanOut))
         }
         deferred.flush(app: appID, to: userChanges)
         return result

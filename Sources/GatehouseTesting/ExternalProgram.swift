@@ -5,8 +5,9 @@ public enum ExternalProgram {
     /// Debian's Python, with python3-jwt and python3-jsonschema (scripts/install-deps --test).
     public static let python = "/usr/bin/python3"
 
-    /// Runs a program and returns its standard output; throws when it exits non-zero.
-    public static func run(_ program: String, _ arguments: [String]) throws -> String {
+    /// Runs a program and returns its standard output; throws when it exits non-zero. `stdin`
+    /// (small: it is written before the output is read) is the program's standard input.
+    public static func run(_ program: String, _ arguments: [String], stdin: [UInt8]? = nil) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
@@ -23,7 +24,13 @@ public enum ExternalProgram {
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardError = errorFile
+        let input = stdin.map { _ in Pipe() }
+        if let input { process.standardInput = input }
         try process.run()
+        if let input, let stdin {
+            input.fileHandleForWriting.write(Data(stdin))
+            try input.fileHandleForWriting.close()
+        }
         let out = stdout.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {

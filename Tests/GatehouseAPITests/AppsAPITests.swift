@@ -61,15 +61,15 @@ struct AppsAPITests {
     func settingsAreReadAndPatchedWithTheSecretKeyAndSecretsAreWriteOnly(_ kind: TestDatabaseKind) throws {
         let server = try TestServer(kind)
         defer { server.stop() }
-        let app = try server.createApp(["name": "Shop", "webhooks": [["url": "https://hooks.example.com/a", "secret": "0123456789abcdef0123"]]])
+        let app = try server.createApp(["name": "Shop", "webhooks": [["url": "https://hooks.example.com/a", "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "events": ["user.created"]]]])
 
         let read = try server.request("GET", "/v1/admin/app", bearer: app.secretKey)
         #expect(read.status == 200)
         let settings = try #require(read.data)
         #expect(settings["id"] == .string(app.id))
         #expect(settings["app_key"] == .string(app.appKey))
-        #expect(settings["webhooks"] == [["url": "https://hooks.example.com/a", "secret": ["set": true], "events": ["*"]]])
-        #expect(!read.text.contains("0123456789abcdef0123"))
+        #expect(settings["webhooks"] == [["url": "https://hooks.example.com/a", "secret": ["set": true], "events": ["user.created"]]])
+        #expect(!read.text.contains("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))
 
         let patched = try server.request(
             "PATCH", "/v1/admin/app", bearer: app.secretKey,

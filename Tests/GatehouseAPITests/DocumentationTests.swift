@@ -179,6 +179,12 @@ struct DocumentationTests {
         try call("GET", "/v1/admin/users/{id}", "/v1/admin/users/\(adaID)", bearer: secret)
         try call("DELETE", "/v1/admin/users/{id}/sessions", "/v1/admin/users/usr_unknown/sessions", bearer: secret)
         try call("DELETE", "/v1/admin/users/{id}/sessions", "/v1/admin/users/\(adaID)/sessions", bearer: secret)
+        try call("DELETE", "/v1/admin/users/{id}", "/v1/admin/users/usr_unknown", bearer: secret)
+        try call("DELETE", "/v1/admin/users/{id}", "/v1/admin/users/\(adaID)", bearer: secret)
+        let leaving = try call("POST", "/v1/auth/signup", appKey: appKey, json: ["email": "leaving@example.com", "password": .string(password)])
+        let leavingAccess = try #require(leaving.data?["access_token"]?.stringValue)
+        try call("DELETE", "/v1/me", appKey: appKey, bearer: leavingAccess, json: ["reason": 7])
+        try call("DELETE", "/v1/me", appKey: appKey, bearer: leavingAccess, json: ["reason": "Moving on"])
 
         let problems = try OpenAPIConformance.problems(document: Self.root.appendingPathComponent("docs/openapi.json"), exchanges)
         #expect(problems == [])

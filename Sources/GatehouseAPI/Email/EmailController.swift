@@ -52,7 +52,7 @@ struct EmailController {
         let code = body.required("code", maxLength: 64)
         try body.finish()
         let (user, identities) = try flows.confirmVerification(app: app, claims: claims, code: code, origin: request.origin)
-        return HTTPResponse.data(AccountJSON.user(user, identities)).noStore()
+        return HTTPResponse.data(UserObject.json(user, identities)).noStore()
     }
 
     func sendPasswordReset(_ request: Request) throws -> HTTPResponse {
@@ -99,6 +99,6 @@ struct EmailController {
         let code = body.required("code", maxLength: 64)
         try body.finish()
         let (user, identities) = try flows.confirmEmailChange(app: app, claims: claims, email: email, code: code, origin: request.origin)
-        return HTTPResponse.data(AccountJSON.user(user, identities)).noStore()
+        return HTTPResponse.data(UserObject.json(user, identities)).noStore()
     }
 }

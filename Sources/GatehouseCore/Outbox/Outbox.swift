@@ -7,6 +7,8 @@ public struct OutboxKind: RawRepresentable, Hashable, Sendable, CustomStringConv
 
     /// An email to send (the emailed-code flows).
     public static let mail = OutboxKind(rawValue: "mail")
+    /// A webhook delivery (``WebhookOutboxHandler``).
+    public static let webhook = OutboxKind(rawValue: "webhook")
 }
 
 /// A side effect to deliver, as a producer queues it.
@@ -66,7 +68,14 @@ public enum OutboxDelivery: Sendable, Equatable {
 /// A reason must never hold a secret (it is stored and logged).
 public protocol OutboxHandler: Sendable {
     var kind: OutboxKind { get }
+    /// How long after its creation an item of this kind is retried before it is dead; nil: the
+    /// worker's policy (72 hours).
+    var giveUpAfterMillis: Int64? { get }
     func deliver(_ item: OutboxItem) -> OutboxDelivery
+}
+
+extension OutboxHandler {
+    public var giveUpAfterMillis: Int64? { nil }
 }
 
 /// The outbox's counts, for `/metrics`.
@@ -127,7 +136,7 @@ public struct OutboxRetryPolicy: Sendable, Equatable {
     }
 
     /// Whether an item created at `createdAt` has run out of time (no retry may be scheduled past it).
-    public func hasGivenUp(createdAt: Int64, nextAttemptAt: Int64) -> Bool {
-        nextAttemptAt > createdAt + giveUpAfterMillis
+    public func hasGivenUp(createdAt: Int64, nextAttemptAt: Int64, after: Int64? = nil) -> Bool {
+        nextAttemptAt > createdAt + (after ?? giveUpAfterMillis)
     }
 }

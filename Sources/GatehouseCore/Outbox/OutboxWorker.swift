@@ -114,7 +114,7 @@ public final class OutboxWorker: Sendable {
             delivered.add(1, ordering: .relaxed)
         case .retry(let reason, let notBefore):
             let next = max(policy.nextAttempt(afterFailure: attempt, now: now), notBefore ?? 0)
-            if policy.hasGivenUp(createdAt: item.createdAt, nextAttemptAt: next) {
+            if policy.hasGivenUp(createdAt: item.createdAt, nextAttemptAt: next, after: handlers[item.kind]?.giveUpAfterMillis) {
                 try deadLetter(item, reason: "gave up after \(attempt) attempts: \(reason)", now: now)
             } else {
                 try outbox.markRetry(item.id, node: node, nextAttemptAt: next, error: reason, now: now)

@@ -1,0 +1,203 @@
+import GatehouseCrypto
+
+/// Removes what belongs to an account besides the rows the store erases itself, in the erasing
+/// transaction. The files of issue 13 register one; until then the list is empty.
+public protocol AccountDataEraser: Sendable {
+    func erase(_ tx: any AppScopedStore, user: UserID, now: Int64) throws
+}
+
+/// The end of an account (API.md, "Deleting the account"): `DELETE /v1/me`, the tenant admin's
+/// `DELETE /v1/admin/users/{id}` and the purge of accounts whose grace period has passed.
+///
+/// In one transaction: every session ends (on every node, as sign-out does), `user.deleted` is
+/// recorded, and either the account is erased — its stored Apple tokens queued for revocation in
+/// the outbox — or, with the app's `deletion_grace_days`, it is marked pending deletion and keeps
+/// its sign-in methods (and so its email) until the purge, unless a sign-in restores it
+/// (``AccountService/startSession(app:_:user:method:isNewUser:origin:)``).
+public final class AccountDeletion: Sendable {
+    private let store: any Store
+    private let directory: AppDirectory
+    private let accounts: AccountService
+    private let sealer: SecretSealer
+    private let clock: any Clock
+    private let erasers: [any AccountDataEraser]
+    private let wakeOutbox: @Sendable () -> Void
+    private let log: any LogSink
+
+    /// A deleted account's tombstone is kept as long as an access token lives, plus a day: every
+    /// node's revocation poll reads its ended sessions until then.
+    public static let tombstoneMillis: Int64 = 2 * 86_400_000
+
+    public init(
+        store: any Store, directory: AppDirectory, accounts: AccountService, sealer: SecretSealer, clock: any Clock,
+        erasers: [any AccountDataEraser] = [], wakeOutbox: @escaping @Sendable () -> Void, log: any LogSink = DiscardingLog()
+    ) {
+        self.store = store
+        self.directory = directory
+        self.accounts = accounts
+        self.sealer = sealer
+        self.clock = clock
+        self.erasers = erasers
+        self.wakeOutbox = wakeOutbox
+        self.log = log
+    }
+
+    /// `DELETE /v1/me`: needs a recent login. `appleAuthorizationCode` is used only when no Apple
+    /// token is stored for the account: redeemed at Apple (by the outbox) and what it yields revoked.
+    public func deleteOwnAccount(app: AppContext, claims: AccessClaims, reason rawReason: String?, appleAuthorizationCode: String?, origin: RequestOrigin) throws {
+        var checks = FieldChecks()
+        var reason: String?
+        try checks.run { () throws(GatehouseError) in reason = try Self.reason(rawReason) }
+        try checks.run { () throws(GatehouseError) in
+            if let code = appleAuthorizationCode, code.trimmingCharacters(in: .whitespaces).isEmpty || code.utf8.count > 1024 || InputRules.hasControlOrFormatCharacters(code) {
+                throw .validation("apple_authorization_code", "Must be Apple's authorization code (at most 1024 characters).")
+            }
+        }
+        try checks.finish()
+        try accounts.requireRecentLogin(app: app, claims: claims)
+        try delete(
+            app: app, user: claims.userID, reason: reason, appleAuthorizationCode: appleAuthorizationCode, by: "user",
+            sessionID: claims.sessionID, origin: origin, missing: GatehouseError(.sessionRevoked, "This account no longer exists."))
+    }
+
+    /// `DELETE /v1/admin/users/{id}`: the same deletion, without a recent login. An account already
+    /// pending deletion stays as it is (204 again); an erased or unknown one, or another app's, is 404.
+    public func deleteByAdmin(app: AppContext, id rawID: String) throws {
+        let notFound = GatehouseError(.notFound, "No such user in this app.")
+        guard let id = UserID(parsing: rawID) else { throw notFound }
+        try delete(app: app, user: id, reason: nil, appleAuthorizationCode: nil, by: "admin", sessionID: nil, origin: nil, missing: notFound)
+    }
+
+    private func delete(
+        app: AppContext, user id: UserID, reason: String?, appleAuthorizationCode: String?, by actor: String, sessionID: SessionID?,
+        origin: RequestOrigin?, missing: GatehouseError
+    ) throws {
+        let now = clock.nowMillis()
+        let graceDays = app.settings.deletionGraceDays
+        let ended = try store.app(app.id).transaction { tx -> [SessionID] in
+            // The user's row first, held to the end: a sign-in or a kept Apple token racing this
+            // deletion either committed before (and is ended or revoked below) or finds it done.
+            guard let user = try tx.lockUser(id) else { throw missing }
+            let ended = try tx.endSessions(of: id, keeping: nil, reason: .deleted, now: now)
+            for session in ended {
+                try tx.record(Event(
+                    type: .sessionRevoked, userID: id, sessionID: session, ip: origin?.ip, userAgent: origin?.userAgent, data: ["reason": "deleted"],
+                    createdAt: now))
+            }
+            // Already pending (a second admin call): nothing more to do.
+            guard user.pendingDeletion == nil else { return ended }
+            var data: [String: JSON] = ["by": .string(actor), "reason": .optional(reason)]
+            let tokens = try tx.providerTokens(id).filter { $0.provider == "apple" }
+            if let code = appleAuthorizationCode, tokens.isEmpty {
+                // A code lives minutes: it cannot wait for the purge, so it is redeemed and revoked now.
+                data["apple_authorization_code"] = .string(try queueCode(tx, code, app: app, user: id, now: now))
+            }
+            if graceDays > 0 {
+                let pending = PendingDeletion(requestedAt: now, purgeAt: now + graceDays * 86_400_000)
+                guard try tx.scheduleDeletion(id, pending, now: now) else { throw missing }
+                data["purge_at"] = .string(rfc3339(millis: pending.purgeAt))
+                try tx.record(Event(type: .userDeleted, userID: id, sessionID: sessionID, ip: origin?.ip, userAgent: origin?.userAgent, data: .object(data), createdAt: now))
+            } else {
+                // Recorded before the erase, while the account can still be read (its webhooks carry it).
+                // The tokens read above are the ones the erase deletes: the row is held.
+                data["apple_revocations"] = try queueRevocations(tx, tokens, app: app, user: id, now: now)
+                try tx.record(Event(type: .userDeleted, userID: id, sessionID: sessionID, ip: origin?.ip, userAgent: origin?.userAgent, data: .object(data), createdAt: now))
+                guard try erase(tx, user: id, dueBy: nil, now: now) != nil else { throw missing }
+            }
+            return ended
+        }
+        accounts.tokens.revocations.add(ended)
+        wakeOutbox()
+    }
+
+    // MARK: - The purge
+
+    /// Erases the accounts whose grace period has passed, up to `limit` of them, queuing their Apple
+    /// revocations then; and drops tombstones older than ``tombstoneMillis``. Safe on several nodes
+    /// at once: an account is erased by one of them (the erase is guarded), the others skip it.
+    /// Returns the accounts erased and the tombstones dropped.
+    public func purge(now: Int64, limit: Int = 500) throws -> Int {
+        var handled = 0
+        var failures = 0
+        for (appID, userID) in try store.accountsDueForPurge(now: now, limit: limit) {
+            // One account that cannot be erased (logged) does not hold up the others.
+            do {
+                if try purge(app: appID, user: userID, now: now) { handled += 1 }
+            } catch {
+                failures += 1
+                log.error("an account due for purge could not be erased", ["app_id": .string(appID.rawValue), "user_id": .string(userID.rawValue), "error": .string("\(error)")])
+            }
+        }
+        if handled > 0 { wakeOutbox() }
+        while case let bite = try store.purgeErasedAccounts(before: now - Self.tombstoneMillis, limit: 1_000), bite > 0 {
+            handled += bite
+            if bite < 1_000 { break }
+        }
+        return handled
+    }
+
+    /// Erases one account whose grace period has passed; false when another node did, or a sign-in restored it.
+    private func purge(app appID: AppID, user userID: UserID, now: Int64) throws -> Bool {
+        guard let app = try directory.current(id: appID) else { return false }
+        let (erased, ended) = try store.app(appID).transaction { tx -> (Bool, [SessionID]) in
+            // First, and guarded: it holds the row, and of two nodes only one erases.
+            guard let tokens = try erase(tx, user: userID, dueBy: now, now: now) else { return (false, []) }
+            let ended = try tx.endSessions(of: userID, keeping: nil, reason: .deleted, now: now)
+            let revocations = try queueRevocations(tx, tokens.filter { $0.provider == "apple" }, app: app, user: userID, now: now)
+            try tx.record(Event(type: .userPurged, userID: userID, sessionID: nil, ip: nil, userAgent: nil, data: ["apple_revocations": revocations], createdAt: now))
+            return (true, ended)
+        }
+        accounts.tokens.revocations.add(ended)
+        return erased
+    }
+
+    // MARK: -
+
+    private func erase(_ tx: any AppScopedStore, user: UserID, dueBy: Int64?, now: Int64) throws -> [StoredProviderToken]? {
+        guard let tokens = try tx.eraseUser(user, dueBy: dueBy, now: now) else { return nil }
+        for eraser in erasers { try eraser.erase(tx, user: user, now: now) }
+        return tokens
+    }
+
+    /// Queues the revocation of each stored Apple token; what the audit event says of them:
+    /// `queued` (with how many), `none` stored, or `not_configured` (the app has no Apple key, so
+    /// nothing could be revoked; the tokens are dropped with the account).
+    private func queueRevocations(_ tx: any AppScopedStore, _ tokens: [StoredProviderToken], app: AppContext, user: UserID, now: Int64) throws -> JSON {
+        guard !tokens.isEmpty else { return ["status": "none", "count": 0] }
+        guard app.settings.apple.credentials != nil else {
+            log.warning("account deleted without revoking its Apple tokens: the app has no Apple key", ["app_id": .string(app.id.rawValue), "user_id": .string(user.rawValue)])
+            return ["status": "not_configured", "count": .int(Int64(tokens.count))]
+        }
+        var queued = 0
+        for token in tokens {
+            do {
+                if try tx.enqueue(try AppleRevocation.revokeToken(token, of: user, app: app.id, sealer: sealer), now: now) { queued += 1 }
+            } catch is CryptoError {
+                // Sealed under another master key: nothing can open it, so nothing can revoke it.
+                log.warning("a stored Apple token cannot be opened; it is dropped unrevoked", ["app_id": .string(app.id.rawValue), "user_id": .string(user.rawValue)])
+            }
+        }
+        return ["status": "queued", "count": .int(Int64(queued))]
+    }
+
+    /// Queues the redemption and revocation of an Apple authorization code, for the user's Apple
+    /// accounts only (the code's account is checked against them). What the event says of it.
+    private func queueCode(_ tx: any AppScopedStore, _ code: String, app: AppContext, user: UserID, now: Int64) throws -> String {
+        let apple = app.settings.apple
+        let clientIDs = apple.clientIDs + (apple.servicesID.map { [$0] } ?? [])
+        guard apple.credentials != nil, !clientIDs.isEmpty else { return "not_configured" }
+        let subjects = try tx.identities(user).filter { $0.provider == "apple" }.map(\.subject)
+        guard !subjects.isEmpty else { return "no_apple_identity" }
+        let item = AppleRevocation.redeemAndRevoke(code: code, clientIDs: clientIDs, subjects: subjects, of: user, app: app.id, sealer: sealer)
+        return try tx.enqueue(item, now: now) ? "queued" : "already_queued"
+    }
+
+    private static func reason(_ raw: String?) throws(GatehouseError) -> String? {
+        guard let raw else { return nil }
+        guard raw.count <= 500, !InputRules.hasControlOrFormatCharacters(raw) else {
+            throw .validation("reason", "At most 500 characters, no control characters.")
+        }
+        let trimmed = raw.trimmingCharacters(in: .whitespaces)
+        return trimmed.isEmpty ? nil : trimmed
+    }
+}
