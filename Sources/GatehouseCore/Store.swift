@@ -263,7 +263,7 @@ public protocol AppScopedStore: Sendable {
     func identities(_ id: UserID) throws -> [Identity]
     /// The app's users, newest first (ties by id), each with their identities: after `after` (the
     /// previous page's last user), at most `limit`. `query` matches an exact user id, or a
-    /// case-insensitive substring of the email, first or last name (a scan of the app's users).
+    /// case-insensitive substring of the email, first or last name (trigram-indexed on both databases, migration 0013).
     func users(matching query: String?, after: (createdAt: Int64, id: UserID)?, limit: Int) throws -> [(User, [Identity])]
     /// The user and their identities, read together (one statement).
     func userWithIdentities(_ id: UserID) throws -> (User, [Identity])?

@@ -107,22 +107,30 @@ extension SQLAppScopedStore {
     }
 
     func users(matching query: String?, after: (createdAt: Int64, id: UserID)?, limit: Int) throws -> [(User, [Identity])] {
-        var conditions: [SQL] = ["app_id = \(appID)", "deleted_at IS NULL"]
+        var conditions: [SQL] = ["users.app_id = \(appID)", "users.deleted_at IS NULL"]
+        if let after { conditions.append("(users.created_at < \(after.createdAt) OR (users.created_at = \(after.createdAt) AND users.id < \(after.id)))") }
+        var source: SQL = "users"
         if let query {
             if let id = UserID(parsing: query) {
-                conditions.append("id = \(id)")
+                conditions.append("users.id = \(id)")
             } else {
-                // LIKE with its wildcards escaped: the query is a substring, not a pattern.
-                let pattern = "%" + query.lowercased().replacingOccurrences(of: "\\", with: "\\\\")
-                    .replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_") + "%"
-                conditions.append("""
-                    (lower(email) LIKE \(pattern) ESCAPE '\\' OR lower(first_name) LIKE \(pattern) ESCAPE '\\' OR lower(last_name) LIKE \(pattern) ESCAPE '\\')
-                    """)
+                let substring = query.lowercased()
+                conditions.append(Self.containing(substring))
+                if database.dialect == .sqlite, let candidates = try searchCandidates(for: substring) {
+                    // The trigram index's candidates, then the app, the cursor and the same LIKE
+                    // as the scan: the index only narrows, the LIKE decides.
+                    guard !candidates.isEmpty else { return [] }
+                    source = "user_search_rows CROSS JOIN users ON users.id = user_search_rows.user_id"
+                    // One JSON array, not a list of binds: one statement text, however many candidates.
+                    let rows = "[" + candidates.map(String.init).joined(separator: ",") + "]"
+                    conditions.append("user_search_rows.row IN (SELECT value FROM json_each(\(rows)))")
+                }
             }
         }
-        if let after { conditions.append("(created_at < \(after.createdAt) OR (created_at = \(after.createdAt) AND id < \(after.id)))") }
         let filter = conditions.joined(separator: " AND ")
-        let users = try database.query("SELECT * FROM users WHERE \(filter) ORDER BY created_at DESC, id DESC LIMIT \(Int64(limit))").map(userRecord)
+        let users = try database.query("""
+            SELECT users.* FROM \(source) WHERE \(filter) ORDER BY users.created_at DESC, users.id DESC LIMIT \(Int64(limit))
+            """).map(userRecord)
         guard !users.isEmpty else { return [] }
         var identities: [UserID: [Identity]] = [:]
         for row in try database.query("""
@@ -132,6 +140,40 @@ extension SQLAppScopedStore {
             identities[UserID(unchecked: try row.string("user_id")), default: []].append(try identityRecord(row, prefix: ""))
         }
         return users.map { ($0, identities[$0.id] ?? []) }
+    }
+
+    /// A case-insensitive substring of the email, first or last name: LIKE with its wildcards
+    /// escaped, so the query is a substring, not a pattern. Both databases answer it; PostgreSQL
+    /// from its trigram indexes on the same `lower(…)` expressions (migration 0013).
+    private static func containing(_ substring: String) -> SQL {
+        let pattern = "%" + substring.replacingOccurrences(of: "\\", with: "\\\\")
+            .replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_") + "%"
+        return """
+            (lower(users.email) LIKE \(pattern) ESCAPE '\\' OR lower(users.first_name) LIKE \(pattern) ESCAPE '\\' \
+            OR lower(users.last_name) LIKE \(pattern) ESCAPE '\\')
+            """
+    }
+
+    /// The substring as one FTS5 phrase: the trigram tokenizer matches it anywhere in a column,
+    /// folding case (a superset of the LIKE's matches, which SQLite folds for ASCII only).
+    private static func phrase(_ substring: String) -> String {
+        "\"" + substring.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// Candidates the SQLite trigram index may give before a newest-first walk is the better way.
+    static let searchIndexCandidateLimit = 2_000
+
+    /// The rows of SQLite's trigram index (`user_search`) whose email or names contain `substring`
+    /// (folding case), or nil when the app's users are better walked newest first: under 3
+    /// characters there is no trigram to look up, and a substring in thousands of users (of any
+    /// app) is common, so the walk finds a page of them after a few thousand rows, while the
+    /// index would hand over every one of them to be looked up and sorted.
+    private func searchCandidates(for substring: String) throws -> [Int64]? {
+        guard substring.unicodeScalars.count >= 3 else { return nil }
+        let rows = try database.query("""
+            SELECT rowid FROM user_search WHERE user_search MATCH \(Self.phrase(substring)) LIMIT \(Int64(Self.searchIndexCandidateLimit))
+            """).map { try $0.int64("rowid") }
+        return rows.count < Self.searchIndexCandidateLimit ? rows : nil
     }
 
     func passwordHash(_ id: UserID) throws -> String? {
