@@ -157,7 +157,7 @@ import Testing
 
             // An account erased by the deletion's own store call: a tombstone, skipped.
             let deleted = try fixture.add("deleted@example.com", "Deleted", "Account")
-            #expect(try fixture.app.eraseUser(deleted.id, dueBy: nil, now: 3) != nil)
+            #expect(try fixture.app.deletion.erase(deleted.id, dueBy: nil, now: 3) != nil)
             #expect(try fixture.search("deleted").isEmpty)
             #expect(try fixture.search("account").isEmpty)
 
