@@ -24,6 +24,10 @@ public final class Gatehouse: Sendable {
     public let providerSignIn: ProviderSignInService
     /// Account deletion, its grace period and purge.
     public let deletion: AccountDeletion
+    /// Users' files and profile photos.
+    public let files: FilesService
+    /// Where file contents live (``Configuration/blobStorage``).
+    public let blobs: any BlobStore
     /// Delivers the outbox while the server runs (``startBackgroundWork()``).
     public let outboxWorker: OutboxWorker
     /// Seals secrets at rest (settings, queued mail).
@@ -95,8 +99,13 @@ public final class Gatehouse: Sendable {
         // Webhooks: a client of their own, for URLs a tenant sets (10 s, the tenant address policy).
         let webhooks = WebhookOutboxHandler(
             directory: directory, sealer: sealer, transport: OutboundWebhookTransport(allowPrivate: configuration.allowPrivateOutbound), clock: clock)
+        let blobs: any BlobStore = switch configuration.blobStorage {
+        case .database: SQLBlobStore(database: database)
+        case .filesystem(let directory): try FileSystemBlobStore(directory: directory)
+        }
+        self.blobs = blobs
         outboxWorker = OutboxWorker(
-            outbox: store.outbox, handlers: [mail, appleRevocation, webhooks], policy: OutboxRetryPolicy(maxBackoffSeconds: configuration.outboxMaxBackoffSeconds),
+            outbox: store.outbox, handlers: [mail, appleRevocation, webhooks, BlobDeletionHandler(blobs: blobs)], policy: OutboxRetryPolicy(maxBackoffSeconds: configuration.outboxMaxBackoffSeconds),
             clock: clock, lanes: configuration.outboxConcurrency, log: log)
 
         let revocations = RevocationList(store: store, clock: clock, log: log)
@@ -124,8 +133,10 @@ public final class Gatehouse: Sendable {
             store: store, directory: directory, accounts: accounts, providers: providers,
             sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes)
         let deletion = AccountDeletion(
-            store: store, directory: directory, accounts: accounts, sealer: sealer, clock: clock, wakeOutbox: outboxWorker.wake, log: log)
+            store: store, directory: directory, accounts: accounts, sealer: sealer, clock: clock, erasers: [FileEraser()], wakeOutbox: outboxWorker.wake,
+            log: log)
         self.deletion = deletion
+        files = FilesService(store: store, blobs: blobs, clock: clock, publicURL: configuration.publicURL, wakeOutbox: outboxWorker.wake, log: log)
 
         let retentionMillis = Int64(configuration.eventRetentionDays) * 86_400_000
         periodicJobs = PeriodicJobs(

@@ -9,6 +9,15 @@ public struct Configuration: Sendable {
     }
 
     public var database: Database = .sqlite(path: "./data/gatehouse.db")
+    /// Where file contents live (ADR 0013): `GATEHOUSE_BLOB_STORE=database` (default) or
+    /// `filesystem` in `GATEHOUSE_BLOB_DIRECTORY` (default `<data folder>/blobs` with SQLite;
+    /// required with PostgreSQL).
+    public enum BlobStorage: Sendable, Equatable {
+        case database
+        case filesystem(directory: String)
+    }
+
+    public var blobStorage: BlobStorage = .database
     public var listenHost = "127.0.0.1"
     public var listenPort: UInt16 = 8080
     /// Base URL clients reach this server at, without a trailing slash; token issuers are built on it.
@@ -93,6 +102,22 @@ public struct Configuration: Sendable {
             } else {
                 problems.append("GATEHOUSE_DATABASE_URL must start with sqlite:// or postgres://.")
             }
+        }
+
+        let blobDirectory = value("GATEHOUSE_BLOB_DIRECTORY")
+        switch value("GATEHOUSE_BLOB_STORE") ?? "database" {
+        case "database":
+            if blobDirectory != nil { problems.append("GATEHOUSE_BLOB_DIRECTORY is only for GATEHOUSE_BLOB_STORE=filesystem.") }
+        case "filesystem":
+            if let blobDirectory {
+                config.blobStorage = .filesystem(directory: blobDirectory)
+            } else if let data = config.dataDirectory {
+                config.blobStorage = .filesystem(directory: data + "/blobs")
+            } else {
+                problems.append("GATEHOUSE_BLOB_STORE=filesystem needs GATEHOUSE_BLOB_DIRECTORY with PostgreSQL.")
+            }
+        default:
+            problems.append("GATEHOUSE_BLOB_STORE must be database or filesystem.")
         }
 
         var listenGiven = false

@@ -63,6 +63,10 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
     public static let codeExpired = ErrorCode("auth/code-expired", 400, "Code expired")
     public static let tooManyAttempts = ErrorCode("auth/too-many-attempts", 429, "Too many attempts")
     public static let userDisabled = ErrorCode("auth/user-disabled", 403, "User disabled")
+    public static let emailNotVerified = ErrorCode("auth/email-not-verified", 403, "Email not verified")
+
+    // MARK: files/
+    public static let unsupportedFileType = ErrorCode("files/unsupported-type", 415, "Unsupported file type")
 
     // MARK: server/
     public static let internalError = ErrorCode("server/internal", 500, "Internal server error")
@@ -76,7 +80,7 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
         invalidRefreshToken, refreshTokenReused, invalidCredential, emailAlreadyInUse, weakPassword, signupDisabled,
         requiresRecentLogin, tooManyRequests, signInMethodDisabled, credentialAlreadyInUse, accountExistsWithDifferentCredential,
         providerNotConfigured, lastSignInMethod, providerUnavailable, invalidRedirectURI, invalidFlow, invalidLoginCode,
-        invalidCode, codeExpired, tooManyAttempts, userDisabled,
+        invalidCode, codeExpired, tooManyAttempts, userDisabled, emailNotVerified, unsupportedFileType,
         internalError, unavailable, busy,
     ]
 }

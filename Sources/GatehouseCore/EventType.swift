@@ -35,6 +35,11 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     /// The purge job erased an account whose grace period had passed (audit only).
     public static let userPurged = EventType(rawValue: "user.purged")
 
+    /// A file was uploaded (`data`: id, size, content type, visibility, purpose).
+    public static let fileUploaded = EventType(rawValue: "file.uploaded")
+    /// A file was deleted by its user (account deletion records `user.deleted` instead).
+    public static let fileDeleted = EventType(rawValue: "file.deleted")
+
     /// Never recorded: the webhook name of `user.signed_up` (every sign-up, whatever the method).
     public static let userCreated = EventType(rawValue: "user.created")
 

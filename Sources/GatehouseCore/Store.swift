@@ -211,6 +211,8 @@ public protocol AppScopedStore: Sendable {
     var auditLog: any AuditLogStore { get }
     /// Pending deletions and erasing the app's accounts.
     var deletion: any AccountDeletionStore { get }
+    /// The app's users' files (their rows; the bytes are in a ``BlobStore``).
+    var files: any FileStore { get }
     /// Replaces the settings and bumps the version, if the version is still `expectedVersion`
     /// (nil: whatever it is). Returns the updated record, or nil when another change came first.
     func updateSettings(json: String, allowedOrigins: [String], sourceChecksum: String?, expectedVersion: Int64?, now: Int64) throws -> AppRecord?

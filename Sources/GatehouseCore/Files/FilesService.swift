@@ -1,0 +1,307 @@
+import GatehouseCrypto
+
+/// An upload as the HTTP layer hands it over: spooled to a local file while it streamed in, with
+/// its size and SHA-256 computed on the way. The name is the client's, unsanitised.
+public struct IncomingFile: Sendable {
+    public var path: String
+    public var size: Int64
+    public var sha256: [UInt8]
+    public var name: String?
+
+    public init(path: String, size: Int64, sha256: [UInt8], name: String?) {
+        self.path = path
+        self.size = size
+        self.sha256 = sha256
+        self.name = name
+    }
+}
+
+/// Users' files and profile photos (API.md, "Files"; `POST`/`DELETE /v1/me/photo`, `PATCH /v1/me`
+/// `photo_file_id`). Content types come from the bytes (``ContentSniffer``); contents live in a
+/// ``BlobStore``, written before the row commits and removed when the commit fails; a removed
+/// row's blob goes after its commit (``BlobDeletion``). Another user's or app's file is 404,
+/// never 403. With the app's `require_verified_email`, every call but ``setPhoto`` and
+/// ``publicContent`` is 403 `auth/email-not-verified` until the user's email is verified.
+public final class FilesService: Sendable {
+    private let store: any Store
+    private let blobs: any BlobStore
+    private let clock: any Clock
+    private let publicURL: String
+    private let wakeOutbox: @Sendable () -> Void
+    private let log: any LogSink
+
+    /// Characters of the SHA-256 (hex) in a public URL: a new content is a new file and a new URL,
+    /// and a URL guessed from a file id alone finds nothing.
+    public static let urlVersionLength = 16
+
+    public init(
+        store: any Store, blobs: any BlobStore, clock: any Clock, publicURL: String, wakeOutbox: @escaping @Sendable () -> Void,
+        log: any LogSink = DiscardingLog()
+    ) {
+        self.store = store
+        self.blobs = blobs
+        self.clock = clock
+        self.publicURL = publicURL
+        self.wakeOutbox = wakeOutbox
+        self.log = log
+    }
+
+    /// A place in a user's file list (newest first; ties by id).
+    public struct Position: Sendable, Equatable {
+        public var createdAt: Int64
+        public var id: FileID
+        public init(createdAt: Int64, id: FileID) {
+            self.createdAt = createdAt
+            self.id = id
+        }
+    }
+
+    /// The stable public URL of a public file (photos included):
+    /// `<GATEHOUSE_PUBLIC_URL>/v1/apps/<app_id>/files/<file_id>/<first 16 hex digits of its SHA-256>`;
+    /// nil for a private file.
+    public func url(app: AppID, _ file: StoredFile) -> String? {
+        guard file.visibility == .public else { return nil }
+        return "\(publicURL)/v1/apps/\(app.rawValue)/files/\(file.id.rawValue)/\(file.sha256.prefix(Self.urlVersionLength))"
+    }
+
+    // MARK: - Files
+
+    /// `POST /v1/files`: stores the file with its sniffed type. Empty → 400
+    /// `request/validation-failed` (field `file`); over the app's `files.max_bytes` → 413.
+    public func upload(app: AppContext, user: UserID, session: SessionID?, file incoming: IncomingFile, visibility: FileVisibility, origin: RequestOrigin) throws -> StoredFile {
+        try requireVerifiedEmail(app: app, user: user)
+        let contentType = try check(app: app, incoming, field: "file")
+        let file = try newFile(app: app, user: user, incoming, contentType: contentType, visibility: visibility, purpose: .file)
+        return try storing(file, of: app, from: incoming) { tx, now in
+            guard try tx.lockUser(user) != nil else { throw Self.accountGone }
+            try tx.files.insert(file)
+            try tx.record(uploadedEvent(file, session: session, origin: origin, now: now))
+            return (file, [])
+        }
+    }
+
+    /// `GET /v1/files`: a page of the user's files (photos uploaded as photos are the profile's,
+    /// not listed), newest first, and where the next page starts.
+    public func list(app: AppContext, user: UserID, after: Position?, limit: Int) throws -> (files: [StoredFile], next: Position?) {
+        try requireVerifiedEmail(app: app, user: user)
+        let limit = min(max(limit, 1), 100)
+        let found = try store.app(app.id).files.files(of: user, after: after.map { ($0.createdAt, $0.id) }, limit: limit + 1)
+        let page = Array(found.prefix(limit))
+        let next = found.count > limit ? page.last.map { Position(createdAt: $0.createdAt, id: $0.id) } : nil
+        return (page, next)
+    }
+
+    /// `GET /v1/files/{id}`: the user's own file; any other id is 404.
+    public func file(app: AppContext, user: UserID, id rawID: String) throws -> StoredFile {
+        try requireVerifiedEmail(app: app, user: user)
+        guard let id = FileID(parsing: rawID), let file = try store.app(app.id).files.file(id, of: user) else { throw Self.notFound }
+        return file
+    }
+
+    /// `GET /v1/files/{id}/content`: the user's own file and a reader of its bytes (or of `range`);
+    /// the caller closes the reader.
+    public func content(app: AppContext, user: UserID, id rawID: String, range: Range<Int64>? = nil) throws -> (StoredFile, any BlobReader) {
+        let file = try file(app: app, user: user, id: rawID)
+        return (file, try reader(file, range: range))
+    }
+
+    /// Public content (`GET /v1/apps/{app_id}/files/{id}/{version}`, no app key, no sign-in): a
+    /// public file of the app whose SHA-256 starts with `version`; anything else is 404.
+    public func publicContent(app: AppID, id rawID: String, version: String, range: Range<Int64>? = nil) throws -> (StoredFile, any BlobReader) {
+        guard let id = FileID(parsing: rawID), let file = try store.app(app).files.publicFile(id),
+            version.count == Self.urlVersionLength, file.sha256.hasPrefix(version)
+        else { throw Self.notFound }
+        return (file, try reader(file, range: range))
+    }
+
+    /// `DELETE /v1/files/{id}`: the row, and the user's photo when the file was it, in one unit of
+    /// work; the blob after the commit.
+    public func delete(app: AppContext, user: UserID, session: SessionID?, id rawID: String, origin: RequestOrigin) throws {
+        try requireVerifiedEmail(app: app, user: user)
+        guard let id = FileID(parsing: rawID) else { throw Self.notFound }
+        let now = clock.nowMillis()
+        let key = try store.app(app.id).transaction { tx -> BlobKey in
+            guard let account = try tx.lockUser(user) else { throw Self.accountGone }
+            guard let file = try tx.files.delete(id, of: user) else { throw Self.notFound }
+            if let photo = account.photoURL, Self.photo(photo, isFile: id) {
+                _ = try tx.updateProfile(user, firstName: account.firstName, lastName: account.lastName, photoURL: nil, now: now)
+                try tx.record(Event(
+                    type: .userUpdated, userID: user, sessionID: session, ip: origin.ip, userAgent: origin.userAgent, data: ["fields": ["photo_url"]],
+                    createdAt: now))
+            }
+            _ = try tx.enqueue(BlobDeletion.item(app: app.id, key: file.blobKey), now: now)
+            try tx.record(Event(
+                type: .fileDeleted, userID: user, sessionID: session, ip: origin.ip, userAgent: origin.userAgent, data: ["id": .string(id.rawValue)],
+                createdAt: now))
+            return file.blobKey
+        }
+        removeBlobs([key])
+    }
+
+    // MARK: - The profile photo
+
+    /// `POST /v1/me/photo`: the upload must be one of the app's `files.photo_types` by its bytes
+    /// (else 415 `files/unsupported-type`). It becomes a public photo-purpose file, the user's
+    /// `photo_url` its URL, and the previous uploaded photo is deleted, all in one unit of work.
+    public func uploadPhoto(app: AppContext, user: UserID, session: SessionID?, file incoming: IncomingFile, origin: RequestOrigin) throws -> (User, [Identity]) {
+        try requireVerifiedEmail(app: app, user: user)
+        let contentType = try check(app: app, incoming, field: "photo")
+        guard app.settings.files.photoTypes.contains(contentType) else { throw Self.unsupportedPhoto(app) }
+        let file = try newFile(app: app, user: user, incoming, contentType: contentType, visibility: .public, purpose: .photo)
+        return try storing(file, of: app, from: incoming) { tx, now in
+            guard let account = try tx.lockUser(user) else { throw Self.accountGone }
+            try tx.files.insert(file)
+            try tx.record(uploadedEvent(file, session: session, origin: origin, now: now))
+            return try setPhoto(tx, account, file, session: session, origin: origin, now: now)
+        }
+    }
+
+    /// `PATCH /v1/me` `photo_file_id`: one of the user's own files (else 404) whose sniffed type is
+    /// one of the app's `files.photo_types` (else 415 `files/unsupported-type`) becomes the photo.
+    /// A private file is made public: a photo is public by nature, and the user chose it. The file
+    /// stays one of the user's files (removing the photo later does not delete it).
+    public func setPhoto(app: AppContext, user: UserID, session: SessionID?, fileID rawID: String, origin: RequestOrigin) throws -> (User, [Identity]) {
+        guard let id = FileID(parsing: rawID) else { throw Self.notFound }
+        let now = clock.nowMillis()
+        let (result, removed) = try store.app(app.id).transaction { tx -> ((User, [Identity]), [BlobKey]) in
+            guard let account = try tx.lockUser(user) else { throw Self.accountGone }
+            guard var file = try tx.files.file(id, of: user) else { throw Self.notFound }
+            guard app.settings.files.photoTypes.contains(file.contentType) else { throw Self.unsupportedPhoto(app) }
+            if file.visibility != .public {
+                guard let updated = try tx.files.setVisibility(id, of: user, .public) else { throw Self.notFound }
+                file = updated
+            }
+            return try setPhoto(tx, account, file, session: session, origin: origin, now: now)
+        }
+        removeBlobs(removed)
+        return result
+    }
+
+    /// `DELETE /v1/me/photo`: no photo; an uploaded photo is deleted (a file chosen as the photo stays).
+    public func removePhoto(app: AppContext, user: UserID, session: SessionID?, origin: RequestOrigin) throws -> (User, [Identity]) {
+        try requireVerifiedEmail(app: app, user: user)
+        let now = clock.nowMillis()
+        let (result, removed) = try store.app(app.id).transaction { tx -> ((User, [Identity]), [BlobKey]) in
+            guard let account = try tx.lockUser(user) else { throw Self.accountGone }
+            let removed = try tx.files.deletePhotos(of: user, except: nil)
+            for key in removed { _ = try tx.enqueue(BlobDeletion.item(app: app.id, key: key), now: now) }
+            guard account.photoURL != nil else { return ((account, try tx.identities(user)), removed) }
+            guard let updated = try tx.updateProfile(user, firstName: account.firstName, lastName: account.lastName, photoURL: nil, now: now) else {
+                throw Self.accountGone
+            }
+            try tx.record(Event(
+                type: .userUpdated, userID: user, sessionID: session, ip: origin.ip, userAgent: origin.userAgent, data: ["fields": ["photo_url"]],
+                createdAt: now))
+            return ((updated, try tx.identities(user)), removed)
+        }
+        removeBlobs(removed)
+        return result
+    }
+
+    // MARK: -
+
+    static let notFound = GatehouseError(.notFound, "No such file of yours.")
+    static let accountGone = GatehouseError(.sessionRevoked, "This account no longer exists.")
+
+    static func unsupportedPhoto(_ app: AppContext) -> GatehouseError {
+        GatehouseError(.unsupportedFileType, "A photo must be one of: \(app.settings.files.photoTypes.joined(separator: ", ")) (judged by its content).")
+    }
+
+    /// Whether a stored photo URL is that of the file `id` (whatever public URL it was built on).
+    static func photo(_ url: String, isFile id: FileID) -> Bool {
+        url.contains("/files/\(id.rawValue)/")
+    }
+
+    private func requireVerifiedEmail(app: AppContext, user: UserID) throws {
+        guard app.settings.requireVerifiedEmail else { return }
+        guard let account = try store.app(app.id).user(user) else { throw Self.accountGone }
+        guard account.emailVerified else {
+            throw GatehouseError(.emailNotVerified, "Verify your email address (POST /v1/auth/email/verification/send) before using files.")
+        }
+    }
+
+    /// Empty and oversize uploads refused; the sniffed type.
+    private func check(app: AppContext, _ incoming: IncomingFile, field: String) throws -> String {
+        guard incoming.size > 0 else { throw GatehouseError.validation(field, "The file is empty.") }
+        guard incoming.size <= app.settings.files.maxBytes else {
+            throw GatehouseError(.payloadTooLarge, "Files of this app are at most \(app.settings.files.maxBytes) bytes.")
+        }
+        guard incoming.sha256.count == 32 else { throw BlobStoreError("an upload without its SHA-256") }
+        return try ContentSniffer.sniff(path: incoming.path)
+    }
+
+    private func newFile(
+        app: AppContext, user: UserID, _ incoming: IncomingFile, contentType: String, visibility: FileVisibility, purpose: FilePurpose
+    ) throws -> StoredFile {
+        let id = FileID.generate()
+        return StoredFile(
+            id: id, userID: user, name: FileName.sanitise(incoming.name ?? (purpose == .photo ? "photo" : nil)), contentType: contentType,
+            size: incoming.size, sha256: Digest.hex(incoming.sha256), visibility: visibility, purpose: purpose, createdAt: clock.nowMillis(),
+            blobKey: StoredFile.blobKey(app: app.id, file: id))
+    }
+
+    /// Writes the blob, then runs the unit of work that records it; the blob is removed when the
+    /// unit fails. After the commit, removes the blobs the unit gave up.
+    private func storing<T>(
+        _ file: StoredFile, of app: AppContext, from incoming: IncomingFile, _ body: (any AppScopedStore, Int64) throws -> (T, [BlobKey])
+    ) throws -> T {
+        try blobs.put(file.blobKey, contentsOf: incoming.path)
+        let now = clock.nowMillis()
+        let result: T
+        let removed: [BlobKey]
+        do {
+            (result, removed) = try store.app(app.id).transaction { tx in try body(tx, now) }
+        } catch {
+            do { try blobs.delete(file.blobKey) } catch let failure {
+                log.error("the blob of an upload that did not commit could not be removed", ["key": .string(file.blobKey.rawValue), "error": .string("\(failure)")])
+            }
+            throw error
+        }
+        removeBlobs(removed)
+        return result
+    }
+
+    /// Points the locked user's photo at `file`, deleting any other uploaded photo (its blob queued
+    /// for removal); the user and the blob keys given up.
+    private func setPhoto(
+        _ tx: any AppScopedStore, _ account: User, _ file: StoredFile, session: SessionID?, origin: RequestOrigin, now: Int64
+    ) throws -> ((User, [Identity]), [BlobKey]) {
+        let removed = try tx.files.deletePhotos(of: account.id, except: file.id)
+        for key in removed { _ = try tx.enqueue(BlobDeletion.item(app: tx.appID, key: key), now: now) }
+        let photoURL = url(app: tx.appID, file)
+        guard let updated = try tx.updateProfile(account.id, firstName: account.firstName, lastName: account.lastName, photoURL: photoURL, now: now) else {
+            throw Self.accountGone
+        }
+        if account.photoURL != photoURL {
+            try tx.record(Event(
+                type: .userUpdated, userID: account.id, sessionID: session, ip: origin.ip, userAgent: origin.userAgent, data: ["fields": ["photo_url"]],
+                createdAt: now))
+        }
+        return ((updated, try tx.identities(account.id)), removed)
+    }
+
+    private func uploadedEvent(_ file: StoredFile, session: SessionID?, origin: RequestOrigin, now: Int64) -> Event {
+        Event(
+            type: .fileUploaded, userID: file.userID, sessionID: session, ip: origin.ip, userAgent: origin.userAgent,
+            data: [
+                "id": .string(file.id.rawValue), "size": .int(file.size), "content_type": .string(file.contentType),
+                "visibility": .string(file.visibility.rawValue), "purpose": .string(file.purpose.rawValue),
+            ], createdAt: now)
+    }
+
+    private func reader(_ file: StoredFile, range: Range<Int64>?) throws -> any BlobReader {
+        guard let reader = try blobs.open(file.blobKey, range: range) else { throw BlobStoreError("the blob of \(file.id) is missing") }
+        return reader
+    }
+
+    /// Removes blobs whose rows are gone (committed); a failure is left to their outbox items.
+    private func removeBlobs(_ keys: [BlobKey]) {
+        guard !keys.isEmpty else { return }
+        for key in keys {
+            do { try blobs.delete(key) } catch {
+                log.warning("a blob could not be removed now; the outbox will retry", ["key": .string(key.rawValue), "error": .string("\(error)")])
+            }
+        }
+        wakeOutbox()
+    }
+}
