@@ -1,0 +1,367 @@
+import Foundation
+import GatehouseCore
+import GatehouseCrypto
+import GatehouseSQL
+import GatehouseTesting
+import Testing
+
+/// Tiny real images, made in the test.
+enum TinyImages {
+    static func png(width: UInt32 = 1, height: UInt32 = 1) -> [UInt8] {
+        func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+            let length = UInt32(data.count)
+            // The CRC is not checked by the sniffer; a fixed one keeps this short.
+            return [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)] + Array(type.utf8) + data + [0, 0, 0, 0]
+        }
+        func be(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+        let ihdr = be(width) + be(height) + [8, 6, 0, 0, 0]
+        let end: [UInt8] = [0, 0, 0, 0, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82]
+        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", ihdr) + chunk("IDAT", [0x78, 0x9C, 0x63, 0, 0, 0, 1, 0, 1]) + end
+    }
+    static let jpeg: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10] + Array("JFIF".utf8) + [0, 1, 1, 0, 0, 1, 0, 1, 0, 0] + [0xFF, 0xDA, 0, 2, 0x11, 0x22] + [0xFF, 0xD9]
+    static let gif: [UInt8] = Array("GIF89a".utf8) + [1, 0, 1, 0, 0x80, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF] + [0x2C, 0, 0, 0, 0, 1, 0, 1, 0, 0, 2, 2, 0x44, 1, 0, 0x3B]
+    static func webp() -> [UInt8] {
+        let body: [UInt8] = Array("WEBP".utf8) + Array("VP8L".utf8) + [5, 0, 0, 0, 0x2F, 0, 0, 0, 0, 0]
+        let size = UInt32(body.count)
+        return Array("RIFF".utf8) + [UInt8(size & 0xFF), UInt8(size >> 8 & 0xFF), UInt8(size >> 16 & 0xFF), UInt8(size >> 24)] + body
+    }
+}
+
+@Suite("Content sniffing, names and Content-Disposition")
+struct ContentChecksTests {
+    @Test func imagesAreRecognisedByTheirBytes() {
+        #expect(ContentSniffer.sniff(TinyImages.png()) == "image/png")
+        #expect(ContentSniffer.sniff(TinyImages.jpeg) == "image/jpeg")
+        #expect(ContentSniffer.sniff(TinyImages.gif) == "image/gif")
+        #expect(ContentSniffer.sniff(TinyImages.webp()) == "image/webp")
+        #expect(ContentSniffer.sniff(Array("<html><script>alert(1)</script></html>".utf8)) == "application/octet-stream")
+        #expect(ContentSniffer.sniff([]) == "application/octet-stream")
+    }
+
+    @Test func aGIFHeaderBeforeHTMLIsAGIF() {
+        let polyglot = Array("GIF89a".utf8) + [1, 0, 1, 0, 0, 0, 0] + Array("<html><script>alert(document.cookie)</script></html>".utf8)
+        #expect(ContentSniffer.sniff(polyglot) == "image/gif")
+    }
+
+    @Test func truncatedOrBrokenImagesAreNotImages() {
+        #expect(ContentSniffer.sniff(Array(TinyImages.png().dropLast(12))) == "application/octet-stream")
+        #expect(ContentSniffer.sniff(Array(TinyImages.jpeg.dropLast(2))) == "application/octet-stream")
+        #expect(ContentSniffer.sniff(Array(TinyImages.webp().dropLast(1))) == "application/octet-stream")
+        #expect(ContentSniffer.sniff(TinyImages.png(width: 0)) == "application/octet-stream")
+        #expect(ContentSniffer.sniff(TinyImages.png(width: 1_000_000)) == "application/octet-stream")
+        #expect(ContentSniffer.sniff(Array("GIF89a".utf8) + [0, 0, 0, 0, 0, 0, 0]) == "application/octet-stream")
+    }
+
+    @Test func namesAreSanitised() {
+        #expect(FileName.sanitise("../../etc/passwd") == "passwd")
+        #expect(FileName.sanitise("C:\\Users\\ada\\report.pdf") == "report.pdf")
+        #expect(FileName.sanitise("a\u{0}b.txt") == "ab.txt")
+        #expect(FileName.sanitise("invoice\u{202E}fdp.exe") == "invoicefdp.exe")
+        #expect(FileName.sanitise("  ") == "file")
+        #expect(FileName.sanitise("") == "file")
+        #expect(FileName.sanitise(nil) == "file")
+        #expect(FileName.sanitise("..") == "file")
+        #expect(FileName.sanitise("dir/") == "file")
+        let long = FileName.sanitise(String(repeating: "é", count: 5_000))
+        #expect(long.utf8.count <= 255 && long.utf8.count == 254 && long.allSatisfy { $0 == "é" })
+        #expect(FileName.sanitise(String(repeating: "x", count: 10_000)).utf8.count == 255)
+    }
+
+    @Test func contentDispositionCannotBeAbused() {
+        #expect(FileName.contentDisposition(name: "photo.png", contentType: "image/png") == "inline; filename=\"photo.png\"; filename*=UTF-8''photo.png")
+        #expect(
+            FileName.contentDisposition(name: "a\"b%c.html", contentType: "application/octet-stream")
+                == "attachment; filename=\"a_b_c.html\"; filename*=UTF-8''a%22b%25c.html")
+        // A backslash is a path separator: only what follows it is the name.
+        #expect(FileName.contentDisposition(name: "x\\y.txt", contentType: "text/plain").hasPrefix("attachment; filename=\"y.txt\""))
+        #expect(
+            FileName.contentDisposition(name: "résumé\r\nSet-Cookie: x=1.pdf", contentType: "application/octet-stream")
+                == "attachment; filename=\"r_sum_Set-Cookie: x=1.pdf\"; filename*=UTF-8''r%C3%A9sum%C3%A9Set-Cookie%3A%20x%3D1.pdf")
+    }
+}
+
+/// The blob stores, both of them, on both databases.
+@Suite("Blob stores")
+struct BlobStoreTests {
+    enum Kind: String, CaseIterable { case database, filesystem }
+
+    static var cases: [(TestDatabaseKind, Kind)] { TestDatabase.kinds.flatMap { db in Kind.allCases.map { (db, $0) } } }
+
+    static func temporaryFile(_ bytes: [UInt8]) throws -> String {
+        let path = NSTemporaryDirectory() + "gatehouse-upload-" + Digest.hex(SecureRandom.bytes(6))
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    static func configure(_ kind: Kind) -> (inout Configuration) -> Void {
+        { configuration in
+            if kind == .filesystem {
+                configuration.blobStorage = .filesystem(directory: NSTemporaryDirectory() + "gatehouse-blobs-" + Digest.hex(SecureRandom.bytes(6)))
+            }
+        }
+    }
+
+    @Test(arguments: cases)
+    func putReadRangeAndDelete(database: TestDatabaseKind, kind: Kind) throws {
+        let server = try TestServer(database, configure: Self.configure(kind))
+        defer { server.stop() }
+        let blobs: any BlobStore = kind == .database ? SQLBlobStore(database: server.gatehouse.database, chunkBytes: 1000) : server.gatehouse.blobs
+        let bytes = (0..<2_500).map { UInt8(truncatingIfNeeded: $0 * 7) }
+        let path = try Self.temporaryFile(bytes)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let key = try #require(BlobKey(parsing: "app_x/fil_y"))
+        try blobs.put(key, contentsOf: path)
+        let whole = try #require(try blobs.open(key))
+        #expect(whole.size == 2_500)
+        #expect(try whole.readAll() == bytes)
+        whole.close()
+        for range: Range<Int64> in [0..<1, 999..<1001, 1_500..<2_500, 2_400..<9_000] {
+            let part = try #require(try blobs.open(key, range: range))
+            let expected = Array(bytes[Int(range.lowerBound)..<Int(min(range.upperBound, 2_500))])
+            #expect(part.size == Int64(expected.count))
+            #expect(try part.readAll() == expected, "\(range)")
+            part.close()
+        }
+        // Small reads cross chunk boundaries.
+        let small = try #require(try blobs.open(key))
+        var pieces: [UInt8] = []
+        while case let piece = try small.read(upTo: 333), !piece.isEmpty { pieces += piece }
+        #expect(pieces == bytes)
+        try blobs.delete(key)
+        #expect(try blobs.open(key) == nil)
+        try blobs.delete(key)
+    }
+
+    @Test func keysNeverBecomeOtherPaths() {
+        for bad in ["", "/etc/passwd", "../x", "a/../b", "a//b", "a/", "A", "a.b", "a b", "a\u{0}b", String(repeating: "a", count: 201)] {
+            #expect(BlobKey(parsing: bad) == nil, "\(bad)")
+        }
+        #expect(BlobKey(parsing: "app_abc/fil_def") != nil)
+    }
+}
+
+/// FilesService below HTTP, on both databases and both blob stores.
+@Suite("Files service")
+struct FilesServiceTests {
+    struct World {
+        let server: TestServer
+        let app: AppContext
+        let user: UserID
+        let other: UserID
+        var files: FilesService { server.gatehouse.files }
+        let origin = RequestOrigin(ip: "127.0.0.1", userAgent: "test")
+
+        init(_ database: TestDatabaseKind, _ kind: BlobStoreTests.Kind, settings: JSON = ["name": "Files"]) throws {
+            server = try TestServer(database, configure: BlobStoreTests.configure(kind))
+            server.gatehouse.stopBackgroundWork()
+            let created = try server.createApp(settings)
+            let appID = try #require(AppID(parsing: created.id))
+            app = try #require(try server.gatehouse.directory.current(id: appID))
+            user = try Self.userID(try server.signUp(created))
+            other = try Self.userID(try server.signUp(created, email: "bob@example.com"))
+        }
+
+        static func userID(_ session: JSON) throws -> UserID {
+            let raw = try #require(session["user"]?["id"]?.stringValue)
+            return try #require(UserID(parsing: raw))
+        }
+
+        func incoming(_ bytes: [UInt8], name: String? = "a.bin") throws -> IncomingFile {
+            IncomingFile(path: try BlobStoreTests.temporaryFile(bytes), size: Int64(bytes.count), sha256: Digest.sha256(bytes), name: name)
+        }
+
+        func upload(_ bytes: [UInt8], name: String? = "a.bin", visibility: FileVisibility = .private, user: UserID? = nil) throws -> StoredFile {
+            try files.upload(app: app, user: user ?? self.user, session: nil, file: try incoming(bytes, name: name), visibility: visibility, origin: origin)
+        }
+
+        func blobExists(_ file: StoredFile) throws -> Bool { try server.gatehouse.blobs.open(file.blobKey) != nil }
+    }
+
+    static func code(_ body: () throws -> Void) -> String? {
+        do {
+            try body()
+            return nil
+        } catch let error as GatehouseError {
+            return error.code.rawValue
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test(arguments: BlobStoreTests.cases)
+    func uploadListGetContentAndDelete(database: TestDatabaseKind, kind: BlobStoreTests.Kind) throws {
+        let world = try World(database, kind)
+        defer { world.server.stop() }
+        let gif = try world.upload(TinyImages.gif, name: "../cat.gif", visibility: .public)
+        #expect(gif.name == "cat.gif" && gif.contentType == "image/gif" && gif.size == Int64(TinyImages.gif.count))
+        #expect(gif.sha256 == Digest.hex(Digest.sha256(TinyImages.gif)))
+        let url = try #require(world.files.url(app: world.app.id, gif))
+        #expect(url == "\(TestServer.publicURL)/v1/apps/\(world.app.id.rawValue)/files/\(gif.id.rawValue)/\(gif.sha256.prefix(16))")
+        let text = try world.upload(Array("hello".utf8), name: "notes.html")
+        #expect(text.contentType == "application/octet-stream" && world.files.url(app: world.app.id, text) == nil)
+
+        let (found, reader) = try world.files.content(app: world.app, user: world.user, id: text.id.rawValue)
+        #expect(found == text)
+        #expect(try reader.readAll() == Array("hello".utf8))
+        reader.close()
+        let (_, publicReader) = try world.files.publicContent(app: world.app.id, id: gif.id.rawValue, version: String(gif.sha256.prefix(16)))
+        #expect(try publicReader.readAll() == TinyImages.gif)
+        publicReader.close()
+        // Private content is never public, a wrong version finds nothing.
+        #expect(Self.code { _ = try world.files.publicContent(app: world.app.id, id: text.id.rawValue, version: String(text.sha256.prefix(16))) } == "request/not-found")
+        #expect(Self.code { _ = try world.files.publicContent(app: world.app.id, id: gif.id.rawValue, version: "0000000000000000") } == "request/not-found")
+
+        // Another user's file is 404, never 403.
+        #expect(Self.code { _ = try world.files.file(app: world.app, user: world.other, id: text.id.rawValue) } == "request/not-found")
+        #expect(Self.code { try world.files.delete(app: world.app, user: world.other, session: nil, id: text.id.rawValue, origin: world.origin) } == "request/not-found")
+        #expect(Self.code { _ = try world.files.file(app: world.app, user: world.user, id: "../etc") } == "request/not-found")
+
+        // Keyset pages, newest first.
+        var more: [StoredFile] = []
+        for index in 0..<3 { more.append(try world.upload([UInt8(index) + 1], name: "f\(index)")) }
+        let first = try world.files.list(app: world.app, user: world.user, after: nil, limit: 2)
+        let second = try world.files.list(app: world.app, user: world.user, after: first.next, limit: 2)
+        let third = try world.files.list(app: world.app, user: world.user, after: second.next, limit: 2)
+        let all = (first.files + second.files + third.files).map(\.id)
+        #expect(Set(all) == Set(([gif, text] + more).map(\.id)) && all.count == 5)
+        #expect(third.next == nil && third.files.count == 1)
+        #expect(try world.files.list(app: world.app, user: world.other, after: nil, limit: 10).files.isEmpty)
+
+        try world.files.delete(app: world.app, user: world.user, session: nil, id: text.id.rawValue, origin: world.origin)
+        #expect(try !world.blobExists(text))
+        #expect(Self.code { _ = try world.files.file(app: world.app, user: world.user, id: text.id.rawValue) } == "request/not-found")
+        // The outbox's item finds the blob gone and is delivered all the same.
+        try world.server.gatehouse.outboxWorker.runOnce()
+        #expect(try world.server.gatehouse.store.outbox.statistics(now: world.server.clock.nowMillis()).queued == 0)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func badUploadsAreRefusedAndStoreNothing(database: TestDatabaseKind) throws {
+        let world = try World(database, .filesystem, settings: ["name": "Files", "files": ["max_bytes": 2048, "photo_types": ["image/png"]]])
+        defer { world.server.stop() }
+        #expect(Self.code { _ = try world.upload([]) } == "request/validation-failed")
+        #expect(Self.code { _ = try world.upload([UInt8](repeating: 1, count: 2049)) } == "request/payload-too-large")
+        let photo = { (bytes: [UInt8]) in
+            _ = try world.files.uploadPhoto(app: world.app, user: world.user, session: nil, file: try world.incoming(bytes, name: "p"), origin: world.origin)
+        }
+        #expect(Self.code { try photo(TinyImages.gif) } == "files/unsupported-type")
+        #expect(Self.code { try photo(Array(TinyImages.png().dropLast(12))) } == "files/unsupported-type")
+        #expect(Self.code { try photo(Array(TinyImages.jpeg.dropLast(2))) } == "files/unsupported-type")
+        #expect(Self.code { try photo(Array("<svg onload=alert(1)>".utf8)) } == "files/unsupported-type")
+        #expect(try world.files.list(app: world.app, user: world.user, after: nil, limit: 10).files.isEmpty)
+        let folder = try #require({ if case .filesystem(let d) = world.server.gatehouse.configuration.blobStorage { d } else { nil } }())
+        #expect(((try? FileManager.default.subpathsOfDirectory(atPath: folder)) ?? []).filter { !$0.hasPrefix("app_") || $0.contains("/") }.isEmpty)
+    }
+
+    @Test(arguments: BlobStoreTests.cases)
+    func aFailedCommitLeavesNoBlob(database: TestDatabaseKind, kind: BlobStoreTests.Kind) throws {
+        let world = try World(database, kind)
+        defer { world.server.stop() }
+        // A user of the app that does not exist: the unit of work throws after the blob was written.
+        let ghost = UserID.generate()
+        #expect(Self.code { _ = try world.upload(TinyImages.png(), user: ghost) } == "auth/session-revoked")
+        let count = try world.server.gatehouse.database.query("SELECT COUNT(*) AS n FROM files").first?.int64("n")
+        #expect(count == 0)
+        switch world.server.gatehouse.configuration.blobStorage {
+        case .database:
+            #expect(try world.server.gatehouse.database.query("SELECT COUNT(*) AS n FROM blobs").first?.int64("n") == 0)
+            #expect(try world.server.gatehouse.database.query("SELECT COUNT(*) AS n FROM blob_chunks").first?.int64("n") == 0)
+        case .filesystem(let folder):
+            let left = ((try? FileManager.default.subpathsOfDirectory(atPath: folder)) ?? []).filter { $0.contains("fil_") || $0.contains(".tmp-") }
+            #expect(left.isEmpty, "\(left)")
+        }
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func tenantsAreIsolatedEvenWithCollidingIDs(database: TestDatabaseKind) throws {
+        let world = try World(database, .database)
+        defer { world.server.stop() }
+        let otherApp = try world.server.createApp(["name": "Other"])
+        let otherAppID = try #require(AppID(parsing: otherApp.id))
+        let otherUser = try World.userID(try world.server.signUp(otherApp))
+        let mine = try world.upload(Array("mine".utf8), visibility: .public)
+        // The same file id in the other app, for its own user.
+        var theirs = mine
+        theirs.userID = otherUser
+        theirs.name = "theirs"
+        theirs.blobKey = StoredFile.blobKey(app: otherAppID, file: mine.id)
+        try world.server.gatehouse.store.app(otherAppID).files.insert(theirs)
+        let scoped = world.server.gatehouse.store.app(otherAppID).files
+        #expect(try scoped.file(mine.id, of: world.user) == nil)
+        #expect(try scoped.file(mine.id, of: otherUser)?.name == "theirs")
+        #expect(try world.server.gatehouse.store.app(world.app.id).files.file(mine.id, of: world.user)?.name == mine.name)
+        #expect(try scoped.delete(mine.id, of: world.user) == nil)
+        #expect(try scoped.deleteAll(of: world.user).isEmpty)
+        #expect(try world.server.gatehouse.store.app(world.app.id).files.publicFile(mine.id)?.userID == world.user)
+        // The schema refuses a row naming another app's user.
+        var crossing = mine
+        crossing.id = FileID.generate()
+        crossing.blobKey = StoredFile.blobKey(app: otherAppID, file: crossing.id)
+        #expect(throws: (any Error).self) { try scoped.insert(crossing) }
+    }
+
+    @Test(arguments: BlobStoreTests.cases)
+    func photosReplaceEachOtherAndFilesCanBecomeThePhoto(database: TestDatabaseKind, kind: BlobStoreTests.Kind) throws {
+        let world = try World(database, kind)
+        defer { world.server.stop() }
+        let (first, _) = try world.files.uploadPhoto(
+            app: world.app, user: world.user, session: nil, file: try world.incoming(TinyImages.png(), name: nil), origin: world.origin)
+        let firstURL = try #require(first.photoURL)
+        let (second, _) = try world.files.uploadPhoto(
+            app: world.app, user: world.user, session: nil, file: try world.incoming(TinyImages.jpeg, name: "me.jpg"), origin: world.origin)
+        let secondURL = try #require(second.photoURL)
+        #expect(firstURL != secondURL && secondURL.hasPrefix(TestServer.publicURL + "/v1/apps/"))
+        // The first photo's row and blob are gone; photos are not listed as files.
+        let firstID = String(firstURL.split(separator: "/").dropLast().last!)
+        #expect(Self.code { _ = try world.files.publicContent(app: world.app.id, id: firstID, version: String(firstURL.split(separator: "/").last!)) } == "request/not-found")
+        #expect(try world.server.gatehouse.blobs.open(try #require(BlobKey(parsing: world.app.id.rawValue + "/" + firstID))) == nil)
+        #expect(try world.files.list(app: world.app, user: world.user, after: nil, limit: 10).files.isEmpty)
+
+        // A private image file of the user becomes the (public) photo; a text file cannot.
+        let file = try world.upload(TinyImages.webp(), name: "pic.webp")
+        let text = try world.upload(Array("no".utf8))
+        #expect(Self.code { _ = try world.files.setPhoto(app: world.app, user: world.user, session: nil, fileID: text.id.rawValue, origin: world.origin) } == "files/unsupported-type")
+        let mine = try world.upload(TinyImages.gif, user: world.other)
+        #expect(Self.code { _ = try world.files.setPhoto(app: world.app, user: world.user, session: nil, fileID: mine.id.rawValue, origin: world.origin) } == "request/not-found")
+        let (third, _) = try world.files.setPhoto(app: world.app, user: world.user, session: nil, fileID: file.id.rawValue, origin: world.origin)
+        #expect(third.photoURL == world.files.url(app: world.app.id, try world.files.file(app: world.app, user: world.user, id: file.id.rawValue)))
+        #expect(try world.files.file(app: world.app, user: world.user, id: file.id.rawValue).visibility == .public)
+        #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.photoURL == third.photoURL)
+
+        // Removing the photo keeps the chosen file; deleting a file that is the photo clears it.
+        let (cleared, _) = try world.files.removePhoto(app: world.app, user: world.user, session: nil, origin: world.origin)
+        #expect(cleared.photoURL == nil)
+        #expect(try world.blobExists(file))
+        _ = try world.files.setPhoto(app: world.app, user: world.user, session: nil, fileID: file.id.rawValue, origin: world.origin)
+        try world.files.delete(app: world.app, user: world.user, session: nil, id: file.id.rawValue, origin: world.origin)
+        #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.photoURL == nil)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func anUnverifiedEmailIsRefusedWhenTheAppRequiresIt(database: TestDatabaseKind) throws {
+        let world = try World(database, .database, settings: ["name": "Files", "require_verified_email": true])
+        defer { world.server.stop() }
+        #expect(Self.code { _ = try world.upload(TinyImages.png()) } == "auth/email-not-verified")
+        #expect(Self.code { _ = try world.files.list(app: world.app, user: world.user, after: nil, limit: 10) } == "auth/email-not-verified")
+        #expect(Self.code { _ = try world.files.removePhoto(app: world.app, user: world.user, session: nil, origin: world.origin) } == "auth/email-not-verified")
+        #expect(try world.server.gatehouse.database.query("SELECT COUNT(*) AS n FROM files").first?.int64("n") == 0)
+    }
+
+    @Test(arguments: BlobStoreTests.cases)
+    func deletingTheAccountRemovesItsFilesAndBlobs(database: TestDatabaseKind, kind: BlobStoreTests.Kind) throws {
+        let world = try World(database, kind)
+        defer { world.server.stop() }
+        let file = try world.upload(TinyImages.gif)
+        _ = try world.files.uploadPhoto(app: world.app, user: world.user, session: nil, file: try world.incoming(TinyImages.png()), origin: world.origin)
+        let kept = try world.upload(Array("bob's".utf8), user: world.other)
+        let keys = try world.server.gatehouse.database.query("SELECT blob_key FROM files WHERE user_id = \(world.user.rawValue)").map { try $0.string("blob_key") }
+        #expect(keys.count == 2)
+        try world.server.gatehouse.deletion.deleteByAdmin(app: world.app, id: world.user.rawValue)
+        #expect(try world.server.gatehouse.database.query("SELECT COUNT(*) AS n FROM files WHERE user_id = \(world.user.rawValue)").first?.int64("n") == 0)
+        // The rows went in the erasing transaction; the blobs go with the outbox's blob_delete items.
+        #expect(try world.blobExists(file))
+        while try world.server.gatehouse.outboxWorker.runOnce() > 0 {}
+        for key in keys { #expect(try world.server.gatehouse.blobs.open(try #require(BlobKey(parsing: key))) == nil) }
+        #expect(try world.blobExists(kept))
+    }
+}
