@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "GatehouseSQL", dependencies: ["GatehouseCore", "GatehouseMigrations"], swiftSettings: strict),
         .target(name: "SQLiteDriver", dependencies: ["GatehouseSQL", "CSQLite"], swiftSettings: strict),
         .target(name: "PostgresDriver", dependencies: ["GatehouseSQL", "CPostgres"], swiftSettings: strict),
-        .target(name: "GatehouseHTTP", dependencies: ["GatehouseCore", "CMicroHTTPD"], swiftSettings: strict),
+        .target(name: "GatehouseHTTP", dependencies: ["GatehouseCore", "GatehouseCrypto", "CMicroHTTPD"], swiftSettings: strict),
         .target(name: "GatehouseCurl", dependencies: ["CCurl"], swiftSettings: strict),
         .target(
             name: "GatehouseProviders", dependencies: ["GatehouseCore", "GatehouseCrypto", "GatehouseCurl", "CCurl"],
