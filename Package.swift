@@ -44,6 +44,9 @@ let package = Package(
             dependencies: ["GatehouseCore", "GatehouseHTTP", "GatehouseSQL", "SQLiteDriver", "PostgresDriver", "GatehouseProviders", "GatehouseMail"],
             swiftSettings: strict),
         .executableTarget(name: "gatehouse", dependencies: ["GatehouseAPI"], swiftSettings: strict),
+        // bench/upload-rss.py's server: the HTTP layer alone, streamed against buffered uploads.
+        .executableTarget(
+            name: "upload-bench-server", dependencies: ["GatehouseHTTP", "GatehouseCrypto"], path: "bench/upload-server", swiftSettings: strict),
         .target(
             name: "GatehouseTesting",
             dependencies: ["GatehouseAPI", "CCurl"],
