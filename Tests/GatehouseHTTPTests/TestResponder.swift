@@ -61,7 +61,7 @@ final class TestResponder: HTTPResponder {
 
     func head(_ request: HTTPRequest) -> HeadDecision {
         if request.path == "/forbidden" { return .respond(.text(403, "forbidden early")) }
-        if request.path == "/upload" || request.path == "/upload-offloaded" {
+        if request.path == "/upload" || request.path == "/upload-offloaded" || request.path == "/upload-keep" {
             return .readMultipart(MultipartForm(fileFields: ["file"], maxFileBytes: uploadLimit), offload: request.path == "/upload-offloaded")
         }
         return .readBody(limit: bodyLimit, offload: request.path == "/wait")
@@ -74,7 +74,14 @@ final class TestResponder: HTTPResponder {
             gate.wait()
             return .text(200, "waited")
         }
-        if let upload = request.upload { return describe(upload) }
+        if let upload = request.upload {
+            if request.path == "/upload-keep" {
+                // Keeps each file the way a local blob store would: renamed away.
+                for file in upload.files { rename(file.path, file.path + "-kept") }
+                return .text(200, upload.files.map { $0.path + "-kept" }.joined(separator: "\n"))
+            }
+            return describe(upload)
+        }
         switch router.match(method: request.method, path: request.path) {
         case .matched(let handler, let parameters, _):
             return handler(request, parameters)

@@ -136,6 +136,36 @@ struct UploadTests {
         #expect(spool.becomesEmpty())
     }
 
+    @Test func aFileRenamedAwayByTheHandlerIsKept() throws {
+        let spool = try SpoolDirectory()
+        let (server, _) = try start(spool)
+        defer { server.shutdown() }
+        let data = Self.randomBytes(20_000)
+        let response = try #require(Self.post(port: server.port, Self.body([.file("file", filename: "k", contentType: "x/y", data)]), path: "/upload-keep"))
+        #expect(response.status == 200)
+        // Once the request has ended (its spool files dealt with), the kept file must still be there.
+        for _ in 0..<500 where server.requestsInFlight > 0 { usleep(10_000) }
+        #expect(server.requestsInFlight == 0)
+        #expect(spool.files.count == 1)
+        #expect(FileManager.default.contents(atPath: response.text).map { Array($0) } == data)
+    }
+
+    @Test func aSpoolDirectoryGoneAfterStartIs503NotACrash() throws {
+        let spool = try SpoolDirectory()
+        let (server, _) = try start(spool)
+        defer { server.shutdown() }
+        try FileManager.default.removeItem(atPath: spool.path)
+        let response = try #require(Self.post(port: server.port, Self.body([.file("file", filename: "f", contentType: "x/y", Array("abc".utf8))])))
+        #expect(response.status == 503)
+        #expect(response.text.isEmpty, "uploadFailed's default answer, not busy")
+    }
+
+    @Test func aServerWithoutAWritableSpoolDirectoryDoesNotStart() throws {
+        #expect(throws: HTTPServer.StartError.self) {
+            try startServer { $0.uploadSpoolDirectory = "/nonexistent/gatehouse-spool" }
+        }
+    }
+
     @Test func aDeclaredContentLengthOverTheLimitIsRefusedBeforeAnyBodyByte() throws {
         let spool = try SpoolDirectory()
         let (server, responder) = try start(spool, uploadLimit: 64 * 1024)
