@@ -93,7 +93,7 @@ final class TestResponder: HTTPResponder {
     }
 
     /// One line per text field (`field name=value`, sorted) and per file
-    /// (`file field|filename|declared type|size|sha256|sha256 read back|mode`).
+    /// (`file field|filename|declared type|size|sha256|sha256 read back|mode|first 4 bytes in hex`).
     private func describe(_ upload: Upload) -> HTTPResponse {
         var lines = upload.fields.sorted { $0.key < $1.key }.map { "field \($0.key)=\($0.value)" }
         for file in upload.files {
@@ -103,7 +103,7 @@ final class TestResponder: HTTPResponder {
             let hasher = SHA256Hasher()
             var readBack = "unreadable"
             if (try? file.forEachChunk(size: 7_000, { hasher.update($0); return true })) != nil { readBack = Digest.hex(hasher.finish()) }
-            let prefix = (try? file.prefix(4)).map { String(decoding: $0, as: UTF8.self) } ?? "?"
+            let prefix = (try? file.prefix(4)).map { Digest.hex($0) } ?? "?"
             lines.append(
                 "file \(file.field)|\(file.filename ?? "-")|\(file.declaredContentType ?? "-")|\(file.size)|\(Digest.hex(file.sha256))|\(readBack)|\(mode)|\(prefix)")
         }

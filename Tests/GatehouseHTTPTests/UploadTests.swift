@@ -107,10 +107,30 @@ struct UploadTests {
         let sha = try Self.sha256sum(data)
         let lines = response.text.split(separator: "\n").map(String.init)
         #expect(lines.first == "field visibility=public")
-        let prefix = String(decoding: data.prefix(4), as: UTF8.self)
+        let prefix = Digest.hex(data.prefix(4))
         #expect(lines.dropFirst().first == "file file|photo.jpg|image/jpeg|300000|\(sha)|\(sha)|600|\(prefix)")
         #expect(responder.spoolsSeen.withLock { $0.allSatisfy { $0.hasPrefix(spool.path + "/gatehouse-upload-") } })
         #expect(spool.becomesEmpty(), "the spool file goes once the answer is sent")
+    }
+
+    @Test func curlsOwnMultipartIsReadAlike() throws {
+        // An independent client builds the body (its own boundary, Expect: 100-continue, chunked too).
+        let spool = try SpoolDirectory()
+        let (server, _) = try start(spool, uploadLimit: 1024 * 1024)
+        defer { server.shutdown() }
+        let data = Self.randomBytes(400_000)
+        let path = spool.path + "-payload.bin"
+        try Data(data).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let sha = try Self.sha256sum(data)
+        for extra in [[], ["-H", "Transfer-Encoding: chunked"]] {
+            let output = try ExternalProgram.run(
+                "/usr/bin/curl",
+                ["-sS", "-F", "visibility=private", "-F", "file=@\(path);type=image/png;filename=me.png"] + extra
+                    + ["http://127.0.0.1:\(server.port)/upload"])
+            #expect(output == "field visibility=private\nfile file|me.png|image/png|400000|\(sha)|\(sha)|600|\(Digest.hex(data.prefix(4)))", "\(extra)")
+        }
+        #expect(spool.becomesEmpty())
     }
 
     @Test func anEmptyFileIsAcceptedAtThisLayer() throws {
