@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "GatehouseSQL", dependencies: ["GatehouseCore", "GatehouseMigrations"], swiftSettings: strict),
         .target(name: "SQLiteDriver", dependencies: ["GatehouseSQL", "CSQLite"], swiftSettings: strict),
         .target(name: "PostgresDriver", dependencies: ["GatehouseSQL", "CPostgres"], swiftSettings: strict),
-        .target(name: "GatehouseHTTP", dependencies: ["GatehouseCore", "CMicroHTTPD"], swiftSettings: strict),
+        .target(name: "GatehouseHTTP", dependencies: ["GatehouseCore", "GatehouseCrypto", "CMicroHTTPD"], swiftSettings: strict),
         .target(name: "GatehouseCurl", dependencies: ["CCurl"], swiftSettings: strict),
         .target(
             name: "GatehouseProviders", dependencies: ["GatehouseCore", "GatehouseCrypto", "GatehouseCurl", "CCurl"],
@@ -44,6 +44,9 @@ let package = Package(
             dependencies: ["GatehouseCore", "GatehouseHTTP", "GatehouseSQL", "SQLiteDriver", "PostgresDriver", "GatehouseProviders", "GatehouseMail"],
             swiftSettings: strict),
         .executableTarget(name: "gatehouse", dependencies: ["GatehouseAPI"], swiftSettings: strict),
+        // bench/upload-rss.py's server: the HTTP layer alone, streamed against buffered uploads.
+        .executableTarget(
+            name: "upload-bench-server", dependencies: ["GatehouseHTTP", "GatehouseCrypto"], path: "bench/upload-server", swiftSettings: strict),
         .target(
             name: "GatehouseTesting",
             dependencies: ["GatehouseAPI", "CCurl"],

@@ -9,15 +9,18 @@ final class APIResponder: HTTPResponder {
     static let jsonBodyLimit = 64 * 1024
 
     private let router: Router<Route>
+    /// The apps, for the upload limit of the calling app.
+    private let directory: AppDirectory
     private let cors: CORSPolicy
     private let metrics: Metrics
     private let log: Log
     private let accessLog: Bool
     private let trustedProxies: [IPRange]
 
-    init(router: Router<Route>, cors: CORSPolicy, metrics: Metrics, log: Log, accessLog: Bool, trustedProxies: [IPRange]) {
+    init(router: Router<Route>, directory: AppDirectory, cors: CORSPolicy, metrics: Metrics, log: Log, accessLog: Bool, trustedProxies: [IPRange]) {
         self.trustedProxies = trustedProxies
         self.router = router
+        self.directory = directory
         self.cors = cors
         self.metrics = metrics
         self.log = log
@@ -48,6 +51,11 @@ final class APIResponder: HTTPResponder {
                 return .respond(
                     finish(request, route: pattern, start: .now, problem(.unsupportedMediaType, "Send the body as application/x-www-form-urlencoded.", request)))
             }
+            if case .multipart(let fileFields) = route.body {
+                // Content types other than multipart/form-data are refused by the server (415).
+                let form = MultipartForm(fileFields: fileFields, maxFileBytes: uploadLimit(request))
+                return .readMultipart(form, offload: route.hashesPassword, waitsOnNetwork: route.callsProvider)
+            }
             return .readBody(limit: Self.jsonBodyLimit, offload: route.hashesPassword, waitsOnNetwork: route.callsProvider)
         }
     }
@@ -73,6 +81,23 @@ final class APIResponder: HTTPResponder {
         finish(request, route: "unmatched", start: .now, problem(.payloadTooLarge, "The body is larger than \(Self.jsonBodyLimit / 1024) KiB.", request))
     }
 
+    func uploadTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
+        finish(request, route: pattern(request), start: .now, problem(.payloadTooLarge, "Files may be at most \(Self.describe(bytes: uploadLimit(request))).", request))
+    }
+
+    func unsupportedMediaType(_ request: HTTPRequest, expected: String) -> HTTPResponse {
+        finish(request, route: pattern(request), start: .now, problem(.unsupportedMediaType, "Send the body as \(expected).", request))
+    }
+
+    func malformedBody(_ request: HTTPRequest, reason: String) -> HTTPResponse {
+        finish(request, route: pattern(request), start: .now, problem(.malformedRequest, reason, request))
+    }
+
+    func uploadFailed(_ request: HTTPRequest, reason: String) -> HTTPResponse {
+        log.error("upload spool failed", ["reason": .string(reason), "path": .string(String(request.path.prefix(256)))])
+        return finish(request, route: pattern(request), start: .now, problem(.unavailable, "The upload could not be stored; retry later.", request))
+    }
+
     func headerTooLarge(_ request: HTTPRequest) -> HTTPResponse {
         finish(request, route: "unmatched", start: .now, problem(.headersTooLarge, "The request headers are too large.", request))
     }
@@ -95,6 +120,28 @@ final class APIResponder: HTTPResponder {
     }
 
     // MARK: -
+
+    /// The calling app's `files.max_bytes`; when `X-App-Key` names no app, the highest any app
+    /// may set, and the handler answers (401 for the key) once the body is in.
+    private func uploadLimit(_ request: HTTPRequest) -> Int {
+        guard let key = request.headers["X-App-Key"], !key.isEmpty, key.utf8.count <= 128, let app = try? directory.app(key: key) else {
+            return Int(AppSettings.Files.maxBytesCeiling)
+        }
+        return Int(clamping: app.settings.files.maxBytes)
+    }
+
+    /// The route pattern for metrics and the log, or `unmatched`.
+    private func pattern(_ request: HTTPRequest) -> String {
+        if case .matched(_, _, let pattern) = router.match(method: request.method, path: request.path) { return pattern }
+        return "unmatched"
+    }
+
+    /// `5 MiB`, `2 KiB`, or `1500 bytes`.
+    static func describe(bytes: Int) -> String {
+        if bytes >= 1024 * 1024, bytes % (1024 * 1024) == 0 { return "\(bytes / (1024 * 1024)) MiB" }
+        if bytes >= 1024, bytes % 1024 == 0 { return "\(bytes / 1024) KiB" }
+        return "\(bytes) bytes"
+    }
 
     private func problem(_ code: ErrorCode, _ detail: String?, _ request: HTTPRequest) -> HTTPResponse {
         Problem.response(GatehouseError(code, detail), instance: request.path, requestID: Self.requestID(request))

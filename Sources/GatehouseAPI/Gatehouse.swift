@@ -174,7 +174,10 @@ public final class Gatehouse: Sendable {
     public var operations: [(method: String, pattern: String)] { router.operations }
 
     /// An HTTP server for this application (not yet started).
-    public func makeServer(host: String? = nil, port: UInt16? = nil) -> HTTPServer {
+    ///
+    /// `extraRoutes` adds operations to the route table of this server only (tests use it to
+    /// reach the HTTP machinery through a route of their own).
+    public func makeServer(host: String? = nil, port: UInt16? = nil, extraRoutes: (inout Routes) -> Void = { _ in }) -> HTTPServer {
         var http = HTTPServer.Configuration()
         http.host = host ?? configuration.listenHost
         http.port = port ?? configuration.listenPort
@@ -193,8 +196,11 @@ public final class Gatehouse: Sendable {
         http.perIPConnectionLimit = configuration.perIPConnectionLimit
         http.connectionTimeoutSeconds = configuration.connectionTimeoutSeconds
         http.headerTimeoutSeconds = Double(configuration.headerTimeoutSeconds)
+        if let spool = configuration.uploadSpoolDirectory { http.uploadSpoolDirectory = spool }
+        var routes = Routes(router: router)
+        extraRoutes(&routes)
         let cors = CORSPolicy(directory: directory, catalog: store.apps, clock: clock)
-        let responder = APIResponder(router: router, cors: cors, metrics: metrics, log: log, accessLog: configuration.accessLog,
+        let responder = APIResponder(router: routes.router, directory: directory, cors: cors, metrics: metrics, log: log, accessLog: configuration.accessLog,
             trustedProxies: configuration.trustedProxies.compactMap(IPRange.init))
         return HTTPServer(configuration: http, responder: responder)
     }

@@ -11,6 +11,16 @@ public struct Request: Sendable {
 
     public func header(_ name: String) -> String? { http.headers[name] }
 
+    /// The multipart body of a `.multipart` route: its text fields and spooled files.
+    public var upload: Upload? { http.upload }
+
+    /// The file sent under `field` of a `.multipart` route; 400 `request/validation-failed`
+    /// (on `field`) when it was not sent.
+    public func uploadedFile(_ field: String) throws(GatehouseError) -> SpooledFile {
+        guard let file = http.upload?.file(field) else { throw GatehouseError.validation(field, "A file is required.") }
+        return file
+    }
+
     /// The body as a JSON object. An empty body is `{}` only when `allowEmpty`.
     public func jsonBody(allowEmpty: Bool = false) throws(GatehouseError) -> JSON {
         if http.body.isEmpty {

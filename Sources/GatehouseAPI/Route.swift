@@ -14,6 +14,11 @@ public struct Route: Sendable {
         case json
         /// `application/x-www-form-urlencoded`, at most 64 KiB (Apple's form_post).
         case form
+        /// `multipart/form-data`, streamed: the parts named in `fileFields` are spooled to disk
+        /// (at most the calling app's `files.max_bytes` each, one part each), the others are
+        /// short text fields; the handler finds them in `Request.upload` (see `SpooledFile` for
+        /// how long the files live and what the handler may do with them).
+        case multipart(fileFields: Set<String>)
     }
 
     public let body: Body
@@ -36,6 +41,13 @@ public struct Route: Sendable {
 /// Builds the route table; controllers add their routes to it.
 public struct Routes {
     public private(set) var router = Router<Route>()
+
+    public init() {}
+
+    /// Adds to an existing table.
+    init(router: Router<Route>) {
+        self.router = router
+    }
 
     /// `head: false` for a GET that writes something: a prefetching HEAD then gets 405.
     public mutating func get(_ pattern: String, head: Bool = true, _ handler: @escaping Handler) {

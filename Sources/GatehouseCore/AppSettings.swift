@@ -35,6 +35,8 @@ public struct AppSettings: Sendable, Equatable {
 
     public struct Files: Sendable, Equatable {
         public var maxBytes: Int64 = 5 * 1024 * 1024
+        /// The highest `max_bytes` an app may set.
+        public static let maxBytesCeiling: Int64 = 100 * 1024 * 1024
         public var photoTypes: [String] = Files.allPhotoTypes
         public static let allPhotoTypes = ["image/jpeg", "image/png", "image/webp", "image/gif"]
     }
@@ -241,7 +243,7 @@ extension AppSettings {
 
         if let files = r.raw("files") {
             var f = FieldReader(files, path: "files")
-            if let v = f.int("max_bytes", 1024...(100 * 1024 * 1024)) { s.files.maxBytes = v }
+            if let v = f.int("max_bytes", 1024...Files.maxBytesCeiling) { s.files.maxBytes = v }
             if let v = f.stringArray("photo_types", maxCount: 4) {
                 for t in v where !Files.allPhotoTypes.contains(t) {
                     f.fail("photo_types", "Unknown type \(t); use \(Files.allPhotoTypes.joined(separator: ", ")).")

@@ -65,6 +65,10 @@ public struct Configuration: Sendable {
     /// Each one used keeps 2–3 MiB resident (measured: 16 cost 38 MiB idle on 2 cores).
     public var providerThreads = max(4, 4 * ProcessInfo.processInfo.activeProcessorCount)
 
+    /// Where uploads are written while they arrive, before their handler runs; each spool
+    /// file is removed when its request ends. The system's temporary directory by default.
+    public var uploadSpoolDirectory: String?
+
     public init() {}
 
     /// The folder that holds the embedded database and, when generated, the master key.
@@ -172,6 +176,16 @@ public struct Configuration: Sendable {
                 config.tenantsDirectory = dir
             } else {
                 problems.append("GATEHOUSE_TENANTS_DIR: \(dir) is not a folder.")
+            }
+        }
+        if let dir = value("GATEHOUSE_UPLOAD_SPOOL_DIR") {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: dir, isDirectory: &isDirectory), isDirectory.boolValue,
+                FileManager.default.isWritableFile(atPath: dir)
+            {
+                config.uploadSpoolDirectory = dir
+            } else {
+                problems.append("GATEHOUSE_UPLOAD_SPOOL_DIR: \(dir) is not a writable folder.")
             }
         }
         if let smtp = value("GATEHOUSE_SMTP_URL") {

@@ -10,6 +10,9 @@ public struct HTTPRequest: Sendable {
     public var headers: HTTPHeaders
     /// The request body; empty until the whole body is in (and always empty in `head`).
     public var body: [UInt8]
+    /// The parsed `multipart/form-data` body of a `HeadDecision.readMultipart` route (then
+    /// `body` stays empty); nil otherwise.
+    public var upload: Upload?
     /// The textual IP address of the peer (IPv4 or IPv6), or `""` if unknown.
     public var remoteAddress: String
 

@@ -7,6 +7,13 @@ public enum HeadDecision: Sendable {
     /// another server: see `HTTPServer.Configuration.networkOffloadThreads`), so a slow remote
     /// server holds neither a worker nor the threads that hash.
     case readBody(limit: Int, offload: Bool = false, waitsOnNetwork: Bool = false)
+    /// Read a `multipart/form-data` body with libmicrohttpd's post processor, streaming the
+    /// parts of `form.fileFields` to spool files (never buffering them), and hand the result to
+    /// `respond` in `HTTPRequest.upload`. Another `Content-Type` is answered with
+    /// `unsupportedMediaType` before reading; a body or file over the form's limits with
+    /// `uploadTooLarge` (before reading when `Content-Length` says so); a broken body with
+    /// `malformedBody`. `offload` and `waitsOnNetwork` as for `readBody`.
+    case readMultipart(MultipartForm, offload: Bool = false, waitsOnNetwork: Bool = false)
     /// Answer now without reading the body (libmicrohttpd then closes the connection if a body was sent).
     case respond(HTTPResponse)
 }
@@ -26,7 +33,8 @@ public protocol HTTPResponder: Sendable {
     /// Headers are in, no body byte has been read. Decide the body limit, or answer right away
     /// (the body is then not read).
     func head(_ request: HTTPRequest) -> HeadDecision
-    /// The whole body is in.
+    /// The whole body is in (for `readMultipart`, parsed into `request.upload`, whose spool
+    /// files are removed once the response has been sent: see `SpooledFile`).
     func respond(to request: HTTPRequest) -> HTTPResponse
     /// The body exceeded the limit from `head`: a declared `Content-Length` over it (checked
     /// before reading any body byte), or a chunked body that grew past it while reading
@@ -46,6 +54,22 @@ public protocol HTTPResponder: Sendable {
     /// body is not read and the connection is closed. `reason` is a short English sentence.
     /// The default answers 400 with an empty body.
     func badRequest(_ request: HTTPRequest, reason: String) -> HTTPResponse
+    /// A `readMultipart` body, or a file part in it, exceeds its `MultipartForm` limit `limit`
+    /// (bytes): declared by `Content-Length`, or found while reading (the partial spool file is
+    /// removed at once, the rest of the body discarded as for `bodyTooLarge`). Answer with 413.
+    /// The default calls `bodyTooLarge`.
+    func uploadTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse
+    /// A `readMultipart` route received another `Content-Type` than `multipart/form-data`.
+    /// Answer with 415; the body is not read. The default answers 415 with an empty body.
+    func unsupportedMediaType(_ request: HTTPRequest, expected: String) -> HTTPResponse
+    /// A `readMultipart` body is not well-formed multipart (no boundary, no closing boundary, a
+    /// part header too long) or holds what the form refuses (a second part for a file field,
+    /// too many or too long text fields). Answer with 400; `reason` is a short English
+    /// sentence. The default answers 400 with an empty body.
+    func malformedBody(_ request: HTTPRequest, reason: String) -> HTTPResponse
+    /// A spool file could not be created or written (disk full, spool directory missing).
+    /// The default answers 503 with an empty body.
+    func uploadFailed(_ request: HTTPRequest, reason: String) -> HTTPResponse
     /// A request to be offloaded finds the offload queue full, or the server stopping.
     /// Answer with 503. The default answers 503 with an empty body.
     func busy(_ request: HTTPRequest) -> HTTPResponse
@@ -65,6 +89,22 @@ extension HTTPResponder {
     }
 
     public func busy(_ request: HTTPRequest) -> HTTPResponse {
+        HTTPResponse(status: 503)
+    }
+
+    public func uploadTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
+        bodyTooLarge(request)
+    }
+
+    public func unsupportedMediaType(_ request: HTTPRequest, expected: String) -> HTTPResponse {
+        HTTPResponse(status: 415)
+    }
+
+    public func malformedBody(_ request: HTTPRequest, reason: String) -> HTTPResponse {
+        HTTPResponse(status: 400)
+    }
+
+    public func uploadFailed(_ request: HTTPRequest, reason: String) -> HTTPResponse {
         HTTPResponse(status: 503)
     }
 }

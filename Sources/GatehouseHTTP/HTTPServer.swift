@@ -78,6 +78,11 @@ public final class HTTPServer: @unchecked Sendable {
         /// Offloaded requests are not cut short: queued ones are answered `busy`, running ones
         /// are waited for (libmicrohttpd cannot stop with a connection suspended).
         public var shutdownGracePeriodSeconds: Double = 10
+        /// Where `HeadDecision.readMultipart` routes write the file parts of uploads while they
+        /// arrive (files `gatehouse-upload-*`, mode 0600, removed when their request ends). The
+        /// system's temporary directory (`TMPDIR`, else `/tmp`) by default; `start()` fails if
+        /// it is not a writable directory.
+        public var uploadSpoolDirectory: String = HTTPServer.systemTemporaryDirectory
         /// Let libmicrohttpd print its diagnostics to stderr (off in production).
         public var logLibraryErrors: Bool = false
 
@@ -106,6 +111,7 @@ public final class HTTPServer: @unchecked Sendable {
             maxHeaderBytes: configuration.maxHeaderBytes,
             maxURLBytes: configuration.maxURLBytes,
             maxDiscardedBodyBytes: configuration.maxDiscardedBodyBytes,
+            spoolDirectory: configuration.uploadSpoolDirectory,
             offloadPool: configuration.offloadThreads > 0
                 ? OffloadPool(threadCount: configuration.offloadThreads, queueLimit: configuration.offloadQueueLimit) : nil,
             networkPool: configuration.networkOffloadThreads > 0
@@ -126,6 +132,12 @@ public final class HTTPServer: @unchecked Sendable {
         try lifecycle.withLock { lifecycle in
             guard case .idle = lifecycle else {
                 throw StartError(description: "HTTP server was already started")
+            }
+            var status = stat()
+            guard stat(configuration.uploadSpoolDirectory, &status) == 0, status.st_mode & S_IFMT == S_IFDIR,
+                access(configuration.uploadSpoolDirectory, W_OK | X_OK) == 0
+            else {
+                throw StartError(description: "the upload spool directory \(configuration.uploadSpoolDirectory) is not a writable directory")
             }
             let daemon = try startDaemon()
             sweeper?.start()
@@ -225,6 +237,12 @@ public final class HTTPServer: @unchecked Sendable {
                 description: "cannot listen on \(configuration.host) port \(configuration.port): \(reason)")
         }
         return daemon
+    }
+
+    /// `TMPDIR` when set, else `/tmp`.
+    public static var systemTemporaryDirectory: String {
+        if let value = getenv("TMPDIR"), value.pointee != 0 { return String(cString: value) }
+        return "/tmp"
     }
 
     static var coreCount: Int {

@@ -34,10 +34,18 @@ final class RequestState {
     var bodyTooLarge = false
     /// Body bytes thrown away after the limit was passed.
     var discardedBytes = 0
+    /// The multipart body being read, for `HeadDecision.readMultipart`.
+    var multipart: MultipartReader?
 
     init(target: String, targetLength: Int) {
         self.target = target
         self.targetLength = targetLength
+    }
+
+    /// The request is over (answered and sent, aborted, or timed out): its spool files go.
+    func end() {
+        multipart?.discard()
+        multipart = nil
     }
 
     /// The target up to the query, not percent-decoded.

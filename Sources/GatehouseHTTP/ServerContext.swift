@@ -13,6 +13,8 @@ final class ServerContext: Sendable {
     let maxHeaderBytes: Int
     let maxURLBytes: Int
     let maxDiscardedBodyBytes: Int
+    /// Where `readMultipart` routes spool their file parts.
+    let spoolDirectory: String
     let offloadPool: OffloadPool?
     let networkPool: OffloadPool?
     /// Requests whose headers reached the access handler and that have not completed yet.
@@ -21,8 +23,8 @@ final class ServerContext: Sendable {
     let connections: ConnectionGuard
 
     init(
-        responder: any HTTPResponder, maxHeaderBytes: Int, maxURLBytes: Int, maxDiscardedBodyBytes: Int, offloadPool: OffloadPool?,
-        networkPool: OffloadPool?, connections: ConnectionGuard
+        responder: any HTTPResponder, maxHeaderBytes: Int, maxURLBytes: Int, maxDiscardedBodyBytes: Int, spoolDirectory: String,
+        offloadPool: OffloadPool?, networkPool: OffloadPool?, connections: ConnectionGuard
     ) {
         self.responder = responder
         self.connections = connections
@@ -31,6 +33,7 @@ final class ServerContext: Sendable {
         self.maxHeaderBytes = maxHeaderBytes
         self.maxURLBytes = maxURLBytes
         self.maxDiscardedBodyBytes = maxDiscardedBodyBytes
+        self.spoolDirectory = spoolDirectory
     }
 
     /// One call of the access handler: headers first, then body chunks, then a final call.
@@ -59,6 +62,9 @@ final class ServerContext: Sendable {
 
         case .readingBody:
             let size = uploadSize.pointee
+            if let reader = state.multipart {
+                return readMultipart(reader, state, connection: connection, upload: upload, size: size, uploadSize: uploadSize)
+            }
             if size > 0 {
                 uploadSize.pointee = 0
                 if !state.bodyTooLarge, size > state.limit - state.body.count {
@@ -85,11 +91,7 @@ final class ServerContext: Sendable {
             var request = state.request
             request.body = state.body
             state.body = []
-            if let pool = (state.waitsOnNetwork ? networkPool : nil) ?? (state.offload ? offloadPool : nil) {
-                return offload(request, state, connection: connection, to: pool)
-            }
-            state.phase = .answered
-            return queue(responder.respond(to: request), on: connection)
+            return answer(request, state, connection: connection)
 
         case .offloaded:
             // Resumed: the offload thread has set the answer.
@@ -102,6 +104,54 @@ final class ServerContext: Sendable {
             uploadSize.pointee = 0
             return .YES
         }
+    }
+
+    /// Answers a request whose body is in: on an offload pool when it asks for one, else here.
+    private func answer(_ request: HTTPRequest, _ state: RequestState, connection: OpaquePointer) -> MHD_Result {
+        if let pool = (state.waitsOnNetwork ? networkPool : nil) ?? (state.offload ? offloadPool : nil) {
+            return offload(request, state, connection: connection, to: pool)
+        }
+        state.phase = .answered
+        return queue(responder.respond(to: request), on: connection)
+    }
+
+    /// A call of the access handler for a `readMultipart` body: a piece to parse, or (size 0)
+    /// its end.
+    private func readMultipart(
+        _ reader: MultipartReader, _ state: RequestState, connection: OpaquePointer, upload: UnsafePointer<CChar>?, size: Int,
+        uploadSize: UnsafeMutablePointer<Int>
+    ) -> MHD_Result {
+        if size > 0 {
+            uploadSize.pointee = 0
+            guard reader.failure == nil else {
+                // Refused already (see the same bound for `readBody`): discard until the end.
+                state.discardedBytes += size
+                return state.discardedBytes > maxDiscardedBodyBytes ? .NO : .YES
+            }
+            if let upload { reader.feed(upload, count: size) }
+            return .YES
+        }
+        switch reader.finish() {
+        case .success(let upload):
+            var request = state.request
+            request.upload = upload
+            return answer(request, state, connection: connection)
+        case .failure(let failure):
+            state.phase = .answered
+            // The partial spool files are gone already; the reader goes with the request.
+            switch failure {
+            case .tooLarge:
+                return queue(responder.uploadTooLarge(state.request, limit: Self.exceededLimit(reader)), on: connection)
+            case .malformed(let reason):
+                return queue(responder.malformedBody(state.request, reason: reason), on: connection)
+            case .spoolFailed(let reason):
+                return queue(responder.uploadFailed(state.request, reason: reason), on: connection)
+            }
+        }
+    }
+
+    private static func exceededLimit(_ reader: MultipartReader) -> Int {
+        reader.exceededFileLimit ? reader.form.maxFileBytes : reader.form.maxBodyBytes
     }
 
     private func handleHead(_ state: RequestState, connection: OpaquePointer, method: UnsafePointer<CChar>?)
@@ -143,7 +193,33 @@ final class ServerContext: Sendable {
             }
             state.request = request
             return .YES
+        case .readMultipart(let form, let offload, let waitsOnNetwork):
+            state.offload = offload
+            state.waitsOnNetwork = waitsOnNetwork
+            guard Self.isMultipartFormData(request.headers["Content-Type"]) else {
+                state.phase = .answered
+                return queue(responder.unsupportedMediaType(request, expected: "multipart/form-data"), on: connection)
+            }
+            if Self.declaresMoreThan(form.maxBodyBytes, request.headers) {
+                state.phase = .answered
+                return queue(responder.uploadTooLarge(request, limit: form.maxBodyBytes), on: connection)
+            }
+            guard let reader = MultipartReader(connection: connection, form: form, spoolDirectory: spoolDirectory) else {
+                state.phase = .answered
+                return queue(responder.malformedBody(request, reason: "The multipart/form-data Content-Type has no usable boundary."), on: connection)
+            }
+            state.multipart = reader
+            state.request = request
+            return .YES
         }
+    }
+
+    /// Whether the media type (parameters aside) is `multipart/form-data`.
+    private static func isMultipartFormData(_ contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let mediaType = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }
+        let trimmed = mediaType.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }.reversed()
+        return trimmed.count == 19 && trimmed.lazy.map { $0 | 0x20 }.elementsEqual("multipart/form-data".utf8)
     }
 
     /// Suspends the connection and answers on an offload thread, which resumes it; or, when the

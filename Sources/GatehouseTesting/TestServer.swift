@@ -17,12 +17,14 @@ public final class TestServer: @unchecked Sendable {  // immutable after init; H
     private let ownsDatabase: Bool
 
     /// Starts a server. `configure` may change the configuration before it opens; `environment`
-    /// is what `Tenants/` files read `_env` secrets from.
+    /// is what `Tenants/` files read `_env` secrets from; `extraRoutes` adds test-only operations.
     public convenience init(
         _ kind: TestDatabaseKind, clock: any Clock = SystemClock(), environment: [String: String] = [:],
-        configure: (inout Configuration) -> Void = { _ in }
+        configure: (inout Configuration) -> Void = { _ in }, extraRoutes: (inout Routes) -> Void = { _ in }
     ) throws {
-        try self.init(database: try TestDatabase.make(kind), owningIt: true, clock: clock, environment: environment, configure: configure)
+        try self.init(
+            database: try TestDatabase.make(kind), owningIt: true, clock: clock, environment: environment, configure: configure,
+            extraRoutes: extraRoutes)
     }
 
     /// Starts another node on the database of `first`, as a second process of the same deployment
@@ -32,7 +34,8 @@ public final class TestServer: @unchecked Sendable {  // immutable after init; H
     }
 
     private init(
-        database: TestDatabase, owningIt: Bool, clock: any Clock, environment: [String: String], configure: (inout Configuration) -> Void
+        database: TestDatabase, owningIt: Bool, clock: any Clock, environment: [String: String], configure: (inout Configuration) -> Void,
+        extraRoutes: (inout Routes) -> Void = { _ in }
     ) throws {
         self.database = database
         ownsDatabase = owningIt
@@ -50,7 +53,7 @@ public final class TestServer: @unchecked Sendable {  // immutable after init; H
         self.clock = clock
         do {
             gatehouse = try Gatehouse.open(configuration: configuration, clock: clock, environment: environment, log: Log(enabled: false))
-            server = gatehouse.makeServer(host: "127.0.0.1", port: 0)
+            server = gatehouse.makeServer(host: "127.0.0.1", port: 0, extraRoutes: extraRoutes)
             try server.start()
             gatehouse.startBackgroundWork()
         } catch {

@@ -40,6 +40,15 @@ struct ConfigurationTests {
     }
 
     @Test
+    func theUploadSpoolDirectoryDefaultsToTheSystemsAndMustBeAWritableFolder() throws {
+        #expect(try Configuration.fromEnvironment([:]).uploadSpoolDirectory == nil)
+        let folder = NSTemporaryDirectory()
+        #expect(try Configuration.fromEnvironment(["GATEHOUSE_UPLOAD_SPOOL_DIR": folder]).uploadSpoolDirectory == folder)
+        #expect(throws: ConfigurationError.self) { try Configuration.fromEnvironment(["GATEHOUSE_UPLOAD_SPOOL_DIR": "/nonexistent/spool"]) }
+        #expect(throws: ConfigurationError.self) { try Configuration.fromEnvironment(["GATEHOUSE_UPLOAD_SPOOL_DIR": "/etc/hostname"]) }
+    }
+
+    @Test
     func everyProblemIsReportedAtOnce() {
         #expect {
             try Configuration.fromEnvironment([

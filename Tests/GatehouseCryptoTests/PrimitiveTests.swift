@@ -39,6 +39,20 @@ import Testing
             == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
     }
 
+    @Test func sha256FedInPiecesEqualsTheOneShotDigest() {
+        let data = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let hasher = SHA256Hasher()
+        var offset = 0
+        for size in [0, 1, 63, 64, 65, 4096, 30_000] + Array(repeating: 10_000, count: 7) where offset < data.count {
+            let end = min(data.count, offset + size)
+            hasher.update(Array(data[offset..<end]))
+            offset = end
+        }
+        hasher.update(Array(data[offset...]))
+        #expect(hasher.finish() == Digest.sha256(data))
+        #expect(Digest.hex(SHA256Hasher().finish()) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+    }
+
     @Test func hmacSHA256MatchesRFC4231TestCase2() {
         let tag = Digest.hmacSHA256(key: Array("Jefe".utf8), data: "what do ya want for nothing?".utf8)
         #expect(Digest.hex(tag) == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")

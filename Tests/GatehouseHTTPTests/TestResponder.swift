@@ -1,4 +1,5 @@
 import Dispatch
+import GatehouseCrypto
 import GatehouseHTTP
 import Synchronization
 
@@ -13,14 +14,19 @@ final class TestResponder: HTTPResponder {
 
     let router: Router<Handler>
     let bodyLimit: Int
+    /// `POST /upload` (and `/upload-offloaded`) read `multipart/form-data` with file field `file`.
+    let uploadLimit: Int
+    /// What `/upload` saw of each spool file while answering: the path and whether it existed.
+    let spoolsSeen = Mutex<[String]>([])
     let respondCalls = Atomic<Int>(0)
     let bodyTooLargeCalls = Atomic<Int>(0)
     /// `GET /wait` is offloaded and waits for `gate`; `waiting` counts those that started.
     let gate = DispatchSemaphore(value: 0)
     let waiting = Atomic<Int>(0)
 
-    init(bodyLimit: Int = 1024) {
+    init(bodyLimit: Int = 1024, uploadLimit: Int = 64 * 1024) {
         self.bodyLimit = bodyLimit
+        self.uploadLimit = uploadLimit
         var router = Router<Handler>()
         router.add("GET", "/hello") { _, _ in .text(200, "hello") }
         router.add("GET", "/v1/apps/{app_id}/jwks.json") { _, p in .text(200, "jwks of \(p["app_id"]!)") }
@@ -55,6 +61,9 @@ final class TestResponder: HTTPResponder {
 
     func head(_ request: HTTPRequest) -> HeadDecision {
         if request.path == "/forbidden" { return .respond(.text(403, "forbidden early")) }
+        if request.path == "/upload" || request.path == "/upload-offloaded" || request.path == "/upload-keep" {
+            return .readMultipart(MultipartForm(fileFields: ["file"], maxFileBytes: uploadLimit), offload: request.path == "/upload-offloaded")
+        }
         return .readBody(limit: bodyLimit, offload: request.path == "/wait")
     }
 
@@ -65,6 +74,14 @@ final class TestResponder: HTTPResponder {
             gate.wait()
             return .text(200, "waited")
         }
+        if let upload = request.upload {
+            if request.path == "/upload-keep" {
+                // Keeps each file the way a local blob store would: renamed away.
+                for file in upload.files { rename(file.path, file.path + "-kept") }
+                return .text(200, upload.files.map { $0.path + "-kept" }.joined(separator: "\n"))
+            }
+            return describe(upload)
+        }
         switch router.match(method: request.method, path: request.path) {
         case .matched(let handler, let parameters, _):
             return handler(request, parameters)
@@ -73,6 +90,36 @@ final class TestResponder: HTTPResponder {
         case .notFound:
             return .text(404, "not found")
         }
+    }
+
+    /// One line per text field (`field name=value`, sorted) and per file
+    /// (`file field|filename|declared type|size|sha256|sha256 read back|mode|first 4 bytes in hex`).
+    private func describe(_ upload: Upload) -> HTTPResponse {
+        var lines = upload.fields.sorted { $0.key < $1.key }.map { "field \($0.key)=\($0.value)" }
+        for file in upload.files {
+            var status = stat()
+            let mode = stat(file.path, &status) == 0 ? String(status.st_mode & 0o777, radix: 8) : "missing"
+            spoolsSeen.withLock { $0.append(file.path) }
+            let hasher = SHA256Hasher()
+            var readBack = "unreadable"
+            if (try? file.forEachChunk(size: 7_000, { hasher.update($0); return true })) != nil { readBack = Digest.hex(hasher.finish()) }
+            let prefix = (try? file.prefix(4)).map { Digest.hex($0) } ?? "?"
+            lines.append(
+                "file \(file.field)|\(file.filename ?? "-")|\(file.declaredContentType ?? "-")|\(file.size)|\(Digest.hex(file.sha256))|\(readBack)|\(mode)|\(prefix)")
+        }
+        return .text(200, lines.joined(separator: "\n"))
+    }
+
+    func uploadTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
+        .text(413, "upload over \(limit)")
+    }
+
+    func unsupportedMediaType(_ request: HTTPRequest, expected: String) -> HTTPResponse {
+        .text(415, "send \(expected)")
+    }
+
+    func malformedBody(_ request: HTTPRequest, reason: String) -> HTTPResponse {
+        .text(400, reason)
     }
 
     func bodyTooLarge(_ request: HTTPRequest) -> HTTPResponse {
