@@ -166,7 +166,8 @@ public final class Gatehouse: Sendable {
         authController.register(&routes)
         EmailController(auth: auth, flows: emailFlows, sessions: authController).register(&routes)
         ProviderController(auth: auth, providers: providerSignIn, sessions: authController).register(&routes)
-        MeController(auth: auth, accounts: accounts, deletion: deletion).register(&routes)
+        MeController(auth: auth, accounts: accounts, deletion: deletion, files: files).register(&routes)
+        FilesController(auth: auth, files: files).register(&routes)
         router = routes.router
     }
 

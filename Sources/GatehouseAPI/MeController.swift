@@ -6,6 +6,7 @@ struct MeController {
     let auth: Authenticator
     let accounts: AccountService
     let deletion: AccountDeletion
+    let files: FilesService
 
     func register(_ routes: inout Routes) {
         routes.get("/v1/me", me)
@@ -31,7 +32,17 @@ struct MeController {
         let last = body.nullable("last_name", maxLength: 200)
         let photo = body.nullable("photo_file_id", maxLength: 64)
         try body.finish()
-        let (user, identities) = try accounts.updateProfile(app: app, claims: claims, firstName: first, lastName: last, photoFileID: photo, origin: request.origin)
+        if let photo {
+            // Everything checked before anything is written: the names, then the photo (its own
+            // unit of work: 404 or 415 for a file that cannot be it), then the names written.
+            try AccountService.checkNames(firstName: first, lastName: last)
+            if let fileID = photo {
+                _ = try files.setPhoto(app: app, user: claims.userID, session: claims.sessionID, fileID: fileID, origin: request.origin)
+            } else {
+                _ = try files.removePhoto(app: app, user: claims.userID, session: claims.sessionID, origin: request.origin)
+            }
+        }
+        let (user, identities) = try accounts.updateProfile(app: app, claims: claims, firstName: first, lastName: last, origin: request.origin)
         return HTTPResponse.data(UserObject.json(user, identities)).noStore()
     }
 

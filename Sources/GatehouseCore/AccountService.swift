@@ -283,13 +283,21 @@ public final class AccountService: Sendable {
         return found
     }
 
-    /// Changes first and last name: absent keeps, null or empty clears. A change records
-    /// `user.updated` (with the names of the fields it changed) in its transaction.
-    /// `photoFileID`: absent keeps the photo, null removes it, an id sets it from one of the user's
-    /// public image files. Files are not built yet, so no id names a file of this user: every id is
-    /// 404 `request/not-found`, as API.md answers for another user's file.
+    /// Checks names as ``updateProfile(app:claims:firstName:lastName:origin:)`` would, writing
+    /// nothing: a request that also changes the photo checks everything before it writes anything.
+    public static func checkNames(firstName: String??, lastName: String??) throws {
+        var checks = FieldChecks()
+        for (change, field) in [(firstName, "first_name"), (lastName, "last_name")] {
+            try checks.run { () throws(GatehouseError) in if case .some(.some(let value)) = change { _ = try InputRules.name(value, field: field) } }
+        }
+        try checks.finish()
+    }
+
+    /// `PATCH /v1/me`'s names: absent keeps, null or empty clears. A change records `user.updated`
+    /// (with the names of the fields it changed) in its transaction. The photo is the Files
+    /// feature's (`FilesService.setPhoto`, `removePhoto`).
     public func updateProfile(
-        app: AppContext, claims: AccessClaims, firstName: String??, lastName: String??, photoFileID: String??, origin: RequestOrigin
+        app: AppContext, claims: AccessClaims, firstName: String??, lastName: String??, origin: RequestOrigin
     ) throws -> (User, [Identity]) {
         let (user, identities) = try me(app: app, claims: claims)
         func resolve(_ change: String??, _ current: String?, _ field: String) throws(GatehouseError) -> String? {
@@ -305,8 +313,8 @@ public final class AccountService: Sendable {
         try checks.run { () throws(GatehouseError) in first = try resolve(firstName, user.firstName, "first_name") }
         try checks.run { () throws(GatehouseError) in last = try resolve(lastName, user.lastName, "last_name") }
         try checks.finish()
-        if case .some(.some) = photoFileID { throw GatehouseError(.notFound, "No such file of yours.") }
-        let photo = photoFileID == nil ? user.photoURL : nil
+        // The photo is the Files feature's (FilesService.setPhoto / removePhoto); here only names.
+        let photo = user.photoURL
         // Nothing changed: nothing written, no event.
         if first == user.firstName, last == user.lastName, photo == user.photoURL { return (user, identities) }
         let now = clock.nowMillis()

@@ -1,0 +1,160 @@
+import GatehouseCore
+import GatehouseHTTP
+
+/// `/v1/files*`, the profile photo (`/v1/me/photo`) and public content
+/// (`/v1/apps/{app_id}/files/{id}/{version}`): API.md's "Files" and the photo rows of "Account".
+struct FilesController {
+    let auth: Authenticator
+    let files: FilesService
+
+    func register(_ routes: inout Routes) {
+        routes.post("/v1/files", body: .multipart(fileFields: ["file"]), upload)
+        routes.get("/v1/files", list)
+        routes.get("/v1/files/{id}", file)
+        routes.get("/v1/files/{id}/content", content)
+        routes.delete("/v1/files/{id}", delete)
+        routes.post("/v1/me/photo", body: .multipart(fileFields: ["photo"]), uploadPhoto)
+        routes.delete("/v1/me/photo", removePhoto)
+        routes.get("/v1/apps/{app_id}/files/{id}/{version}", publicContent)
+    }
+
+    func upload(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        let fields = request.http.upload?.fields ?? [:]
+        if let unknown = fields.keys.sorted().first(where: { $0 != "visibility" }) {
+            throw GatehouseError.validation(unknown, "Unknown field.")
+        }
+        var visibility = FileVisibility.private
+        if let text = fields["visibility"] {
+            guard let parsed = FileVisibility(rawValue: text) else { throw GatehouseError.validation("visibility", "Must be private or public.") }
+            visibility = parsed
+        }
+        let stored = try files.upload(
+            app: app, user: claims.userID, session: claims.sessionID, file: try incoming(request, "file"), visibility: visibility, origin: request.origin)
+        return HTTPResponse.data(json(app.id, stored), status: 201).noStore()
+    }
+
+    func list(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        var errors: [FieldError] = []
+        let limit = Page.limit(request, errors: &errors)
+        let after = KeysetCursor.read(request, tag: "f", errors: &errors) { FileID(parsing: String($0)) }
+        if !errors.isEmpty { throw GatehouseError.validation(errors) }
+        let (page, next) = try files.list(
+            app: app, user: claims.userID, after: after.map { FilesService.Position(createdAt: $0.millis, id: $0.id) }, limit: limit)
+        return HTTPResponse.json([
+            "data": .array(page.map { json(app.id, $0) }),
+            "next_cursor": next.map { .string(KeysetCursor.make(tag: "f", millis: $0.createdAt, id: $0.id.rawValue)) } ?? .null,
+        ]).noStore()
+    }
+
+    func file(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        return HTTPResponse.data(json(app.id, try files.file(app: app, user: claims.userID, id: request.parameters["id"] ?? ""))).noStore()
+    }
+
+    /// The user's own file's bytes: never stored by a shared cache.
+    func content(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        let stored = try files.file(app: app, user: claims.userID, id: request.parameters["id"] ?? "")
+        return try serve(request, stored, cacheControl: "private, no-cache") { range in
+            try files.content(app: app, user: claims.userID, id: stored.id.rawValue, range: range).1
+        }
+    }
+
+    func delete(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        try files.delete(app: app, user: claims.userID, session: claims.sessionID, id: request.parameters["id"] ?? "", origin: request.origin)
+        return .noContent
+    }
+
+    func uploadPhoto(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        if let unknown = (request.http.upload?.fields ?? [:]).keys.sorted().first { throw GatehouseError.validation(unknown, "Unknown field.") }
+        let (user, identities) = try files.uploadPhoto(app: app, user: claims.userID, session: claims.sessionID, file: try incoming(request, "photo"), origin: request.origin)
+        return HTTPResponse.data(UserObject.json(user, identities)).noStore()
+    }
+
+    func removePhoto(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        let (user, identities) = try files.removePhoto(app: app, user: claims.userID, session: claims.sessionID, origin: request.origin)
+        return HTTPResponse.data(UserObject.json(user, identities)).noStore()
+    }
+
+    /// Public content: no app key, no sign-in. The URL changes with the content, so it is cached
+    /// for a year by anyone.
+    func publicContent(_ request: Request) throws -> HTTPResponse {
+        guard let app = AppID(parsing: request.parameters["app_id"] ?? "") else { throw GatehouseError(.notFound, "No such file.") }
+        let (stored, reader) = try files.publicContent(app: app, id: request.parameters["id"] ?? "", version: request.parameters["version"] ?? "")
+        reader.close()
+        return try serve(request, stored, cacheControl: "public, max-age=31536000, immutable") { range in
+            try files.publicContent(app: app, id: stored.id.rawValue, version: request.parameters["version"] ?? "", range: range).1
+        }
+    }
+
+    // MARK: -
+
+    private func incoming(_ request: Request, _ field: String) throws -> IncomingFile {
+        let spooled = try request.uploadedFile(field)
+        return IncomingFile(path: spooled.path, size: Int64(spooled.size), sha256: spooled.sha256, name: spooled.filename)
+    }
+
+    private func json(_ app: AppID, _ file: StoredFile) -> JSON {
+        var fields: [String: JSON] = [
+            "id": .string(file.id.rawValue), "name": .string(file.name), "content_type": .string(file.contentType), "size": .int(file.size),
+            "sha256": .string(file.sha256), "visibility": .string(file.visibility.rawValue), "created_at": .string(rfc3339(millis: file.createdAt)),
+        ]
+        if let url = files.url(app: app, file) { fields["url"] = .string(url) }
+        return .object(fields)
+    }
+
+    /// The bytes of `file` with its validators: 304 to a matching `If-None-Match`, 206 to one
+    /// satisfiable `Range: bytes=…` (416 otherwise), 200 else. The sniffed type, never the name's,
+    /// and a `Content-Disposition` that cannot be abused.
+    private func serve(
+        _ request: Request, _ file: StoredFile, cacheControl: String, open: (Range<Int64>?) throws -> any BlobReader
+    ) throws -> HTTPResponse {
+        let etag = "\"\(file.sha256)\""
+        var headers = HTTPHeaders()
+        headers.set("ETag", etag)
+        headers.set("Cache-Control", cacheControl)
+        headers.set("Accept-Ranges", "bytes")
+        if let match = request.http.headers["If-None-Match"], match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag || $0 == "*" }) {
+            return HTTPResponse(status: 304, headers: headers)
+        }
+        headers.set("Content-Type", file.contentType)
+        headers.set("Content-Disposition", FileName.contentDisposition(name: file.name, contentType: file.contentType))
+        var status = 200
+        var range: Range<Int64>?
+        if let header = request.http.headers["Range"], request.http.headers["If-Range"].map({ $0 == etag }) ?? true {
+            guard let parsed = Self.byteRange(header, size: file.size) else {
+                headers.set("Content-Range", "bytes */\(file.size)")
+                return HTTPResponse(status: 416, headers: headers)
+            }
+            range = parsed
+            status = 206
+            headers.set("Content-Range", "bytes \(parsed.lowerBound)-\(parsed.upperBound - 1)/\(file.size)")
+        }
+        let reader = try open(range)
+        defer { reader.close() }
+        return HTTPResponse(status: status, headers: headers, body: try reader.readAll())
+    }
+
+    /// One range of `bytes=a-b`, `bytes=a-` or `bytes=-n` within `size`; nil when unsatisfiable
+    /// or not of that form (several ranges are not served).
+    static func byteRange(_ header: String, size: Int64) -> Range<Int64>? {
+        guard header.hasPrefix("bytes="), size > 0 else { return nil }
+        let spec = header.dropFirst(6)
+        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return nil }
+        let first = spec[..<dash].trimmingCharacters(in: .whitespaces)
+        let last = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
+        if first.isEmpty {
+            guard let n = Int64(last), n > 0 else { return nil }
+            return max(0, size - n)..<size
+        }
+        guard let start = Int64(first), start >= 0, start < size else { return nil }
+        if last.isEmpty { return start..<size }
+        guard let end = Int64(last), end >= start else { return nil }
+        return start..<(min(end, size - 1) + 1)
+    }
+}

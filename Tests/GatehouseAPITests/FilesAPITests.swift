@@ -1,0 +1,180 @@
+import Foundation
+import GatehouseCore
+import GatehouseCrypto
+import GatehouseTesting
+import Testing
+
+/// API.md's Files section and the photo rows over real HTTP, on both databases and both blob
+/// stores: uploads streamed as multipart, types from the bytes, public URLs cached for a year.
+@Suite("Files and photos over HTTP")
+struct FilesAPITests {
+    static let boundary = "gh-test-boundary-7MA4YWxkTrZu0gW"
+
+    /// A `multipart/form-data` body: text fields, then file parts `(field, filename, bytes)`.
+    static func multipart(fields: [(String, String)] = [], files: [(String, String, [UInt8])]) -> [UInt8] {
+        var body: [UInt8] = []
+        for (name, value) in fields {
+            body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n".utf8)
+        }
+        for (name, filename, bytes) in files {
+            body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"; filename=\"\(filename)\"\r\nContent-Type: text/plain\r\n\r\n".utf8)
+            body += bytes + Array("\r\n".utf8)
+        }
+        return body + Array("--\(boundary)--\r\n".utf8)
+    }
+
+    struct World {
+        let server: TestServer
+        let app: TestServer.CreatedApp
+        let session: JSON
+        var token: String { session["access_token"]?.stringValue ?? "" }
+
+        init(_ kind: TestDatabaseKind, blobs: BlobStoreTests.Kind, settings: [String: JSON] = [:]) throws {
+            server = try TestServer(kind, configure: BlobStoreTests.configure(blobs))
+            var all: [String: JSON] = ["name": "Files", "rate_limits": ["auth_per_minute_per_ip": 1000]]
+            for (key, value) in settings { all[key] = value }
+            app = try server.createApp(.object(all))
+            session = try server.signUp(app, email: "ada@example.com")
+        }
+
+        func upload(_ path: String, fields: [(String, String)] = [], files: [(String, String, [UInt8])], token: String? = nil) throws -> TestResponse {
+            try server.request(
+                "POST", path, appKey: app.appKey, bearer: token ?? self.token,
+                headers: [("Content-Type", "multipart/form-data; boundary=\(FilesAPITests.boundary)")],
+                body: FilesAPITests.multipart(fields: fields, files: files))
+        }
+
+        func get(_ path: String, headers: [(String, String)] = [], token: String? = nil, appKey: Bool = true) throws -> TestResponse {
+            try server.request("GET", path, appKey: appKey ? app.appKey : nil, bearer: appKey ? (token ?? self.token) : nil, headers: headers)
+        }
+    }
+
+    @Test(arguments: BlobStoreTests.cases)
+    func everyFilesRowBehavesAsWritten(_ kind: TestDatabaseKind, _ blobs: BlobStoreTests.Kind) throws {
+        let world = try World(kind, blobs: blobs)
+        defer { world.server.stop() }
+        let text = Array("hello, files\n".utf8)
+        let created = try world.upload("/v1/files", files: [("file", "../../notes.txt", text)])
+        #expect(created.status == 201)
+        let file = try #require(created.data)
+        let id = try #require(file["id"]?.stringValue)
+        #expect(file["name"] == "notes.txt", "no path")
+        #expect(file["content_type"] == "application/octet-stream", "from the bytes, not the name or the part's type")
+        #expect(file["size"] == .int(Int64(text.count)))
+        #expect(file["sha256"]?.stringValue == Digest.hex(Digest.sha256(text)))
+        #expect(file["visibility"] == "private" && file["url"] == nil)
+
+        #expect(try world.get("/v1/files").data?.arrayValue?.compactMap { $0["id"]?.stringValue } == [id])
+        #expect(try world.get("/v1/files/\(id)").data?["id"]?.stringValue == id)
+        let content = try world.get("/v1/files/\(id)/content")
+        #expect(content.status == 200 && content.body == text)
+        #expect(content.header("Cache-Control") == "private, no-cache" && content.header("X-Content-Type-Options") == "nosniff")
+        #expect(content.header("Content-Disposition")?.hasPrefix("attachment; filename=\"notes.txt\"") == true)
+        #expect(content.header("ETag") == "\"\(Digest.hex(Digest.sha256(text)))\"")
+        #expect(try world.get("/v1/files/\(id)/content", headers: [("If-None-Match", content.header("ETag")!)]).status == 304)
+        let partial = try world.get("/v1/files/\(id)/content", headers: [("Range", "bytes=0-4")])
+        #expect(partial.status == 206 && partial.body == Array("hello".utf8) && partial.header("Content-Range") == "bytes 0-4/\(text.count)")
+        #expect(try world.get("/v1/files/\(id)/content", headers: [("Range", "bytes=999-")]).status == 416)
+
+        // Another user, another app: 404, never 403.
+        let other = try world.server.signUp(world.app, email: "grace@example.com")
+        let otherToken = try #require(other["access_token"]?.stringValue)
+        #expect(try world.get("/v1/files/\(id)", token: otherToken).status == 404)
+        #expect(try world.get("/v1/files/\(id)/content", token: otherToken).status == 404)
+        #expect(try world.server.request("DELETE", "/v1/files/\(id)", appKey: world.app.appKey, bearer: otherToken).status == 404)
+        let otherApp = try world.server.createApp(["name": "Elsewhere"])
+        let stranger = try world.server.signUp(otherApp, email: "ada@example.com")
+        #expect(try world.server.request("GET", "/v1/files/\(id)", appKey: otherApp.appKey, bearer: stranger["access_token"]?.stringValue).status == 404)
+
+        // Public: a stable URL on the public URL, cached for a year, no key needed.
+        let png = TinyImages.png()
+        let shared = try #require(try world.upload("/v1/files", fields: [("visibility", "public")], files: [("file", "pic.txt", png)]).data)
+        #expect(shared["content_type"] == "image/png")
+        let url = try #require(shared["url"]?.stringValue)
+        #expect(url.hasPrefix(TestServer.publicURL + "/v1/apps/\(world.app.id)/files/"))
+        let path = String(url.dropFirst(TestServer.publicURL.count))
+        let served = try world.get(path, appKey: false)
+        #expect(served.status == 200 && served.body == png && served.header("Content-Type") == "image/png")
+        #expect(served.header("Cache-Control") == "public, max-age=31536000, immutable")
+        #expect(try world.get(path, headers: [("If-None-Match", served.header("ETag")!)], appKey: false).status == 304)
+        #expect(try world.server.request("HEAD", path).status == 200)
+        #expect(try world.get(String(path.dropLast(2)) + "00", appKey: false).status == 404, "another version")
+        #expect(try world.get("/v1/apps/\(world.app.id)/files/\(id)/" + Digest.hex(Digest.sha256(text)).prefix(16), appKey: false).status == 404, "private")
+
+        #expect(try world.server.request("DELETE", "/v1/files/\(id)", appKey: world.app.appKey, bearer: world.token).status == 204)
+        #expect(try world.get("/v1/files/\(id)").status == 404)
+    }
+
+    @Test(arguments: BlobStoreTests.cases)
+    func badUploadsAreClearAndStoreNothing(_ kind: TestDatabaseKind, _ blobs: BlobStoreTests.Kind) throws {
+        let world = try World(kind, blobs: blobs, settings: ["files": ["max_bytes": 2048]])
+        defer { world.server.stop() }
+        #expect(try world.upload("/v1/files", files: [("file", "empty.txt", [])]).problemCode == "request/validation-failed")
+        #expect(try world.upload("/v1/files", files: [("file", "big.bin", Array(repeating: 7, count: 4096))]).status == 413)
+        #expect(try world.upload("/v1/files", files: [("file", "a", [1]), ("file", "b", [2])]).status == 400)
+        #expect(try world.upload("/v1/files", fields: [("visibility", "everyone")], files: [("file", "a", [1])]).problemCode == "request/validation-failed")
+        #expect(try world.upload("/v1/files", fields: [("colour", "red")], files: [("file", "a", [1])]).problemCode == "request/validation-failed")
+        #expect(try world.upload("/v1/files", files: [("other", "a", [1])]).problemCode == "request/validation-failed")
+        let json = try world.server.request("POST", "/v1/files", appKey: world.app.appKey, bearer: world.token, json: ["file": "x"])
+        #expect(json.status == 415)
+        let weird = try world.upload("/v1/files", files: [("file", "a\u{0}b\u{202E}gpj.exe" + String(repeating: "n", count: 10_000), [1, 2, 3])])
+        #expect(weird.status == 201)
+        let name = try #require(weird.data?["name"]?.stringValue)
+        #expect(name.utf8.count <= 255 && !name.contains("\u{0}") && !name.contains("\u{202E}"))
+        #expect(try world.get("/v1/files").data?.arrayValue?.count == 1, "only the good one")
+        #expect(try world.upload("/v1/files", files: [("file", "a", [1])], token: "not-a-token").status == 401)
+    }
+
+    @Test(arguments: BlobStoreTests.cases)
+    func photosByContentWithANewURLEachTimeAndThePictureClaim(_ kind: TestDatabaseKind, _ blobs: BlobStoreTests.Kind) throws {
+        let world = try World(kind, blobs: blobs)
+        defer { world.server.stop() }
+        // A polyglot: a GIF header, then HTML. Served as image/gif, never as HTML.
+        let polyglot = TinyImages.gif + Array("<html><script>alert(1)</script></html>".utf8)
+        let first = try world.upload("/v1/me/photo", files: [("photo", "me.html", polyglot)])
+        #expect(first.status == 200)
+        let firstURL = try #require(first.data?["photo_url"]?.stringValue)
+        let served = try world.get(String(firstURL.dropFirst(TestServer.publicURL.count)), appKey: false)
+        #expect(served.header("Content-Type") == "image/gif" && served.header("X-Content-Type-Options") == "nosniff")
+        #expect(served.header("Content-Disposition")?.hasPrefix("inline") == true)
+
+        let second = try world.upload("/v1/me/photo", files: [("photo", "me.png", TinyImages.png())])
+        let secondURL = try #require(second.data?["photo_url"]?.stringValue)
+        #expect(secondURL != firstURL, "new content, new URL")
+        #expect(try world.get(String(firstURL.dropFirst(TestServer.publicURL.count)), appKey: false).status == 404, "the replaced photo is gone")
+        // The picture claim of tokens issued after the change.
+        let signIn = try world.server.request("POST", "/v1/auth/signin", appKey: world.app.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"])
+        let claims = try JSON.parse(JWT.parse(try #require(signIn.data?["access_token"]?.stringValue)).payload)
+        #expect(claims["picture"]?.stringValue == secondURL)
+
+        #expect(try world.upload("/v1/me/photo", files: [("photo", "me.png", Array("not an image".utf8))]).problemCode == "files/unsupported-type")
+        #expect(try world.upload("/v1/me/photo", files: [("photo", "me.png", Array(TinyImages.png().dropLast(12)))]).problemCode == "files/unsupported-type")
+
+        // photo_file_id: one of the user's own image files; another user's is 404; a non-image 415.
+        let own = try #require(try world.upload("/v1/files", files: [("file", "p.jpg", TinyImages.jpeg)]).data?["id"]?.stringValue)
+        let set = try world.server.request("PATCH", "/v1/me", appKey: world.app.appKey, bearer: world.token, json: ["photo_file_id": .string(own), "first_name": "Ada"])
+        #expect(set.status == 200 && set.data?["first_name"] == "Ada" && set.data?["photo_url"]?.stringValue?.contains(own) == true)
+        let textFile = try #require(try world.upload("/v1/files", files: [("file", "t.txt", [65])]).data?["id"]?.stringValue)
+        #expect(try world.server.request("PATCH", "/v1/me", appKey: world.app.appKey, bearer: world.token, json: ["photo_file_id": .string(textFile)]).status == 415)
+        let other = try world.server.signUp(world.app, email: "grace@example.com")
+        #expect(try world.server.request("PATCH", "/v1/me", appKey: world.app.appKey, bearer: other["access_token"]?.stringValue, json: ["photo_file_id": .string(own)]).status == 404)
+        // Names are checked before the photo changes: a bad name changes nothing.
+        let before = try world.get("/v1/me").data?["photo_url"]
+        #expect(try world.server.request("PATCH", "/v1/me", appKey: world.app.appKey, bearer: world.token, json: ["photo_file_id": nil, "last_name": .string(String(repeating: "x", count: 60))]).status == 400)
+        #expect(try world.get("/v1/me").data?["photo_url"] == before)
+
+        let removed = try world.server.request("DELETE", "/v1/me/photo", appKey: world.app.appKey, bearer: world.token)
+        #expect(removed.status == 200 && removed.data?["photo_url"] == .null)
+        #expect(try world.get("/v1/files/\(own)").status == 200, "a file chosen as the photo stays a file")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func anUnverifiedEmailIsRefusedFilesWhenTheAppSaysSo(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind, blobs: .database, settings: ["require_verified_email": true])
+        defer { world.server.stop() }
+        #expect(try world.upload("/v1/files", files: [("file", "a", [1])]).problemCode == "auth/email-not-verified")
+        #expect(try world.upload("/v1/me/photo", files: [("photo", "a", TinyImages.png())]).problemCode == "auth/email-not-verified")
+        #expect(try world.get("/v1/files").problemCode == "auth/email-not-verified")
+        #expect(try world.get("/v1/me").status == 200, "the account itself keeps working")
+    }
+}
