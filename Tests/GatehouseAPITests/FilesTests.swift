@@ -87,8 +87,17 @@ struct BlobStoreTests {
 
     static var cases: [(TestDatabaseKind, Kind)] { TestDatabase.kinds.flatMap { db in Kind.allCases.map { (db, $0) } } }
 
+    /// One folder for this test run's temporary files and filesystem blob stores, emptied when the
+    /// run first uses it: what a run leaves behind is gone at the next one, not piled up.
+    static let scratch: String = {
+        let folder = NSTemporaryDirectory() + "gatehouse-files-tests/"
+        try? FileManager.default.removeItem(atPath: folder)
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return folder
+    }()
+
     static func temporaryFile(_ bytes: [UInt8]) throws -> String {
-        let path = NSTemporaryDirectory() + "gatehouse-upload-" + Digest.hex(SecureRandom.bytes(6))
+        let path = scratch + "upload-" + Digest.hex(SecureRandom.bytes(6))
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         return path
     }
@@ -96,7 +105,7 @@ struct BlobStoreTests {
     static func configure(_ kind: Kind) -> (inout Configuration) -> Void {
         { configuration in
             if kind == .filesystem {
-                configuration.blobStorage = .filesystem(directory: NSTemporaryDirectory() + "gatehouse-blobs-" + Digest.hex(SecureRandom.bytes(6)))
+                configuration.blobStorage = .filesystem(directory: scratch + "blobs-" + Digest.hex(SecureRandom.bytes(6)))
             }
         }
     }
