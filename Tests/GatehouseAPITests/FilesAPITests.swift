@@ -178,3 +178,22 @@ struct FilesAPITests {
         #expect(try world.get("/v1/me").status == 200, "the account itself keeps working")
     }
 }
+
+extension FilesAPITests {
+    /// Deleting the account takes its files and photo with it: their public URLs answer 404 at once.
+    @Test(arguments: TestDatabase.kinds)
+    func deletingTheAccountRemovesItsFilesAndPhoto(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind, blobs: .database)
+        defer { world.server.stop() }
+        let photo = try #require(try world.upload("/v1/me/photo", files: [("photo", "me.png", TinyImages.png())]).data?["photo_url"]?.stringValue)
+        let shared = try #require(try world.upload("/v1/files", fields: [("visibility", "public")], files: [("file", "a.gif", TinyImages.gif)]).data?["url"]?.stringValue)
+        for url in [photo, shared] { #expect(try world.get(String(url.dropFirst(TestServer.publicURL.count)), appKey: false).status == 200) }
+        #expect(try world.server.request("DELETE", "/v1/me", appKey: world.app.appKey, bearer: world.token).status == 204)
+        for url in [photo, shared] { #expect(try world.get(String(url.dropFirst(TestServer.publicURL.count)), appKey: false).status == 404) }
+        #expect(try world.server.gatehouse.database.query("SELECT 1 AS found FROM files").isEmpty)
+        // The contents go through the outbox (blob_delete), after the deletion's commit.
+        world.server.gatehouse.stopBackgroundWork()
+        while try world.server.gatehouse.outboxWorker.runOnce() > 0 {}
+        #expect(try world.server.gatehouse.database.query("SELECT 1 AS found FROM blob_chunks").isEmpty)
+    }
+}
