@@ -38,10 +38,18 @@ final class APIResponder: HTTPResponder {
             var response = problem(.methodNotAllowed, "Use \(allowed.joined(separator: ", ")).", request)
             response.headers.set("Allow", allowed.joined(separator: ", "))
             return .respond(finish(request, route: "unmatched", start: .now, response))
-        case .matched(let route, _, let pattern):
+        case .matched(let route, let parameters, let pattern):
             if let field = Self.fieldWithNUL(request) {
                 let error = GatehouseError.validation(field, "Must not contain U+0000.")
                 return .respond(finish(request, route: pattern, start: .now, Problem.response(error, instance: request.path, requestID: Self.requestID(request))))
+            }
+            if let check = route.beforeBody {
+                let requestID = Self.requestID(request)
+                do {
+                    try check(Request(http: request, parameters: parameters, requestID: requestID, clientIP: clientIP(request)))
+                } catch {
+                    return .respond(finish(request, route: pattern, start: .now, Problem.response(for: error, instance: request.path, requestID: requestID, log: log)))
+                }
             }
             if case .json = route.body, hasBody(request), !isJSON(request.headers["Content-Type"]) {
                 return .respond(
@@ -54,9 +62,9 @@ final class APIResponder: HTTPResponder {
             if case .multipart(let fileFields) = route.body {
                 // Content types other than multipart/form-data are refused by the server (415).
                 let form = MultipartForm(fileFields: fileFields, maxFileBytes: uploadLimit(request))
-                return .readMultipart(form, offload: route.hashesPassword, waitsOnNetwork: route.callsProvider)
+                return .readMultipart(form, offload: route.hashesPassword, waitsOnNetwork: route.callsProvider || route.doesFileIO)
             }
-            return .readBody(limit: Self.jsonBodyLimit, offload: route.hashesPassword, waitsOnNetwork: route.callsProvider)
+            return .readBody(limit: Self.jsonBodyLimit, offload: route.hashesPassword, waitsOnNetwork: route.callsProvider || route.doesFileIO)
         }
     }
 

@@ -8,14 +8,21 @@ struct FilesController {
     let files: FilesService
 
     func register(_ routes: inout Routes) {
-        routes.post("/v1/files", body: .multipart(fileFields: ["file"]), upload)
+        routes.post("/v1/files", body: .multipart(fileFields: ["file"]), beforeBody: mayUpload, upload)
         routes.get("/v1/files", list)
         routes.get("/v1/files/{id}", file)
-        routes.get("/v1/files/{id}/content", content)
+        routes.get("/v1/files/{id}/content", doesFileIO: true, content)
         routes.delete("/v1/files/{id}", delete)
-        routes.post("/v1/me/photo", body: .multipart(fileFields: ["photo"]), uploadPhoto)
+        routes.post("/v1/me/photo", body: .multipart(fileFields: ["photo"]), beforeBody: mayUpload, uploadPhoto)
         routes.delete("/v1/me/photo", removePhoto)
-        routes.get("/v1/apps/{app_id}/files/{id}/{version}", publicContent)
+        routes.get("/v1/apps/{app_id}/files/{id}/{version}", doesFileIO: true, publicContent)
+    }
+
+    /// Before an upload's body is read: the app key, the access token and, where the app asks for
+    /// it, a verified email. Nobody else gets to fill the spool.
+    func mayUpload(_ request: Request) throws {
+        let (app, claims) = try auth.user(request)
+        try files.requireVerifiedEmail(app: app, user: claims.userID)
     }
 
     func upload(_ request: Request) throws -> HTTPResponse {
@@ -119,6 +126,8 @@ struct FilesController {
         headers.set("ETag", etag)
         headers.set("Cache-Control", cacheControl)
         headers.set("Accept-Ranges", "bytes")
+        // Should a browser open it as a page anyway: no script, no plugin, no same-origin rights.
+        headers.set("Content-Security-Policy", "default-src 'none'; sandbox")
         if let match = request.http.headers["If-None-Match"], match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag || $0 == "*" }) {
             return HTTPResponse(status: 304, headers: headers)
         }
@@ -126,9 +135,12 @@ struct FilesController {
         headers.set("Content-Disposition", FileName.contentDisposition(name: file.name, contentType: file.contentType))
         var status = 200
         var range: Range<Int64>?
-        if let header = request.http.headers["Range"], request.http.headers["If-Range"].map({ $0 == etag }) ?? true {
-            guard let parsed = Self.byteRange(header, size: file.size) else {
+        if let header = request.http.headers["Range"], request.http.headers["If-Range"].map({ $0 == etag }) ?? true,
+            let requested = Self.byteRange(header, size: file.size)  // a Range not of that form is ignored (RFC 9110, 14.2)
+        {
+            guard let parsed = requested else {
                 headers.set("Content-Range", "bytes */\(file.size)")
+                headers.set("Cache-Control", "no-store")
                 return HTTPResponse(status: 416, headers: headers)
             }
             range = parsed
@@ -140,21 +152,26 @@ struct FilesController {
         return HTTPResponse(status: status, headers: headers, body: try reader.readAll())
     }
 
-    /// One range of `bytes=a-b`, `bytes=a-` or `bytes=-n` within `size`; nil when unsatisfiable
-    /// or not of that form (several ranges are not served).
-    static func byteRange(_ header: String, size: Int64) -> Range<Int64>? {
-        guard header.hasPrefix("bytes="), size > 0 else { return nil }
+    /// One range of `bytes=a-b`, `bytes=a-` or `bytes=-n`: nil when the header is not of that
+    /// form (ignored: the whole content is sent; several ranges are not served), `.some(nil)`
+    /// when it is but cannot be satisfied within `size` (416).
+    static func byteRange(_ header: String, size: Int64) -> Range<Int64>?? {
+        guard header.hasPrefix("bytes=") else { return nil }
         let spec = header.dropFirst(6)
         guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return nil }
         let first = spec[..<dash].trimmingCharacters(in: .whitespaces)
         let last = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
+        let digits = { (text: String) in !text.isEmpty && text.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }
         if first.isEmpty {
-            guard let n = Int64(last), n > 0 else { return nil }
+            guard digits(last) else { return nil }
+            guard let n = Int64(last), n > 0, size > 0 else { return .some(nil) }
             return max(0, size - n)..<size
         }
-        guard let start = Int64(first), start >= 0, start < size else { return nil }
+        guard digits(first), last.isEmpty || digits(last) else { return nil }
+        guard let start = Int64(first), start < size else { return .some(nil) }
         if last.isEmpty { return start..<size }
-        guard let end = Int64(last), end >= start else { return nil }
+        guard let end = Int64(last) else { return start..<size }  // past any Int64: to the end
+        guard end >= start else { return nil }  // not a valid range: ignored
         return start..<(min(end, size - 1) + 1)
     }
 }

@@ -39,7 +39,7 @@ struct MeController {
             if let fileID = photo {
                 _ = try files.setPhoto(app: app, user: claims.userID, session: claims.sessionID, fileID: fileID, origin: request.origin)
             } else {
-                _ = try files.removePhoto(app: app, user: claims.userID, session: claims.sessionID, origin: request.origin)
+                _ = try files.removePhoto(app: app, user: claims.userID, session: claims.sessionID, origin: request.origin, viaProfile: true)
             }
         }
         let (user, identities) = try accounts.updateProfile(app: app, claims: claims, firstName: first, lastName: last, origin: request.origin)

@@ -28,12 +28,23 @@ public struct Route: Sendable {
     /// Answered on the server's network offload threads, not on an HTTP worker: the handler
     /// calls an identity provider (keys, Apple's token endpoint) and may wait for it.
     public let callsProvider: Bool
+    /// Answered on the network offload threads too: the handler moves file contents (blob store,
+    /// spool files) and may take a while with a large one.
+    public let doesFileIO: Bool
+    /// Checked when the headers are in, before any of the body is read (an upload is refused
+    /// without being read: the key, the token, the account's right to upload).
+    public let beforeBody: (@Sendable (Request) throws -> Void)?
     public let handler: Handler
 
-    public init(body: Body, hashesPassword: Bool = false, callsProvider: Bool = false, handler: @escaping Handler) {
+    public init(
+        body: Body, hashesPassword: Bool = false, callsProvider: Bool = false, doesFileIO: Bool = false,
+        beforeBody: (@Sendable (Request) throws -> Void)? = nil, handler: @escaping Handler
+    ) {
         self.body = body
         self.hashesPassword = hashesPassword
         self.callsProvider = callsProvider
+        self.doesFileIO = doesFileIO
+        self.beforeBody = beforeBody
         self.handler = handler
     }
 }
@@ -50,14 +61,19 @@ public struct Routes {
     }
 
     /// `head: false` for a GET that writes something: a prefetching HEAD then gets 405.
-    public mutating func get(_ pattern: String, head: Bool = true, _ handler: @escaping Handler) {
-        router.add("GET", pattern, head: head, Route(body: .none, handler: handler))
+    public mutating func get(_ pattern: String, head: Bool = true, doesFileIO: Bool = false, _ handler: @escaping Handler) {
+        router.add("GET", pattern, head: head, Route(body: .none, doesFileIO: doesFileIO, handler: handler))
     }
     public mutating func delete(_ pattern: String, _ handler: @escaping Handler) { router.add("DELETE", pattern, Route(body: .none, handler: handler)) }
     public mutating func post(
-        _ pattern: String, body: Route.Body = .json, hashesPassword: Bool = false, callsProvider: Bool = false, _ handler: @escaping Handler
+        _ pattern: String, body: Route.Body = .json, hashesPassword: Bool = false, callsProvider: Bool = false,
+        beforeBody: (@Sendable (Request) throws -> Void)? = nil, _ handler: @escaping Handler
     ) {
-        router.add("POST", pattern, Route(body: body, hashesPassword: hashesPassword, callsProvider: callsProvider, handler: handler))
+        let fileIO: Bool
+        if case .multipart = body { fileIO = true } else { fileIO = false }
+        router.add(
+            "POST", pattern,
+            Route(body: body, hashesPassword: hashesPassword, callsProvider: callsProvider, doesFileIO: fileIO, beforeBody: beforeBody, handler: handler))
     }
     public mutating func patch(_ pattern: String, _ handler: @escaping Handler) { router.add("PATCH", pattern, Route(body: .json, handler: handler)) }
     public mutating func put(_ pattern: String, hashesPassword: Bool = false, _ handler: @escaping Handler) {

@@ -3,8 +3,10 @@ import GatehouseCore
 /// Blobs in the database (`GATEHOUSE_BLOB_STORE=database`, the default; migration 0014): a
 /// `blobs` row per blob and its bytes in `blob_chunks` of ``chunkBytes`` each, so neither a write
 /// nor a read holds more than one chunk in memory. Several nodes on one PostgreSQL share them
-/// with nothing to set up. A put is one transaction (the header row last): a reader sees the whole
-/// blob or none. Not scoped to an app, as an object store is not: a key begins with its app's id.
+/// with nothing to set up. A put writes each chunk in a statement of its own and the header row
+/// last: a reader (which starts from the header) sees the whole blob or none, and no put holds
+/// SQLite's one write lock for longer than a chunk, so sign-ins and refreshes are not held behind
+/// a large upload. Not scoped to an app, as an object store is not: a key begins with its app's id.
 public struct SQLBlobStore: BlobStore {
     public let database: any SQLDatabase
     public let chunkBytes: Int
@@ -15,19 +17,22 @@ public struct SQLBlobStore: BlobStore {
     }
 
     public func put(_ key: BlobKey, from source: any BlobReader) throws {
-        try database.transaction { db in
-            try db.execute("DELETE FROM blob_chunks WHERE blob_key = \(key.rawValue)")
-            try db.execute("DELETE FROM blobs WHERE blob_key = \(key.rawValue)")
+        // The header first: from here on no reader finds the blob until it is whole again.
+        try delete(key)
+        do {
             var seq: Int64 = 0
             var size: Int64 = 0
             while case let piece = try source.read(upTo: chunkBytes), !piece.isEmpty {
-                try db.execute("INSERT INTO blob_chunks (blob_key, seq, data) VALUES (\(key.rawValue), \(seq), \(piece))")
+                try database.execute("INSERT INTO blob_chunks (blob_key, seq, data) VALUES (\(key.rawValue), \(seq), \(piece))")
                 seq += 1
                 size += Int64(piece.count)
             }
-            try db.execute("""
+            try database.execute("""
                 INSERT INTO blobs (blob_key, size, chunk_bytes, chunks) VALUES (\(key.rawValue), \(size), \(Int64(chunkBytes)), \(seq))
                 """)
+        } catch {
+            try? database.execute("DELETE FROM blob_chunks WHERE blob_key = \(key.rawValue)")
+            throw error
         }
     }
 

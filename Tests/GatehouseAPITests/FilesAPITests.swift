@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseCore
 import GatehouseCrypto
+@testable import GatehouseAPI
 import GatehouseTesting
 import Testing
 
@@ -195,5 +196,37 @@ extension FilesAPITests {
         world.server.gatehouse.stopBackgroundWork()
         while try world.server.gatehouse.outboxWorker.runOnce() > 0 {}
         #expect(try world.server.gatehouse.database.query("SELECT 1 AS found FROM blob_chunks").isEmpty)
+    }
+}
+
+extension FilesAPITests {
+    /// An upload is refused on its headers — no key, a bad token, an unverified email where the app
+    /// requires one — before any of its body is read: nobody else can fill the spool.
+    @Test(arguments: TestDatabase.kinds)
+    func uploadsAreRefusedBeforeTheirBodyUnlessTheUserMayUpload(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind, blobs: .database, settings: ["require_verified_email": true])
+        defer { world.server.stop() }
+        let body = FilesAPITests.multipart(files: [("file", "a", Array(repeating: 1, count: 1000))])
+        let multipart = [("Content-Type", "multipart/form-data; boundary=\(FilesAPITests.boundary)")]
+        let noKey = try world.server.request("POST", "/v1/files", bearer: world.token, headers: multipart, body: body)
+        #expect(noKey.status == 401 && noKey.problemCode == "app/missing-key")
+        let badToken = try world.server.request("POST", "/v1/files", appKey: world.app.appKey, bearer: "x.y.z", headers: multipart, body: body)
+        #expect(badToken.status == 401)
+        #expect(try world.upload("/v1/me/photo", files: [("photo", "p.png", TinyImages.png())]).problemCode == "auth/email-not-verified")
+        // PATCH /v1/me keeps working for an unverified email, the photo's removal included.
+        let patched = try world.server.request("PATCH", "/v1/me", appKey: world.app.appKey, bearer: world.token, json: ["photo_file_id": nil, "first_name": "Ada"])
+        #expect(patched.status == 200 && patched.data?["first_name"] == "Ada")
+    }
+
+    @Test func rangesNotOfTheSupportedFormAreIgnoredAndUnsatisfiableOnes416() {
+        #expect(FilesController.byteRange("bytes=0-4", size: 10) == .some(0..<5))
+        #expect(FilesController.byteRange("bytes=5-", size: 10) == .some(5..<10))
+        #expect(FilesController.byteRange("bytes=-3", size: 10) == .some(7..<10))
+        #expect(FilesController.byteRange("bytes=2-99999999999999999999999", size: 10) == .some(2..<10))
+        #expect(FilesController.byteRange("bytes=10-", size: 10) == .some(nil))
+        #expect(FilesController.byteRange("bytes=-0", size: 10) == .some(nil))
+        for ignored in ["items=0-1", "bytes=0-1,3-4", "bytes=x-1", "bytes=5-3", "bytes=-", "bytes=--1"] {
+            #expect(FilesController.byteRange(ignored, size: 10) == nil, "\(ignored)")
+        }
     }
 }

@@ -178,8 +178,10 @@ public final class FilesService: Sendable {
     }
 
     /// `DELETE /v1/me/photo`: no photo; an uploaded photo is deleted (a file chosen as the photo stays).
-    public func removePhoto(app: AppContext, user: UserID, session: SessionID?, origin: RequestOrigin) throws -> (User, [Identity]) {
-        try requireVerifiedEmail(app: app, user: user)
+    /// `viaProfile`: through `PATCH /v1/me` (`photo_file_id: null`), which keeps working for an
+    /// unverified email; `DELETE /v1/me/photo` is gated like the rest of Files.
+    public func removePhoto(app: AppContext, user: UserID, session: SessionID?, origin: RequestOrigin, viaProfile: Bool = false) throws -> (User, [Identity]) {
+        if !viaProfile { try requireVerifiedEmail(app: app, user: user) }
         let now = clock.nowMillis()
         let (result, removed) = try store.app(app.id).transaction { tx -> ((User, [Identity]), [BlobKey]) in
             guard let account = try tx.lockUser(user) else { throw Self.accountGone }
@@ -212,7 +214,9 @@ public final class FilesService: Sendable {
         url.contains("/files/\(id.rawValue)/")
     }
 
-    private func requireVerifiedEmail(app: AppContext, user: UserID) throws {
+    /// 403 `auth/email-not-verified` when the app requires a verified email and the user's is not:
+    /// what Files and `/v1/me/photo` answer (checked again by each operation).
+    public func requireVerifiedEmail(app: AppContext, user: UserID) throws {
         guard app.settings.requireVerifiedEmail else { return }
         guard let account = try store.app(app.id).user(user) else { throw Self.accountGone }
         guard account.emailVerified else {
