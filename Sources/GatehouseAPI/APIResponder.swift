@@ -173,7 +173,7 @@ final class APIResponder: HTTPResponder {
                     "request_id": .string(id), "method": .string(String(request.method.prefix(16))), "route": .string(route),
                     "path": .string(String(request.path.prefix(256))), "status": .int(Int64(response.status)),
                     "duration_ms": .double((seconds * 1_000_000).rounded() / 1000), "ip": .string(ip ?? clientIP(request)),
-                    "bytes": .int(request.method == "HEAD" ? 0 : Int64(response.body.count)),
+                    "bytes": .int(request.method == "HEAD" ? 0 : response.stream?.size ?? Int64(response.body.count)),
                 ])
         }
         return response

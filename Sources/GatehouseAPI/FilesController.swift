@@ -147,9 +147,9 @@ struct FilesController {
             status = 206
             headers.set("Content-Range", "bytes \(parsed.lowerBound)-\(parsed.upperBound - 1)/\(file.size)")
         }
+        // Streamed (a HEAD reads none of it: libmicrohttpd sends the length alone): the connection pulls a piece at a time, so a large file never sits whole in memory.
         let reader = try open(range)
-        defer { reader.close() }
-        return HTTPResponse(status: status, headers: headers, body: try reader.readAll())
+        return HTTPResponse(status: status, headers: headers, stream: ResponseStream(size: reader.size, read: { try reader.read(upTo: $0) }, close: { reader.close() }))
     }
 
     /// One range of `bytes=a-b`, `bytes=a-` or `bytes=-n`: nil when the header is not of that

@@ -9,6 +9,9 @@ public struct HTTPResponse: Sendable {
     public var headers: HTTPHeaders
     /// The body bytes.
     public var body: [UInt8]
+    /// A body read piece by piece as the connection takes it (instead of `body`), for large
+    /// content: the server holds one piece at a time.
+    public var stream: ResponseStream?
 
     /// Creates a response.
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
@@ -16,4 +19,40 @@ public struct HTTPResponse: Sendable {
         self.headers = headers
         self.body = body
     }
+
+    /// A response whose body is `stream`'s `size` bytes.
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), stream: ResponseStream) {
+        self.init(status: status, headers: headers)
+        self.stream = stream
+    }
+}
+
+/// A response body the server pulls as the client reads it: `size` bytes in all, `read` called
+/// with at most `maxBytes` each time, in order, from one thread at a time, then `close` once
+/// (also when the client goes away first, or for a `HEAD`, which reads nothing).
+///
+/// `@unchecked Sendable`: a response crosses once from the thread that made it to the one that
+/// sends it, and is read by that one alone.
+public final class ResponseStream: @unchecked Sendable {
+    public let size: Int64
+    private let readPiece: (Int) throws -> [UInt8]
+    private let onClose: () -> Void
+    private var closed = false
+
+    public init(size: Int64, read: @escaping (Int) throws -> [UInt8], close: @escaping () -> Void) {
+        self.size = size
+        self.readPiece = read
+        self.onClose = close
+    }
+
+    /// The next bytes (empty at the end); nil when reading failed (the connection is then cut).
+    func next(upTo maxBytes: Int) -> [UInt8]? { try? readPiece(maxBytes) }
+
+    func close() {
+        guard !closed else { return }
+        closed = true
+        onClose()
+    }
+
+    deinit { close() }
 }

@@ -270,9 +270,17 @@ final class ServerContext: Sendable {
     }
 
     private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
-        let created = response.body.withUnsafeBytes { bytes in
-            MHD_create_response_from_buffer(
-                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        let created: OpaquePointer?
+        if let stream = response.stream {
+            // Released by the free callback, which libmicrohttpd calls once it is done with it.
+            let context = Unmanaged.passRetained(stream).toOpaque()
+            created = MHD_create_response_from_callback(UInt64(max(0, stream.size)), 64 * 1024, readStream, context, freeStream)
+            if created == nil { Unmanaged<ResponseStream>.fromOpaque(context).release() }
+        } else {
+            created = response.body.withUnsafeBytes { bytes in
+                MHD_create_response_from_buffer(
+                    bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+            }
         }
         guard let created else { return .NO }
         defer { MHD_destroy_response(created) }
@@ -300,4 +308,21 @@ private struct SuspendedRequest: @unchecked Sendable {
         state.offloadedResponse.withLock { $0 = response }
         MHD_resume_connection(connection)
     }
+}
+
+/// libmicrohttpd asks a streamed body for its next bytes (in order: `pos` is where it is).
+private let readStream: MHD_ContentReaderCallback = { cls, _, buffer, max in
+    guard let cls, let buffer else { return -2 }  // MHD_CONTENT_READER_END_WITH_ERROR
+    let stream = Unmanaged<ResponseStream>.fromOpaque(cls).takeUnretainedValue()
+    guard let piece = stream.next(upTo: max) else { return -2 }
+    guard !piece.isEmpty else { return -1 }  // MHD_CONTENT_READER_END_OF_STREAM
+    piece.withUnsafeBytes { UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress!, byteCount: piece.count) }
+    return piece.count
+}
+
+/// libmicrohttpd is done with a streamed body (sent, cut off, or never read).
+private let freeStream: MHD_ContentReaderFreeCallback = { cls in
+    guard let cls else { return }
+    let stream = Unmanaged<ResponseStream>.fromOpaque(cls).takeRetainedValue()
+    stream.close()
 }

@@ -230,3 +230,24 @@ extension FilesAPITests {
         }
     }
 }
+
+extension FilesAPITests {
+    /// A file of several chunks is streamed out whole, in ranges across chunk boundaries, and its
+    /// HEAD says its length without a body.
+    @Test(arguments: BlobStoreTests.cases)
+    func largeContentIsStreamedWholeAndInRanges(_ kind: TestDatabaseKind, _ blobs: BlobStoreTests.Kind) throws {
+        let world = try World(kind, blobs: blobs, settings: ["files": ["max_bytes": 4_194_304]])
+        defer { world.server.stop() }
+        let bytes = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 13) }
+        let file = try #require(try world.upload("/v1/files", files: [("file", "big.bin", bytes)]).data)
+        let id = try #require(file["id"]?.stringValue)
+        let whole = try world.get("/v1/files/\(id)/content")
+        #expect(whole.status == 200 && whole.body.count == bytes.count && whole.body == bytes)
+        #expect(whole.header("Content-Length") == String(bytes.count))
+        let start = 256 * 1024 - 10
+        let middle = try world.get("/v1/files/\(id)/content", headers: [("Range", "bytes=\(start)-\(start + 300_000)")])
+        #expect(middle.status == 206 && middle.body == Array(bytes[start...(start + 300_000)]))
+        let head = try world.server.request("HEAD", "/v1/files/\(id)/content", appKey: world.app.appKey, bearer: world.token)
+        #expect(head.status == 200 && head.body.isEmpty && head.header("Content-Length") == String(bytes.count))
+    }
+}
