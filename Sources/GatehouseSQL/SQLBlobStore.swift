@@ -31,7 +31,7 @@ public struct SQLBlobStore: BlobStore {
                 INSERT INTO blobs (blob_key, size, chunk_bytes, chunks) VALUES (\(key.rawValue), \(size), \(Int64(chunkBytes)), \(seq))
                 """)
         } catch {
-            try? database.execute("DELETE FROM blob_chunks WHERE blob_key = \(key.rawValue)")
+            _ = try? database.execute("DELETE FROM blob_chunks WHERE blob_key = \(key.rawValue)")
             throw error
         }
     }
