@@ -80,7 +80,6 @@ def rss(base, app_key, token, pid, clients=64, mib=5):
     port = int(port)
     size = mib * 1024 * 1024
     shared = os.urandom(size - 16)  # each upload: 16 bytes of its own, then these
-    shared_hash = hashlib.sha256()
     results = [None] * clients
     barrier = threading.Barrier(clients + 1)
 
@@ -125,7 +124,6 @@ def rss(base, app_key, token, pid, clients=64, mib=5):
             except Exception:
                 pass
 
-    del shared_hash
     threads = [threading.Thread(target=upload, args=(i,)) for i in range(clients)]
     for t in threads:
         t.start()
