@@ -62,7 +62,7 @@ let package = Package(
             name: "GatehouseProvidersTests", dependencies: ["GatehouseProviders", "GatehouseCurl", "GatehouseTesting"],
             swiftSettings: strict),
         .testTarget(name: "GatehouseMailTests", dependencies: ["GatehouseMail", "GatehouseTesting"], swiftSettings: strict),
-        .testTarget(name: "GatehouseAPITests", dependencies: ["GatehouseAPI", "GatehouseTesting", "GatehouseMail"], swiftSettings: strict),
+        .testTarget(name: "GatehouseAPITests", dependencies: ["GatehouseAPI", "GatehouseTesting", "GatehouseMail", "GatehouseProviders"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

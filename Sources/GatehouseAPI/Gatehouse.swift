@@ -102,6 +102,8 @@ public final class Gatehouse: Sendable {
         let blobs: any BlobStore = switch configuration.blobStorage {
         case .database: SQLBlobStore(database: database)
         case .filesystem(let directory): try FileSystemBlobStore(directory: directory)
+        case .s3(let s3):
+            S3BlobStore(endpoint: s3.endpoint, bucket: s3.bucket, region: s3.region, accessKeyID: s3.accessKeyID, secretAccessKey: s3.secretAccessKey)
         }
         self.blobs = blobs
         outboxWorker = OutboxWorker(

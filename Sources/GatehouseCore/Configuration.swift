@@ -11,10 +11,32 @@ public struct Configuration: Sendable {
     public var database: Database = .sqlite(path: "./data/gatehouse.db")
     /// Where file contents live (ADR 0013): `GATEHOUSE_BLOB_STORE=database` (default) or
     /// `filesystem` in `GATEHOUSE_BLOB_DIRECTORY` (default `<data folder>/blobs` with SQLite;
-    /// required with PostgreSQL).
+    /// required with PostgreSQL), or `s3`: an S3-compatible bucket (`GATEHOUSE_S3_*`).
     public enum BlobStorage: Sendable, Equatable {
         case database
         case filesystem(directory: String)
+        case s3(S3Settings)
+    }
+
+    /// Where `GATEHOUSE_BLOB_STORE=s3` keeps blobs. Its descriptions leave the secret out.
+    public struct S3Settings: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+        /// `https://host[:port]`, or `http://` to a loopback address only.
+        public var endpoint: String
+        public var bucket: String
+        public var region: String
+        public var accessKeyID: String
+        public var secretAccessKey: String
+
+        public init(endpoint: String, bucket: String, region: String = "us-east-1", accessKeyID: String, secretAccessKey: String) {
+            self.endpoint = endpoint
+            self.bucket = bucket
+            self.region = region
+            self.accessKeyID = accessKeyID
+            self.secretAccessKey = secretAccessKey
+        }
+
+        public var description: String { "S3(\(endpoint)/\(bucket), region \(region), key \(accessKeyID))" }
+        public var debugDescription: String { description }
     }
 
     public var blobStorage: BlobStorage = .database
@@ -112,6 +134,45 @@ public struct Configuration: Sendable {
         switch value("GATEHOUSE_BLOB_STORE") ?? "database" {
         case "database":
             if blobDirectory != nil { problems.append("GATEHOUSE_BLOB_DIRECTORY is only for GATEHOUSE_BLOB_STORE=filesystem.") }
+        case "s3":
+            if blobDirectory != nil { problems.append("GATEHOUSE_BLOB_DIRECTORY is only for GATEHOUSE_BLOB_STORE=filesystem.") }
+            let endpoint = value("GATEHOUSE_S3_ENDPOINT")
+            if let endpoint, let problem = s3EndpointProblem(endpoint) { problems.append(problem) }
+            if endpoint == nil { problems.append("GATEHOUSE_BLOB_STORE=s3 needs GATEHOUSE_S3_ENDPOINT.") }
+            let bucket = value("GATEHOUSE_S3_BUCKET")
+            if let bucket, !isBucketName(bucket) {
+                problems.append("GATEHOUSE_S3_BUCKET must be a bucket name: 3 to 63 of a-z 0-9 . -, starting and ending with a letter or digit.")
+            }
+            if bucket == nil { problems.append("GATEHOUSE_BLOB_STORE=s3 needs GATEHOUSE_S3_BUCKET.") }
+            let region = value("GATEHOUSE_S3_REGION") ?? "us-east-1"
+            if !region.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D }) || region.utf8.count > 64 {
+                problems.append("GATEHOUSE_S3_REGION must be a region name such as us-east-1.")
+            }
+            let keyID = value("GATEHOUSE_S3_ACCESS_KEY_ID")
+            if keyID == nil { problems.append("GATEHOUSE_BLOB_STORE=s3 needs GATEHOUSE_S3_ACCESS_KEY_ID.") }
+            if let keyID, keyID.contains(":") || keyID.utf8.contains(where: { $0 < 0x21 || $0 == 0x7F }) {
+                problems.append("GATEHOUSE_S3_ACCESS_KEY_ID must not contain ':', spaces or control characters.")
+            }
+            var secret: String?
+            let secretText = value("GATEHOUSE_S3_SECRET_ACCESS_KEY")
+            let secretFile = value("GATEHOUSE_S3_SECRET_ACCESS_KEY_FILE")
+            if secretText != nil && secretFile != nil {
+                problems.append("Set GATEHOUSE_S3_SECRET_ACCESS_KEY or GATEHOUSE_S3_SECRET_ACCESS_KEY_FILE, not both.")
+            } else if let secretText {
+                secret = secretText
+            } else if let secretFile {
+                if let text = try? String(contentsOfFile: secretFile, encoding: .utf8) {
+                    let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+                    if trimmed.isEmpty { problems.append("GATEHOUSE_S3_SECRET_ACCESS_KEY_FILE: \(secretFile) is empty.") } else { secret = trimmed }
+                } else {
+                    problems.append("GATEHOUSE_S3_SECRET_ACCESS_KEY_FILE: cannot read \(secretFile).")
+                }
+            } else {
+                problems.append("GATEHOUSE_BLOB_STORE=s3 needs GATEHOUSE_S3_SECRET_ACCESS_KEY or GATEHOUSE_S3_SECRET_ACCESS_KEY_FILE.")
+            }
+            if let endpoint, let bucket, let keyID, let secret {
+                config.blobStorage = .s3(S3Settings(endpoint: endpoint, bucket: bucket, region: region, accessKeyID: keyID, secretAccessKey: secret))
+            }
         case "filesystem":
             if let blobDirectory {
                 config.blobStorage = .filesystem(directory: blobDirectory)
@@ -121,7 +182,7 @@ public struct Configuration: Sendable {
                 problems.append("GATEHOUSE_BLOB_STORE=filesystem needs GATEHOUSE_BLOB_DIRECTORY with PostgreSQL.")
             }
         default:
-            problems.append("GATEHOUSE_BLOB_STORE must be database or filesystem.")
+            problems.append("GATEHOUSE_BLOB_STORE must be database, filesystem or s3.")
         }
 
         var listenGiven = false
@@ -269,6 +330,30 @@ public struct Configuration: Sendable {
 }
 
 /// Every configuration problem found at start.
+/// Why `GATEHOUSE_S3_ENDPOINT` is not usable, or nil: `https://host[:port]`, or `http://` to a
+/// loopback host (a local test server); no path, query, user or password.
+func s3EndpointProblem(_ endpoint: String) -> String? {
+    let message = "GATEHOUSE_S3_ENDPOINT must be https://host[:port] (or http:// to 127.0.0.1, [::1] or localhost), without a path."
+    guard let parsed = URLComponents(string: endpoint), let scheme = parsed.scheme?.lowercased(), let host = parsed.host, !host.isEmpty,
+        parsed.path.isEmpty || parsed.path == "/", parsed.query == nil, parsed.fragment == nil, parsed.user == nil, parsed.password == nil
+    else { return message }
+    switch scheme {
+    case "https": return nil
+    case "http":
+        let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        return loopback ? nil : "GATEHOUSE_S3_ENDPOINT: http:// is allowed only to a loopback address; use https://."
+    default: return message
+    }
+}
+
+/// An S3 bucket name (the DNS-compatible rules; no `/`, so it is one path segment).
+func isBucketName(_ name: String) -> Bool {
+    let bytes = Array(name.utf8)
+    func alnum(_ b: UInt8) -> Bool { (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) }
+    guard (3...63).contains(bytes.count), alnum(bytes.first!), alnum(bytes.last!) else { return false }
+    return bytes.allSatisfy { alnum($0) || $0 == 0x2E || $0 == 0x2D }
+}
+
 public struct ConfigurationError: Error, CustomStringConvertible {
     public let problems: [String]
     public init(problems: [String]) { self.problems = problems }

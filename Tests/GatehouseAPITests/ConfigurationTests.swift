@@ -20,6 +20,47 @@ struct ConfigurationTests {
     }
 
     @Test
+    func s3BlobStorageNeedsAnEndpointBucketAndKeysAndNeverShowsTheSecret() throws {
+        let base = [
+            "GATEHOUSE_BLOB_STORE": "s3", "GATEHOUSE_S3_ENDPOINT": "https://s3.example.com", "GATEHOUSE_S3_BUCKET": "gh-files",
+            "GATEHOUSE_S3_ACCESS_KEY_ID": "AKIDEXAMPLE", "GATEHOUSE_S3_SECRET_ACCESS_KEY": "very-secret-value",
+        ]
+        let config = try Configuration.fromEnvironment(base)
+        let expected = Configuration.S3Settings(
+            endpoint: "https://s3.example.com", bucket: "gh-files", region: "us-east-1", accessKeyID: "AKIDEXAMPLE", secretAccessKey: "very-secret-value")
+        #expect(config.blobStorage == .s3(expected))
+        #expect(!"\(config.blobStorage)".contains("very-secret-value"))
+        #expect(!String(reflecting: config.blobStorage).contains("very-secret-value"))
+        // From a file, in another region.
+        let file = NSTemporaryDirectory() + "gh-s3-secret-" + UUID().uuidString
+        try "from-a-file\n".write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        var fromFile = base
+        fromFile["GATEHOUSE_S3_SECRET_ACCESS_KEY"] = nil
+        fromFile["GATEHOUSE_S3_SECRET_ACCESS_KEY_FILE"] = file
+        fromFile["GATEHOUSE_S3_REGION"] = "eu-west-3"
+        guard case .s3(let s3) = try Configuration.fromEnvironment(fromFile).blobStorage else {
+            Issue.record("not s3")
+            return
+        }
+        #expect(s3.secretAccessKey == "from-a-file" && s3.region == "eu-west-3")
+        #expect(try Configuration.fromEnvironment(base.merging(["GATEHOUSE_S3_ENDPOINT": "http://127.0.0.1:9000"]) { $1 }).blobStorage != .database)
+        for (name, wrong) in [
+            ("GATEHOUSE_S3_ENDPOINT", "http://s3.example.com"), ("GATEHOUSE_S3_ENDPOINT", "https://s3.example.com/path"),
+            ("GATEHOUSE_S3_ENDPOINT", "ftp://s3.example.com"), ("GATEHOUSE_S3_ENDPOINT", ""), ("GATEHOUSE_S3_BUCKET", "a/b"),
+            ("GATEHOUSE_S3_BUCKET", "Upper"), ("GATEHOUSE_S3_BUCKET", ""), ("GATEHOUSE_S3_ACCESS_KEY_ID", ""), ("GATEHOUSE_S3_SECRET_ACCESS_KEY", ""),
+            ("GATEHOUSE_S3_SECRET_ACCESS_KEY_FILE", "/nonexistent"), ("GATEHOUSE_S3_REGION", "us east"), ("GATEHOUSE_BLOB_DIRECTORY", "/tmp/x"),
+        ] {
+            do {
+                _ = try Configuration.fromEnvironment(base.merging([name: wrong]) { $1 })
+                Issue.record("\(name)=\(wrong) was accepted")
+            } catch {
+                #expect(!error.description.contains("very-secret-value"))
+            }
+        }
+    }
+
+    @Test
     func privateOutboundConnectionsAreAllowedOnlyByAnExplicitTrue() throws {
         #expect(try Configuration.fromEnvironment(["GATEHOUSE_ALLOW_PRIVATE_OUTBOUND": "true"]).allowPrivateOutbound)
         #expect(try !Configuration.fromEnvironment(["GATEHOUSE_ALLOW_PRIVATE_OUTBOUND": "false"]).allowPrivateOutbound)

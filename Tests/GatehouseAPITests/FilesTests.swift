@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseCore
 import GatehouseCrypto
+import GatehouseProviders
 import GatehouseSQL
 import GatehouseTesting
 import Testing
@@ -80,12 +81,44 @@ struct ContentChecksTests {
     }
 }
 
-/// The blob stores, both of them, on both databases.
+/// The blob stores, all three of them, on both databases.
 @Suite("Blob stores")
 struct BlobStoreTests {
-    enum Kind: String, CaseIterable { case database, filesystem }
+    enum Kind: String, CaseIterable { case database, filesystem, s3 }
 
-    static var cases: [(TestDatabaseKind, Kind)] { TestDatabase.kinds.flatMap { db in Kind.allCases.map { (db, $0) } } }
+    /// `s3` runs against `GATEHOUSE_TEST_S3_URL` (`scripts/s3-test-server`), a bucket per test;
+    /// without it those cases fail, unless `GATEHOUSE_TEST_SKIP_S3=1` leaves them out.
+    static var kinds: [Kind] { ProcessInfo.processInfo.environment["GATEHOUSE_TEST_SKIP_S3"] == "1" ? [.database, .filesystem] : Kind.allCases }
+
+    static var cases: [(TestDatabaseKind, Kind)] { TestDatabase.kinds.flatMap { db in kinds.map { (db, $0) } } }
+
+    /// A fresh bucket on the test S3 server; nil (and a recorded issue) when there is none.
+    static func s3Bucket() -> Configuration.S3Settings? {
+        guard let endpoint = ProcessInfo.processInfo.environment["GATEHOUSE_TEST_S3_URL"], !endpoint.isEmpty else {
+            Issue.record("GATEHOUSE_TEST_S3_URL is not set: start one with `export GATEHOUSE_TEST_S3_URL=$(scripts/s3-test-server)` (or set GATEHOUSE_TEST_SKIP_S3=1).")
+            return nil
+        }
+        let settings = Configuration.S3Settings(
+            endpoint: endpoint, bucket: "gh-test-" + Digest.hex(SecureRandom.bytes(6)), accessKeyID: "testing", secretAccessKey: "testing-secret")
+        do {
+            try store(settings).createBucket()
+        } catch {
+            Issue.record("cannot create a bucket on \(endpoint): \(error)")
+            return nil
+        }
+        return settings
+    }
+
+    static func store(_ s3: Configuration.S3Settings) -> S3BlobStore {
+        S3BlobStore(endpoint: s3.endpoint, bucket: s3.bucket, region: s3.region, accessKeyID: s3.accessKeyID, secretAccessKey: s3.secretAccessKey)
+    }
+
+    /// The keys in a test bucket (the test server does not check signatures, so a plain GET lists it).
+    static func s3Keys(_ s3: Configuration.S3Settings) throws -> [String] {
+        let response = try OutboundHTTPClient().get("\(s3.endpoint)/\(s3.bucket)?list-type=2")
+        let text = String(decoding: response.body, as: UTF8.self)
+        return text.components(separatedBy: "<Key>").dropFirst().map { String($0.prefix { $0 != "<" }) }
+    }
 
     /// One folder for this test run's temporary files and filesystem blob stores, emptied when the
     /// run first uses it: what a run leaves behind is gone at the next one, not piled up.
@@ -106,6 +139,9 @@ struct BlobStoreTests {
         { configuration in
             if kind == .filesystem {
                 configuration.blobStorage = .filesystem(directory: scratch + "blobs-" + Digest.hex(SecureRandom.bytes(6)))
+            }
+            if kind == .s3, let s3 = s3Bucket() {
+                configuration.blobStorage = .s3(s3)
             }
         }
     }
@@ -278,6 +314,8 @@ struct FilesServiceTests {
         case .filesystem(let folder):
             let left = ((try? FileManager.default.subpathsOfDirectory(atPath: folder)) ?? []).filter { $0.contains("fil_") || $0.contains(".tmp-") }
             #expect(left.isEmpty, "\(left)")
+        case .s3(let s3):
+            #expect(try BlobStoreTests.s3Keys(s3).isEmpty)
         }
     }
 
