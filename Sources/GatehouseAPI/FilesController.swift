@@ -64,9 +64,7 @@ struct FilesController {
     func content(_ request: Request) throws -> HTTPResponse {
         let (app, claims) = try auth.user(request)
         let stored = try files.file(app: app, user: claims.userID, id: request.parameters["id"] ?? "")
-        return try serve(request, stored, cacheControl: "private, no-cache") { range in
-            try files.content(app: app, user: claims.userID, id: stored.id.rawValue, range: range).1
-        }
+        return try serve(request, stored, cacheControl: "private, no-cache") { try files.open(stored, range: $0) }
     }
 
     func delete(_ request: Request) throws -> HTTPResponse {
@@ -92,11 +90,8 @@ struct FilesController {
     /// for a year by anyone.
     func publicContent(_ request: Request) throws -> HTTPResponse {
         guard let app = AppID(parsing: request.parameters["app_id"] ?? "") else { throw GatehouseError(.notFound, "No such file.") }
-        let (stored, reader) = try files.publicContent(app: app, id: request.parameters["id"] ?? "", version: request.parameters["version"] ?? "")
-        reader.close()
-        return try serve(request, stored, cacheControl: "public, max-age=31536000, immutable") { range in
-            try files.publicContent(app: app, id: stored.id.rawValue, version: request.parameters["version"] ?? "", range: range).1
-        }
+        let stored = try files.publicFile(app: app, id: request.parameters["id"] ?? "", version: request.parameters["version"] ?? "")
+        return try serve(request, stored, cacheControl: "public, max-age=31536000, immutable") { try files.open(stored, range: $0) }
     }
 
     // MARK: -

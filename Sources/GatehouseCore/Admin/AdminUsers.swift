@@ -11,23 +11,14 @@ public struct AdminUsers: Sendable {
         self.clock = clock
     }
 
-    /// A place in the user list's order (newest first; ties by id).
-    public struct Position: Sendable, Equatable {
-        public var createdAt: Int64
-        public var id: UserID
-        public init(createdAt: Int64, id: UserID) {
-            self.createdAt = createdAt
-            self.id = id
-        }
-    }
+    /// A place in the user list's order.
+    public typealias Position = KeysetPosition<UserID>
 
     /// `GET /v1/admin/users`: a page of the app's users, newest first, and where the next starts.
     /// `query`: an exact user id, or a case-insensitive substring of email, first or last name.
     public func list(app: AppContext, query: String?, after: Position?, limit: Int) throws -> (users: [(User, [Identity])], next: Position?) {
         let found = try store.app(app.id).users(matching: query, after: after.map { ($0.createdAt, $0.id) }, limit: limit + 1)
-        let page = Array(found.prefix(limit))
-        let next = found.count > limit ? page.last.map { Position(createdAt: $0.0.createdAt, id: $0.0.id) } : nil
-        return (page, next)
+        return Position.page(found, limit: limit) { Position(createdAt: $0.0.createdAt, id: $0.0.id) }
     }
 
     /// `GET /v1/admin/users/{id}`: the user and their identities.

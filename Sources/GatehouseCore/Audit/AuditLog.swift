@@ -15,16 +15,29 @@ public struct EventQuery: Sendable, Equatable {
     }
 }
 
-/// A place in the audit log's order (newest first; ties by id): stable while events are added.
-public struct EventPosition: Sendable, Equatable {
+/// A place in a newest-first list ordered by creation time, ties by id: a keyset cursor's
+/// content, stable while items are added (the audit log, the admin's users, a user's files).
+public struct KeysetPosition<ID: Sendable & Equatable>: Sendable, Equatable {
     public var createdAt: Int64
-    public var id: EventID
+    public var id: ID
 
-    public init(createdAt: Int64, id: EventID) {
+    public init(createdAt: Int64, id: ID) {
         self.createdAt = createdAt
         self.id = id
     }
 }
+
+extension KeysetPosition {
+    /// A page of `limit` from `found` (read with `limit + 1`, the extra one telling that more
+    /// follow), and the position the next page starts after: the page's last item's.
+    public static func page<Item>(_ found: [Item], limit: Int, position: (Item) -> KeysetPosition) -> ([Item], KeysetPosition?) {
+        let page = Array(found.prefix(limit))
+        return (page, found.count > limit ? page.last.map(position) : nil)
+    }
+}
+
+/// A place in the audit log's order.
+public typealias EventPosition = KeysetPosition<EventID>
 
 /// The audit log of one app (`events`, written in the transaction of each change).
 public protocol AuditLogStore: Sendable {
@@ -43,8 +56,6 @@ public struct AuditLog: Sendable {
         var probe = query
         probe.limit = query.limit + 1
         let found = try store.app(app.id).auditLog.events(probe)
-        let page = Array(found.prefix(query.limit))
-        let next = found.count > query.limit ? page.last.map { EventPosition(createdAt: $0.createdAt, id: $0.id) } : nil
-        return (page, next)
+        return EventPosition.page(found, limit: query.limit) { EventPosition(createdAt: $0.createdAt, id: $0.id) }
     }
 }

@@ -46,15 +46,8 @@ public final class FilesService: Sendable {
         self.log = log
     }
 
-    /// A place in a user's file list (newest first; ties by id).
-    public struct Position: Sendable, Equatable {
-        public var createdAt: Int64
-        public var id: FileID
-        public init(createdAt: Int64, id: FileID) {
-            self.createdAt = createdAt
-            self.id = id
-        }
-    }
+    /// A place in a user's file list.
+    public typealias Position = KeysetPosition<FileID>
 
     /// The stable public URL of a public file (photos included):
     /// `<GATEHOUSE_PUBLIC_URL>/v1/apps/<app_id>/files/<file_id>/<first 16 hex digits of its SHA-256>`;
@@ -86,9 +79,7 @@ public final class FilesService: Sendable {
         try requireVerifiedEmail(app: app, user: user)
         let limit = min(max(limit, 1), 100)
         let found = try store.app(app.id).files.files(of: user, after: after.map { ($0.createdAt, $0.id) }, limit: limit + 1)
-        let page = Array(found.prefix(limit))
-        let next = found.count > limit ? page.last.map { Position(createdAt: $0.createdAt, id: $0.id) } : nil
-        return (page, next)
+        return Position.page(found, limit: limit) { Position(createdAt: $0.createdAt, id: $0.id) }
     }
 
     /// `GET /v1/files/{id}`: the user's own file; any other id is 404.
@@ -102,16 +93,22 @@ public final class FilesService: Sendable {
     /// the caller closes the reader.
     public func content(app: AppContext, user: UserID, id rawID: String, range: Range<Int64>? = nil) throws -> (StoredFile, any BlobReader) {
         let file = try file(app: app, user: user, id: rawID)
-        return (file, try reader(file, range: range))
+        return (file, try open(file, range: range))
     }
 
     /// Public content (`GET /v1/apps/{app_id}/files/{id}/{version}`, no app key, no sign-in): a
     /// public file of the app whose SHA-256 starts with `version`; anything else is 404.
     public func publicContent(app: AppID, id rawID: String, version: String, range: Range<Int64>? = nil) throws -> (StoredFile, any BlobReader) {
+        let file = try publicFile(app: app, id: rawID, version: version)
+        return (file, try open(file, range: range))
+    }
+
+    /// The public file behind a public URL (no app key, no sign-in); anything else is 404.
+    public func publicFile(app: AppID, id rawID: String, version: String) throws -> StoredFile {
         guard let id = FileID(parsing: rawID), let file = try store.app(app).files.publicFile(id),
             version.count == Self.urlVersionLength, file.sha256.hasPrefix(version)
         else { throw Self.notFound }
-        return (file, try reader(file, range: range))
+        return file
     }
 
     /// `DELETE /v1/files/{id}`: the row, and the user's photo when the file was it, in one unit of
@@ -293,7 +290,9 @@ public final class FilesService: Sendable {
             ], createdAt: now)
     }
 
-    private func reader(_ file: StoredFile, range: Range<Int64>?) throws -> any BlobReader {
+    /// A reader of a file already found (``file(app:user:id:)``, ``publicFile(app:id:version:)``)
+    /// or of `range` of it; the caller closes it.
+    public func open(_ file: StoredFile, range: Range<Int64>?) throws -> any BlobReader {
         guard let reader = try blobs.open(file.blobKey, range: range) else { throw BlobStoreError("the blob of \(file.id) is missing") }
         return reader
     }
