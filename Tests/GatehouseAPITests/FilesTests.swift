@@ -191,6 +191,7 @@ struct FilesServiceTests {
     struct World {
         let server: TestServer
         let app: AppContext
+        let appKey: String
         let user: UserID
         let other: UserID
         var files: FilesService { server.gatehouse.files }
@@ -200,6 +201,7 @@ struct FilesServiceTests {
             server = try TestServer(database, configure: BlobStoreTests.configure(kind))
             server.gatehouse.stopBackgroundWork()
             let created = try server.createApp(settings)
+            appKey = created.appKey
             let appID = try #require(AppID(parsing: created.id))
             app = try #require(try server.gatehouse.directory.current(id: appID))
             user = try Self.userID(try server.signUp(created))
@@ -220,6 +222,15 @@ struct FilesServiceTests {
         }
 
         func blobExists(_ file: StoredFile) throws -> Bool { try server.gatehouse.blobs.open(file.blobKey) != nil }
+
+        /// `PATCH /v1/me` `photo_file_id` below HTTP (names too, when given).
+        @discardableResult
+        func choosePhoto(_ fileID: String?, firstName: String?? = nil) throws -> User {
+            try server.gatehouse.accounts.updateProfile(
+                app: app, user: user, session: nil, firstName: firstName, lastName: nil, photo: try files.photoChange(app: app, fileID: fileID),
+                origin: origin
+            ).0
+        }
     }
 
     static func code(_ body: () throws -> Void) -> String? {
@@ -367,10 +378,18 @@ struct FilesServiceTests {
         // A private image file of the user becomes the (public) photo; a text file cannot.
         let file = try world.upload(TinyImages.webp(), name: "pic.webp")
         let text = try world.upload(Array("no".utf8))
-        #expect(Self.code { _ = try world.files.setPhoto(app: world.app, user: world.user, session: nil, fileID: text.id.rawValue, origin: world.origin) } == "files/unsupported-type")
+        #expect(Self.code { try world.choosePhoto(text.id.rawValue) } == "files/unsupported-type")
         let mine = try world.upload(TinyImages.gif, user: world.other)
-        #expect(Self.code { _ = try world.files.setPhoto(app: world.app, user: world.user, session: nil, fileID: mine.id.rawValue, origin: world.origin) } == "request/not-found")
-        let (third, _) = try world.files.setPhoto(app: world.app, user: world.user, session: nil, fileID: file.id.rawValue, origin: world.origin)
+        #expect(Self.code { try world.choosePhoto(mine.id.rawValue) } == "request/not-found")
+        // Names and photo change in one unit of work: a photo refused leaves the names as they
+        // were; a change of both is one `user.updated` naming both.
+        #expect(Self.code { try world.choosePhoto(text.id.rawValue, firstName: "Ada") } == "files/unsupported-type")
+        #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.firstName == nil)
+        let third = try world.choosePhoto(file.id.rawValue, firstName: "Ada")
+        #expect(third.firstName == "Ada")
+        let named = try world.server.gatehouse.database.query("SELECT data FROM events WHERE type = 'user.updated' AND user_id = \(world.user.rawValue)")
+            .map { try $0.string("data") }.filter { $0.contains("first_name") }
+        #expect(named.count == 1 && named.first?.contains("photo_url") == true)
         #expect(third.photoURL == world.files.url(app: world.app.id, try world.files.file(app: world.app, user: world.user, id: file.id.rawValue)))
         #expect(try world.files.file(app: world.app, user: world.user, id: file.id.rawValue).visibility == .public)
         #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.photoURL == third.photoURL)
@@ -379,9 +398,28 @@ struct FilesServiceTests {
         let (cleared, _) = try world.files.removePhoto(app: world.app, user: world.user, session: nil, origin: world.origin)
         #expect(cleared.photoURL == nil)
         #expect(try world.blobExists(file))
-        _ = try world.files.setPhoto(app: world.app, user: world.user, session: nil, fileID: file.id.rawValue, origin: world.origin)
+        try world.choosePhoto(file.id.rawValue)
         try world.files.delete(app: world.app, user: world.user, session: nil, id: file.id.rawValue, origin: world.origin)
         #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.photoURL == nil)
+    }
+
+    /// Public content of an account pending deletion answers 404, and is served again once a
+    /// sign-in restores the account.
+    @Test(arguments: TestDatabase.kinds)
+    func publicContentOfAnAccountPendingDeletionIsNotServed(database: TestDatabaseKind) throws {
+        let world = try World(database, .database, settings: ["name": "Files", "deletion_grace_days": 3])
+        defer { world.server.stop() }
+        let gif = try world.upload(TinyImages.gif, visibility: .public)
+        let version = String(gif.sha256.prefix(FilesService.urlVersionLength))
+        let others = try world.upload(TinyImages.gif, visibility: .public, user: world.other)
+        #expect(try world.files.publicFile(app: world.app.id, id: gif.id.rawValue, version: version) == gif)
+        try world.server.gatehouse.deletion.deleteByAdmin(app: world.app, id: world.user.rawValue)
+        #expect(Self.code { _ = try world.files.publicFile(app: world.app.id, id: gif.id.rawValue, version: version) } == "request/not-found")
+        #expect(try world.files.publicFile(app: world.app.id, id: others.id.rawValue, version: version) == others, "another user's stays served")
+        let restored = try world.server.request(
+            "POST", "/v1/auth/signin", appKey: world.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"])
+        #expect(restored.data?["is_restored"] == true)
+        #expect(try world.files.publicFile(app: world.app.id, id: gif.id.rawValue, version: version) == gif)
     }
 
     @Test(arguments: TestDatabase.kinds)
