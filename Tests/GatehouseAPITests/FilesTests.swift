@@ -177,6 +177,28 @@ struct BlobStoreTests {
         try blobs.delete(key)
     }
 
+    /// A missing bucket stops the start; an unreachable store does not (sign-ins do not need it).
+    @Test func theBucketIsCheckedAtStart() throws {
+        guard Self.kinds.contains(.s3), let s3 = Self.s3Bucket() else { return }
+        #expect(Self.store(s3).checkBucket() == .ok)
+        var missing = s3
+        missing.bucket = "gh-missing-" + Digest.hex(SecureRandom.bytes(6))
+        guard case .refused(let reason) = Self.store(missing).checkBucket() else {
+            Issue.record("a missing bucket is not refused")
+            return
+        }
+        #expect(reason.contains(missing.bucket))
+        #expect(throws: ConfigurationError.self) { try TestServer(.sqlite) { $0.blobStorage = .s3(missing) } }
+        var closed = s3
+        closed.endpoint = "http://127.0.0.1:9"
+        guard case .unreachable = Self.store(closed).checkBucket() else {
+            Issue.record("an endpoint nobody listens on is not unreachable")
+            return
+        }
+        let server = try TestServer(.sqlite) { $0.blobStorage = .s3(closed) }
+        server.stop()
+    }
+
     @Test func keysNeverBecomeOtherPaths() {
         for bad in ["", "/etc/passwd", "../x", "a/../b", "a//b", "a/", "A", "a.b", "a b", "a\u{0}b", String(repeating: "a", count: 201)] {
             #expect(BlobKey(parsing: bad) == nil, "\(bad)")
