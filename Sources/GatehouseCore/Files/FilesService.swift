@@ -243,18 +243,26 @@ public final class FilesService: Sendable {
             blobKey: StoredFile.blobKey(app: app.id, file: id))
     }
 
-    /// Writes the blob, then runs the unit of work that records it; the blob is removed when the
-    /// unit fails. After the commit, removes the blobs the unit gave up.
+    /// Reserves the blob (``BlobDeletion``), writes it, then runs the unit of work that records it
+    /// and withdraws the reservation; the blob is removed when the unit fails. After the commit,
+    /// removes the blobs the unit gave up.
     private func storing<T>(
         _ file: StoredFile, of app: AppContext, from incoming: IncomingFile, _ body: (any AppScopedStore, Int64) throws -> (T, [BlobKey])
     ) throws -> T {
+        let reservation = BlobDeletion.reservation(app: app.id, key: file.blobKey, now: clock.nowMillis())
+        _ = try store.app(app.id).enqueue(reservation, now: clock.nowMillis())
         try blobs.put(file.blobKey, contentsOf: incoming.path)
         let now = clock.nowMillis()
         let result: T
         let removed: [BlobKey]
         do {
-            (result, removed) = try store.app(app.id).transaction { tx in try body(tx, now) }
+            (result, removed) = try store.app(app.id).transaction { tx in
+                // Gone only if this upload took longer than `orphanAfterMillis`: the blob may be too.
+                guard try tx.withdraw(idempotencyKey: reservation.idempotencyKey) else { throw BlobStoreError("the upload outlived its reservation") }
+                return try body(tx, now)
+            }
         } catch {
+            _ = try? store.app(app.id).withdraw(idempotencyKey: reservation.idempotencyKey)
             do { try blobs.delete(file.blobKey) } catch let failure {
                 log.error("the blob of an upload that did not commit could not be removed", ["key": .string(file.blobKey.rawValue), "error": .string("\(failure)")])
             }
