@@ -9,7 +9,8 @@ import Synchronization
 /// `[a-z0-9_/]` only, so it needs no escaping.
 ///
 /// - A put streams the source to one `PUT` (`CURLOPT_UPLOAD` with the size known up front, so no
-///   chunked encoding); the body is sent as `UNSIGNED-PAYLOAD` (libcurl signs the headers, not a
+///   chunked encoding); the body is sent as `UNSIGNED-PAYLOAD` in `x-amz-content-sha256`, which
+///   every request carries (libcurl signs the headers and that value, not a
 ///   hash of a streamed body). S3 stores an object whole or not at all.
 /// - An open sends `HEAD` (404 → nil) for the size and `ETag`; each read then sends a ranged
 ///   `GET` (`Range: bytes=a-b`, `If-Match: <etag>`) of at least 256 KiB (or what was asked, if
@@ -35,6 +36,7 @@ public final class S3BlobStore: BlobStore, Sendable {
     static let stallSeconds = 30
     /// The smallest ranged GET a read sends.
     static let readWindow = 256 * 1024
+    static let emptyPayloadSHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
     /// Error bodies (XML) are kept only this far, for the message.
     static let maxErrorBodyBytes = 16 * 1024
     private static let globalInit: Void = { _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
@@ -156,7 +158,11 @@ public final class S3BlobStore: BlobStore, Sendable {
 
         var list: UnsafeMutablePointer<curl_slist>?
         for header in headers { list = curl_slist_append(list, header) }
-        list = curl_slist_append(list, "Expect:")  // no 100-continue round trip
+        // No "Expect:" override: libcurl would sign the emptied header and the signature would
+        // not match. A put over 1 MiB waits for 100-continue, so a refused put sends no body.
+        // The payload's hash, which S3 requires as a header and libcurl (7.88) signs but does not
+        // send: a streamed body is not hashed ahead, an empty one is the hash of nothing.
+        list = curl_slist_append(list, "x-amz-content-sha256: " + (upload == nil ? Self.emptyPayloadSHA256 : "UNSIGNED-PAYLOAD"))
         defer { curl_slist_free_all(list) }
 
         var setup = CURLE_OK

@@ -199,6 +199,38 @@ struct BlobStoreTests {
         server.stop()
     }
 
+    /// Against a server that checks every SigV4 signature (`scripts/s3-test-server signed`): the
+    /// store's requests are accepted (streamed puts, ranged reads, deletes), and the same
+    /// requests signed with a wrong secret are refused.
+    @Test func signaturesAreAcceptedByAServerThatChecksThem() throws {
+        guard Self.kinds.contains(.s3) else { return }
+        guard let signed = ProcessInfo.processInfo.environment["GATEHOUSE_TEST_S3_SIGNED"], case let parts = signed.split(separator: " "), parts.count == 3 else {
+            Issue.record("GATEHOUSE_TEST_S3_SIGNED is not set: `export GATEHOUSE_TEST_S3_SIGNED=$(scripts/s3-test-server signed)` (or set GATEHOUSE_TEST_SKIP_S3=1).")
+            return
+        }
+        let bucket = "gh-signed-" + Digest.hex(SecureRandom.bytes(6))
+        let store = S3BlobStore(endpoint: String(parts[0]), bucket: bucket, region: "us-east-1", accessKeyID: String(parts[1]), secretAccessKey: String(parts[2]))
+        let forged = S3BlobStore(endpoint: String(parts[0]), bucket: bucket, region: "us-east-1", accessKeyID: String(parts[1]), secretAccessKey: "not-the-secret")
+        guard case .refused = forged.checkBucket() else {
+            Issue.record("a wrong secret is not refused: this server does not check signatures")
+            return
+        }
+        try store.createBucket()
+        #expect(store.checkBucket() == .ok)
+        let bytes = (0..<1_500_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }  // over 1 MiB: with 100-continue
+        let path = try Self.temporaryFile(bytes)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let key = try #require(BlobKey(parsing: "app_signed/fil_one"))
+        try store.put(key, contentsOf: path)
+        #expect(throws: BlobStoreError.self) { try forged.put(key, contentsOf: path) }
+        #expect(throws: BlobStoreError.self) { _ = try forged.open(key) }
+        let reader = try #require(try store.open(key, range: 100_000..<1_450_000))
+        #expect(try reader.readAll() == Array(bytes[100_000..<1_450_000]))
+        reader.close()
+        try store.delete(key)
+        #expect(try store.open(key) == nil)
+    }
+
     @Test func keysNeverBecomeOtherPaths() {
         for bad in ["", "/etc/passwd", "../x", "a/../b", "a//b", "a/", "A", "a.b", "a b", "a\u{0}b", String(repeating: "a", count: 201)] {
             #expect(BlobKey(parsing: bad) == nil, "\(bad)")
