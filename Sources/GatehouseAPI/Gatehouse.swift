@@ -249,7 +249,12 @@ public final class Gatehouse: Sendable {
     static func openDatabase(_ configuration: Configuration) throws -> any SQLDatabase {
         switch configuration.database {
         case .sqlite(let path): return try SQLiteDatabase(path: path, poolSize: configuration.databasePoolSizeResolved)
-        case .postgres(let url): return try PostgresDatabase(url: url, poolSize: configuration.databasePoolSizeResolved)
+        case .postgres(let url):
+            // A request waits at most 3 s for a free connection, then answers 503: when the
+            // database hangs, requests do not pile up on the HTTP threads behind it.
+            return try PostgresDatabase(
+                url: url, poolSize: configuration.databasePoolSizeResolved, acquireTimeout: 3,
+                connectTimeoutSeconds: configuration.databaseConnectTimeoutSeconds, statementTimeoutMillis: configuration.databaseStatementTimeoutMillis)
         }
     }
 

@@ -68,6 +68,11 @@ public struct Configuration: Sendable {
     /// libmicrohttpd worker threads. Handlers block on database calls, so this is above the core count.
     public var httpThreads = max(16, 8 * ProcessInfo.processInfo.activeProcessorCount)
     public var databasePoolSize: Int?
+    /// PostgreSQL: every statement is cancelled after this long (`GATEHOUSE_DB_STATEMENT_TIMEOUT_MS`,
+    /// 0: never), and the request answers 503. Migrations are not bounded.
+    public var databaseStatementTimeoutMillis = 5_000
+    /// PostgreSQL: a connection attempt gives up after this long (`GATEHOUSE_DB_CONNECT_TIMEOUT_SECONDS`).
+    public var databaseConnectTimeoutSeconds = 5
     public var connectionLimit = 1024
     public var perIPConnectionLimit = 256
     public var connectionTimeoutSeconds = 30
@@ -289,6 +294,8 @@ public struct Configuration: Sendable {
         var pool = -1
         integer("GATEHOUSE_DB_POOL_SIZE", 1...1024, into: &pool)
         if pool > 0 { config.databasePoolSize = pool }
+        integer("GATEHOUSE_DB_STATEMENT_TIMEOUT_MS", 0...3_600_000, into: &config.databaseStatementTimeoutMillis)
+        integer("GATEHOUSE_DB_CONNECT_TIMEOUT_SECONDS", 1...300, into: &config.databaseConnectTimeoutSeconds)
         integer("GATEHOUSE_CONNECTION_LIMIT", 1...1_000_000, into: &config.connectionLimit)
         integer("GATEHOUSE_PER_IP_CONNECTION_LIMIT", 1...1_000_000, into: &config.perIPConnectionLimit)
         integer("GATEHOUSE_CONNECTION_TIMEOUT_SECONDS", 1...3600, into: &config.connectionTimeoutSeconds)

@@ -113,6 +113,9 @@ public struct Migrator: Sendable {
         while true {
             let next = try database.transaction { connection -> Migration? in
                 if connection.dialect == .postgres {
+                    // A migration may build an index on a large table: no statement timeout, for
+                    // this transaction only (a waiting node waits for the lock as long as it takes).
+                    try connection.execute("SET LOCAL statement_timeout = 0")
                     _ = try connection.query("SELECT pg_advisory_xact_lock(\(Self.advisoryLockKey))")
                 }
                 try connection.execute(Self.createTable)

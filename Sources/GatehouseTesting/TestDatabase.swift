@@ -29,7 +29,8 @@ public struct TestDatabase: Sendable {
         public let description: String
     }
 
-    public static func make(_ kind: TestDatabaseKind) throws -> TestDatabase {
+    /// `postgresBase`: another server than `GATEHOUSE_TEST_POSTGRES_URL`'s (a test's own cluster).
+    public static func make(_ kind: TestDatabaseKind, postgresBase: String? = nil) throws -> TestDatabase {
         let suffix = Digest.hex(SecureRandom.bytes(6))
         switch kind {
         case .sqlite:
@@ -38,7 +39,7 @@ public struct TestDatabase: Sendable {
                 try? FileManager.default.removeItem(atPath: folder)
             }
         case .postgres:
-            guard let base = postgresBaseURL else {
+            guard let base = postgresBase ?? postgresBaseURL else {
                 throw Unavailable(
                     description: "GATEHOUSE_TEST_POSTGRES_URL is not set: start one with scripts/postgres-test-server (or set GATEHOUSE_TEST_SKIP_POSTGRES=1).")
             }

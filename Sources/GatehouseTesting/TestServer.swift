@@ -27,6 +27,11 @@ public final class TestServer: @unchecked Sendable {  // immutable after init; H
             extraRoutes: extraRoutes)
     }
 
+    /// Starts a server on `database`, which it drops when it stops.
+    public convenience init(database: TestDatabase, clock: any Clock = SystemClock(), configure: (inout Configuration) -> Void = { _ in }) throws {
+        try self.init(database: database, owningIt: true, clock: clock, environment: [:], configure: configure)
+    }
+
     /// Starts another node on the database of `first`, as a second process of the same deployment
     /// would be; stopping it leaves the database to `first`.
     public convenience init(anotherNodeOf first: TestServer, clock: any Clock = SystemClock(), configure: (inout Configuration) -> Void = { _ in }) throws {

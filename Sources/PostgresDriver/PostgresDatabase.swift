@@ -14,13 +14,17 @@ public final class PostgresDatabase: SQLDatabase {
     private let pool: ConnectionPool<PostgresConnection>
 
     /// Connects once to check `url` (a `postgres://user:password@host:port/db?…` URL or a
-    /// libpq `key=value` string), then pools up to `poolSize` connections.
-    public init(url: String, poolSize: Int = 16, acquireTimeout: TimeInterval = 10) throws(SQLError) {
+    /// libpq `key=value` string), then pools up to `poolSize` connections. A connection attempt
+    /// gives up after `connectTimeoutSeconds`; every statement is cancelled after
+    /// `statementTimeoutMillis` (0: never), and fails as ``SQLError/Kind/busy``.
+    public init(
+        url: String, poolSize: Int = 16, acquireTimeout: TimeInterval = 10, connectTimeoutSeconds: Int = 5, statementTimeoutMillis: Int = 0
+    ) throws(SQLError) {
         let secret = Secret(url: url)
         pool = ConnectionPool(capacity: poolSize, acquireTimeout: acquireTimeout) { () throws(SQLError) in
-            try PostgresConnection(url: url, secret: secret)
+            try PostgresConnection(url: url, secret: secret, connectTimeoutSeconds: connectTimeoutSeconds, statementTimeoutMillis: statementTimeoutMillis)
         }
-        pool.adopt(try PostgresConnection(url: url, secret: secret))
+        pool.adopt(try PostgresConnection(url: url, secret: secret, connectTimeoutSeconds: connectTimeoutSeconds, statementTimeoutMillis: statementTimeoutMillis))
     }
 
     /// Borrows a pooled connection (autocommit) for `body`.
