@@ -45,7 +45,7 @@ public final class Gatehouse: Sendable {
         configuration: Configuration, clock: any Clock = SystemClock(), environment: [String: String] = ProcessInfo.processInfo.environment,
         log: Log? = nil
     ) throws -> Gatehouse {
-        let log = log ?? Log(enabled: true, clock: clock)
+        let log = log ?? Log(enabled: true, level: configuration.logLevel, clock: clock)
         let database = try openDatabase(configuration)
         do {
             try migrate(database)

@@ -59,6 +59,7 @@ func serve() -> Never {
     let server = gatehouse.makeServer()
     do { try server.start() } catch { fail("gatehouse: cannot listen on \(configuration.listenHost):\(configuration.listenPort): \(error)") }
     gatehouse.startBackgroundWork()
+    warnAboutUnknownVariables(gatehouse.log)
     gatehouse.log.info(
         "listening",
         ["address": .string("\(configuration.listenHost):\(server.port)"), "public_url": .string(configuration.publicURL),
@@ -71,6 +72,16 @@ func serve() -> Never {
     gatehouse.stopBackgroundWork()
     gatehouse.close()
     exit(0)
+}
+
+/// One warning per `GATEHOUSE_*` variable the server does not read: a misspelt setting would
+/// otherwise leave its default in force in silence. The value is never logged.
+func warnAboutUnknownVariables(_ log: Log) {
+    for (name, suggestion) in Configuration.unknownVariables(in: ProcessInfo.processInfo.environment) {
+        var fields: [String: JSON] = ["variable": .string(name)]
+        if let suggestion { fields["did_you_mean"] = .string(suggestion) }
+        log.warning("unknown setting ignored", fields)
+    }
 }
 
 /// Opens the database for a one-off command. `Tenants/` files are applied only by `serve` and `apps apply`.
