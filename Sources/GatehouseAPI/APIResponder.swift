@@ -203,6 +203,7 @@ final class APIResponder: HTTPResponder {
         let elapsed = start.duration(to: .now)
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         metrics.record(method: request.method, route: route, status: response.status, seconds: seconds)
+        if response.status == 429 { metrics.recordRateLimited(route: route, code: RequestLogContext.current?.errorCode ?? "none") }
         if accessLog {
             var fields: [String: JSON] = [
                 "request_id": .string(id), "method": .string(String(request.method.prefix(16))), "route": .string(route),
