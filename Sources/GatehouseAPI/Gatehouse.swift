@@ -107,7 +107,9 @@ public final class Gatehouse: Sendable {
         case .database: SQLBlobStore(database: database)
         case .filesystem(let directory): try FileSystemBlobStore(directory: directory)
         case .s3(let s3):
-            S3BlobStore(endpoint: s3.endpoint, bucket: s3.bucket, region: s3.region, accessKeyID: s3.accessKeyID, secretAccessKey: s3.secretAccessKey)
+            try Self.checkedBucket(
+                S3BlobStore(endpoint: s3.endpoint, bucket: s3.bucket, region: s3.region, accessKeyID: s3.accessKeyID, secretAccessKey: s3.secretAccessKey),
+                log: log)
         }
         self.blobs = blobs
         outboxWorker = OutboxWorker(
@@ -175,6 +177,17 @@ public final class Gatehouse: Sendable {
         MeController(auth: auth, accounts: accounts, deletion: deletion, files: files).register(&routes)
         FilesController(auth: auth, files: files).register(&routes)
         router = routes.router
+    }
+
+    /// A bucket that is missing or refuses the credentials stops the start (uploads could only
+    /// fail); one that cannot be reached now is a warning (sign-ins do not need it).
+    private static func checkedBucket(_ store: S3BlobStore, log: Log) throws -> S3BlobStore {
+        switch store.checkBucket() {
+        case .ok: break
+        case .refused(let reason): throw ConfigurationError(problems: ["GATEHOUSE_S3_BUCKET: \(reason)."])
+        case .unreachable(let reason): log.warning("the S3 bucket cannot be reached now; uploads fail until it can", ["reason": .string(reason)])
+        }
+        return store
     }
 
     /// Every operation of the route table, for the OpenAPI drift test.

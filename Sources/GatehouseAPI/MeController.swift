@@ -32,17 +32,9 @@ struct MeController {
         let last = body.nullable("last_name", maxLength: 200)
         let photo = body.nullable("photo_file_id", maxLength: 64)
         try body.finish()
-        if let photo {
-            // Everything checked before anything is written: the names, then the photo (its own
-            // unit of work: 404 or 415 for a file that cannot be it), then the names written.
-            try AccountService.checkNames(firstName: first, lastName: last)
-            if let fileID = photo {
-                _ = try files.setPhoto(app: app, user: claims.userID, session: claims.sessionID, fileID: fileID, origin: request.origin)
-            } else {
-                _ = try files.removePhoto(app: app, user: claims.userID, session: claims.sessionID, origin: request.origin, viaProfile: true)
-            }
-        }
-        let (user, identities) = try accounts.updateProfile(app: app, claims: claims, firstName: first, lastName: last, origin: request.origin)
+        let photoChange = try photo.map { try files.photoChange(app: app, fileID: $0) }
+        let (user, identities) = try accounts.updateProfile(
+            app: app, user: claims.userID, session: claims.sessionID, firstName: first, lastName: last, photo: photoChange, origin: request.origin)
         return HTTPResponse.data(UserObject.json(user, identities)).noStore()
     }
 

@@ -295,55 +295,47 @@ public final class AccountService: Sendable {
         return found
     }
 
-    /// Checks names as ``updateProfile(app:claims:firstName:lastName:origin:)`` would, writing
-    /// nothing: a request that also changes the photo checks everything before it writes anything.
-    public static func checkNames(firstName: String??, lastName: String??) throws {
-        var checks = FieldChecks()
-        for (change, field) in [(firstName, "first_name"), (lastName, "last_name")] {
-            try checks.run { () throws(GatehouseError) in if case .some(.some(let value)) = change { _ = try InputRules.name(value, field: field) } }
-        }
-        try checks.finish()
-    }
-
-    /// `PATCH /v1/me`'s names: absent keeps, null or empty clears. A change records `user.updated`
-    /// (with the names of the fields it changed) in its transaction. The photo is the Files
-    /// feature's (`FilesService.setPhoto`, `removePhoto`).
+    /// `PATCH /v1/me`: names (absent keeps, null or empty clears) and, through Files, the photo
+    /// (``FilesService/photoChange(app:fileID:)``). Every field is checked before anything is
+    /// written; the change, its `user.updated` event (naming the fields it changed) and the photo's
+    /// files commit in one unit of work, the user's row locked. Nothing changed: nothing written.
     public func updateProfile(
-        app: AppContext, claims: AccessClaims, firstName: String??, lastName: String??, origin: RequestOrigin
+        app: AppContext, user id: UserID, session: SessionID?, firstName: String??, lastName: String??, photo: PhotoChange? = nil,
+        origin: RequestOrigin
     ) throws -> (User, [Identity]) {
-        let (user, identities) = try me(app: app, claims: claims)
-        func resolve(_ change: String??, _ current: String?, _ field: String) throws(GatehouseError) -> String? {
-            switch change {
-            case .none: return current
-            case .some(.none): return nil
-            case .some(.some(let value)): return try InputRules.name(value, field: field)
-            }
+        func checked(_ change: String??, _ field: String) throws(GatehouseError) -> String?? {
+            guard case .some(.some(let value)) = change else { return change }
+            return .some(try InputRules.name(value, field: field))
         }
         var checks = FieldChecks()
-        var first = user.firstName
-        var last = user.lastName
-        try checks.run { () throws(GatehouseError) in first = try resolve(firstName, user.firstName, "first_name") }
-        try checks.run { () throws(GatehouseError) in last = try resolve(lastName, user.lastName, "last_name") }
+        var first: String?? = nil
+        var last: String?? = nil
+        try checks.run { () throws(GatehouseError) in first = try checked(firstName, "first_name") }
+        try checks.run { () throws(GatehouseError) in last = try checked(lastName, "last_name") }
         try checks.finish()
-        // The photo is the Files feature's (FilesService.setPhoto / removePhoto); here only names.
-        let photo = user.photoURL
-        // Nothing changed: nothing written, no event.
-        if first == user.firstName, last == user.lastName, photo == user.photoURL { return (user, identities) }
+        guard let (user, identities) = try cache.account(app: app.id, user: id, store: store).map({ ($0.0, $0.1) }) else { throw Self.accountGone }
+        if photo == nil, (first ?? user.firstName) == user.firstName, (last ?? user.lastName) == user.lastName { return (user, identities) }
         let now = clock.nowMillis()
-        // The change and its `user.updated` event (and so its webhooks) commit together.
-        let updated = try store.app(app.id).transaction { tx in
-            guard let updated = try tx.updateProfile(user.id, firstName: first, lastName: last, photoURL: photo, now: now) else {
-                throw GatehouseError(.sessionRevoked, "This account no longer exists.")
-            }
-            let changed = [("first_name", user.firstName != first), ("last_name", user.lastName != last), ("photo_url", user.photoURL != photo)]
+        let (updated, removed) = try store.app(app.id).transaction { tx -> (User, [BlobKey]) in
+            guard let account = try tx.lockUser(id) else { throw Self.accountGone }
+            let (photoURL, removed) = try photo?.apply(tx, id, now) ?? (account.photoURL, [])
+            let firstName = first ?? account.firstName
+            let lastName = last ?? account.lastName
+            let changed = [("first_name", account.firstName != firstName), ("last_name", account.lastName != lastName), ("photo_url", account.photoURL != photoURL)]
+                .filter(\.1).map { JSON.string($0.0) }
+            guard !changed.isEmpty else { return (account, removed) }
+            guard let updated = try tx.updateProfile(id, firstName: firstName, lastName: lastName, photoURL: photoURL, now: now) else { throw Self.accountGone }
             try tx.record(Event(
-                type: .userUpdated, userID: user.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent,
-                data: ["fields": .array(changed.filter(\.1).map { .string($0.0) })], createdAt: now))
-            return updated
+                type: .userUpdated, userID: id, sessionID: session, ip: origin.ip, userAgent: origin.userAgent, data: ["fields": .array(changed)],
+                createdAt: now))
+            return (updated, removed)
         }
+        photo?.committed(removed)
         // A profile change leaves the identities as they were.
         return (updated, identities)
     }
+
+    static let accountGone = GatehouseError(.sessionRevoked, "This account no longer exists.")
 
     public func sessions(app: AppContext, claims: AccessClaims) throws -> [Session] {
         let now = clock.nowMillis()

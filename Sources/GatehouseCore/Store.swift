@@ -207,6 +207,9 @@ public protocol AppScopedStore: Sendable {
     /// Queues an outbox item (false when its idempotency key is queued already); in a
     /// ``transaction(_:)``, it commits with the change that causes it.
     func enqueue(_ item: NewOutboxItem, now: Int64) throws -> Bool
+    /// Removes a queued item not yet attempted nor held by a worker (false when there is none):
+    /// a unit of work that makes an item queued ahead of it unneeded (``BlobDeletion``'s reservation).
+    func withdraw(idempotencyKey: String) throws -> Bool
     /// The app's emailed codes.
     var emailCodes: any EmailCodeStore { get }
     /// The app's audit log.

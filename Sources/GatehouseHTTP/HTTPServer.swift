@@ -79,7 +79,8 @@ public final class HTTPServer: @unchecked Sendable {
         /// are waited for (libmicrohttpd cannot stop with a connection suspended).
         public var shutdownGracePeriodSeconds: Double = 10
         /// Where `HeadDecision.readMultipart` routes write the file parts of uploads while they
-        /// arrive (files `gatehouse-upload-*`, mode 0600, removed when their request ends). The
+        /// arrive: in a private folder the server makes there when it starts (``SpoolFolder``,
+        /// mode 0700), files `gatehouse-upload-*`, mode 0600, removed when their request ends. The
         /// system's temporary directory (`TMPDIR`, else `/tmp`) by default; `start()` fails if
         /// it is not a writable directory.
         public var uploadSpoolDirectory: String = HTTPServer.systemTemporaryDirectory
@@ -111,7 +112,6 @@ public final class HTTPServer: @unchecked Sendable {
             maxHeaderBytes: configuration.maxHeaderBytes,
             maxURLBytes: configuration.maxURLBytes,
             maxDiscardedBodyBytes: configuration.maxDiscardedBodyBytes,
-            spoolDirectory: configuration.uploadSpoolDirectory,
             offloadPool: configuration.offloadThreads > 0
                 ? OffloadPool(threadCount: configuration.offloadThreads, queueLimit: configuration.offloadQueueLimit) : nil,
             networkPool: configuration.networkOffloadThreads > 0
@@ -139,7 +139,12 @@ public final class HTTPServer: @unchecked Sendable {
             else {
                 throw StartError(description: "the upload spool directory \(configuration.uploadSpoolDirectory) is not a writable directory")
             }
-            let daemon = try startDaemon()
+            try context.spool.create(in: configuration.uploadSpoolDirectory)
+            let daemon: OpaquePointer
+            do { daemon = try startDaemon() } catch {
+                context.spool.remove()
+                throw error
+            }
             sweeper?.start()
             let port = gatehouse_mhd_bound_port(daemon)
             boundPort.store(port != 0 ? port : configuration.port, ordering: .releasing)
@@ -187,6 +192,7 @@ public final class HTTPServer: @unchecked Sendable {
                 usleep(5_000)
             }
             MHD_stop_daemon(handle.daemon)
+            context.spool.remove()  // every request has ended: their spool files are gone already
             sweeper?.stop()  // after the stop: slow clients are still cut during the grace period
             if listenSocket >= 0 {
                 close(listenSocket)

@@ -13,8 +13,8 @@ final class ServerContext: Sendable {
     let maxHeaderBytes: Int
     let maxURLBytes: Int
     let maxDiscardedBodyBytes: Int
-    /// Where `readMultipart` routes spool their file parts.
-    let spoolDirectory: String
+    /// Where `readMultipart` routes spool their file parts (made when the server starts).
+    let spool = SpoolFolder()
     let offloadPool: OffloadPool?
     let networkPool: OffloadPool?
     /// Requests whose headers reached the access handler and that have not completed yet.
@@ -23,7 +23,7 @@ final class ServerContext: Sendable {
     let connections: ConnectionGuard
 
     init(
-        responder: any HTTPResponder, maxHeaderBytes: Int, maxURLBytes: Int, maxDiscardedBodyBytes: Int, spoolDirectory: String,
+        responder: any HTTPResponder, maxHeaderBytes: Int, maxURLBytes: Int, maxDiscardedBodyBytes: Int,
         offloadPool: OffloadPool?, networkPool: OffloadPool?, connections: ConnectionGuard
     ) {
         self.responder = responder
@@ -33,7 +33,6 @@ final class ServerContext: Sendable {
         self.maxHeaderBytes = maxHeaderBytes
         self.maxURLBytes = maxURLBytes
         self.maxDiscardedBodyBytes = maxDiscardedBodyBytes
-        self.spoolDirectory = spoolDirectory
     }
 
     /// One call of the access handler: headers first, then body chunks, then a final call.
@@ -203,6 +202,10 @@ final class ServerContext: Sendable {
             if Self.declaresMoreThan(form.maxBodyBytes, request.headers) {
                 state.phase = .answered
                 return queue(responder.uploadTooLarge(request, limit: form.maxBodyBytes), on: connection)
+            }
+            guard let spoolDirectory = spool.path else {
+                state.phase = .answered
+                return queue(responder.uploadFailed(request, reason: "the server is stopping"), on: connection)
             }
             guard let reader = MultipartReader(connection: connection, form: form, spoolDirectory: spoolDirectory) else {
                 state.phase = .answered

@@ -74,7 +74,7 @@ public struct SpooledFile: Sendable {
     /// Calls `body` with the file's bytes in order, at most `size` at a time, until it returns
     /// false or the file ends. Memory stays at one chunk whatever the file's size.
     public func forEachChunk(size: Int = 64 * 1024, _ body: (UnsafeRawBufferPointer) throws(ReadError) -> Bool) throws(ReadError) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw ReadError(description: "cannot open the spooled upload: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, size), alignment: 1)

@@ -1,5 +1,6 @@
 import CCurl
 import GatehouseCore
+import Synchronization
 
 /// Blobs as objects in an S3-compatible bucket (`GATEHOUSE_BLOB_STORE=s3`, ADR 0013): for
 /// deployments that outgrow the database and the local folder. No SDK: libcurl signs every
@@ -8,13 +9,16 @@ import GatehouseCore
 /// `[a-z0-9_/]` only, so it needs no escaping.
 ///
 /// - A put streams the source to one `PUT` (`CURLOPT_UPLOAD` with the size known up front, so no
-///   chunked encoding); the body is sent as `UNSIGNED-PAYLOAD` (libcurl signs the headers, not a
+///   chunked encoding); the body is sent as `UNSIGNED-PAYLOAD` in `x-amz-content-sha256`, which
+///   every request carries (libcurl signs the headers and that value, not a
 ///   hash of a streamed body). S3 stores an object whole or not at all.
 /// - An open sends `HEAD` (404 → nil) for the size and `ETag`; each read then sends a ranged
 ///   `GET` (`Range: bytes=a-b`, `If-Match: <etag>`) of at least 256 KiB (or what was asked, if
 ///   more), keeping what the caller did not take yet. So memory per open reader is bounded by
 ///   the largest read, and a blob replaced while being read fails the read (412) rather than
-///   mixing two versions. Each request uses its own easy handle (no connection reuse).
+///   mixing two versions.
+/// - Easy handles are kept (up to ``idleHandles``, reset between requests), so requests reuse
+///   libcurl's open connections instead of connecting (and negotiating TLS) each time.
 /// - A delete sends `DELETE`; S3 answers 204 for a missing object too.
 ///
 /// The secret is only ever handed to libcurl: never in a URL, an error or a log line.
@@ -23,12 +27,16 @@ public final class S3BlobStore: BlobStore, Sendable {
     public let bucket: String
     public let region: String
     private let credentials: String
+    /// Easy handles between requests (their connections stay open in them).
+    private let idle = Mutex<[EasyHandle]>([])
+    static let idleHandles = 16
 
     /// Time to connect; a transfer slower than 1 KiB/s for `stallSeconds` is abandoned.
     static let connectTimeoutSeconds = 10
     static let stallSeconds = 30
     /// The smallest ranged GET a read sends.
     static let readWindow = 256 * 1024
+    static let emptyPayloadSHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
     /// Error bodies (XML) are kept only this far, for the message.
     static let maxErrorBodyBytes = 16 * 1024
     private static let globalInit: Void = { _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
@@ -44,6 +52,10 @@ public final class S3BlobStore: BlobStore, Sendable {
         _ = Self.globalInit
     }
 
+    deinit {
+        for easy in idle.withLock({ $0 }) { curl_easy_cleanup(easy.handle) }
+    }
+
     func url(of key: BlobKey) -> String { "\(endpoint)/\(bucket)/\(key.rawValue)" }
 
     /// Creates the bucket, with no location constraint (so: us-east-1, or a local test server);
@@ -52,6 +64,26 @@ public final class S3BlobStore: BlobStore, Sendable {
         let response = try perform(method: "PUT", url: "\(endpoint)/\(bucket)", upload: EmptyReader())
         guard (200..<300).contains(response.status) || response.code == "BucketAlreadyOwnedByYou" else {
             throw failure("create bucket \(bucket)", response)
+        }
+    }
+
+    /// What the bucket's `HEAD` says, at start: a configuration the store cannot work with is
+    /// `refused` (no such bucket, credentials or region refused); a store that cannot be reached
+    /// now is `unreachable` (it may be back before the first upload).
+    public enum BucketCheck: Sendable, Equatable {
+        case ok
+        case refused(String)
+        case unreachable(String)
+    }
+
+    public func checkBucket() -> BucketCheck {
+        let response: S3Response
+        do { response = try perform(method: "HEAD", url: "\(endpoint)/\(bucket)") } catch { return .unreachable("\(error)") }
+        switch response.status {
+        case 200..<300: return .ok
+        case 404: return .refused("there is no bucket \(bucket) at \(endpoint)")
+        case 301, 400, 403: return .refused("the bucket \(bucket) at \(endpoint) refuses these credentials or this region (\(region)): HTTP \(response.status)")
+        default: return .unreachable("HEAD of the bucket \(bucket) answered HTTP \(response.status)")
         }
     }
 
@@ -104,15 +136,33 @@ public final class S3BlobStore: BlobStore, Sendable {
         method: String, url: String, headers: [String] = [], upload: (any BlobReader)? = nil, bodyLimit: Int = S3BlobStore.maxErrorBodyBytes,
         reserve: Int = 0
     ) throws -> S3Response {
-        guard let handle = curl_easy_init() else { throw BlobStoreError("curl_easy_init failed") }
-        defer { curl_easy_cleanup(handle) }
+        guard let easy = idle.withLock({ $0.popLast() }) ?? curl_easy_init().map(EasyHandle.init) else { throw BlobStoreError("curl_easy_init failed") }
+        let handle = easy.handle
+        var reusable = false
+        defer {
+            if reusable {
+                curl_easy_reset(handle)  // options gone; the connection cache stays
+                let kept = idle.withLock { handles in
+                    guard handles.count < Self.idleHandles else { return false }
+                    handles.append(easy)
+                    return true
+                }
+                if !kept { curl_easy_cleanup(handle) }
+            } else {
+                curl_easy_cleanup(handle)
+            }
+        }
         let transfer = S3Transfer(source: upload, bodyLimit: bodyLimit, reserve: reserve)
         let unmanaged = Unmanaged.passRetained(transfer)
         defer { unmanaged.release() }
 
         var list: UnsafeMutablePointer<curl_slist>?
         for header in headers { list = curl_slist_append(list, header) }
-        list = curl_slist_append(list, "Expect:")  // no 100-continue round trip
+        // No "Expect:" override: libcurl would sign the emptied header and the signature would
+        // not match. A put over 1 MiB waits for 100-continue, so a refused put sends no body.
+        // The payload's hash, which S3 requires as a header and libcurl (7.88) signs but does not
+        // send: a streamed body is not hashed ahead, an empty one is the hash of nothing.
+        list = curl_slist_append(list, "x-amz-content-sha256: " + (upload == nil ? Self.emptyPayloadSHA256 : "UNSIGNED-PAYLOAD"))
         defer { curl_slist_free_all(list) }
 
         var setup = CURLE_OK
@@ -145,6 +195,7 @@ public final class S3BlobStore: BlobStore, Sendable {
         guard setup == CURLE_OK else { throw BlobStoreError("S3: curl setup failed: \(String(cString: curl_easy_strerror(setup)))") }
 
         let code = curl_easy_perform(handle)
+        reusable = code == CURLE_OK
         if let error = transfer.sourceError { throw error }
         var status = 0
         gh_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
@@ -159,6 +210,12 @@ public final class S3BlobStore: BlobStore, Sendable {
 }
 
 /// A blob being read from S3, a ranged GET at a time.
+/// A libcurl easy handle between requests. `@unchecked Sendable`: it is only ever used by the
+/// one request that took it from the idle list.
+private struct EasyHandle: @unchecked Sendable {
+    let handle: UnsafeMutableRawPointer
+}
+
 final class S3BlobReader: BlobReader {
     let size: Int64
     private let store: S3BlobStore

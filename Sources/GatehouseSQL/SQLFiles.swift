@@ -20,6 +20,9 @@ struct SQLFiles: FileStore {
     func publicFile(_ id: FileID) throws -> StoredFile? {
         try database.query("""
             SELECT * FROM files WHERE app_id = \(appID) AND id = \(id.rawValue) AND visibility = \(FileVisibility.public.rawValue)
+              AND EXISTS (
+                SELECT 1 FROM users WHERE users.app_id = files.app_id AND users.id = files.user_id
+                  AND users.deletion_due_at IS NULL AND users.deleted_at IS NULL)
             """).first.map(Self.record)
     }
 

@@ -88,8 +88,15 @@ func insertOutboxItem(_ db: any SQLConnection, _ item: NewOutboxItem, now: Int64
     try db.execute("""
         INSERT INTO outbox (id, app_id, kind, idempotency_key, payload, sealed, attempts, next_attempt_at, created_at)
         VALUES (\("obx_" + Digest.hex(SecureRandom.bytes(15))), \(item.appID), \(item.kind.rawValue), \(item.idempotencyKey), \(item.payload),
-                \(item.sealed), 0, \(now), \(now))
+                \(item.sealed), 0, \(item.dueAt ?? now), \(now))
         ON CONFLICT (idempotency_key) DO NOTHING
+        """) == 1
+}
+
+/// Removes an item no worker has attempted or holds; whether there was one.
+func withdrawOutboxItem(_ db: any SQLConnection, idempotencyKey: String) throws -> Bool {
+    try db.execute("""
+        DELETE FROM outbox WHERE idempotency_key = \(idempotencyKey) AND attempts = 0 AND delivered_at IS NULL AND dead_at IS NULL AND lease_until IS NULL
         """) == 1
 }
 

@@ -61,4 +61,8 @@ extension SQLAppScopedStore {
     func enqueue(_ item: NewOutboxItem, now: Int64) throws -> Bool {
         try database.withConnection { db in try insertOutboxItem(db, item, now: now) }
     }
+
+    func withdraw(idempotencyKey: String) throws -> Bool {
+        try database.withConnection { db in try withdrawOutboxItem(db, idempotencyKey: idempotencyKey) }
+    }
 }

@@ -177,6 +177,60 @@ struct BlobStoreTests {
         try blobs.delete(key)
     }
 
+    /// A missing bucket stops the start; an unreachable store does not (sign-ins do not need it).
+    @Test func theBucketIsCheckedAtStart() throws {
+        guard Self.kinds.contains(.s3), let s3 = Self.s3Bucket() else { return }
+        #expect(Self.store(s3).checkBucket() == .ok)
+        var missing = s3
+        missing.bucket = "gh-missing-" + Digest.hex(SecureRandom.bytes(6))
+        guard case .refused(let reason) = Self.store(missing).checkBucket() else {
+            Issue.record("a missing bucket is not refused")
+            return
+        }
+        #expect(reason.contains(missing.bucket))
+        #expect(throws: ConfigurationError.self) { try TestServer(.sqlite) { $0.blobStorage = .s3(missing) } }
+        var closed = s3
+        closed.endpoint = "http://127.0.0.1:9"
+        guard case .unreachable = Self.store(closed).checkBucket() else {
+            Issue.record("an endpoint nobody listens on is not unreachable")
+            return
+        }
+        let server = try TestServer(.sqlite) { $0.blobStorage = .s3(closed) }
+        server.stop()
+    }
+
+    /// Against a server that checks every SigV4 signature (`scripts/s3-test-server signed`): the
+    /// store's requests are accepted (streamed puts, ranged reads, deletes), and the same
+    /// requests signed with a wrong secret are refused.
+    @Test func signaturesAreAcceptedByAServerThatChecksThem() throws {
+        guard Self.kinds.contains(.s3) else { return }
+        guard let signed = ProcessInfo.processInfo.environment["GATEHOUSE_TEST_S3_SIGNED"], case let parts = signed.split(separator: " "), parts.count == 3 else {
+            Issue.record("GATEHOUSE_TEST_S3_SIGNED is not set: `export GATEHOUSE_TEST_S3_SIGNED=$(scripts/s3-test-server signed)` (or set GATEHOUSE_TEST_SKIP_S3=1).")
+            return
+        }
+        let bucket = "gh-signed-" + Digest.hex(SecureRandom.bytes(6))
+        let store = S3BlobStore(endpoint: String(parts[0]), bucket: bucket, region: "us-east-1", accessKeyID: String(parts[1]), secretAccessKey: String(parts[2]))
+        let forged = S3BlobStore(endpoint: String(parts[0]), bucket: bucket, region: "us-east-1", accessKeyID: String(parts[1]), secretAccessKey: "not-the-secret")
+        guard case .refused = forged.checkBucket() else {
+            Issue.record("a wrong secret is not refused: this server does not check signatures")
+            return
+        }
+        try store.createBucket()
+        #expect(store.checkBucket() == .ok)
+        let bytes = (0..<1_500_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }  // over 1 MiB: with 100-continue
+        let path = try Self.temporaryFile(bytes)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let key = try #require(BlobKey(parsing: "app_signed/fil_one"))
+        try store.put(key, contentsOf: path)
+        #expect(throws: BlobStoreError.self) { try forged.put(key, contentsOf: path) }
+        #expect(throws: BlobStoreError.self) { _ = try forged.open(key) }
+        let reader = try #require(try store.open(key, range: 100_000..<1_450_000))
+        #expect(try reader.readAll() == Array(bytes[100_000..<1_450_000]))
+        reader.close()
+        try store.delete(key)
+        #expect(try store.open(key) == nil)
+    }
+
     @Test func keysNeverBecomeOtherPaths() {
         for bad in ["", "/etc/passwd", "../x", "a/../b", "a//b", "a/", "A", "a.b", "a b", "a\u{0}b", String(repeating: "a", count: 201)] {
             #expect(BlobKey(parsing: bad) == nil, "\(bad)")
@@ -191,15 +245,17 @@ struct FilesServiceTests {
     struct World {
         let server: TestServer
         let app: AppContext
+        let appKey: String
         let user: UserID
         let other: UserID
         var files: FilesService { server.gatehouse.files }
         let origin = RequestOrigin(ip: "127.0.0.1", userAgent: "test")
 
-        init(_ database: TestDatabaseKind, _ kind: BlobStoreTests.Kind, settings: JSON = ["name": "Files"]) throws {
-            server = try TestServer(database, configure: BlobStoreTests.configure(kind))
+        init(_ database: TestDatabaseKind, _ kind: BlobStoreTests.Kind, settings: JSON = ["name": "Files"], clock: any Clock = SystemClock()) throws {
+            server = try TestServer(database, clock: clock, configure: BlobStoreTests.configure(kind))
             server.gatehouse.stopBackgroundWork()
             let created = try server.createApp(settings)
+            appKey = created.appKey
             let appID = try #require(AppID(parsing: created.id))
             app = try #require(try server.gatehouse.directory.current(id: appID))
             user = try Self.userID(try server.signUp(created))
@@ -220,6 +276,15 @@ struct FilesServiceTests {
         }
 
         func blobExists(_ file: StoredFile) throws -> Bool { try server.gatehouse.blobs.open(file.blobKey) != nil }
+
+        /// `PATCH /v1/me` `photo_file_id` below HTTP (names too, when given).
+        @discardableResult
+        func choosePhoto(_ fileID: String?, firstName: String?? = nil) throws -> User {
+            try server.gatehouse.accounts.updateProfile(
+                app: app, user: user, session: nil, firstName: firstName, lastName: nil, photo: try files.photoChange(app: app, fileID: fileID),
+                origin: origin
+            ).0
+        }
     }
 
     static func code(_ body: () throws -> Void) -> String? {
@@ -278,6 +343,28 @@ struct FilesServiceTests {
         // The outbox's item finds the blob gone and is delivered all the same.
         try world.server.gatehouse.outboxWorker.runOnce()
         #expect(try world.server.gatehouse.store.outbox.statistics(now: world.server.clock.nowMillis()).queued == 0)
+    }
+
+    /// A blob is reserved before it is written and the reservation withdrawn with its row: a node
+    /// that dies between the two leaves a blob that the reservation removes once due, not before.
+    @Test(arguments: BlobStoreTests.cases)
+    func aBlobWhoseRowNeverCommittedIsRemovedByItsReservation(database: TestDatabaseKind, kind: BlobStoreTests.Kind) throws {
+        let clock = ManualClock()
+        let world = try World(database, kind, clock: clock)
+        defer { world.server.stop() }
+        let kept = try world.upload(TinyImages.gif)
+        while try world.server.gatehouse.outboxWorker.runOnce() > 0 {}  // the sign-ups' mail
+        // What a node that died after the blob's write, before the row's commit, leaves behind:
+        let key = StoredFile.blobKey(app: world.app.id, file: FileID.generate())
+        _ = try world.server.gatehouse.store.app(world.app.id).enqueue(BlobDeletion.reservation(app: world.app.id, key: key, now: clock.nowMillis()), now: clock.nowMillis())
+        try world.server.gatehouse.blobs.put(key, contentsOf: try BlobStoreTests.temporaryFile([1, 2, 3]))
+        clock.advance(seconds: BlobDeletion.orphanAfterMillis / 1000 - 60)
+        #expect(try world.server.gatehouse.outboxWorker.runOnce() == 0)
+        #expect(try world.server.gatehouse.blobs.open(key) != nil)
+        clock.advance(seconds: 120)
+        #expect(try world.server.gatehouse.outboxWorker.runOnce() == 1, "the orphan's reservation only: the upload's was withdrawn")
+        #expect(try world.server.gatehouse.blobs.open(key) == nil)
+        #expect(try world.blobExists(kept))
     }
 
     @Test(arguments: TestDatabase.kinds)
@@ -367,10 +454,18 @@ struct FilesServiceTests {
         // A private image file of the user becomes the (public) photo; a text file cannot.
         let file = try world.upload(TinyImages.webp(), name: "pic.webp")
         let text = try world.upload(Array("no".utf8))
-        #expect(Self.code { _ = try world.files.setPhoto(app: world.app, user: world.user, session: nil, fileID: text.id.rawValue, origin: world.origin) } == "files/unsupported-type")
+        #expect(Self.code { try world.choosePhoto(text.id.rawValue) } == "files/unsupported-type")
         let mine = try world.upload(TinyImages.gif, user: world.other)
-        #expect(Self.code { _ = try world.files.setPhoto(app: world.app, user: world.user, session: nil, fileID: mine.id.rawValue, origin: world.origin) } == "request/not-found")
-        let (third, _) = try world.files.setPhoto(app: world.app, user: world.user, session: nil, fileID: file.id.rawValue, origin: world.origin)
+        #expect(Self.code { try world.choosePhoto(mine.id.rawValue) } == "request/not-found")
+        // Names and photo change in one unit of work: a photo refused leaves the names as they
+        // were; a change of both is one `user.updated` naming both.
+        #expect(Self.code { try world.choosePhoto(text.id.rawValue, firstName: "Ada") } == "files/unsupported-type")
+        #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.firstName == nil)
+        let third = try world.choosePhoto(file.id.rawValue, firstName: "Ada")
+        #expect(third.firstName == "Ada")
+        let named = try world.server.gatehouse.database.query("SELECT data FROM events WHERE type = 'user.updated' AND user_id = \(world.user.rawValue)")
+            .map { try $0.string("data") }.filter { $0.contains("first_name") }
+        #expect(named.count == 1 && named.first?.contains("photo_url") == true)
         #expect(third.photoURL == world.files.url(app: world.app.id, try world.files.file(app: world.app, user: world.user, id: file.id.rawValue)))
         #expect(try world.files.file(app: world.app, user: world.user, id: file.id.rawValue).visibility == .public)
         #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.photoURL == third.photoURL)
@@ -379,9 +474,28 @@ struct FilesServiceTests {
         let (cleared, _) = try world.files.removePhoto(app: world.app, user: world.user, session: nil, origin: world.origin)
         #expect(cleared.photoURL == nil)
         #expect(try world.blobExists(file))
-        _ = try world.files.setPhoto(app: world.app, user: world.user, session: nil, fileID: file.id.rawValue, origin: world.origin)
+        try world.choosePhoto(file.id.rawValue)
         try world.files.delete(app: world.app, user: world.user, session: nil, id: file.id.rawValue, origin: world.origin)
         #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.photoURL == nil)
+    }
+
+    /// Public content of an account pending deletion answers 404, and is served again once a
+    /// sign-in restores the account.
+    @Test(arguments: TestDatabase.kinds)
+    func publicContentOfAnAccountPendingDeletionIsNotServed(database: TestDatabaseKind) throws {
+        let world = try World(database, .database, settings: ["name": "Files", "deletion_grace_days": 3])
+        defer { world.server.stop() }
+        let gif = try world.upload(TinyImages.gif, visibility: .public)
+        let version = String(gif.sha256.prefix(FilesService.urlVersionLength))
+        let others = try world.upload(TinyImages.gif, visibility: .public, user: world.other)
+        #expect(try world.files.publicFile(app: world.app.id, id: gif.id.rawValue, version: version) == gif)
+        try world.server.gatehouse.deletion.deleteByAdmin(app: world.app, id: world.user.rawValue)
+        #expect(Self.code { _ = try world.files.publicFile(app: world.app.id, id: gif.id.rawValue, version: version) } == "request/not-found")
+        #expect(try world.files.publicFile(app: world.app.id, id: others.id.rawValue, version: version) == others, "another user's stays served")
+        let restored = try world.server.request(
+            "POST", "/v1/auth/signin", appKey: world.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"])
+        #expect(restored.data?["is_restored"] == true)
+        #expect(try world.files.publicFile(app: world.app.id, id: gif.id.rawValue, version: version) == gif)
     }
 
     @Test(arguments: TestDatabase.kinds)

@@ -22,7 +22,21 @@ struct UploadTests {
         }
         deinit { try? FileManager.default.removeItem(atPath: path) }
 
-        var files: [String] { (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] }
+        /// The plain files under it (the server writes in a private folder of its own inside).
+        var files: [String] {
+            ((try? FileManager.default.subpathsOfDirectory(atPath: path)) ?? []).filter { sub in
+                var isFolder: ObjCBool = false
+                return FileManager.default.fileExists(atPath: path + "/" + sub, isDirectory: &isFolder) && !isFolder.boolValue
+            }
+        }
+
+        /// The folders directly in it.
+        var folders: [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { name in
+                var isFolder: ObjCBool = false
+                return FileManager.default.fileExists(atPath: path + "/" + name, isDirectory: &isFolder) && isFolder.boolValue
+            }
+        }
 
         /// Whether the directory empties within a few seconds (the server removes a spool file
         /// when libmicrohttpd reports the request complete, just after the answer is sent).
@@ -109,8 +123,33 @@ struct UploadTests {
         #expect(lines.first == "field visibility=public")
         let prefix = Digest.hex(data.prefix(4))
         #expect(lines.dropFirst().first == "file file|photo.jpg|image/jpeg|300000|\(sha)|\(sha)|600|\(prefix)")
-        #expect(responder.spoolsSeen.withLock { $0.allSatisfy { $0.hasPrefix(spool.path + "/gatehouse-upload-") } })
+        #expect(responder.spoolsSeen.withLock { $0.allSatisfy { $0.hasPrefix(spool.path + "/gatehouse-spool-") && $0.contains("/gatehouse-upload-") } })
         #expect(spool.becomesEmpty(), "the spool file goes once the answer is sent")
+    }
+
+    /// The server spools in a private 0700 folder of its own, made at start and removed at stop;
+    /// a start removes folders left by processes that are gone, once they are stale, and no other.
+    @Test func spoolFilesLiveInAPrivateFolderThatTheServerRemoves() throws {
+        let spool = try SpoolDirectory()
+        func leftBehind(pid: Int32, minutesOld: Double) throws -> String {
+            let folder = spool.path + "/gatehouse-spool-\(pid)-abcdef"
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+            FileManager.default.createFile(atPath: folder + "/gatehouse-upload-00", contents: Data([1, 2, 3]))
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -minutesOld * 60)], ofItemAtPath: folder)
+            return folder
+        }
+        // pid 2^22 + 1 is above Linux's largest pid: nobody runs under it.
+        let dead = try leftBehind(pid: 4_194_305, minutesOld: 11)
+        let deadButFresh = try leftBehind(pid: 4_194_306, minutesOld: 1)
+        let alive = try leftBehind(pid: getppid(), minutesOld: 60)
+        let (server, _) = try start(spool)
+        #expect(!FileManager.default.fileExists(atPath: dead))
+        #expect(FileManager.default.fileExists(atPath: deadButFresh) && FileManager.default.fileExists(atPath: alive))
+        let own = try #require(spool.folders.first { $0.hasPrefix("gatehouse-spool-\(getpid())-") })
+        let mode = try #require(try FileManager.default.attributesOfItem(atPath: spool.path + "/" + own)[.posixPermissions] as? Int)
+        #expect(mode == 0o700)
+        server.shutdown()
+        #expect(!FileManager.default.fileExists(atPath: spool.path + "/" + own))
     }
 
     @Test func curlsOwnMultipartIsReadAlike() throws {

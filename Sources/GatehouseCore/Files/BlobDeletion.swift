@@ -3,8 +3,21 @@
 /// commit leaves the removal to any node. ``FilesService`` also removes the blob at once after its
 /// own commits (the item then finds nothing to do); an account's erase (``FileEraser``) runs inside
 /// a transaction it does not own, and leaves it to the outbox, which the deletion wakes.
+///
+/// A new blob is reserved the same way before it is written: a ``reservation(app:key:now:)``, due
+/// ``orphanAfterMillis`` later, which the unit of work recording the blob's row withdraws. A node
+/// that dies between the blob's write and that commit leaves no orphan: the reservation removes it.
 public enum BlobDeletion {
     public static let kind = OutboxKind(rawValue: "blob_delete")
+    /// How long a blob may wait for its row before its reservation removes it.
+    public static let orphanAfterMillis: Int64 = 6 * 3600 * 1000
+
+    /// Queued (committed) before `key`'s blob is written; withdrawn with the row's commit.
+    public static func reservation(app: AppID, key: BlobKey, now: Int64) -> NewOutboxItem {
+        var item = item(app: app, key: key)
+        item.dueAt = now + orphanAfterMillis
+        return item
+    }
 
     /// The item that removes `key`'s blob.
     public static func item(app: AppID, key: BlobKey) -> NewOutboxItem {

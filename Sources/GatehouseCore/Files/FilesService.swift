@@ -16,11 +16,20 @@ public struct IncomingFile: Sendable {
     }
 }
 
+/// The photo part of a profile change (``FilesService/photoChange(app:fileID:)``), which
+/// `AccountService.updateProfile` applies in its unit of work.
+public struct PhotoChange: Sendable {
+    /// In the unit of work, the user's row locked: the new photo URL, and the blobs given up.
+    let apply: @Sendable (_ tx: any AppScopedStore, _ user: UserID, _ now: Int64) throws -> (photoURL: String?, removed: [BlobKey])
+    /// After the commit: removes the blobs given up.
+    let committed: @Sendable (_ removed: [BlobKey]) -> Void
+}
+
 /// Users' files and profile photos (API.md, "Files"; `POST`/`DELETE /v1/me/photo`, `PATCH /v1/me`
 /// `photo_file_id`). Content types come from the bytes (``ContentSniffer``); contents live in a
 /// ``BlobStore``, written before the row commits and removed when the commit fails; a removed
 /// row's blob goes after its commit (``BlobDeletion``). Another user's or app's file is 404,
-/// never 403. With the app's `require_verified_email`, every call but ``setPhoto`` and
+/// never 403. With the app's `require_verified_email`, every call but ``photoChange`` and
 /// ``publicContent`` is 403 `auth/email-not-verified` until the user's email is verified.
 public final class FilesService: Sendable {
     private let store: any Store
@@ -149,49 +158,42 @@ public final class FilesService: Sendable {
             guard let account = try tx.lockUser(user) else { throw Self.accountGone }
             try tx.files.insert(file)
             try tx.record(uploadedEvent(file, session: session, origin: origin, now: now))
-            return try setPhoto(tx, account, file, session: session, origin: origin, now: now)
+            let removed = try Self.givingUpPhotos(tx, of: user, except: file.id, now: now)
+            return try setPhotoURL(tx, account, url(app: tx.appID, file), removed: removed, session: session, origin: origin, now: now)
         }
     }
 
-    /// `PATCH /v1/me` `photo_file_id`: one of the user's own files (else 404) whose sniffed type is
-    /// one of the app's `files.photo_types` (else 415 `files/unsupported-type`) becomes the photo.
-    /// A private file is made public: a photo is public by nature, and the user chose it. The file
-    /// stays one of the user's files (removing the photo later does not delete it).
-    public func setPhoto(app: AppContext, user: UserID, session: SessionID?, fileID rawID: String, origin: RequestOrigin) throws -> (User, [Identity]) {
-        guard let id = FileID(parsing: rawID) else { throw Self.notFound }
-        let now = clock.nowMillis()
-        let (result, removed) = try store.app(app.id).transaction { tx -> ((User, [Identity]), [BlobKey]) in
-            guard let account = try tx.lockUser(user) else { throw Self.accountGone }
-            guard var file = try tx.files.file(id, of: user) else { throw Self.notFound }
-            guard app.settings.files.photoTypes.contains(file.contentType) else { throw Self.unsupportedPhoto(app) }
-            if file.visibility != .public {
-                guard let updated = try tx.files.setVisibility(id, of: user, .public) else { throw Self.notFound }
-                file = updated
-            }
-            return try setPhoto(tx, account, file, session: session, origin: origin, now: now)
+    /// `PATCH /v1/me` `photo_file_id`, applied by `AccountService.updateProfile` in its unit of
+    /// work: one of the user's own files (else 404) whose sniffed type is one of the app's
+    /// `files.photo_types` (else 415 `files/unsupported-type`) becomes the photo; null removes the
+    /// photo. A private file chosen is made public (a photo is public by nature, and the user chose
+    /// it) and stays one of the user's files; an uploaded photo given up is deleted. Not gated by
+    /// `require_verified_email`: choosing needs a file, which needed the verified email.
+    public func photoChange(app: AppContext, fileID rawID: String?) throws -> PhotoChange {
+        let committed: @Sendable ([BlobKey]) -> Void = { [self] in removeBlobs($0) }
+        guard let rawID else {
+            return PhotoChange(apply: { tx, user, now in (nil, try Self.givingUpPhotos(tx, of: user, except: nil, now: now)) }, committed: committed)
         }
-        removeBlobs(removed)
-        return result
+        guard let id = FileID(parsing: rawID) else { throw Self.notFound }
+        return PhotoChange(
+            apply: { [self] tx, user, now in
+                guard var file = try tx.files.file(id, of: user) else { throw Self.notFound }
+                guard app.settings.files.photoTypes.contains(file.contentType) else { throw Self.unsupportedPhoto(app) }
+                if file.visibility != .public {
+                    guard let updated = try tx.files.setVisibility(id, of: user, .public) else { throw Self.notFound }
+                    file = updated
+                }
+                return (url(app: tx.appID, file), try Self.givingUpPhotos(tx, of: user, except: id, now: now))
+            }, committed: committed)
     }
 
     /// `DELETE /v1/me/photo`: no photo; an uploaded photo is deleted (a file chosen as the photo stays).
-    /// `viaProfile`: through `PATCH /v1/me` (`photo_file_id: null`), which keeps working for an
-    /// unverified email; `DELETE /v1/me/photo` is gated like the rest of Files.
-    public func removePhoto(app: AppContext, user: UserID, session: SessionID?, origin: RequestOrigin, viaProfile: Bool = false) throws -> (User, [Identity]) {
-        if !viaProfile { try requireVerifiedEmail(app: app, user: user) }
+    public func removePhoto(app: AppContext, user: UserID, session: SessionID?, origin: RequestOrigin) throws -> (User, [Identity]) {
+        try requireVerifiedEmail(app: app, user: user)
         let now = clock.nowMillis()
         let (result, removed) = try store.app(app.id).transaction { tx -> ((User, [Identity]), [BlobKey]) in
             guard let account = try tx.lockUser(user) else { throw Self.accountGone }
-            let removed = try tx.files.deletePhotos(of: user, except: nil)
-            for key in removed { _ = try tx.enqueue(BlobDeletion.item(app: app.id, key: key), now: now) }
-            guard account.photoURL != nil else { return ((account, try tx.identities(user)), removed) }
-            guard let updated = try tx.updateProfile(user, firstName: account.firstName, lastName: account.lastName, photoURL: nil, now: now) else {
-                throw Self.accountGone
-            }
-            try tx.record(Event(
-                type: .userUpdated, userID: user, sessionID: session, ip: origin.ip, userAgent: origin.userAgent, data: ["fields": ["photo_url"]],
-                createdAt: now))
-            return ((updated, try tx.identities(user)), removed)
+            return try setPhotoURL(tx, account, nil, removed: try Self.givingUpPhotos(tx, of: user, except: nil, now: now), session: session, origin: origin, now: now)
         }
         removeBlobs(removed)
         return result
@@ -200,7 +202,7 @@ public final class FilesService: Sendable {
     // MARK: -
 
     static let notFound = GatehouseError(.notFound, "No such file of yours.")
-    static let accountGone = GatehouseError(.sessionRevoked, "This account no longer exists.")
+    static let accountGone = AccountService.accountGone
 
     static func unsupportedPhoto(_ app: AppContext) -> GatehouseError {
         GatehouseError(.unsupportedFileType, "A photo must be one of: \(app.settings.files.photoTypes.joined(separator: ", ")) (judged by its content).")
@@ -241,18 +243,26 @@ public final class FilesService: Sendable {
             blobKey: StoredFile.blobKey(app: app.id, file: id))
     }
 
-    /// Writes the blob, then runs the unit of work that records it; the blob is removed when the
-    /// unit fails. After the commit, removes the blobs the unit gave up.
+    /// Reserves the blob (``BlobDeletion``), writes it, then runs the unit of work that records it
+    /// and withdraws the reservation; the blob is removed when the unit fails. After the commit,
+    /// removes the blobs the unit gave up.
     private func storing<T>(
         _ file: StoredFile, of app: AppContext, from incoming: IncomingFile, _ body: (any AppScopedStore, Int64) throws -> (T, [BlobKey])
     ) throws -> T {
+        let reservation = BlobDeletion.reservation(app: app.id, key: file.blobKey, now: clock.nowMillis())
+        _ = try store.app(app.id).enqueue(reservation, now: clock.nowMillis())
         try blobs.put(file.blobKey, contentsOf: incoming.path)
         let now = clock.nowMillis()
         let result: T
         let removed: [BlobKey]
         do {
-            (result, removed) = try store.app(app.id).transaction { tx in try body(tx, now) }
+            (result, removed) = try store.app(app.id).transaction { tx in
+                // Gone only if this upload took longer than `orphanAfterMillis`: the blob may be too.
+                guard try tx.withdraw(idempotencyKey: reservation.idempotencyKey) else { throw BlobStoreError("the upload outlived its reservation") }
+                return try body(tx, now)
+            }
         } catch {
+            _ = try? store.app(app.id).withdraw(idempotencyKey: reservation.idempotencyKey)
             do { try blobs.delete(file.blobKey) } catch let failure {
                 log.error("the blob of an upload that did not commit could not be removed", ["key": .string(file.blobKey.rawValue), "error": .string("\(failure)")])
             }
@@ -262,22 +272,24 @@ public final class FilesService: Sendable {
         return result
     }
 
-    /// Points the locked user's photo at `file`, deleting any other uploaded photo (its blob queued
-    /// for removal); the user and the blob keys given up.
-    private func setPhoto(
-        _ tx: any AppScopedStore, _ account: User, _ file: StoredFile, session: SessionID?, origin: RequestOrigin, now: Int64
-    ) throws -> ((User, [Identity]), [BlobKey]) {
-        let removed = try tx.files.deletePhotos(of: account.id, except: file.id)
+    /// Deletes the user's uploaded photos but `except`, their blobs queued for removal; their keys.
+    private static func givingUpPhotos(_ tx: any AppScopedStore, of user: UserID, except: FileID?, now: Int64) throws -> [BlobKey] {
+        let removed = try tx.files.deletePhotos(of: user, except: except)
         for key in removed { _ = try tx.enqueue(BlobDeletion.item(app: tx.appID, key: key), now: now) }
-        let photoURL = url(app: tx.appID, file)
+        return removed
+    }
+
+    /// Sets the locked user's photo URL (`user.updated` when it changes); the user and `removed`.
+    private func setPhotoURL(
+        _ tx: any AppScopedStore, _ account: User, _ photoURL: String?, removed: [BlobKey], session: SessionID?, origin: RequestOrigin, now: Int64
+    ) throws -> ((User, [Identity]), [BlobKey]) {
+        guard account.photoURL != photoURL else { return ((account, try tx.identities(account.id)), removed) }
         guard let updated = try tx.updateProfile(account.id, firstName: account.firstName, lastName: account.lastName, photoURL: photoURL, now: now) else {
             throw Self.accountGone
         }
-        if account.photoURL != photoURL {
-            try tx.record(Event(
-                type: .userUpdated, userID: account.id, sessionID: session, ip: origin.ip, userAgent: origin.userAgent, data: ["fields": ["photo_url"]],
-                createdAt: now))
-        }
+        try tx.record(Event(
+            type: .userUpdated, userID: account.id, sessionID: session, ip: origin.ip, userAgent: origin.userAgent, data: ["fields": ["photo_url"]],
+            createdAt: now))
         return ((updated, try tx.identities(account.id)), removed)
     }
 

@@ -21,13 +21,16 @@ public struct NewOutboxItem: Sendable, Equatable {
     public var payload: String
     /// The payload is sealed: it is erased once the item is delivered or dead.
     public var sealed: Bool
+    /// When the first attempt is due (milliseconds since the epoch); nil: at once.
+    public var dueAt: Int64?
 
-    public init(appID: AppID?, kind: OutboxKind, idempotencyKey: String, payload: String, sealed: Bool) {
+    public init(appID: AppID?, kind: OutboxKind, idempotencyKey: String, payload: String, sealed: Bool, dueAt: Int64? = nil) {
         self.appID = appID
         self.kind = kind
         self.idempotencyKey = idempotencyKey
         self.payload = payload
         self.sealed = sealed
+        self.dueAt = dueAt
     }
 }
 
