@@ -28,6 +28,10 @@ final class APIResponder: HTTPResponder {
     }
 
     func head(_ request: HTTPRequest) -> HeadDecision {
+        within(request) { decideHead(request) }
+    }
+
+    private func decideHead(_ request: HTTPRequest) -> HeadDecision {
         switch router.match(method: request.method, path: request.path) {
         case .notFound:
             return .respond(finish(request, route: "unmatched", start: .now, problem(.notFound, "No such route.", request)))
@@ -41,10 +45,10 @@ final class APIResponder: HTTPResponder {
         case .matched(let route, let parameters, let pattern):
             if let field = Self.fieldWithNUL(request) {
                 let error = GatehouseError.validation(field, "Must not contain U+0000.")
-                return .respond(finish(request, route: pattern, start: .now, Problem.response(error, instance: request.path, requestID: Self.requestID(request))))
+                return .respond(finish(request, route: pattern, start: .now, Problem.response(error, instance: request.path, requestID: requestID(request))))
             }
             if let check = route.beforeBody {
-                let requestID = Self.requestID(request)
+                let requestID = requestID(request)
                 do {
                     try check(Request(http: request, parameters: parameters, requestID: requestID, clientIP: clientIP(request)))
                 } catch {
@@ -69,12 +73,16 @@ final class APIResponder: HTTPResponder {
     }
 
     func respond(to request: HTTPRequest) -> HTTPResponse {
+        within(request) { answer(request) }
+    }
+
+    private func answer(_ request: HTTPRequest) -> HTTPResponse {
         let start = ContinuousClock.now
         guard case .matched(let route, let parameters, let pattern) = router.match(method: request.method, path: request.path) else {
             // `head` answered every other case; a route table cannot change in between.
             return finish(request, route: "unmatched", start: start, problem(.notFound, nil, request))
         }
-        let requestID = Self.requestID(request)
+        let requestID = requestID(request)
         let ip = clientIP(request)
         var response: HTTPResponse
         do {
@@ -86,45 +94,63 @@ final class APIResponder: HTTPResponder {
     }
 
     func bodyTooLarge(_ request: HTTPRequest) -> HTTPResponse {
-        finish(request, route: "unmatched", start: .now, problem(.payloadTooLarge, "The body is larger than \(Self.jsonBodyLimit / 1024) KiB.", request))
+        within(request) {
+            finish(request, route: "unmatched", start: .now, problem(.payloadTooLarge, "The body is larger than \(Self.jsonBodyLimit / 1024) KiB.", request))
+        }
     }
 
     func uploadTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
-        finish(request, route: pattern(request), start: .now, problem(.payloadTooLarge, "Files may be at most \(Self.describe(bytes: uploadLimit(request))).", request))
+        within(request) {
+            finish(request, route: pattern(request), start: .now, problem(.payloadTooLarge, "Files may be at most \(Self.describe(bytes: uploadLimit(request))).", request))
+        }
     }
 
     func unsupportedMediaType(_ request: HTTPRequest, expected: String) -> HTTPResponse {
-        finish(request, route: pattern(request), start: .now, problem(.unsupportedMediaType, "Send the body as \(expected).", request))
+        within(request) {
+            finish(request, route: pattern(request), start: .now, problem(.unsupportedMediaType, "Send the body as \(expected).", request))
+        }
     }
 
     func malformedBody(_ request: HTTPRequest, reason: String) -> HTTPResponse {
-        finish(request, route: pattern(request), start: .now, problem(.malformedRequest, reason, request))
+        within(request) {
+            finish(request, route: pattern(request), start: .now, problem(.malformedRequest, reason, request))
+        }
     }
 
     func uploadFailed(_ request: HTTPRequest, reason: String) -> HTTPResponse {
-        log.error("upload spool failed", ["reason": .string(reason), "path": .string(String(request.path.prefix(256)))])
-        return finish(request, route: pattern(request), start: .now, problem(.unavailable, "The upload could not be stored; retry later.", request))
+        within(request) {
+            log.error("upload spool failed", ["reason": .string(reason), "path": .string(String(request.path.prefix(256)))])
+            return finish(request, route: pattern(request), start: .now, problem(.unavailable, "The upload could not be stored; retry later.", request))
+        }
     }
 
     func headerTooLarge(_ request: HTTPRequest) -> HTTPResponse {
-        finish(request, route: "unmatched", start: .now, problem(.headersTooLarge, "The request headers are too large.", request))
+        within(request) {
+            finish(request, route: "unmatched", start: .now, problem(.headersTooLarge, "The request headers are too large.", request))
+        }
     }
 
     func badRequest(_ request: HTTPRequest, reason: String) -> HTTPResponse {
-        finish(request, route: "unmatched", start: .now, problem(.malformedRequest, reason, request))
+        within(request) {
+            finish(request, route: "unmatched", start: .now, problem(.malformedRequest, reason, request))
+        }
     }
 
     func busy(_ request: HTTPRequest) -> HTTPResponse {
-        let error = GatehouseError(.busy, "Too many sign-ins are waiting; retry shortly.", retryAfter: 1)
-        var pattern = "unmatched"
-        if case .matched(_, _, let matched) = router.match(method: request.method, path: request.path) { pattern = matched }
-        return finish(request, route: pattern, start: .now, Problem.response(error, instance: request.path, requestID: Self.requestID(request)))
+        within(request) {
+            let error = GatehouseError(.busy, "Too many sign-ins are waiting; retry shortly.", retryAfter: 1)
+            var pattern = "unmatched"
+            if case .matched(_, _, let matched) = router.match(method: request.method, path: request.path) { pattern = matched }
+            return finish(request, route: pattern, start: .now, Problem.response(error, instance: request.path, requestID: requestID(request)))
+        }
     }
 
     func uriTooLong(_ request: HTTPRequest) -> HTTPResponse {
-        var short = request
-        short.path = String(request.path.prefix(256))
-        return finish(short, route: "unmatched", start: .now, problem(.uriTooLong, "The URL is too long.", short))
+        within(request) {
+            var short = request
+            short.path = String(request.path.prefix(256))
+            return finish(short, route: "unmatched", start: .now, problem(.uriTooLong, "The URL is too long.", short))
+        }
     }
 
     // MARK: -
@@ -152,7 +178,18 @@ final class APIResponder: HTTPResponder {
     }
 
     private func problem(_ code: ErrorCode, _ detail: String?, _ request: HTTPRequest) -> HTTPResponse {
-        Problem.response(GatehouseError(code, detail), instance: request.path, requestID: Self.requestID(request))
+        Problem.response(GatehouseError(code, detail), instance: request.path, requestID: requestID(request))
+    }
+
+    /// Runs `body` with a log context for `request` bound, so that every line it causes carries
+    /// the request id (and the app, once resolved).
+    private func within<T>(_ request: HTTPRequest, _ body: () -> T) -> T {
+        RequestLogContext.$current.withValue(RequestLogContext(requestID: Self.requestID(request)), operation: body)
+    }
+
+    /// The request id of the request being answered (bound by `within`).
+    private func requestID(_ request: HTTPRequest) -> String {
+        RequestLogContext.current?.requestID ?? Self.requestID(request)
     }
 
     /// Adds the headers every response carries, then counts and logs it.
@@ -160,21 +197,23 @@ final class APIResponder: HTTPResponder {
         _ request: HTTPRequest, route: String, start: ContinuousClock.Instant, _ response: HTTPResponse, requestID: String? = nil, clientIP ip: String? = nil
     ) -> HTTPResponse {
         var response = response
-        let id = requestID ?? response.headers["X-Request-Id"] ?? Self.requestID(request)
+        let id = requestID ?? response.headers["X-Request-Id"] ?? self.requestID(request)
         response.headers.set("X-Request-Id", id)
         if !cors.isPreflight(request) { cors.decorate(&response, for: request) }
         let elapsed = start.duration(to: .now)
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         metrics.record(method: request.method, route: route, status: response.status, seconds: seconds)
+        if response.status == 429 { metrics.recordRateLimited(route: route, code: RequestLogContext.current?.errorCode ?? "none") }
         if accessLog {
-            log.info(
-                "request",
-                [
-                    "request_id": .string(id), "method": .string(String(request.method.prefix(16))), "route": .string(route),
-                    "path": .string(String(request.path.prefix(256))), "status": .int(Int64(response.status)),
-                    "duration_ms": .double((seconds * 1_000_000).rounded() / 1000), "ip": .string(ip ?? clientIP(request)),
-                    "bytes": .int(request.method == "HEAD" ? 0 : response.stream?.size ?? Int64(response.body.count)),
-                ])
+            var fields: [String: JSON] = [
+                "request_id": .string(id), "method": .string(String(request.method.prefix(16))), "route": .string(route),
+                "path": .string(String(request.path.prefix(256))), "status": .int(Int64(response.status)),
+                "duration_ms": .double((seconds * 1_000_000).rounded() / 1000), "ip": .string(ip ?? clientIP(request)),
+                "bytes": .int(request.method == "HEAD" ? 0 : response.stream?.size ?? Int64(response.body.count)),
+            ]
+            if let agent = request.headers["User-Agent"] { fields["user_agent"] = .string(String(agent.prefix(256))) }
+            if let code = RequestLogContext.current?.errorCode { fields["code"] = .string(code) }
+            log.access(fields)
         }
         return response
     }

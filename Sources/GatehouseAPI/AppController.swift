@@ -52,6 +52,7 @@ struct AppController {
         guard let id = request.parameters["app_id"].flatMap({ AppID(parsing: $0) }), let app = try directory.app(id: id) else {
             throw GatehouseError(.notFound, "No such app.")
         }
+        RequestLogContext.current?.appID = app.id.rawValue
         return app
     }
 }

@@ -21,6 +21,7 @@ struct Authenticator: Sendable {
         guard key.utf8.count <= 128, let app = try directory.app(key: key) else {
             throw GatehouseError(.invalidAppKey, "The X-App-Key is not a key of any active app.")
         }
+        RequestLogContext.current?.appID = app.id.rawValue
         return app
     }
 
@@ -30,6 +31,7 @@ struct Authenticator: Sendable {
             throw GatehouseError(.missingToken, "Send the app's secret key as Authorization: Bearer sk_….")
         }
         guard let app = try apps.app(secretKey: token) else { throw GatehouseError(.invalidToken, "The secret key is not valid.") }
+        RequestLogContext.current?.appID = app.id.rawValue
         return app
     }
 

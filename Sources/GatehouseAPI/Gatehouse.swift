@@ -34,7 +34,7 @@ public final class Gatehouse: Sendable {
     public let sealer: SecretSealer
     /// Upkeep on every node: the audit log's retention, the purge of deleted accounts.
     public let periodicJobs: PeriodicJobs
-    public let metrics = Metrics()
+    public let metrics: Metrics
     public let log: Log
     public let clock: any Clock
     let router: Router<Route>
@@ -45,7 +45,7 @@ public final class Gatehouse: Sendable {
         configuration: Configuration, clock: any Clock = SystemClock(), environment: [String: String] = ProcessInfo.processInfo.environment,
         log: Log? = nil
     ) throws -> Gatehouse {
-        let log = log ?? Log(enabled: true, clock: clock)
+        let log = log ?? Log(enabled: true, level: configuration.logLevel, clock: clock)
         let database = try openDatabase(configuration)
         do {
             try migrate(database)
@@ -68,6 +68,8 @@ public final class Gatehouse: Sendable {
         self.database = database
         self.clock = clock
         self.log = log
+        let metrics = Metrics()
+        self.metrics = metrics
         let accountCache = AccountCache(clock: clock, log: log)
         store = SQLStore(database: database, userChanges: accountCache)
         let sealer = try SecretSealer(masterKey: masterKey)
@@ -87,7 +89,9 @@ public final class Gatehouse: Sendable {
             platformSender: try (try? MailAddress("no-reply@" + (URLComponents(string: configuration.publicURL)?.host ?? "localhost")))
                 ?? MailAddress("no-reply@localhost"),
             allowPrivateOutbound: configuration.allowPrivateOutbound, clock: clock, log: { [log] text in log.info("mail", ["message": .string(text)]) })
-        let outbound = OutboundHTTPClient()
+        let outbound = OutboundHTTPClient(
+            observer: metrics.providerCallObserver(
+                appleURL: configuration.appleURL, googleKeysURL: configuration.googleJWKSURL, firebaseKeysURL: configuration.firebaseJWKSURL))
         let apple = AppleClient(baseURL: configuration.appleURL, client: outbound, clock: clock)
         let verifier = ProviderVerifier(
             jwks: JWKSCache(client: outbound, clock: clock), clock: clock, appleKeysURL: apple.keysURL,
@@ -130,7 +134,7 @@ public final class Gatehouse: Sendable {
             masterKey: masterKey, composer: TemplatedMailComposer(templates: try MailTemplates.bundled(), sealer: sealer), clock: clock,
             wakeOutbox: outboxWorker.wake)
         accounts = AccountService(store: store, cache: accountCache, tokens: tokens, hasher: hasher, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds,
-            masterKey: masterKey, emailCodes: emailCodes, log: log)
+            masterKey: masterKey, emailCodes: emailCodes, log: log, metrics: metrics)
         emailFlows = EmailFlowService(store: store, accounts: accounts, codes: emailCodes, hasher: hasher, clock: clock)
 
         providerSignIn = ProviderSignInService(
@@ -160,7 +164,7 @@ public final class Gatehouse: Sendable {
 
         let auth = Authenticator(directory: directory, apps: apps, tokens: tokens)
         var routes = Routes()
-        OperationsController(auth: auth, store: store, metrics: metrics, outbox: outboxWorker, clock: clock).register(&routes)
+        OperationsController(auth: auth, store: store, metrics: metrics, outbox: outboxWorker, hasher: hasher, clock: clock).register(&routes)
         AppController(auth: auth, directory: directory).register(&routes)
         AdminController(
             auth: auth, apps: apps, auditLog: AuditLog(store: store), users: AdminUsers(store: store, accounts: accounts, clock: clock), deletion: deletion,

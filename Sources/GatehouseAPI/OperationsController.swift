@@ -7,6 +7,7 @@ struct OperationsController {
     let store: any Store
     let metrics: Metrics
     let outbox: OutboxWorker
+    let hasher: PasswordHasher
     let clock: any Clock
 
     func register(_ routes: inout Routes) {
@@ -33,6 +34,7 @@ struct OperationsController {
                 ("gatehouse_db_pool_connections", "Database connections open in the pool.", Double(pool.open)),
                 ("gatehouse_db_pool_in_use", "Database connections in use.", Double(pool.inUse)),
                 ("gatehouse_db_pool_waiting", "Requests waiting for a database connection.", Double(pool.waiting)),
+                ("gatehouse_password_hash_queue_depth", "Password hashes waiting for a hash thread on this node.", Double(hasher.queueDepth)),
                 ("gatehouse_outbox_queued", "Outbox items neither delivered nor dead, on every node.", Double(queue.queued)),
                 ("gatehouse_outbox_in_flight", "Outbox items a worker holds now, on every node.", Double(queue.inFlight)),
                 ("gatehouse_outbox_dead", "Dead letters kept in the outbox.", Double(queue.dead)),

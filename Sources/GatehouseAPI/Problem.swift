@@ -19,6 +19,7 @@ enum Problem {
     }
 
     static func response(_ error: GatehouseError, instance: String, requestID: String) -> HTTPResponse {
+        RequestLogContext.current?.errorCode = error.code.rawValue
         var body: [String: JSON] = [
             "type": .string("urn:gatehouse:error:\(error.code.rawValue)"),
             "title": .string(error.code.title),

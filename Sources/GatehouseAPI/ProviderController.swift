@@ -76,6 +76,7 @@ struct ProviderController {
         }
         guard let key = request.http.queryValue("app_key"), !key.isEmpty else { throw GatehouseError(.missingAppKey, "Pass the app key as app_key.") }
         guard key.utf8.count <= 128, let app = try auth.directory.app(key: key) else { throw GatehouseError(.invalidAppKey, "The app_key is not a key of any active app.") }
+        RequestLogContext.current?.appID = app.id.rawValue
         guard let redirectURI = request.http.queryValue("redirect_uri") else { throw GatehouseError.validation("redirect_uri", "Required.") }
         let started = try providers.startWebFlow(
             app: app, redirectURI: redirectURI, clientState: request.http.queryValue("state"), codeChallenge: request.http.queryValue("code_challenge"),

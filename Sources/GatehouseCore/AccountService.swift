@@ -26,14 +26,17 @@ public final class AccountService: Sendable {
     /// Sign-up's verification mail.
     private let emailCodes: EmailCodes
     private let log: any LogSink
+    /// Sign-ins and refresh reuse, for the operator's metrics (the other sign-in services count through it too).
+    let metrics: any DomainMetrics
 
     /// - Parameter cache: the cache the store reports user changes to.
     /// - Parameter masterKey: for the key that turns emails into limiter subjects (``MasterKeyDerivation``).
     public init(
         store: any Store, cache: AccountCache, tokens: TokenService, hasher: PasswordHasher, clock: any Clock, refreshGraceSeconds: Int, masterKey: [UInt8],
-        emailCodes: EmailCodes, log: any LogSink = DiscardingLog()
+        emailCodes: EmailCodes, log: any LogSink = DiscardingLog(), metrics: any DomainMetrics = NoDomainMetrics()
     ) {
         self.log = log
+        self.metrics = metrics
         self.emailCodes = emailCodes
         self.limiterSubjectKey = MasterKeyDerivation.key(for: .limiterSubjects, from: masterKey)
         self.store = store
@@ -48,6 +51,10 @@ public final class AccountService: Sendable {
     // MARK: - Signing up and in
 
     public func signUp(app: AppContext, email rawEmail: String, password: String, firstName: String?, lastName: String?, origin: RequestOrigin) throws -> SessionGrant {
+        try metrics.countingSignIn(.password) { try createAccount(app: app, email: rawEmail, password: password, firstName: firstName, lastName: lastName, origin: origin) }
+    }
+
+    private func createAccount(app: AppContext, email rawEmail: String, password: String, firstName: String?, lastName: String?, origin: RequestOrigin) throws -> SessionGrant {
         let data = store.app(app.id)
         try limitAuth(app, data, origin)
         guard app.settings.allowSignup else { throw GatehouseError(.signupDisabled, "This app does not accept new accounts.") }
@@ -100,6 +107,10 @@ public final class AccountService: Sendable {
     }
 
     public func signIn(app: AppContext, email rawEmail: String, password: String, origin: RequestOrigin) throws -> SessionGrant {
+        try metrics.countingSignIn(.password) { try checkPassword(app: app, email: rawEmail, password: password, origin: origin) }
+    }
+
+    private func checkPassword(app: AppContext, email rawEmail: String, password: String, origin: RequestOrigin) throws -> SessionGrant {
         let data = store.app(app.id)
         try limitAuth(app, data, origin)
         try requireMethod(.password, app)
@@ -193,6 +204,7 @@ public final class AccountService: Sendable {
             throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid: sign in again.")
         case .reused(let session, _):
             tokens.revocations.add([session.id])
+            metrics.refreshTokenReused()
             throw GatehouseError(.refreshTokenReused, "This refresh token was already used; the session has been ended. Sign in again.")
         case .rotated(let session), .retried(let session):
             guard let (user, identities) = try cache.account(app: app.id, user: session.userID, store: store) else {

@@ -7,13 +7,57 @@ public protocol LogSink: Sendable {
     func log(_ level: LogLevel, _ message: String, _ fields: [String: JSON])
 }
 
-public enum LogLevel: String, Sendable {
+/// How severe a line is; `GATEHOUSE_LOG_LEVEL` drops the lines below a level.
+public enum LogLevel: String, Sendable, Comparable, CaseIterable {
+    case debug
     case info
     case warning = "warn"
     case error
+
+    /// `debug`, `info`, `warn` (or `warning`) or `error`.
+    public init?(name: String) {
+        switch name.lowercased() {
+        case "debug": self = .debug
+        case "info": self = .info
+        case "warn", "warning": self = .warning
+        case "error": self = .error
+        default: return nil
+        }
+    }
+
+    private var rank: Int { Self.allCases.firstIndex(of: self)! }
+    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rank < b.rank }
+}
+
+/// What every log line a request causes shares: the request id, and once known the app and the
+/// error code it was answered with. The HTTP layer binds one around each request
+/// (`RequestLogContext.$current.withValue`); the log adds `request_id` and `app_id` to any line
+/// written while it is bound, so a service or a provider client logs with no request in hand.
+/// Handlers run synchronously on the server's threads: outside any task, a task-local value is
+/// kept per thread, so the binding holds for exactly the calls made within it.
+public final class RequestLogContext: Sendable {
+    @TaskLocal public static var current: RequestLogContext?
+
+    public let requestID: String
+    private let state = Mutex<(appID: String?, errorCode: String?)>((nil, nil))
+
+    public init(requestID: String) { self.requestID = requestID }
+
+    /// The app the request acts for, once resolved from its key, secret key or path.
+    public var appID: String? {
+        get { state.withLock { $0.appID } }
+        set { state.withLock { $0.appID = newValue } }
+    }
+
+    /// The stable error code of the answer, when it was an error.
+    public var errorCode: String? {
+        get { state.withLock { $0.errorCode } }
+        set { state.withLock { $0.errorCode = newValue } }
+    }
 }
 
 extension LogSink {
+    public func debug(_ message: String, _ fields: [String: JSON] = [:]) { log(.debug, message, fields) }
     public func info(_ message: String, _ fields: [String: JSON] = [:]) { log(.info, message, fields) }
     public func warning(_ message: String, _ fields: [String: JSON] = [:]) { log(.warning, message, fields) }
     public func error(_ message: String, _ fields: [String: JSON] = [:]) { log(.error, message, fields) }

@@ -111,6 +111,9 @@ public final class PasswordHasher: Sendable {
         return encoded != nil && matches == "1"
     }
 
+    /// Hashes waiting for a hash thread now (those being computed aside), for the metrics.
+    public var queueDepth: Int { queue.jobs.withLock { $0.queued.count } }
+
     public func needsRehash(_ encoded: String) -> Bool { Argon2id.needsRehash(encoded: encoded, parameters: parameters) }
 
     private func run(_ work: @escaping @Sendable () -> Result<String, any Error>) throws -> String {

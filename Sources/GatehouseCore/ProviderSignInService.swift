@@ -54,6 +54,14 @@ public final class ProviderSignInService: Sendable {
     public func signIn(
         app: AppContext, provider: Provider, proof: Proof, firstName: String?, lastName: String?, origin: RequestOrigin
     ) throws -> SessionGrant {
+        try accounts.metrics.countingSignIn(provider.method) {
+            try signInOnce(app: app, provider: provider, proof: proof, firstName: firstName, lastName: lastName, origin: origin)
+        }
+    }
+
+    private func signInOnce(
+        app: AppContext, provider: Provider, proof: Proof, firstName: String?, lastName: String?, origin: RequestOrigin
+    ) throws -> SessionGrant {
         let data = store.app(app.id)
         try limiter.hit(data, bucket: "auth", subject: rateLimitSubject(ip: origin.ip), limit: app.settings.rateLimits.authPerMinutePerIP)
         try requireMethod(provider, app)
@@ -394,6 +402,11 @@ public final class ProviderSignInService: Sendable {
 
     /// `POST /v1/auth/exchange`: a login code (one-time, 60 s) for a session; PKCE when the flow had a challenge.
     public func exchange(app: AppContext, loginCode: String, codeVerifier: String?, origin: RequestOrigin) throws -> SessionGrant {
+        // The web flow is Apple's; it is counted here, where its session opens, not at the callback.
+        try accounts.metrics.countingSignIn(.apple) { try redeem(app: app, loginCode: loginCode, codeVerifier: codeVerifier, origin: origin) }
+    }
+
+    private func redeem(app: AppContext, loginCode: String, codeVerifier: String?, origin: RequestOrigin) throws -> SessionGrant {
         let refused = GatehouseError(.invalidLoginCode, "The login code is unknown, used, expired, or the code_verifier does not match.")
         guard loginCode.utf8.count <= 256 else { throw refused }
         let data = store.app(app.id)

@@ -182,6 +182,8 @@ public protocol AppCatalog: Sendable {
     func insert(_ app: AppRecord, allowedOrigins: [String], secretKey: SecretKeyRecord?, signingKeys: [SigningKeyRecord]) throws
     func find(appKey: String) throws -> AppRecord?
     func find(id: AppID) throws -> AppRecord?
+    /// Every app, oldest first (for the operator's `gatehouse apps list`).
+    func all() throws -> [AppRecord]
     /// The app owning an unexpired secret key with this hash.
     func find(secretKeyHash: String, now: Int64) throws -> AppRecord?
     /// The current version of an app, for cache revalidation; nil when it no longer exists.

@@ -48,7 +48,7 @@ final class SpoolFolder: Sendable {
         defer { closedir(directory) }
         let now = time(nil)
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            let name = entryName(entry)
             guard name.hasPrefix(prefix), let pid = Int32(name.dropFirst(prefix.count).prefix { $0 != "-" }), pid != getpid() else { continue }
             guard kill(pid, 0) != 0, errno == ESRCH else { continue }
             let path = "\(parent)/\(name)"
@@ -60,11 +60,19 @@ final class SpoolFolder: Sendable {
         }
     }
 
+    /// The name of a `readdir` entry, read where it lies. Copying `d_name` out (a 256-byte tuple)
+    /// would read past the end of a short entry, which may be the end of a mapped page (seen:
+    /// a crash in memcpy in a /tmp with many entries).
+    private static func entryName(_ entry: UnsafeMutablePointer<dirent>) -> String {
+        let offset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+        return String(cString: (UnsafeRawPointer(entry) + offset).assumingMemoryBound(to: CChar.self))
+    }
+
     /// Unlinks the plain files of `path` (a spool folder holds nothing else), then the folder.
     private static func removeTree(_ path: String) {
         if let directory = opendir(path) {
             while let entry = readdir(directory) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+                let name = entryName(entry)
                 guard name != ".", name != ".." else { continue }
                 unlink("\(path)/\(name)")
             }

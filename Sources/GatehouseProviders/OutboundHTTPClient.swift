@@ -41,6 +41,10 @@ public final class OutboundHTTPClient: Sendable {
     public let maxResponseBytes: Int
     /// Which addresses calls may connect to, checked after DNS resolution.
     public let addressPolicy: OutboundAddressPolicy
+    /// Told of every call once it ends: its URL, the response status (nil when there was no
+    /// response: unreachable, timed out, refused, too large) and how long it took in seconds.
+    public typealias Observer = @Sendable (_ url: String, _ status: Int?, _ seconds: Double) -> Void
+    private let observer: Observer?
 
     /// A provider that does not complete a TCP (and TLS) handshake in 3 s is not going to
     /// answer: fail fast rather than hold a thread for the whole `timeoutSeconds`.
@@ -51,7 +55,10 @@ public final class OutboundHTTPClient: Sendable {
     /// Creates a client. `timeoutSeconds` is clamped to at least 1. The default `addressPolicy`
     /// suits the server's own URLs; a client for URLs a tenant admin sets takes
     /// ``OutboundAddressPolicy/forTenantURLs(allowPrivate:)``.
-    public init(timeoutSeconds: Int = 10, maxResponseBytes: Int = 1 << 20, addressPolicy: OutboundAddressPolicy = .anyAddress) {
+    public init(
+        timeoutSeconds: Int = 10, maxResponseBytes: Int = 1 << 20, addressPolicy: OutboundAddressPolicy = .anyAddress, observer: Observer? = nil
+    ) {
+        self.observer = observer
         self.timeoutSeconds = max(1, timeoutSeconds)
         self.maxResponseBytes = max(0, maxResponseBytes)
         self.addressPolicy = addressPolicy
@@ -81,6 +88,23 @@ public final class OutboundHTTPClient: Sendable {
     }
 
     private func perform(url: String, headers: [(String, String)], body: [UInt8]?) throws(ProviderError) -> OutboundResponse {
+        guard let observer else { return try performOnce(url: url, headers: headers, body: body) }
+        let start = ContinuousClock.now
+        func elapsed() -> Double {
+            let duration = start.duration(to: .now)
+            return Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        }
+        do {
+            let response = try performOnce(url: url, headers: headers, body: body)
+            observer(url, response.status, elapsed())
+            return response
+        } catch {
+            observer(url, nil, elapsed())
+            throw error
+        }
+    }
+
+    private func performOnce(url: String, headers: [(String, String)], body: [UInt8]?) throws(ProviderError) -> OutboundResponse {
         let lowered = url.lowercased()
         guard lowered.hasPrefix("https://") || lowered.hasPrefix("http://") else {
             throw .unavailable("only http and https URLs are allowed")

@@ -116,6 +116,10 @@ struct SQLAppCatalog: AppCatalog {
         try database.query("SELECT * FROM apps WHERE id = \(id)").first.map(appRecord)
     }
 
+    func all() throws -> [AppRecord] {
+        try database.query("SELECT * FROM apps ORDER BY created_at, id").map(appRecord)
+    }
+
     func find(secretKeyHash: String, now: Int64) throws -> AppRecord? {
         try database.query("""
             SELECT apps.* FROM app_secret_keys JOIN apps ON apps.id = app_secret_keys.app_id

@@ -17,13 +17,14 @@ public final class TestServer: @unchecked Sendable {  // immutable after init; H
     private let ownsDatabase: Bool
 
     /// Starts a server. `configure` may change the configuration before it opens; `environment`
-    /// is what `Tenants/` files read `_env` secrets from; `extraRoutes` adds test-only operations.
+    /// is what `Tenants/` files read `_env` secrets from; `extraRoutes` adds test-only operations;
+    /// `log` receives the server's lines (none are written by default).
     public convenience init(
-        _ kind: TestDatabaseKind, clock: any Clock = SystemClock(), environment: [String: String] = [:],
+        _ kind: TestDatabaseKind, clock: any Clock = SystemClock(), environment: [String: String] = [:], log: Log? = nil,
         configure: (inout Configuration) -> Void = { _ in }, extraRoutes: (inout Routes) -> Void = { _ in }
     ) throws {
         try self.init(
-            database: try TestDatabase.make(kind), owningIt: true, clock: clock, environment: environment, configure: configure,
+            database: try TestDatabase.make(kind), owningIt: true, clock: clock, environment: environment, log: log, configure: configure,
             extraRoutes: extraRoutes)
     }
 
@@ -35,11 +36,11 @@ public final class TestServer: @unchecked Sendable {  // immutable after init; H
     /// Starts another node on the database of `first`, as a second process of the same deployment
     /// would be; stopping it leaves the database to `first`.
     public convenience init(anotherNodeOf first: TestServer, clock: any Clock = SystemClock(), configure: (inout Configuration) -> Void = { _ in }) throws {
-        try self.init(database: first.database, owningIt: false, clock: clock, environment: [:], configure: configure)
+        try self.init(database: first.database, owningIt: false, clock: clock, environment: [:], log: nil, configure: configure)
     }
 
     private init(
-        database: TestDatabase, owningIt: Bool, clock: any Clock, environment: [String: String], configure: (inout Configuration) -> Void,
+        database: TestDatabase, owningIt: Bool, clock: any Clock, environment: [String: String], log: Log?, configure: (inout Configuration) -> Void,
         extraRoutes: (inout Routes) -> Void = { _ in }
     ) throws {
         self.database = database
@@ -57,7 +58,7 @@ public final class TestServer: @unchecked Sendable {  // immutable after init; H
         configure(&configuration)
         self.clock = clock
         do {
-            gatehouse = try Gatehouse.open(configuration: configuration, clock: clock, environment: environment, log: Log(enabled: false))
+            gatehouse = try Gatehouse.open(configuration: configuration, clock: clock, environment: environment, log: log ?? Log(enabled: false))
             server = gatehouse.makeServer(host: "127.0.0.1", port: 0, extraRoutes: extraRoutes)
             try server.start()
             gatehouse.startBackgroundWork()

@@ -2,27 +2,6 @@ import Foundation
 import GatehouseAPI
 import GatehouseCore
 
-let usage = """
-    gatehouse — a multi-tenant identity server
-
-    Usage:
-      gatehouse [serve]                 start the HTTP server (the default)
-      gatehouse migrate                 apply pending database migrations and exit
-      gatehouse apps apply DIR          apply every Tenants-style *.json file in DIR (idempotent)
-      gatehouse apps create --name NAME | --settings FILE
-                                        create an app; prints its id, app key and secret key (shown once)
-      gatehouse apps secret-key --app APP
-                                        issue a new admin secret key (shown once; older keys work 24 h more)
-      gatehouse keys rotate --app APP [--revoke-previous]
-                                        rotate an app's signing key (APP is an app id or app key);
-                                        --revoke-previous drops the old keys at once (a leaked key)
-      gatehouse --help                  this text
-
-    Configuration comes from the environment: GATEHOUSE_DATABASE_URL, GATEHOUSE_LISTEN,
-    GATEHOUSE_PUBLIC_URL, GATEHOUSE_MASTER_KEY(_FILE), GATEHOUSE_ADMIN_TOKEN, GATEHOUSE_TENANTS_DIR, …
-    (see docs/operations.md).
-    """
-
 func fail(_ message: String, code: Int32 = 1) -> Never {
     FileHandle.standardError.write(Data((message + "\n").utf8))
     exit(code)
@@ -59,6 +38,7 @@ func serve() -> Never {
     let server = gatehouse.makeServer()
     do { try server.start() } catch { fail("gatehouse: cannot listen on \(configuration.listenHost):\(configuration.listenPort): \(error)") }
     gatehouse.startBackgroundWork()
+    warnAboutUnknownVariables(gatehouse.log)
     gatehouse.log.info(
         "listening",
         ["address": .string("\(configuration.listenHost):\(server.port)"), "public_url": .string(configuration.publicURL),
@@ -71,6 +51,16 @@ func serve() -> Never {
     gatehouse.stopBackgroundWork()
     gatehouse.close()
     exit(0)
+}
+
+/// One warning per `GATEHOUSE_*` variable the server does not read: a misspelt setting would
+/// otherwise leave its default in force in silence. The value is never logged.
+func warnAboutUnknownVariables(_ log: Log) {
+    for (name, suggestion) in Configuration.unknownVariables(in: ProcessInfo.processInfo.environment) {
+        var fields: [String: JSON] = ["variable": .string(name)]
+        if let suggestion { fields["did_you_mean"] = .string(suggestion) }
+        log.warning("unknown setting ignored", fields)
+    }
 }
 
 /// Opens the database for a one-off command. `Tenants/` files are applied only by `serve` and `apps apply`.
@@ -98,53 +88,271 @@ func findApp(_ target: String, in gatehouse: Gatehouse) throws -> AppContext {
     return app
 }
 
-// Every command has one exact shape; anything else (an unknown option, a stray argument) is
-// a usage error rather than silently ignored.
-let args = Array(CommandLine.arguments.dropFirst())
-switch args {
-case [], ["serve"]:
-    serve()
-case ["--help"], ["-h"], ["help"]:
-    print(usage)
-case ["migrate"]:
-    var configuration = loadConfiguration()
-    configuration.tenantsDirectory = nil
-    do {
-        try open(configuration).close()
-        print("migrations applied")
-    } catch { fail("gatehouse: \(error)") }
-case _ where args.count == 3 && args[0] == "apps" && args[1] == "apply":
-    var isFolder: ObjCBool = false
-    guard FileManager.default.fileExists(atPath: args[2], isDirectory: &isFolder), isFolder.boolValue else {
-        fail("gatehouse: \(args[2]) is not a folder")
+// MARK: - Commands
+
+/// One command: its words, the shape of its arguments, and its help.
+struct Command {
+    let words: [String]
+    /// What follows the words, e.g. `--app APP [--revoke-previous]`.
+    let arguments: String
+    let summary: String
+    let details: String
+    /// Options taking a value, and flags, this command accepts.
+    var valueOptions: Set<String> = []
+    var flags: Set<String> = []
+    /// How many positional arguments (after the options are taken out).
+    var positionals: ClosedRange<Int> = 0...0
+    let run: (Parsed) -> Never
+
+    var name: String { words.joined(separator: " ") }
+    var synopsis: String { "gatehouse " + name + (arguments.isEmpty ? "" : " " + arguments) }
+    /// Its line in `gatehouse --help`: the summary beside the synopsis, or under a long one.
+    var usageLine: String {
+        synopsis.count <= 32
+            ? "  " + synopsis.padding(toLength: 34, withPad: " ", startingAt: 0) + summary
+            : "  " + synopsis + "\n" + String(repeating: " ", count: 36) + summary
     }
-    withGatehouse { gatehouse in
-        try gatehouse.apps.applyTenants(folder: args[2], environment: ProcessInfo.processInfo.environment) { print($0) }
+    var help: String { "Usage: \(synopsis)\n\n\(summary)\n\n\(details)" }
+}
+
+/// A command's arguments, checked against its shape.
+struct Parsed {
+    var values: [String: String] = [:]
+    var flags: Set<String> = []
+    var positionals: [String] = []
+}
+
+/// A usage error: says what was wrong, shows the command's shape, and exits 2.
+func usageError(_ message: String, _ command: Command? = nil) -> Never {
+    var text = "gatehouse: \(message)"
+    if let command {
+        text += "\nUsage: \(command.synopsis)\nRun 'gatehouse help \(command.name)' for more."
+    } else {
+        text += "\nRun 'gatehouse --help' for the list of commands."
     }
-case _ where args.count == 4 && args[0] == "apps" && args[1] == "create" && ["--name", "--settings"].contains(args[2]):
-    withGatehouse { gatehouse in
-        let settings: JSON
-        if args[2] == "--settings" {
-            guard let data = FileManager.default.contents(atPath: args[3]) else { fail("gatehouse: cannot read \(args[3])") }
-            guard let json = try? JSON.parse(Array(data)) else { fail("gatehouse: \(args[3]) is not valid JSON") }
-            settings = json
+    fail(text, code: 2)
+}
+
+func parse(_ arguments: [String], for command: Command) -> Parsed {
+    var parsed = Parsed()
+    var index = 0
+    while index < arguments.count {
+        let argument = arguments[index]
+        if command.valueOptions.contains(argument) {
+            guard index + 1 < arguments.count, !arguments[index + 1].hasPrefix("--") else { usageError("\(argument) needs a value", command) }
+            guard parsed.values[argument] == nil else { usageError("\(argument) is given twice", command) }
+            parsed.values[argument] = arguments[index + 1]
+            index += 2
+        } else if command.flags.contains(argument) {
+            guard !parsed.flags.contains(argument) else { usageError("\(argument) is given twice", command) }
+            parsed.flags.insert(argument)
+            index += 1
+        } else if argument.hasPrefix("-") {
+            usageError("\(command.name) has no option \(argument)", command)
         } else {
-            settings = ["name": .string(args[3])]
+            parsed.positionals.append(argument)
+            index += 1
         }
-        let created = try gatehouse.apps.create(settings: settings)
-        printJSON(["app_id": .string(created.app.id.rawValue), "app_key": .string(created.app.record.appKey), "secret_key": .string(created.secretKey)])
     }
-case _ where args.count == 4 && args[0] == "apps" && args[1] == "secret-key" && args[2] == "--app":
-    withGatehouse { gatehouse in
-        let app = try findApp(args[3], in: gatehouse)
-        printJSON(["app_id": .string(app.id.rawValue), "secret_key": .string(try gatehouse.apps.rotateSecretKey(app))])
+    if !command.positionals.contains(parsed.positionals.count) {
+        if parsed.positionals.count > command.positionals.upperBound {
+            let extra = parsed.positionals.dropFirst(command.positionals.upperBound).map { "'\($0)'" }.joined(separator: " ")
+            usageError("unexpected argument \(extra) after \(command.name)", command)
+        }
+        usageError("\(command.name) needs \(command.arguments)", command)
     }
-case _ where (args.count == 4 || (args.count == 5 && args[4] == "--revoke-previous")) && args[0] == "keys" && args[1] == "rotate" && args[2] == "--app":
-    withGatehouse { gatehouse in
-        let app = try findApp(args[3], in: gatehouse)
-        let kid = try gatehouse.apps.rotateSigningKey(app, revokePrevious: args.count == 5)
-        printJSON(["app_id": .string(app.id.rawValue), "kid": .string(kid)])
+    return parsed
+}
+
+let commands: [Command] = [
+    Command(
+        words: ["serve"], arguments: "", summary: "Start the HTTP server (the default when no command is given).",
+        details: """
+            Reads the environment (docs/operations.md, "Configuration"), opens and migrates the database,
+            applies the Tenants folder, and serves until SIGTERM or SIGINT, then drains and exits 0.
+            """
+    ) { _ in serve() },
+    Command(
+        words: ["migrate"], arguments: "", summary: "Apply pending database migrations and exit.",
+        details: "Every other command applies them too; this one does nothing else."
+    ) { _ in
+        var configuration = loadConfiguration()
+        configuration.tenantsDirectory = nil
+        do {
+            try open(configuration).close()
+            print("migrations applied")
+        } catch { fail("gatehouse: \(error)") }
+        exit(0)
+    },
+    Command(
+        words: ["backup"], arguments: "FILE", summary: "Copy the SQLite database to FILE, consistently, while the server runs.",
+        details: """
+            Uses SQLite's online backup API: the copy is the database as of one commit, taken without
+            stopping the server (writes go on meanwhile). FILE must not exist; it is written beside its
+            name first, checked (PRAGMA integrity_check), flushed, then named, with mode 0600. Prints
+            {"backup": FILE, "bytes": N}. Neither migrates nor changes the database.
+
+            The master key is not in the backup: keep it (master.key in the data folder, or
+            GATEHOUSE_MASTER_KEY) apart from it. Files in a filesystem or S3 blob store are not in it either.
+            To restore: stop the server, put FILE in place of the database file (removing its -wal and
+            -shm), start the server.
+
+            With PostgreSQL this command explains how to use pg_dump instead, and exits 1.
+            """, positionals: 1...1
+    ) { parsed in
+        let configuration = loadConfiguration()
+        do {
+            let copy = try Gatehouse.backup(configuration, to: parsed.positionals[0])
+            printJSON(["backup": .string(copy.path), "bytes": .int(copy.bytes)])
+            var notes = ["gatehouse: the master key is not in the backup; keep \(configuration.masterKey == nil ? "master.key of the data folder" : "GATEHOUSE_MASTER_KEY") apart from it."]
+            if configuration.blobStorage != .database { notes.append("gatehouse: file contents live outside the database (GATEHOUSE_BLOB_STORE); back them up too.") }
+            FileHandle.standardError.write(Data((notes.joined(separator: "\n") + "\n").utf8))
+        } catch {
+            fail("gatehouse: \(error)")
+        }
+        exit(0)
+    },
+    Command(
+        words: ["apps", "list"], arguments: "", summary: "List every app: one JSON line each, oldest first.",
+        details: """
+            Each line is {"app_id", "app_key", "name", "source", "created_at"}; source is api or tenants
+            (from a Tenants file). No secret is printed.
+            """
+    ) { _ in
+        withGatehouse { gatehouse in
+            for record in try gatehouse.store.apps.all() {
+                let name = try gatehouse.directory.app(id: record.id)?.settings.name
+                printJSON([
+                    "app_id": .string(record.id.rawValue), "app_key": .string(record.appKey), "name": name.map(JSON.string) ?? .null,
+                    "source": .string(record.source), "created_at": .string(rfc3339(millis: record.createdAt)),
+                ])
+            }
+        }
+    },
+    Command(
+        words: ["apps", "apply"], arguments: "DIR", summary: "Apply every Tenants-style *.json file in DIR (idempotent).",
+        details: "Prints one line per file: created, updated or unchanged, with the app id. See docs/operations.md, \"Apps from Tenants files\".",
+        positionals: 1...1
+    ) { parsed in
+        let folder = parsed.positionals[0]
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
+            fail("gatehouse: \(folder) is not a folder")
+        }
+        withGatehouse { gatehouse in
+            try gatehouse.apps.applyTenants(folder: folder, environment: ProcessInfo.processInfo.environment) { print($0) }
+        }
+    },
+    Command(
+        words: ["apps", "create"], arguments: "--name NAME | --settings FILE",
+        summary: "Create an app; prints its id, app key and secret key (the secret key is shown once).",
+        details: """
+            --name NAME creates an app with default settings; --settings FILE takes a settings object under
+            the admin API's rules (secrets in clear, no _file or _env, no app_key). Prints
+            {"app_id", "app_key", "secret_key"}.
+            """, valueOptions: ["--name", "--settings"]
+    ) { parsed in
+        let command = commands.first { $0.words == ["apps", "create"] }!
+        switch (parsed.values["--name"], parsed.values["--settings"]) {
+        case (nil, nil): usageError("apps create needs --name NAME or --settings FILE", command)
+        case (.some, .some): usageError("apps create takes --name or --settings, not both", command)
+        default: break
+        }
+        withGatehouse { gatehouse in
+            let settings: JSON
+            if let file = parsed.values["--settings"] {
+                guard let data = FileManager.default.contents(atPath: file) else { fail("gatehouse: cannot read \(file)") }
+                guard let json = try? JSON.parse(Array(data)) else { fail("gatehouse: \(file) is not valid JSON") }
+                settings = json
+            } else {
+                settings = ["name": .string(parsed.values["--name"]!)]
+            }
+            let created = try gatehouse.apps.create(settings: settings)
+            printJSON(["app_id": .string(created.app.id.rawValue), "app_key": .string(created.app.record.appKey), "secret_key": .string(created.secretKey)])
+        }
+    },
+    Command(
+        words: ["apps", "secret-key"], arguments: "--app APP",
+        summary: "Issue a new admin secret key for APP (an app id or app key); shown once.",
+        details: "Older secret keys keep working 24 hours more. Prints {\"app_id\", \"secret_key\"}.", valueOptions: ["--app"]
+    ) { parsed in
+        guard let target = parsed.values["--app"] else { usageError("apps secret-key needs --app APP", commands.first { $0.words == ["apps", "secret-key"] }) }
+        withGatehouse { gatehouse in
+            let app = try findApp(target, in: gatehouse)
+            printJSON(["app_id": .string(app.id.rawValue), "secret_key": .string(try gatehouse.apps.rotateSecretKey(app))])
+        }
+    },
+    Command(
+        words: ["keys", "rotate"], arguments: "--app APP [--revoke-previous]",
+        summary: "Rotate an app's signing key (APP is an app id or app key); at most once a minute.",
+        details: """
+            The new key is published at once and signs from now on; the old ones stay published until
+            their tokens expire. --revoke-previous drops the old keys at once (a leaked key): tokens
+            they signed stop verifying. Prints {"app_id", "kid"}.
+            """, valueOptions: ["--app"], flags: ["--revoke-previous"]
+    ) { parsed in
+        guard let target = parsed.values["--app"] else { usageError("keys rotate needs --app APP", commands.first { $0.words == ["keys", "rotate"] }) }
+        withGatehouse { gatehouse in
+            let app = try findApp(target, in: gatehouse)
+            let kid = try gatehouse.apps.rotateSigningKey(app, revokePrevious: parsed.flags.contains("--revoke-previous"))
+            printJSON(["app_id": .string(app.id.rawValue), "kid": .string(kid)])
+        }
+    },
+]
+
+let usage = """
+    gatehouse \(Gatehouse.version) — a multi-tenant identity server
+
+    Usage:
+    \(commands.map(\.usageLine).joined(separator: "\n"))
+      gatehouse help [COMMAND]          this text, or a command's help (also: COMMAND --help)
+      gatehouse --version               print the version
+
+    Configuration comes from the environment: GATEHOUSE_DATABASE_URL, GATEHOUSE_LISTEN,
+    GATEHOUSE_PUBLIC_URL, GATEHOUSE_MASTER_KEY(_FILE), GATEHOUSE_ADMIN_TOKEN(_FILE), GATEHOUSE_TENANTS_DIR, …
+    (see docs/operations.md).
+    """
+
+/// The command whose words begin `words` (the longest such), and the words left over.
+@MainActor func command(for words: [String]) -> (Command, [String])? {
+    commands.filter { words.starts(with: $0.words) }.max { $0.words.count < $1.words.count }.map { ($0, Array(words.dropFirst($0.words.count))) }
+}
+
+/// Says what is wrong with words that name no command.
+@MainActor func unknownCommand(_ words: [String]) -> Never {
+    let groups = Set(commands.filter { $0.words.count > 1 }.map { $0.words[0] })
+    if let group = words.first, groups.contains(group) {
+        let subcommands = commands.filter { $0.words.first == group }.map { $0.words[1] }.joined(separator: ", ")
+        if words.count == 1 { usageError("\(group) needs a subcommand: \(subcommands)") }
+        usageError("\(group) has no subcommand '\(words[1])'; it has \(subcommands)")
+    }
+    usageError("unknown command '\(words.joined(separator: " "))'")
+}
+
+let args = Array(CommandLine.arguments.dropFirst())
+switch args.first {
+case nil:
+    serve()
+case "--version", "-V", "version":
+    guard args.count == 1 else { usageError("--version takes no argument") }
+    print("gatehouse \(Gatehouse.version)")
+case "--help", "-h":
+    guard args.count == 1 else { usageError("--help takes no argument; for a command's help: gatehouse help COMMAND") }
+    print(usage)
+case "help":
+    let words = Array(args.dropFirst())
+    if words.isEmpty {
+        print(usage)
+    } else if let (command, rest) = command(for: words), rest.isEmpty {
+        print(command.help)
+    } else {
+        unknownCommand(words)
     }
 default:
-    fail(usage, code: 2)
+    guard let (command, rest) = command(for: args) else { unknownCommand(args) }
+    if rest.contains("--help") || rest.contains("-h") {
+        print(command.help)
+        exit(0)
+    }
+    command.run(parse(rest, for: command))
 }

@@ -48,6 +48,10 @@ public final class EmailFlowService: Sendable {
     /// `POST /v1/auth/email-code/verify`: a session for the address's account, made now (201,
     /// address verified) when there is none and the app accepts sign-ups.
     public func verifySignInCode(app: AppContext, email rawEmail: String, code: String, origin: RequestOrigin) throws -> SessionGrant {
+        try accounts.metrics.countingSignIn(.emailCode) { try redeemSignInCode(app: app, email: rawEmail, code: code, origin: origin) }
+    }
+
+    private func redeemSignInCode(app: AppContext, email rawEmail: String, code: String, origin: RequestOrigin) throws -> SessionGrant {
         let data = store.app(app.id)
         try accounts.limitAuth(app, data, origin)
         try accounts.requireMethod(.emailCode, app)

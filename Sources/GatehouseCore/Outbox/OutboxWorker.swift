@@ -112,6 +112,7 @@ public final class OutboxWorker: Sendable {
         case .delivered:
             try outbox.markDelivered(item.id, node: node, now: now)
             delivered.add(1, ordering: .relaxed)
+            log.debug("outbox item delivered", ["id": .string(item.id), "kind": .string(item.kind.rawValue), "attempt": .int(Int64(attempt))])
         case .retry(let reason, let notBefore):
             let next = max(policy.nextAttempt(afterFailure: attempt, now: now), notBefore ?? 0)
             if policy.hasGivenUp(createdAt: item.createdAt, nextAttemptAt: next, after: handlers[item.kind]?.giveUpAfterMillis) {

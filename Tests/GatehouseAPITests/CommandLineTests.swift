@@ -1,0 +1,211 @@
+import Foundation
+import GatehouseAPI
+import GatehouseCore
+import GatehouseTesting
+import Synchronization
+import Testing
+
+/// The commands an operator runs beside the server: usage errors that say what was wrong, help
+/// per command, `--version`, `apps list` and `backup`.
+extension ExecutableTests {
+    struct Run {
+        let status: Int32
+        let output: String
+        let errors: String
+    }
+
+    /// Runs the executable to its end (its output is small).
+    func gatehouse(_ arguments: [String], environment: [String: String] = [:]) throws -> Run {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        process.environment = environment
+        let errorPath = NSTemporaryDirectory() + "gatehouse-cli-stderr-\(UUID().uuidString)"
+        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: errorPath) }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle(forWritingAtPath: errorPath)
+        try process.run()
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(
+            status: process.terminationStatus, output: String(decoding: out, as: UTF8.self),
+            errors: String(decoding: FileManager.default.contents(atPath: errorPath) ?? Data(), as: UTF8.self))
+    }
+
+    @Test
+    func usageErrorsSayWhatWasWrongAndExit2() throws {
+        let cases: [([String], String)] = [
+            (["frobnicate"], "unknown command 'frobnicate'"),
+            (["apps"], "apps needs a subcommand: list, apply, create, secret-key"),
+            (["apps", "crate"], "apps has no subcommand 'crate'"),
+            (["apps", "create"], "apps create needs --name NAME or --settings FILE"),
+            (["apps", "create", "--name", "A", "--settings", "f.json"], "apps create takes --name or --settings, not both"),
+            (["apps", "create", "--nmae", "A"], "apps create has no option --nmae"),
+            (["keys", "rotate", "--app"], "--app needs a value"),
+            (["keys", "rotate", "--app", "a", "--app", "b"], "--app is given twice"),
+            (["apps", "list", "extra"], "unexpected argument 'extra' after apps list"),
+            (["backup"], "backup needs FILE"),
+            (["--version", "now"], "--version takes no argument"),
+        ]
+        for (arguments, message) in cases {
+            let run = try gatehouse(arguments)
+            #expect(run.status == 2, "\(arguments)")
+            #expect(run.errors.contains("gatehouse: \(message)"), "\(arguments): \(run.errors)")
+            #expect(run.output.isEmpty, "\(arguments)")
+        }
+        // A command's usage error shows that command's shape.
+        #expect(try gatehouse(["keys", "rotate"]).errors.contains("Usage: gatehouse keys rotate --app APP [--revoke-previous]"))
+    }
+
+    @Test
+    func everyCommandHasItsOwnHelpAndTheVersionIsPrinted() throws {
+        let overview = try gatehouse(["--help"])
+        #expect(overview.status == 0)
+        for command in ["serve", "migrate", "backup FILE", "apps list", "apps apply DIR", "apps create", "apps secret-key", "keys rotate"] {
+            #expect(overview.output.contains("gatehouse \(command)"), "\(command)")
+            let words = command.split(separator: " ").map(String.init).filter { $0 == $0.lowercased() }
+            let help = try gatehouse(["help"] + words)
+            #expect(help.status == 0, "\(command)")
+            #expect(help.output.hasPrefix("Usage: gatehouse \(words.joined(separator: " "))"), "\(command): \(help.output)")
+            // `COMMAND --help` prints the same, without running the command (no database opened).
+            #expect(try gatehouse(words + ["--help"]).output == help.output, "\(command)")
+        }
+        #expect(try gatehouse(["help", "nothing"]).status == 2)
+        let version = try gatehouse(["--version"])
+        #expect(version.status == 0)
+        #expect(version.output == "gatehouse \(Gatehouse.version)\n")
+    }
+
+    @Test
+    func appsListShowsEveryAppWithoutSecrets() throws {
+        let folder = NSTemporaryDirectory() + "gatehouse-cli-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let environment = ["GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/gatehouse.db"]
+        #expect(try gatehouse(["apps", "list"], environment: environment).output.isEmpty)
+        let created = try gatehouse(["apps", "create", "--name", "Shop"], environment: environment)
+        #expect(created.status == 0)
+        let shop = try JSON.parse(Array(created.output.utf8))
+        _ = try gatehouse(["apps", "create", "--name", "Blog"], environment: environment)
+        let list = try gatehouse(["apps", "list"], environment: environment)
+        #expect(list.status == 0)
+        let lines = try list.output.split(separator: "\n").map { try JSON.parse(Array($0.utf8)) }
+        #expect(lines.map { $0["name"]?.stringValue } == ["Shop", "Blog"])
+        #expect(lines[0]["app_id"] == shop["app_id"])
+        #expect(lines[0]["app_key"] == shop["app_key"])
+        #expect(lines[0]["source"] == "api")
+        #expect(!list.output.contains(try #require(shop["secret_key"]?.stringValue)))
+    }
+
+    /// `gatehouse backup` copies the database while the server signs users up and rotates
+    /// refresh tokens; a server started on the copy signs in every user whose sign-up was
+    /// answered before the backup began, and the copy is sound.
+    @Test
+    func aBackupTakenWhileTheServerWritesRestoresAndSignsIn() throws {
+        let server = try TestServer(.sqlite)
+        defer { server.stop() }
+        guard case .sqlite(let livePath) = server.database.configuration else { Issue.record("not SQLite"); return }
+        let app = try server.createApp(["name": "Backed up", "rate_limits": ["auth_per_minute_per_ip": 1000]])
+        _ = try server.signUp(app, email: "first@example.com", password: "first password 1")
+        let firstRefreshToken = try #require(try server.signUp(app, email: "refresher@example.com")["refresh_token"]?.stringValue)
+
+        let stop = Atomic(false)
+        let answered = Mutex<[String]>([])
+        let failures = Mutex<[String]>([])
+        let refreshes = Atomic(0)
+        let done = DispatchGroup()
+        done.enter()
+        Thread {
+            var i = 0
+            while !stop.load(ordering: .relaxed) {
+                let email = "writer-\(i)@example.com"
+                let response = try? server.request("POST", "/v1/auth/signup", appKey: app.appKey, json: ["email": .string(email), "password": "writer password 1"])
+                if response?.status == 201 { answered.withLock { $0.append(email) } } else { failures.withLock { $0.append("sign-up \(response?.status ?? -1)") } }
+                i += 1
+                usleep(15_000)
+            }
+            done.leave()
+        }.start()
+        done.enter()
+        Thread {
+            var refreshToken = firstRefreshToken
+            while !stop.load(ordering: .relaxed) {
+                let response = try? server.request("POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": .string(refreshToken)])
+                if response?.status == 200, let next = response?.data?["refresh_token"]?.stringValue {
+                    refreshToken = next
+                    refreshes.add(1, ordering: .relaxed)
+                } else {
+                    failures.withLock { $0.append("refresh \(response?.status ?? -1)") }
+                }
+                usleep(5_000)
+            }
+            done.leave()
+        }.start()
+        defer {
+            stop.store(true, ordering: .relaxed)
+            done.wait()
+        }
+        let warmUp = Date().addingTimeInterval(10)
+        while (answered.withLock { $0.count } < 10 || refreshes.load(ordering: .relaxed) < 20) && Date() < warmUp { usleep(10_000) }
+
+        let folder = NSTemporaryDirectory() + "gatehouse-backup-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let before = answered.withLock { $0 }
+        let refreshesBefore = refreshes.load(ordering: .relaxed)
+        let backup = try gatehouse(["backup", folder + "/copy.db"], environment: ["GATEHOUSE_DATABASE_URL": "sqlite://\(livePath)"])
+        #expect(backup.status == 0, "\(backup.errors)")
+        #expect(backup.errors.contains("master key is not in the backup"))
+        let report = try JSON.parse(Array(backup.output.utf8))
+        #expect(report["backup"]?.stringValue == folder + "/copy.db")
+        guard case .int(let bytes) = report["bytes"] else { Issue.record("no bytes in \(backup.output)"); return }
+        #expect(bytes > 0)
+        // The server kept writing through the backup and after it.
+        let answeredByTheEnd = answered.withLock { $0.count }
+        let after = Date().addingTimeInterval(10)
+        while (answered.withLock { $0.count } < answeredByTheEnd + 3 || refreshes.load(ordering: .relaxed) < refreshesBefore + 10) && Date() < after { usleep(10_000) }
+        stop.store(true, ordering: .relaxed)
+        done.wait()
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        #expect(answered.withLock { $0.count } >= answeredByTheEnd + 3)
+
+        // One self-contained file, private, and a second backup never overwrites it.
+        #expect(!FileManager.default.fileExists(atPath: folder + "/copy.db-wal"))
+        #expect((try FileManager.default.attributesOfItem(atPath: folder + "/copy.db")[.posixPermissions] as? Int) == 0o600)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["copy.db"])
+        let again = try gatehouse(["backup", folder + "/copy.db"], environment: ["GATEHOUSE_DATABASE_URL": "sqlite://\(livePath)"])
+        #expect(again.status == 1)
+        #expect(again.errors.contains("already exists"))
+
+        // Restore: the copy put in place of a data folder's database, and a server started on it.
+        let restoredFolder = folder + "/restored"
+        try FileManager.default.createDirectory(atPath: restoredFolder, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: folder + "/copy.db", toPath: restoredFolder + "/gatehouse.db")
+        let restored = try TestServer(.sqlite) { $0.database = .sqlite(path: restoredFolder + "/gatehouse.db") }
+        defer { restored.stop() }
+        #expect(try restored.request("GET", "/v1/app", appKey: app.appKey).status == 200)
+        let first = try restored.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": "first@example.com", "password": "first password 1"])
+        #expect(first.status == 200)
+        #expect(first.data?["access_token"]?.stringValue != nil)
+        for email in before {
+            let signIn = try restored.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": .string(email), "password": "writer password 1"])
+            #expect(signIn.status == 200, "\(email) was signed up before the backup")
+        }
+        // Nothing from after the backup is in it: the last sign-up answered after the backup ended is unknown there.
+        let last = try #require(answered.withLock { $0.last })
+        let late = try restored.request("POST", "/v1/auth/signin", appKey: app.appKey, json: ["email": .string(last), "password": "writer password 1"])
+        #expect(late.problemCode == "auth/invalid-credential")
+    }
+
+    @Test
+    func backupWithPostgreSQLExplainsPgDump() throws {
+        let run = try gatehouse(
+            ["backup", "/tmp/never-written.db"],
+            environment: ["GATEHOUSE_DATABASE_URL": "postgres://nobody@127.0.0.1:1/none", "GATEHOUSE_MASTER_KEY": String(repeating: "ab", count: 32)])
+        #expect(run.status == 1)
+        #expect(run.errors.contains("pg_dump --format=custom"))
+        #expect(run.errors.contains("pg_restore"))
+        #expect(!FileManager.default.fileExists(atPath: "/tmp/never-written.db"))
+    }
+}
