@@ -35,14 +35,18 @@ extension SQLStore: MaintenanceStore {
     public static func maintenanceStatement(_ task: MaintenanceTask, in window: MaintenanceWindow, limit: Int, dialect: SQLDialect) -> SQL {
         let (from, to, limit) = (window.from, window.to, Int64(limit))
         let rowAddress = dialect == .postgres ? "ctid" : "rowid"
-        // Rows are picked by their physical address (SQLite's rowid, PostgreSQL's ctid): the
-        // delete looks up exactly the rows the subquery found and never walks the range again.
+        // A batch picks the oldest due rows in the order of the time column's index (PostgreSQL
+        // then walks the index even when most of a table is due, as in the first round after an
+        // upgrade, rather than scanning the table for each batch) and deletes them by their
+        // physical address (SQLite's rowid, PostgreSQL's ctid), never walking the range again.
         // Rows that others write (a rate-limit window starting anew, a nonce taken over, a code
         // sent) are locked as they are picked on PostgreSQL, skipping any another transaction
         // holds: a picked row cannot change before it goes, and no batch waits for a request.
-        func batch(_ table: String, _ condition: SQL, othersWrite: Bool = false) -> SQL {
+        func batch(_ table: String, by column: String, _ condition: SQL, othersWrite: Bool = false) -> SQL {
             let lock = othersWrite && dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
-            return picked(table, "SELECT \(unsafeSQL: rowAddress) FROM \(unsafeSQL: table) WHERE \(condition) LIMIT \(limit)\(unsafeSQL: lock)")
+            return picked(table, """
+                SELECT \(unsafeSQL: rowAddress) FROM \(unsafeSQL: table) WHERE \(condition) ORDER BY \(unsafeSQL: column) LIMIT \(limit)\(unsafeSQL: lock)
+                """)
         }
         func picked(_ table: String, _ rows: SQL) -> SQL {
             switch dialect {
@@ -54,24 +58,24 @@ extension SQLStore: MaintenanceStore {
             // The tokens of a session that is over: no one writes them any more.
             picked("refresh_tokens", """
                 SELECT refresh_tokens.\(unsafeSQL: rowAddress) FROM sessions JOIN refresh_tokens ON refresh_tokens.session_id = sessions.id
-                WHERE sessions.\(unsafeSQL: column) >= \(from) AND sessions.\(unsafeSQL: column) < \(to) LIMIT \(limit)
+                WHERE sessions.\(unsafeSQL: column) >= \(from) AND sessions.\(unsafeSQL: column) < \(to) ORDER BY sessions.\(unsafeSQL: column) LIMIT \(limit)
                 """)
         }
         switch task {
         case .tokensOfEndedSessions: return tokens(ofSessionsBy: "ended_at")
         case .tokensOfExpiredSessions: return tokens(ofSessionsBy: "expires_at")
-        case .endedSessions: return batch("sessions", "ended_at >= \(from) AND ended_at < \(to)")
-        case .expiredSessions: return batch("sessions", "expires_at >= \(from) AND expires_at < \(to)")
-        case .webFlows: return batch("web_flows", "expires_at >= \(from) AND expires_at < \(to)")
-        case .loginCodes: return batch("login_codes", "expires_at >= \(from) AND expires_at < \(to)")
+        case .endedSessions: return batch("sessions", by: "ended_at", "ended_at >= \(from) AND ended_at < \(to)")
+        case .expiredSessions: return batch("sessions", by: "expires_at", "expires_at >= \(from) AND expires_at < \(to)")
+        case .webFlows: return batch("web_flows", by: "expires_at", "expires_at >= \(from) AND expires_at < \(to)")
+        case .loginCodes: return batch("login_codes", by: "expires_at", "expires_at >= \(from) AND expires_at < \(to)")
         case .emailCodes:
             return batch(
-                "email_codes", "last_sent_at >= \(from) AND last_sent_at < \(to) AND window_start < \(to) AND expires_at < \(to)", othersWrite: true)
-        case .providerNonces: return batch("provider_nonces", "expires_at >= \(from) AND expires_at < \(to)", othersWrite: true)
-        case .rateLimits: return batch("rate_limits", "window_start >= \(from) AND window_start < \(to)", othersWrite: true)
+                "email_codes", by: "last_sent_at", "last_sent_at >= \(from) AND last_sent_at < \(to) AND window_start < \(to) AND expires_at < \(to)", othersWrite: true)
+        case .providerNonces: return batch("provider_nonces", by: "expires_at", "expires_at >= \(from) AND expires_at < \(to)", othersWrite: true)
+        case .rateLimits: return batch("rate_limits", by: "window_start", "window_start >= \(from) AND window_start < \(to)", othersWrite: true)
         case .deliveredOutbox:
-            return batch("outbox", "delivered_at IS NOT NULL AND delivered_at >= \(from) AND delivered_at < \(to)")
-        case .events: return batch("events", "created_at >= \(from) AND created_at < \(to)")
+            return batch("outbox", by: "delivered_at", "delivered_at IS NOT NULL AND delivered_at >= \(from) AND delivered_at < \(to)")
+        case .events: return batch("events", by: "created_at", "created_at >= \(from) AND created_at < \(to)")
         }
     }
 }

@@ -280,6 +280,28 @@ import Testing
         }
     }
 
+    /// One table's trouble does not hold up the others: the round goes on, then reports the failure.
+    @Test func aFailingTaskDoesNotStopTheOthers() throws {
+        final class Round: MaintenanceRound, @unchecked Sendable {  // used on the test's thread only
+            var tried: [MaintenanceTask] = []
+            func delete(_ task: MaintenanceTask, in window: MaintenanceWindow, limit: Int) throws -> Int {
+                tried.append(task)
+                if task == .webFlows { throw SetupError("web_flows is unwell") }
+                return 0
+            }
+            func compact(pagesPerStep: Int) throws -> Int { 0 }
+        }
+        struct Store: MaintenanceStore {
+            let round: Round
+            func exclusively<T>(_ body: (any MaintenanceRound) throws -> T) throws -> T? { try body(round) }
+        }
+        let round = Round()
+        let job = Maintenance(store: Store(round: round), policy: MaintenancePolicy(intervalSeconds: 300, refreshGraceSeconds: 10, eventRetentionDays: 400))
+        #expect(throws: SetupError.self) { try job.run(now: Self.now) }
+        #expect(Set(round.tried) == Set(MaintenanceTask.allCases))
+        #expect(round.tried.last == .events)
+    }
+
     /// A new SQLite file gives back the pages the job frees: it is smaller after the round.
     @Test func aNewSQLiteFileShrinksAfterARound() throws {
         try withDatabase(.sqlite) { test in
