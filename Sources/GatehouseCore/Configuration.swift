@@ -287,7 +287,7 @@ public struct Configuration: Sendable {
         integer("GATEHOUSE_OUTBOX_MAX_BACKOFF_SECONDS", 5...86400, into: &config.outboxMaxBackoffSeconds)
         integer("GATEHOUSE_OUTBOX_CONCURRENCY", 1...64, into: &config.outboxConcurrency)
         integer("GATEHOUSE_EVENT_RETENTION_DAYS", 1...36_500, into: &config.eventRetentionDays)
-        integer("GATEHOUSE_MAINTENANCE_INTERVAL_SECONDS", 10...86_400, into: &config.maintenanceIntervalSeconds)
+        integer("GATEHOUSE_MAINTENANCE_INTERVAL_SECONDS", 60...86_400, into: &config.maintenanceIntervalSeconds)
         integer("GATEHOUSE_HTTP_THREADS", 1...1024, into: &config.httpThreads)
         var pool = -1
         integer("GATEHOUSE_DB_POOL_SIZE", 1...1024, into: &pool)

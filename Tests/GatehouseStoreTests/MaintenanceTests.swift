@@ -302,6 +302,31 @@ import Testing
         #expect(round.tried.last == .events)
     }
 
+    /// A round stops at its time limit, at a batch's end, and the next goes on from there.
+    @Test(arguments: DatabaseKind.all)
+    func aRoundStopsAtItsTimeLimitAndTheNextGoesOn(kind: DatabaseKind) throws {
+        try withDatabase(kind) { test in
+            let f = try Fixture(test.database)
+            for age in 0..<5 {
+                try f.app.record(Event(type: .userSignInFailed, userID: nil, sessionID: nil, ip: nil, userAgent: nil, createdAt: Self.now - Int64(401 + age) * Self.day))
+            }
+            var policy = MaintenancePolicy(intervalSeconds: 300, refreshGraceSeconds: 10, eventRetentionDays: 400)
+            policy.batchSize = 2
+            policy.pauseBetweenBatches = .zero
+            policy.roundTimeLimit = .zero
+            let job = Maintenance(store: f.store, policy: policy)
+            // Each round runs one batch: the first finds no tokens due and stops, so the events wait for later rounds.
+            var rounds = 0
+            while try f.count("events", "created_at < \(Self.now - 400 * Self.day)") > 0 {
+                let report = try #require(try job.run(now: Self.now))
+                #expect(report.batches == 1 && report.stoppedEarly)
+                rounds += 1
+                try #require(rounds < 50, "the rounds make no progress")
+            }
+            #expect(try f.count("events", "created_at < \(Self.now - 400 * Self.day)") == 0)
+        }
+    }
+
     /// A new SQLite file gives back the pages the job frees: it is smaller after the round.
     @Test func aNewSQLiteFileShrinksAfterARound() throws {
         try withDatabase(.sqlite) { test in

@@ -1,9 +1,14 @@
 import Foundation
+import Synchronization
 
 /// What one round deleted, by task, and the pages it gave back to the file system.
 public struct MaintenanceReport: Sendable, Equatable {
     public var deleted: [MaintenanceTask: Int] = [:]
     public var pagesFreed = 0
+    /// Statements run.
+    public var batches = 0
+    /// True when the round stopped at ``MaintenancePolicy/roundTimeLimit`` with work left.
+    public var stoppedEarly = false
 
     public var rows: Int { deleted.values.reduce(0, +) }
 }
@@ -15,6 +20,8 @@ public final class Maintenance: Sendable {
     public let policy: MaintenancePolicy
     private let store: any MaintenanceStore
     private let log: any LogSink
+    /// The task the next round starts with (this node's; 0 unless the last round ran out of time).
+    private let resumeAt = Atomic<Int>(0)
 
     public init(store: any MaintenanceStore, policy: MaintenancePolicy, log: any LogSink = DiscardingLog()) {
         self.store = store
@@ -29,10 +36,25 @@ public final class Maintenance: Sendable {
         try store.exclusively { round in
             var report = MaintenanceReport()
             var firstFailure: (any Error)?
-            for (task, window) in policy.windows(now: now) where window.from < window.to {
+            let started = ContinuousClock.now
+            let windows = policy.windows(now: now).filter { $0.1.from < $0.1.to }
+            // Where the last round stopped at its time limit, if it did: the others' turn first.
+            let first = resumeAt.load(ordering: .relaxed) % max(1, windows.count)
+            var stoppedAt = 0
+            tasks: for index in Array(first..<windows.count) + Array(0..<first) {
+                let (task, window) = windows[index]
                 do {
                     while true {
+                        // A round that has worked its time stops at a batch's end (a shutdown waits
+                        // for it); the next round goes on from this task.
+                        if report.batches > 0, ContinuousClock.now - started > policy.roundTimeLimit {
+                            report.stoppedEarly = true
+                            stoppedAt = index
+                            log.info("maintenance round stopped at its time limit", ["task": .string(task.rawValue)])
+                            break tasks
+                        }
                         let deleted = try round.delete(task, in: window, limit: policy.batchSize)
+                        report.batches += 1
                         report.deleted[task, default: 0] += deleted
                         guard deleted == policy.batchSize else { break }
                         if policy.pauseBetweenBatches > .zero { Thread.sleep(forTimeInterval: policy.pauseBetweenBatches.seconds) }
@@ -42,6 +64,7 @@ public final class Maintenance: Sendable {
                     firstFailure = firstFailure ?? error
                 }
             }
+            resumeAt.store(stoppedAt, ordering: .relaxed)
             report.pagesFreed = try round.compact(pagesPerStep: policy.vacuumPagesPerStep)
             if let firstFailure { throw firstFailure }
             let counts = report.deleted.filter { $0.value > 0 }

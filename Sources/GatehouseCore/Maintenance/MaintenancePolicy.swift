@@ -27,6 +27,9 @@ public struct MaintenancePolicy: Sendable {
     public var batchSize = 2_000
     /// A pause between batches, so that on SQLite other writers take the write lock in between.
     public var pauseBetweenBatches: Duration = .milliseconds(2)
+    /// How long a round deletes before it leaves the rest to the next: a first round on a large
+    /// backlog does not hold a shutdown for minutes.
+    public var roundTimeLimit: Duration = .seconds(60)
     /// SQLite pages one `incremental_vacuum` step frees at most (4 KiB each).
     public var vacuumPagesPerStep = 2_048
 
