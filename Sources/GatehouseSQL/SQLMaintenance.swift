@@ -2,8 +2,10 @@ import GatehouseCore
 import Synchronization
 
 extension SQLStore: MaintenanceStore {
-    /// The session-level advisory lock key that makes a maintenance round the cluster's only one.
-    public static let maintenanceLockKey: Int64 = 0x4761_7465_4D61_696E  // "GateMain"
+    /// The first half of the session-level advisory lock that makes a maintenance round the
+    /// cluster's only one; the second is `hashtext(current_schema())`, so that installations in
+    /// two schemas of one database (the tests' do) do not take each other's turns.
+    public static let maintenanceLockClass: Int64 = 0x4D61_696E  // "Main"
 
     public func exclusively<T>(_ round: (any MaintenanceRound) throws -> T) throws -> T? {
         // One round per process whatever the database (a test may run one beside the jobs thread).
@@ -20,8 +22,8 @@ extension SQLStore: MaintenanceStore {
             // batch. Were the connection lost, PostgreSQL drops the lock with the session. A
             // transaction-level lock per batch would let two nodes interleave their batches.
             return try database.withConnection { connection in
-                guard try connection.query("SELECT CASE WHEN pg_try_advisory_lock(\(Self.maintenanceLockKey)) THEN 1 ELSE 0 END AS locked")
-                    .first?.bool("locked") == true
+                let lock: SQL = "pg_try_advisory_lock(CAST(\(Self.maintenanceLockClass) AS INTEGER), hashtext(current_schema()))"
+                guard try connection.query("SELECT CASE WHEN \(lock) THEN 1 ELSE 0 END AS locked").first?.bool("locked") == true
                 else { return nil }
                 // All, not one: a lock left by a round whose unlock failed would otherwise stay on
                 // this pooled connection (session locks stack) and keep every node out for good.
