@@ -47,6 +47,10 @@ let package = Package(
         // bench/upload-rss.py's server: the HTTP layer alone, streamed against buffered uploads.
         .executableTarget(
             name: "upload-bench-server", dependencies: ["GatehouseHTTP", "GatehouseCrypto"], path: "bench/upload-server", swiftSettings: strict),
+        // bench/run's BENCH_ONLY=maintenance: bounded storage after 200,000 refreshes, through the store.
+        .executableTarget(
+            name: "maintenance-bench", dependencies: ["GatehouseAPI", "GatehouseSQL", "SQLiteDriver", "PostgresDriver"], path: "bench/maintenance",
+            swiftSettings: strict),
         .target(
             name: "GatehouseTesting",
             dependencies: ["GatehouseAPI", "CCurl"],

@@ -32,8 +32,10 @@ public final class Gatehouse: Sendable {
     public let outboxWorker: OutboxWorker
     /// Seals secrets at rest (settings, queued mail).
     public let sealer: SecretSealer
-    /// Upkeep on every node: the audit log's retention, the purge of deleted accounts.
+    /// Upkeep on every node: maintenance (bounded storage), the purge of deleted accounts.
     public let periodicJobs: PeriodicJobs
+    /// Deletes what no one needs any more, in small batches (``periodicJobs`` runs it).
+    public let maintenance: Maintenance
     public let metrics: Metrics
     public let log: Log
     public let clock: any Clock
@@ -146,18 +148,17 @@ public final class Gatehouse: Sendable {
         self.deletion = deletion
         files = FilesService(store: store, blobs: blobs, clock: clock, publicURL: configuration.publicURL, wakeOutbox: outboxWorker.wake, log: log)
 
-        let retentionMillis = Int64(configuration.eventRetentionDays) * 86_400_000
+        let maintenance = Maintenance(
+            store: store,
+            policy: MaintenancePolicy(
+                intervalSeconds: configuration.maintenanceIntervalSeconds, refreshGraceSeconds: configuration.refreshGraceSeconds,
+                eventRetentionDays: configuration.eventRetentionDays),
+            log: log)
+        self.maintenance = maintenance
         periodicJobs = PeriodicJobs(
             [
-                PeriodicJob(name: "event_retention", everyMillis: 3_600_000) { [store] now in
-                    // In bites of 10,000, so that one purge never holds the database long.
-                    var purged = 0
-                    while case let bite = try store.purgeEvents(before: now - retentionMillis, limit: 10_000), bite > 0 {
-                        purged += bite
-                        if bite < 10_000 { break }
-                    }
-                    return purged
-                },
+                // Expired and old rows of every kind, the audit log's retention among them; one round in the cluster at a time.
+                maintenance.job,
                 // Accounts whose grace period has passed, and old tombstones of deleted accounts.
                 PeriodicJob(name: "account_purge", everyMillis: 60_000) { now in try deletion.purge(now: now) },
             ], clock: clock, log: log)

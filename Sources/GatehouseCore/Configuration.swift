@@ -65,6 +65,8 @@ public struct Configuration: Sendable {
     public var outboxConcurrency = 8
     /// Days an audit event is kept (`GATEHOUSE_EVENT_RETENTION_DAYS`).
     public var eventRetentionDays = 400
+    /// Seconds between a node's tries at a maintenance round (`GATEHOUSE_MAINTENANCE_INTERVAL_SECONDS`).
+    public var maintenanceIntervalSeconds = 300
     /// libmicrohttpd worker threads. Handlers block on database calls, so this is above the core count.
     public var httpThreads = max(16, 8 * ProcessInfo.processInfo.activeProcessorCount)
     public var databasePoolSize: Int?
@@ -307,6 +309,7 @@ public struct Configuration: Sendable {
         integer("GATEHOUSE_OUTBOX_MAX_BACKOFF_SECONDS", 5...86400, into: &config.outboxMaxBackoffSeconds)
         integer("GATEHOUSE_OUTBOX_CONCURRENCY", 1...64, into: &config.outboxConcurrency)
         integer("GATEHOUSE_EVENT_RETENTION_DAYS", 1...36_500, into: &config.eventRetentionDays)
+        integer("GATEHOUSE_MAINTENANCE_INTERVAL_SECONDS", 60...86_400, into: &config.maintenanceIntervalSeconds)
         integer("GATEHOUSE_HTTP_THREADS", 1...1024, into: &config.httpThreads)
         var pool = -1
         integer("GATEHOUSE_DB_POOL_SIZE", 1...1024, into: &pool)
@@ -350,7 +353,8 @@ public struct Configuration: Sendable {
         "GATEHOUSE_EVENT_RETENTION_DAYS", "GATEHOUSE_HTTP_THREADS", "GATEHOUSE_DB_POOL_SIZE", "GATEHOUSE_CONNECTION_LIMIT",
         "GATEHOUSE_PER_IP_CONNECTION_LIMIT", "GATEHOUSE_CONNECTION_TIMEOUT_SECONDS", "GATEHOUSE_HEADER_TIMEOUT_SECONDS",
         "GATEHOUSE_ARGON2_MEMORY_KIB", "GATEHOUSE_ARGON2_ITERATIONS", "GATEHOUSE_ARGON2_PARALLELISM", "GATEHOUSE_HASH_CONCURRENCY",
-        "GATEHOUSE_PROVIDER_THREADS", "GATEHOUSE_ACCESS_LOG", "GATEHOUSE_LOG_LEVEL",
+        "GATEHOUSE_PROVIDER_THREADS", "GATEHOUSE_ACCESS_LOG", "GATEHOUSE_LOG_LEVEL", "GATEHOUSE_DB_STATEMENT_TIMEOUT_MS",
+        "GATEHOUSE_DB_CONNECT_TIMEOUT_SECONDS", "GATEHOUSE_MAINTENANCE_INTERVAL_SECONDS",
     ]
 
     /// The `GATEHOUSE_*` variables of `environment` that the server does not read, sorted, each

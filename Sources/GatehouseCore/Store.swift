@@ -162,9 +162,6 @@ public protocol Store: Sendable {
     /// Forgets a use recorded by ``useProviderNonce(key:expiresAt:now:)``: the sign-in it was for
     /// could not finish for a reason that was not the token's (the provider was unreachable).
     func releaseProviderNonce(key: String) throws
-    /// Deletes audit events of every app recorded before `before` (ms), at most `limit` of them
-    /// (a purge in bounded bites); returns how many went.
-    func purgeEvents(before: Int64, limit: Int) throws -> Int
     /// Accounts of any app whose deletion grace period has ended (``PendingDeletion/purgeAt`` at
     /// or before `now`), oldest due first, at most `limit`: the purge job's work.
     func accountsDueForPurge(now: Int64, limit: Int) throws -> [(AppID, UserID)]

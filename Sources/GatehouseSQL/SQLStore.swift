@@ -1,5 +1,6 @@
 import GatehouseCore
 import GatehouseCrypto
+import Synchronization
 
 /// The domain's `Store`, written once against `SQLDatabase` for SQLite and PostgreSQL.
 public final class SQLStore: Store {
@@ -8,6 +9,8 @@ public final class SQLStore: Store {
     public let outbox: any OutboxStore
     private let userChanges: (any UserChangeObserver)?
     private let fanOut = EventFanOutSlot()
+    /// Set while this process runs a maintenance round (``exclusively(_:)``).
+    let maintenanceUnderWay = Atomic<Bool>(false)
 
     /// - Parameter userChanges: told, after the commit, of every change to a user's account.
     public init(database: any SQLDatabase, userChanges: (any UserChangeObserver)? = nil) {
@@ -58,12 +61,6 @@ public final class SQLStore: Store {
     /// stamped at or after it, so the next poll, which starts from it (less an overlap), finds it.
     private func databaseNow() throws -> Int64 {
         try database.query("SELECT \(database.dialect.nowMillis) AS now").first?.int64("now") ?? 0
-    }
-
-    public func purgeEvents(before: Int64, limit: Int) throws -> Int {
-        try database.execute("""
-            DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < \(before) LIMIT \(Int64(limit)))
-            """)
     }
 
     public func accountsDueForPurge(now: Int64, limit: Int) throws -> [(AppID, UserID)] {

@@ -30,7 +30,7 @@ public final class TestServer: @unchecked Sendable {  // immutable after init; H
 
     /// Starts a server on `database`, which it drops when it stops.
     public convenience init(database: TestDatabase, clock: any Clock = SystemClock(), configure: (inout Configuration) -> Void = { _ in }) throws {
-        try self.init(database: database, owningIt: true, clock: clock, environment: [:], configure: configure)
+        try self.init(database: database, owningIt: true, clock: clock, environment: [:], log: nil, configure: configure)
     }
 
     /// Starts another node on the database of `first`, as a second process of the same deployment

@@ -44,6 +44,10 @@ public final class SQLiteDatabase: SQLDatabase {
         }
         let first = try SQLiteConnection(path: path, busyTimeoutMilliseconds: milliseconds)
         do throws(SQLError) {
+            // Before the first table: a new file gives the pages the maintenance job frees back to
+            // the file system (`PRAGMA incremental_vacuum`). On a file that has tables it changes
+            // nothing until a VACUUM (ADR 0015).
+            try first.executeScript("PRAGMA auto_vacuum = INCREMENTAL")
             let mode = try first.query("PRAGMA journal_mode = WAL").first?.string("journal_mode")
             guard mode?.lowercased() == "wal" else {
                 throw SQLError(kind: .connection, message: "cannot switch \(path) to WAL (journal_mode is \(mode ?? "unknown"))")

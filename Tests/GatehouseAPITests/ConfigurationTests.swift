@@ -72,6 +72,21 @@ struct ConfigurationTests {
     }
 
     @Test
+    func theMaintenanceIntervalIsFiveMinutesAndRefusesNonsense() throws {
+        #expect(try Configuration.fromEnvironment([:]).maintenanceIntervalSeconds == 300)
+        #expect(try Configuration.fromEnvironment(["GATEHOUSE_MAINTENANCE_INTERVAL_SECONDS": "60"]).maintenanceIntervalSeconds == 60)
+        // The periodic-jobs thread looks every minute: a shorter interval would not be kept.
+        for wrong in ["0", "59", "-300", "86401", "5m", "1e3"] {
+            do {
+                _ = try Configuration.fromEnvironment(["GATEHOUSE_MAINTENANCE_INTERVAL_SECONDS": wrong])
+                Issue.record("GATEHOUSE_MAINTENANCE_INTERVAL_SECONDS=\(wrong) was accepted")
+            } catch {
+                #expect(error.problems == ["GATEHOUSE_MAINTENANCE_INTERVAL_SECONDS must be a whole number from 60 to 86400."])
+            }
+        }
+    }
+
+    @Test
     func providerThreadsAreSizedToTheCoresAndSettable() throws {
         #expect(try Configuration.fromEnvironment([:]).providerThreads == max(4, 4 * ProcessInfo.processInfo.activeProcessorCount))
         #expect(try Configuration.fromEnvironment(["GATEHOUSE_PROVIDER_THREADS": "32"]).providerThreads == 32)
