@@ -1,3 +1,4 @@
+import CMalloc
 import Foundation
 import GatehouseAPI
 import GatehouseCore
@@ -23,8 +24,26 @@ func open(_ configuration: Configuration) throws -> Gatehouse {
     return gatehouse
 }
 
+/// glibc's allocator for a server of many threads (docs/operations.md, "Memory"), unless the
+/// operator set glibc's own variables:
+/// - at most 2 arenas per core, not 8: each arena keeps what its threads freed, and with 64 HTTP
+///   threads the default grew to 16 arenas of retained memory;
+/// - a fixed mmap threshold of 256 KiB. glibc's threshold otherwise grows to the largest block
+///   freed, so after the first password hash argon2id's 19 MiB blocks came from the heap and
+///   stayed there; now each is mapped and unmapped, and goes back to the system when freed.
+func tuneAllocator() {
+    let environment = ProcessInfo.processInfo.environment
+    if environment["MALLOC_ARENA_MAX"] == nil {
+        _ = mallopt(M_ARENA_MAX, Int32(2 * ProcessInfo.processInfo.activeProcessorCount))
+    }
+    if environment["MALLOC_MMAP_THRESHOLD_"] == nil {
+        _ = mallopt(M_MMAP_THRESHOLD, 256 * 1024)
+    }
+}
+
 /// Runs the server until SIGTERM or SIGINT, then stops accepting, lets requests in flight finish, and exits 0.
 func serve() -> Never {
+    tuneAllocator()
     // Block the signals in every thread (the server's threads inherit this mask) and wait for them here.
     var signals = sigset_t()
     sigemptyset(&signals)

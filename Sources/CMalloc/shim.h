@@ -1,0 +1,2 @@
+// glibc's allocator tunables (mallopt), for the executable's start.
+#include <malloc.h>
