@@ -21,7 +21,7 @@ final class SpoolFolder: Sendable {
 
     private let current = Mutex<String?>(nil)
 
-    /// The folder of the running server; the configured directory itself before `create`.
+    /// The folder of the running server; nil before `create` and after `remove`.
     var path: String? { current.withLock { $0 } }
 
     /// Makes this server's folder in `parent`, after removing dead processes' stale folders there.
