@@ -22,8 +22,6 @@ let package = Package(
         system("CSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
         system("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: "libmicrohttpd-dev"),
         system("CArgon2", pkgConfig: "libargon2", apt: "libargon2-dev"),
-        // glibc's <malloc.h> (mallopt): part of libc, nothing to install or link.
-        .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
 
         .target(name: "GatehouseCrypto", dependencies: ["COpenSSL", "CArgon2"], swiftSettings: strict),
         .target(name: "GatehouseCore", dependencies: ["GatehouseCrypto"], swiftSettings: strict),
@@ -45,7 +43,7 @@ let package = Package(
             name: "GatehouseAPI",
             dependencies: ["GatehouseCore", "GatehouseHTTP", "GatehouseSQL", "SQLiteDriver", "PostgresDriver", "GatehouseProviders", "GatehouseMail"],
             swiftSettings: strict),
-        .executableTarget(name: "gatehouse", dependencies: ["GatehouseAPI", "CMalloc"], swiftSettings: strict),
+        .executableTarget(name: "gatehouse", dependencies: ["GatehouseAPI"], swiftSettings: strict),
         // bench/upload-rss.py's server: the HTTP layer alone, streamed against buffered uploads.
         .executableTarget(
             name: "upload-bench-server", dependencies: ["GatehouseHTTP", "GatehouseCrypto"], path: "bench/upload-server", swiftSettings: strict),

@@ -1,4 +1,3 @@
-import CMalloc
 import Foundation
 import GatehouseAPI
 import GatehouseCore
@@ -24,21 +23,8 @@ func open(_ configuration: Configuration) throws -> Gatehouse {
     return gatehouse
 }
 
-/// glibc's allocator (docs/operations.md, "Memory"): a fixed mmap threshold of 256 KiB, unless
-/// the operator set glibc's `MALLOC_MMAP_THRESHOLD_`. glibc's threshold otherwise grows to the
-/// largest block freed, so after the first password hashes argon2id's 19 MiB blocks came from the
-/// heap and stayed there; now each is mapped and unmapped, and goes back to the system when freed.
-/// Measured after 32 sign-ups and `/v1/me` load: 97 MiB resident before, 39 MiB after. (Fewer
-/// arenas saved nothing more and cost 10–15 % of `/v1/me`'s throughput, so their number is glibc's.)
-func tuneAllocator() {
-    if ProcessInfo.processInfo.environment["MALLOC_MMAP_THRESHOLD_"] == nil {
-        _ = mallopt(M_MMAP_THRESHOLD, 256 * 1024)
-    }
-}
-
 /// Runs the server until SIGTERM or SIGINT, then stops accepting, lets requests in flight finish, and exits 0.
 func serve() -> Never {
-    tuneAllocator()
     // Block the signals in every thread (the server's threads inherit this mask) and wait for them here.
     var signals = sigset_t()
     sigemptyset(&signals)

@@ -1,2 +1,0 @@
-// glibc's allocator tunables (mallopt), for the executable's start.
-#include <malloc.h>
