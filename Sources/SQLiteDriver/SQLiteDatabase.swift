@@ -33,7 +33,7 @@ public final class SQLiteDatabase: SQLDatabase {
             // -shm, which take its mode) 0600, whatever the umask.
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             if !FileManager.default.fileExists(atPath: path) {
-                FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+                _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
             }
         } catch {
             throw SQLError(kind: .connection, message: "cannot create folder \(folder.path): \(error)")
