@@ -298,7 +298,8 @@ public final class AccountService: Sendable {
     /// `PATCH /v1/me`: names (absent keeps, null or empty clears) and, through Files, the photo
     /// (``FilesService/photoChange(app:fileID:)``). Every field is checked before anything is
     /// written; the change, its `user.updated` event (naming the fields it changed) and the photo's
-    /// files commit in one unit of work, the user's row locked. Nothing changed: nothing written.
+    /// files commit in one unit of work, the user's row locked. Nothing changed: no change and no
+    /// event recorded (with a photo field the row is still locked, which marks it changed).
     public func updateProfile(
         app: AppContext, user id: UserID, session: SessionID?, firstName: String??, lastName: String??, photo: PhotoChange? = nil,
         origin: RequestOrigin

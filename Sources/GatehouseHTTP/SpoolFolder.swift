@@ -13,13 +13,17 @@ import Darwin
 /// directory is shared.
 ///
 /// A process killed without stopping leaves its folder behind; a later start removes the folders
-/// of processes that no longer run here, once they are older than ``staleAfterSeconds``.
+/// nobody holds, once they are older than ``staleAfterSeconds``. A server holds its folder with
+/// `flock` for as long as it runs (the kernel lets go when the process dies), so a node in another
+/// container sharing the directory, whose process id means nothing here, keeps its folder.
 final class SpoolFolder: Sendable {
     static let prefix = "gatehouse-spool-"
     /// Age (by the folder's modification time) after which a dead process's folder is removed.
     static let staleAfterSeconds = 600
 
     private let current = Mutex<String?>(nil)
+    /// The folder, open and `flock`ed while the server runs.
+    private let held = Mutex<Int32>(-1)
 
     /// The folder of the running server; nil before `create` and after `remove`.
     var path: String? { current.withLock { $0 } }
@@ -33,6 +37,13 @@ final class SpoolFolder: Sendable {
             throw HTTPServer.StartError(description: "cannot make a private spool folder in \(parent): \(String(cString: strerror(errno)))")
         }
         let path = String(cString: made)
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0, flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            if descriptor >= 0 { close(descriptor) }
+            rmdir(path)
+            throw HTTPServer.StartError(description: "cannot hold the private spool folder \(path): \(String(cString: strerror(errno)))")
+        }
+        held.withLock { $0 = descriptor }
         current.withLock { $0 = path }
     }
 
@@ -40,9 +51,12 @@ final class SpoolFolder: Sendable {
     func remove() {
         guard let path = current.withLock({ $0.take() }) else { return }
         Self.removeTree(path)
+        let descriptor = held.withLock { value in defer { value = -1 }; return value }
+        if descriptor >= 0 { close(descriptor) }
     }
 
-    /// Folders named for a process id that is not running, not modified for `staleAfterSeconds`.
+    /// Folders no server holds (`flock`), not modified for `staleAfterSeconds`, named for a process
+    /// id that is not running here.
     private static func removeStale(in parent: String) {
         guard let directory = opendir(parent) else { return }
         defer { closedir(directory) }
@@ -56,6 +70,10 @@ final class SpoolFolder: Sendable {
             guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR, status.st_uid == getuid(),
                 now - status.st_mtim.tv_sec > staleAfterSeconds
             else { continue }
+            let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
+            guard descriptor >= 0 else { continue }
+            defer { close(descriptor) }
+            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { continue }  // a live server's, elsewhere
             removeTree(path)
         }
     }

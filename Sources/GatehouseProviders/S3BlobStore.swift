@@ -17,8 +17,9 @@ import Synchronization
 ///   more), keeping what the caller did not take yet. So memory per open reader is bounded by
 ///   the largest read, and a blob replaced while being read fails the read (412) rather than
 ///   mixing two versions.
-/// - Easy handles are kept (up to ``idleHandles``, reset between requests), so requests reuse
-///   libcurl's open connections instead of connecting (and negotiating TLS) each time.
+/// - Easy handles are kept (up to ``idleHandles``, reset between requests), so reads and deletes
+///   reuse libcurl's open connections instead of connecting (and negotiating TLS) each time. A
+///   put opens a fresh one: its streamed body could not be rewound for a retry on a stale one.
 /// - A delete sends `DELETE`; S3 answers 204 for a missing object too.
 ///
 /// The secret is only ever handed to libcurl: never in a URL, an error or a log line.
@@ -181,6 +182,9 @@ public final class S3BlobStore: BlobStore, Sendable {
         switch method {
         case "HEAD": set(gh_curl_setopt_long(handle, CURLOPT_NOBODY, 1))
         case "PUT":
+            // A fresh connection: on a kept one that the server closed meanwhile, libcurl would
+            // have to rewind the body to send it again, and a streamed source cannot rewind.
+            set(gh_curl_setopt_long(handle, CURLOPT_FRESH_CONNECT, 1))
             set(gh_curl_setopt_long(handle, CURLOPT_UPLOAD, 1))
             set(gh_curl_setopt_off(handle, CURLOPT_INFILESIZE_LARGE, curl_off_t(upload?.size ?? 0)))
             set(gh_curl_setopt_ptr(handle, CURLOPT_READDATA, unmanaged.toOpaque()))
@@ -209,13 +213,13 @@ public final class S3BlobStore: BlobStore, Sendable {
     }
 }
 
-/// A blob being read from S3, a ranged GET at a time.
 /// A libcurl easy handle between requests. `@unchecked Sendable`: it is only ever used by the
 /// one request that took it from the idle list.
 private struct EasyHandle: @unchecked Sendable {
     let handle: UnsafeMutableRawPointer
 }
 
+/// A blob being read from S3, a ranged GET at a time.
 final class S3BlobReader: BlobReader {
     let size: Int64
     private let store: S3BlobStore

@@ -94,9 +94,9 @@ func insertOutboxItem(_ db: any SQLConnection, _ item: NewOutboxItem, now: Int64
 }
 
 /// Removes an item no worker has attempted or holds; whether there was one.
-func withdrawOutboxItem(_ db: any SQLConnection, idempotencyKey: String) throws -> Bool {
+func withdrawOutboxItem(_ db: any SQLConnection, app: AppID, idempotencyKey: String) throws -> Bool {
     try db.execute("""
-        DELETE FROM outbox WHERE idempotency_key = \(idempotencyKey) AND attempts = 0 AND delivered_at IS NULL AND dead_at IS NULL AND lease_until IS NULL
+        DELETE FROM outbox WHERE app_id = \(app) AND idempotency_key = \(idempotencyKey) AND attempts = 0 AND delivered_at IS NULL AND dead_at IS NULL AND lease_until IS NULL
         """) == 1
 }
 

@@ -63,6 +63,6 @@ extension SQLAppScopedStore {
     }
 
     func withdraw(idempotencyKey: String) throws -> Bool {
-        try database.withConnection { db in try withdrawOutboxItem(db, idempotencyKey: idempotencyKey) }
+        try database.withConnection { db in try withdrawOutboxItem(db, app: appID, idempotencyKey: idempotencyKey) }
     }
 }

@@ -250,7 +250,7 @@ public final class FilesService: Sendable {
         _ file: StoredFile, of app: AppContext, from incoming: IncomingFile, _ body: (any AppScopedStore, Int64) throws -> (T, [BlobKey])
     ) throws -> T {
         let reservation = BlobDeletion.reservation(app: app.id, key: file.blobKey, now: clock.nowMillis())
-        _ = try store.app(app.id).enqueue(reservation, now: clock.nowMillis())
+        guard try store.app(app.id).enqueue(reservation, now: clock.nowMillis()) else { throw BlobStoreError("the blob \(file.blobKey) is reserved already") }
         try blobs.put(file.blobKey, contentsOf: incoming.path)
         let now = clock.nowMillis()
         let result: T
@@ -262,9 +262,17 @@ public final class FilesService: Sendable {
                 return try body(tx, now)
             }
         } catch {
-            _ = try? store.app(app.id).withdraw(idempotencyKey: reservation.idempotencyKey)
-            do { try blobs.delete(file.blobKey) } catch let failure {
-                log.error("the blob of an upload that did not commit could not be removed", ["key": .string(file.blobKey.rawValue), "error": .string("\(failure)")])
+            // A COMMIT whose answer was lost may have committed: the row decides. When it cannot be
+            // read, or the blob cannot be removed, the reservation stays and removes the blob later
+            // (it was withdrawn with the row if the row committed).
+            let row: Result<StoredFile?, any Error> = Result { try store.app(app.id).files.file(file.id, of: file.userID) }
+            if case .success(nil) = row {
+                do {
+                    try blobs.delete(file.blobKey)
+                    _ = try? store.app(app.id).withdraw(idempotencyKey: reservation.idempotencyKey)
+                } catch let failure {
+                    log.warning("the blob of an upload that did not commit is left to its reservation", ["key": .string(file.blobKey.rawValue), "error": .string("\(failure)")])
+                }
             }
             throw error
         }
