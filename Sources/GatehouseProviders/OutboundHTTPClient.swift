@@ -192,8 +192,9 @@ public final class OutboundHTTPClient: Sendable {
     }
 }
 
-/// Filled by libcurl's callbacks, which run on the thread inside `curl_easy_perform` only.
-private final class ResponseCollector {
+/// Filled by libcurl's callbacks (``collectBody``, ``collectHeader``), which run on the thread
+/// inside `curl_easy_perform` only. Shared with ``S3BlobStore``.
+final class ResponseCollector {
     let maxBodyBytes: Int
     let maxHeaderBytes: Int
     var body: [UInt8] = []
@@ -201,14 +202,16 @@ private final class ResponseCollector {
     var headerBytes = 0
     var oversized = false
 
-    init(maxBodyBytes: Int, maxHeaderBytes: Int) {
+    /// `reserve`: bytes of body to make room for at once (a ranged read knows its length).
+    init(maxBodyBytes: Int, maxHeaderBytes: Int, reserve: Int = 0) {
         self.maxBodyBytes = maxBodyBytes
         self.maxHeaderBytes = maxHeaderBytes
+        body.reserveCapacity(reserve)
     }
 }
 
 /// Returning fewer bytes than offered makes libcurl abort the transfer with `CURLE_WRITE_ERROR`.
-private let collectBody: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+let collectBody: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
     data, size, count, context in
     let collector = Unmanaged<ResponseCollector>.fromOpaque(context!).takeUnretainedValue()
     let n = size * count
@@ -223,7 +226,7 @@ private let collectBody: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int,
     return n
 }
 
-private let collectHeader: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+let collectHeader: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
     data, size, count, context in
     let collector = Unmanaged<ResponseCollector>.fromOpaque(context!).takeUnretainedValue()
     let n = size * count

@@ -192,10 +192,12 @@ public final class S3BlobStore: BlobStore, Sendable {
         case "GET": break
         default: set(gh_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, method))
         }
-        set(gh_curl_setopt_ptr(handle, CURLOPT_WRITEDATA, unmanaged.toOpaque()))
-        set(gh_curl_setopt_ptr(handle, CURLOPT_HEADERDATA, unmanaged.toOpaque()))
-        set(gh_curl_set_write_function(handle, s3CollectBody))
-        set(gh_curl_set_header_function(handle, s3CollectHeader))
+        // The collector lives as long as `transfer`, which `unmanaged` holds.
+        let collector = Unmanaged.passUnretained(transfer.response).toOpaque()
+        set(gh_curl_setopt_ptr(handle, CURLOPT_WRITEDATA, collector))
+        set(gh_curl_setopt_ptr(handle, CURLOPT_HEADERDATA, collector))
+        set(gh_curl_set_write_function(handle, collectBody))
+        set(gh_curl_set_header_function(handle, collectHeader))
         guard setup == CURLE_OK else { throw BlobStoreError("S3: curl setup failed: \(String(cString: curl_easy_strerror(setup)))") }
 
         let code = curl_easy_perform(handle)
@@ -203,13 +205,13 @@ public final class S3BlobStore: BlobStore, Sendable {
         if let error = transfer.sourceError { throw error }
         var status = 0
         gh_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-        if transfer.oversized && (200..<300).contains(status) {
+        if transfer.response.oversized && (200..<300).contains(status) {
             throw BlobStoreError("S3 \(method) \(endpoint): the answer is longer than asked for")
         }
-        guard code == CURLE_OK || (code == CURLE_WRITE_ERROR && transfer.oversized) else {
+        guard code == CURLE_OK || (code == CURLE_WRITE_ERROR && transfer.response.oversized) else {
             throw BlobStoreError("S3 \(method) \(endpoint): \(String(cString: curl_easy_strerror(code)))")
         }
-        return S3Response(status: status, headers: transfer.headers, body: transfer.body)
+        return S3Response(status: status, headers: transfer.response.headers, body: transfer.response.body)
     }
 }
 
@@ -292,16 +294,12 @@ private final class S3Transfer {
     let source: (any BlobReader)?
     var sent: Int64 = 0
     var sourceError: (any Error)?
-    let bodyLimit: Int
-    var body: [UInt8] = []
-    var headers: [(name: String, value: String)] = []
-    var headerBytes = 0
-    var oversized = false
+    /// The answer, collected by OutboundHTTPClient's callbacks.
+    let response: ResponseCollector
 
     init(source: (any BlobReader)?, bodyLimit: Int, reserve: Int) {
         self.source = source
-        self.bodyLimit = bodyLimit
-        body.reserveCapacity(reserve)
+        response = ResponseCollector(maxBodyBytes: bodyLimit, maxHeaderBytes: 64 * 1024, reserve: reserve)
     }
 }
 
@@ -324,45 +322,5 @@ private let s3ReadBody: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, 
     } catch {
         transfer.sourceError = error
         return Int(CURL_READFUNC_ABORT)
-    }
-}
-
-/// Returning fewer bytes than offered makes libcurl abort the transfer with `CURLE_WRITE_ERROR`.
-private let s3CollectBody: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
-    data, size, count, context in
-    let transfer = Unmanaged<S3Transfer>.fromOpaque(context!).takeUnretainedValue()
-    let n = size * count
-    guard let data, n > 0 else { return n }
-    guard transfer.body.count + n <= transfer.bodyLimit else {
-        transfer.oversized = true
-        return 0
-    }
-    data.withMemoryRebound(to: UInt8.self, capacity: n) { transfer.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: n)) }
-    return n
-}
-
-private let s3CollectHeader: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
-    data, size, count, context in
-    let transfer = Unmanaged<S3Transfer>.fromOpaque(context!).takeUnretainedValue()
-    let n = size * count
-    guard let data, n > 0 else { return n }
-    transfer.headerBytes += n
-    guard transfer.headerBytes <= 64 * 1024 else { return 0 }
-    let line = data.withMemoryRebound(to: UInt8.self, capacity: n) { String(decoding: UnsafeBufferPointer(start: $0, count: n), as: UTF8.self) }
-    if line.hasPrefix("HTTP/") {
-        transfer.headers.removeAll()
-        return n
-    }
-    guard let colon = line.firstIndex(of: ":") else { return n }
-    let name = line[..<colon].lowercased()
-    let value = line[line.index(after: colon)...].trimmingCharacters(in: " \t\r\n")
-    transfer.headers.append((name, value))
-    return n
-}
-
-extension Substring {
-    fileprivate func trimmingCharacters(in set: String) -> String {
-        guard let first = firstIndex(where: { !set.contains($0) }), let last = lastIndex(where: { !set.contains($0) }) else { return "" }
-        return String(self[first...last])
     }
 }
