@@ -1,0 +1,511 @@
+import Foundation
+import GatehouseAPI
+import GatehouseCore
+import GatehouseCrypto
+import GatehouseHTTP
+import GatehouseTesting
+import Testing
+
+/// The guides under docs/ run as written: every command of the first-user page against the built
+/// server, and every backend verification program against tokens the server issued.
+@Suite("Guides run as written")
+struct GuidesTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    // MARK: docs/first-user.md
+
+    /// Each `sh` block of the page, in order, in one shell, against `gatehouse serve` started as
+    /// scripts/quickstart starts it (the demo app from Tenants/, mail to the log). The only
+    /// changes are the two the page asks of its reader: `GH=` (where the server listens) and
+    /// `CODE=` (the code read from the server's log); and the one file it asks the reader to
+    /// save (verify.mjs, from verifying-tokens.md). Each block's output is compared with the
+    /// answer the page shows after it.
+    @Test
+    func theFirstUserPageRunsAsWritten() throws {
+        let page = try Self.read("docs/first-user.md")
+        let blocks = Markdown.fencedBlocks(page)
+        let steps = try Markdown.steps(blocks)
+        #expect(steps.first?.command == "scripts/quickstart", "the page starts the server with the README's command")
+        let quickstart = try Self.read("scripts/quickstart")
+        #expect(quickstart.contains("GATEHOUSE_TENANTS_DIR=\"${GATEHOUSE_TENANTS_DIR:-$PWD/Tenants}\"") && quickstart.contains("gatehouse serve"))
+
+        let folder = NSTemporaryDirectory() + "gatehouse-first-user-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // scripts/quickstart's server: its defaults, but a fresh database and a free port.
+        let port = ExecutableTests().freePort()
+        let server = try ServerProcess(
+            binary: ExecutableTests().binary, logPath: folder + "/server.log",
+            environment: [
+                "GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/data/gatehouse.db", "GATEHOUSE_LISTEN": "127.0.0.1:\(port)",
+                "GATEHOUSE_TENANTS_DIR": Self.root.appendingPathComponent("Tenants").path,
+            ])
+        defer { server.stop() }
+        let base = "http://127.0.0.1:\(port)"
+        try server.waitUntilReady(base)
+
+        let shell = try Shell(folder: folder)
+        defer { shell.stop() }
+        var ran = 0
+        var substituted: [String] = []
+        for step in steps.dropFirst() {
+            var (command, setsGH) = Self.replacingAssignment("GH", in: step.command, with: base)
+            if setsGH { substituted.append("GH") }
+            if command.split(separator: "\n").contains(where: { $0.hasPrefix("CODE=") }) {
+                let code = try #require(try server.newestMailedCode(to: "ada@example.com", subject: "Your Gatehouse Demo sign-in code"))
+                command = Self.replacingAssignment("CODE", in: command, with: code).0
+                substituted.append("CODE")
+            }
+            if command.contains("node verify.mjs") {
+                let program = try #require(try Self.program("js", in: "docs/verifying-tokens.md"))
+                try program.write(toFile: folder + "/verify.mjs", atomically: true, encoding: .utf8)
+            }
+            let output = try shell.run(command)
+            let expected = step.expected.text.replacingOccurrences(of: "http://127.0.0.1:8080", with: base)
+            let mismatch = try OutputMatcher.mismatch(expected: expected, actual: output, kind: step.expected.info)
+            #expect(mismatch == nil, "step \(ran + 1):\n\(step.command)\n\(mismatch ?? "")\nstderr: \(shell.errors)")
+            if mismatch != nil { break }
+            ran += 1
+        }
+        #expect(ran == steps.count - 1)
+        #expect(ran >= 12)
+        #expect(substituted == ["GH", "CODE"])
+    }
+
+    // MARK: docs/verifying-tokens.md
+
+    enum Language: String, CaseIterable, CustomStringConvertible, Sendable {
+        case node = "js", python, go, java
+        var description: String { rawValue }
+    }
+
+    /// Each program of the page accepts real tokens of an RS256 and an ES256 app, and refuses a
+    /// token that differs in one respect: each forged token is signed with the app's own key
+    /// unless the signature is what is wrong, and a control token made the same way (nothing
+    /// wrong with it) must pass, so a refusal is for the reason the case names.
+    @Test(arguments: Language.allCases)
+    func backendProgramsAcceptRealTokensAndRefuseForgedOnes(_ language: Language) throws {
+        let folder = NSTemporaryDirectory() + "gatehouse-verify-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let program = try #require(try Self.program(language.rawValue, in: "docs/verifying-tokens.md"), "no \(language) block")
+        let verifier = try BackendVerifier(language, source: program, folder: folder)
+
+        let server = try PublicServer()
+        defer { server.stop() }
+        for algorithm in ["RS256", "ES256"] {
+            let app = try server.createApp(["name": .string("Backend \(algorithm)"), "signing_algorithm": .string(algorithm)])
+            let other = try server.createApp(["name": "Another app", "signing_algorithm": .string(algorithm)])
+            let issuer = "\(server.baseURL)/v1/apps/\(app.id)"
+            func verify(_ token: String) -> Result<JSON, GuideFailure> {
+                verifier.run(token: token, issuer: issuer, appID: app.id)
+            }
+
+            // A real token, from a real sign-up.
+            let session = try server.signUp(app, email: "backend-\(algorithm.lowercased())@example.com")
+            let token = try #require(session["access_token"]?.stringValue)
+            let userID = try #require(session["user"]?["id"]?.stringValue)
+            let claims = try verify(token).get()
+            #expect(claims["sub"] == .string(userID), "\(language) \(algorithm)")
+            #expect(claims["aud"] == .string(app.id))
+            #expect(claims["iss"] == .string(issuer))
+            #expect(claims["sid"]?.stringValue?.hasPrefix("ses_") == true)
+
+            // Tokens made with the app's own key, one thing wrong in each.
+            let appID = try #require(AppID(parsing: app.id))
+            let context = try #require(try server.gatehouse.directory.app(id: appID))
+            let now = Int64(Date().timeIntervalSince1970)
+            let good: [String: JSON] = [
+                "iss": .string(issuer), "aud": .string(app.id), "sub": .string(userID), "sid": "ses_forged", "iat": .int(now),
+                "exp": .int(now + 600), "auth_time": .int(now), "amr": ["pwd"], "email_verified": false,
+            ]
+            func signed(_ claims: [String: JSON], type: String? = "at+jwt", kid: String? = nil) throws -> String {
+                try JWT.sign(payload: JSON.object(claims).serialized(), key: context.signingKey, kid: kid ?? context.signingKeyID, type: type)
+            }
+            func changed(_ name: String, _ value: JSON) -> [String: JSON] {
+                var claims = good
+                claims[name] = value
+                return claims
+            }
+            let control = try signed(good)
+            #expect(try verify(control).get()["sid"] == "ses_forged", "\(language) \(algorithm): the forging itself works")
+
+            let parts = token.split(separator: ".").map(String.init)
+            let otherUser = Base64URL.encode(JSON.object(changed("sub", "usr_someone_else")).serialized())
+            let otherSession = try server.signUp(other, email: "other@example.com")
+            let refusals: [(String, String)] = [
+                ("tampered claims", "\(parts[0]).\(otherUser).\(parts[2])"),
+                ("tampered signature", "\(parts[0]).\(parts[1]).\(Self.flippingLastCharacter(parts[2]))"),
+                ("another app's token", try #require(otherSession["access_token"]?.stringValue)),
+                ("wrong audience", try signed(changed("aud", .string(other.id)))),
+                ("wrong issuer", try signed(changed("iss", .string("\(server.baseURL)/v1/apps/\(other.id)")))),
+                ("expired", try signed(changed("exp", .int(now - 60)))),
+                ("no exp", try signed(good.filter { $0.key != "exp" })),
+                ("typ JWT", try signed(good, type: "JWT")),
+                ("no typ", try signed(good, type: nil)),
+                ("unknown kid", try signed(good, kid: "not-a-published-kid")),
+                ("alg none", Self.unsigned(good, kid: context.signingKeyID)),
+                ("not a JWT", "not-a-token"),
+            ]
+            for (name, forged) in refusals {
+                switch verify(forged) {
+                case .success(let claims): Issue.record("\(language) \(algorithm) accepted a token with \(name): \(claims.serializedString)")
+                case .failure(let failure): #expect(failure.description.contains("refused"), "\(language) \(algorithm) \(name): \(failure.description)")
+                }
+            }
+        }
+    }
+
+    // MARK: helpers
+
+    static func read(_ path: String) throws -> String {
+        try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
+    }
+
+    /// The first fenced block of `language` in the page.
+    static func program(_ language: String, in path: String) throws -> String? {
+        Markdown.fencedBlocks(try read(path)).first { $0.info == language }?.text
+    }
+
+    /// `NAME=value   # comment` → `NAME=<value>   # comment`, and whether the block set `NAME`.
+    static func replacingAssignment(_ name: String, in command: String, with value: String) -> (String, Bool) {
+        var found = false
+        let lines = command.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            guard line.hasPrefix("\(name)=") else { return String(line) }
+            found = true
+            let comment = line.firstRange(of: "  #").map { String(line[$0.lowerBound...]) } ?? ""
+            return "\(name)=\(value)\(comment)"
+        }
+        return (lines.joined(separator: "\n"), found)
+    }
+
+    static func flippingLastCharacter(_ text: String) -> String {
+        // Not the very last character: its low bits may be padding that decoders ignore.
+        var characters = Array(text)
+        let index = characters.count - 3
+        characters[index] = characters[index] == "A" ? "B" : "A"
+        return String(characters)
+    }
+
+    /// `alg: none`, no signature: what a forger sends to a verifier that trusts the header.
+    static func unsigned(_ claims: [String: JSON], kid: String) -> String {
+        let header: JSON = ["alg": "none", "kid": .string(kid), "typ": "at+jwt"]
+        return "\(Base64URL.encode(header.serialized())).\(Base64URL.encode(JSON.object(claims).serialized()))."
+    }
+}
+
+/// Fenced code blocks of a Markdown page, and the page's steps: a command and the answer shown
+/// after it.
+enum Markdown {
+    struct Block: Equatable {
+        let info: String
+        let text: String
+    }
+
+    struct Step {
+        let command: String
+        let expected: Block
+    }
+
+    static func fencedBlocks(_ page: String) -> [Block] {
+        var blocks: [Block] = []
+        var info: String?
+        var lines: [Substring] = []
+        for line in page.split(separator: "\n", omittingEmptySubsequences: false) {
+            if let open = info {
+                if line == "```" {
+                    blocks.append(Block(info: open, text: lines.joined(separator: "\n")))
+                    info = nil
+                    lines = []
+                } else {
+                    lines.append(line)
+                }
+            } else if line.hasPrefix("```") {
+                info = line.dropFirst(3).trimmingCharacters(in: .whitespaces)
+            }
+        }
+        return blocks
+    }
+
+    /// Every `sh` block, each followed by its answer (a `json` or `text` block), but the first
+    /// (the server's start), which has none.
+    static func steps(_ blocks: [Block]) throws -> [Step] {
+        var steps: [Step] = []
+        var index = 0
+        while index < blocks.count {
+            let block = blocks[index]
+            guard block.info == "sh" else {
+                throw GuideFailure( "a \(block.info) block follows no command: \(block.text)")
+            }
+            if steps.isEmpty {
+                steps.append(Step(command: block.text, expected: Block(info: "text", text: "")))
+                index += 1
+                continue
+            }
+            guard index + 1 < blocks.count, ["json", "text"].contains(blocks[index + 1].info) else {
+                throw GuideFailure( "the command shows no answer: \(block.text)")
+            }
+            steps.append(Step(command: block.text, expected: blocks[index + 1]))
+            index += 2
+        }
+        return steps
+    }
+}
+
+/// Compares a command's output with the answer a page shows, where `…` in a string stands for
+/// any non-empty text. JSON answers are compared as values (any layout, any key order, one value
+/// or several in a row); text answers line by line.
+enum OutputMatcher {
+    static func mismatch(expected: String, actual: String, kind: String) throws -> String? {
+        if kind == "json" {
+            let want = try values(expected)
+            let got: [JSON]
+            do { got = try values(actual) } catch { return "not JSON: \(actual)" }
+            guard want.count == got.count else { return "expected \(want.count) JSON values, got \(got.count): \(actual)" }
+            for (w, g) in zip(want, got) where !matches(w, g) {
+                return "expected \(w.serializedString)\n     got \(g.serializedString)"
+            }
+            return nil
+        }
+        let want = expected.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        let got = actual.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard want.count == got.count, zip(want, got).allSatisfy({ matches(pattern: $0, $1) }) else {
+            return "expected:\n\(expected)\ngot:\n\(actual)"
+        }
+        return nil
+    }
+
+    /// One or more JSON values, one after the other (as jq prints them), read by jq itself.
+    static func values(_ text: String) throws -> [JSON] {
+        let compact = try ExternalProgram.run("/usr/bin/jq", ["-c", "."], stdin: Array(text.utf8))
+        return try compact.split(separator: "\n").map { try JSON.parse(Array($0.utf8)) }
+    }
+
+    static func matches(_ expected: JSON, _ actual: JSON) -> Bool {
+        switch (expected, actual) {
+        case (.string(let pattern), .string(let text)): matches(pattern: pattern, text)
+        case (.array(let w), .array(let g)): w.count == g.count && zip(w, g).allSatisfy { matches($0, $1) }
+        case (.object(let w), .object(let g)): Set(w.keys) == Set(g.keys) && w.allSatisfy { key, value in matches(value, g[key]!) }
+        default: expected == actual
+        }
+    }
+
+    static func matches(pattern: String, _ text: String) -> Bool {
+        let pieces = pattern.components(separatedBy: "…")
+        guard pieces.count > 1 else { return pattern == text }
+        guard text.hasPrefix(pieces[0]), text.count > pieces.reduce(0, { $0 + $1.count }) else { return false }
+        var rest = text.dropFirst(pieces[0].count)
+        for piece in pieces.dropFirst().dropLast() {
+            guard let range = rest.dropFirst().range(of: piece) else { return false }
+            rest = rest[range.upperBound...]
+        }
+        return rest.count > pieces.last!.count && rest.hasSuffix(pieces.last!)
+    }
+}
+
+/// One bash session that keeps its variables from block to block, as a reader's terminal does.
+final class Shell {
+    let process = Process()
+    let input = Pipe()
+    let output = Pipe()
+    let errorPath: String
+
+    init(folder: String) throws {
+        errorPath = folder + "/shell.stderr"
+        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = ["--noprofile", "--norc"]
+        process.currentDirectoryURL = URL(fileURLWithPath: folder)
+        let environment = ProcessInfo.processInfo.environment
+        process.environment = ["PATH": environment["PATH"] ?? "/usr/bin:/bin", "HOME": folder, "LANG": "C.UTF-8"]
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle(forWritingAtPath: errorPath)
+        try process.run()
+    }
+
+    var errors: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
+
+    /// Runs `commands` and returns what they printed; gives up after `timeout` seconds.
+    func run(_ commands: String, timeout: Double = 60) throws -> String {
+        let marker = "__gatehouse_guide_step_done_\(UUID().uuidString)__"
+        input.fileHandleForWriting.write(Data("\(commands)\nprintf '\\n%s\\n' '\(marker)'\n".utf8))
+        let watchdog = DispatchWorkItem { [process] in if process.isRunning { process.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
+        defer { watchdog.cancel() }
+        var buffer = Data()
+        while true {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { throw GuideFailure( "the shell ended (timeout?): \(String(decoding: buffer, as: UTF8.self))") }
+            buffer.append(chunk)
+            let text = String(decoding: buffer, as: UTF8.self)
+            if let range = text.range(of: "\n\(marker)\n") { return String(text[..<range.lowerBound]) }
+        }
+    }
+
+    func stop() {
+        try? input.fileHandleForWriting.close()
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+}
+
+/// The built `gatehouse serve`, its log (standard output and error) in a file.
+final class ServerProcess {
+    let process = Process()
+    let logPath: String
+
+    init(binary: String, logPath: String, environment: [String: String]) throws {
+        self.logPath = logPath
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = try #require(FileHandle(forWritingAtPath: logPath))
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve"]
+        process.environment = environment
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+    }
+
+    func waitUntilReady(_ base: String) throws {
+        for _ in 0..<100 {
+            if (try? TestHTTPClient.send("GET", base + "/readyz", timeoutSeconds: 1))?.status == 200 { return }
+            usleep(100_000)
+        }
+        throw GuideFailure( "the server did not start: \(log)")
+    }
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// The six-digit code of the newest mail with `subject` that the `log:` mailer printed for
+    /// `address`, waiting up to 10 s for the outbox to deliver it.
+    func newestMailedCode(to address: String, subject: String) throws -> String? {
+        for _ in 0..<100 {
+            let mails = log.split(separator: "\n").compactMap { line -> String? in
+                guard let entry = try? JSON.parse(Array(line.utf8)), entry["msg"] == "mail", let text = entry["message"]?.stringValue,
+                    text.contains("\nTo: <\(address)>\n"), text.contains("\nSubject: \(subject)\n")
+                else { return nil }
+                return text
+            }
+            if let mail = mails.last {
+                let lines = mail.components(separatedBy: "\n")
+                return lines.first { $0.count == 6 && $0.allSatisfy(\.isNumber) }
+            }
+            usleep(100_000)
+        }
+        return nil
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+}
+
+struct GuideFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+struct PublicApp {
+    let id: String
+    let appKey: String
+}
+
+/// A server whose public URL is the address it listens on, as in a deployment: the programs
+/// fetch the key set from the issuer's own URL.
+final class PublicServer {
+    let gatehouse: Gatehouse
+    let server: HTTPServer
+    let database: TestDatabase
+    let baseURL: String
+
+    init() throws {
+        database = try TestDatabase.make(.sqlite)
+        let port = ExecutableTests().freePort()
+        baseURL = "http://127.0.0.1:\(port)"
+        var configuration = Configuration()
+        configuration.database = database.configuration
+        configuration.masterKey = Array(repeating: 7, count: 32)
+        configuration.adminToken = TestServer.adminToken
+        configuration.publicURL = baseURL
+        configuration.accessLog = false
+        configuration.argon2MemoryKiB = 1024
+        configuration.argon2Iterations = 1
+        gatehouse = try Gatehouse.open(configuration: configuration, environment: [:], log: Log(enabled: false))
+        server = gatehouse.makeServer(host: "127.0.0.1", port: port)
+        try server.start()
+    }
+
+    func stop() {
+        server.shutdown()
+        gatehouse.close()
+        database.drop()
+    }
+
+    func createApp(_ settings: JSON) throws -> PublicApp {
+        let response = try TestHTTPClient.send(
+            "POST", baseURL + "/v1/admin/apps", headers: [("Authorization", "Bearer \(TestServer.adminToken)"), ("Content-Type", "application/json")],
+            body: settings.serialized())
+        guard response.status == 201, let data = response.data, let id = data["app"]?["id"]?.stringValue, let appKey = data["app_key"]?.stringValue
+        else { throw GuideFailure( "creating an app answered \(response.status): \(response.text)") }
+        return PublicApp(id: id, appKey: appKey)
+    }
+
+    func signUp(_ app: PublicApp, email: String) throws -> JSON {
+        let body: JSON = ["email": .string(email), "password": "correct horse battery staple"]
+        let response = try TestHTTPClient.send(
+            "POST", baseURL + "/v1/auth/signup", headers: [("X-App-Key", app.appKey), ("Content-Type", "application/json")], body: body.serialized())
+        guard response.status == 201, let data = response.data else {
+            throw GuideFailure( "sign-up answered \(response.status): \(response.text)")
+        }
+        return data
+    }
+}
+
+/// One of the page's programs, built once (Go, Java) and run once per token.
+struct BackendVerifier {
+    let command: [String]
+
+    init(_ language: GuidesTests.Language, source: String, folder: String) throws {
+        func write(_ name: String) throws -> String {
+            let path = folder + "/" + name
+            try source.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        switch language {
+        case .node:
+            command = ["/usr/bin/node", try write("verify.mjs")]
+        case .python:
+            command = [ExternalProgram.python, try write("verify.py")]
+        case .go:
+            let go = try Self.tool("go", in: ["/usr/bin/go", "/usr/lib/go/bin/go"])
+            // A cache of its own, so the build does not depend on (or fill) the runner's home.
+            _ = try ExternalProgram.run(
+                "/usr/bin/env", ["GOCACHE=\(folder)/gocache", "GOPATH=\(folder)/gopath", "HOME=\(folder)", go, "build", "-o", folder + "/verify", try write("verify.go")])
+            command = [folder + "/verify"]
+        case .java:
+            let javac = try Self.tool("javac", in: ["/usr/bin/javac"])
+            _ = try ExternalProgram.run(javac, ["-d", folder + "/classes", try write("Verify.java")])
+            command = ["/usr/bin/java", "-cp", folder + "/classes", "Verify"]
+        }
+    }
+
+    static func tool(_ name: String, in paths: [String]) throws -> String {
+        guard let path = paths.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw GuideFailure( "\(name) is not installed: run scripts/install-deps --test")
+        }
+        return path
+    }
+
+    /// The claims the program printed, or its refusal (exit status and standard error).
+    func run(token: String, issuer: String, appID: String) -> Result<JSON, GuideFailure> {
+        do {
+            let output = try ExternalProgram.run(
+                "/usr/bin/env", ["GATEHOUSE_ISSUER=\(issuer)", "GATEHOUSE_APP_ID=\(appID)"] + command + [token])
+            return .success(try JSON.parse(Array(output.utf8)))
+        } catch {
+            return .failure(GuideFailure( "\(error)"))
+        }
+    }
+}
