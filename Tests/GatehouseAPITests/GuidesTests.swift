@@ -156,6 +156,148 @@ struct GuidesTests {
         }
     }
 
+    // MARK: docs/platforms/web.md
+
+    /// The page's module in Node, the browser's parts (location, sessionStorage, Google's GIS
+    /// script) stood in for by a small harness, against the server with fake Google and Apple:
+    /// Google's button callback signs a user in, and the Apple web flow goes from the page's
+    /// `authorize` URL through Gatehouse and the fake Apple back to the page, which exchanges
+    /// the login code. Only the page's three constants change (the page asks the reader to).
+    @Test
+    func theWebPageSignsInWithGoogleAndApple() throws {
+        let world = try ProviderWorld(.sqlite)
+        defer { world.stop() }
+        let folder = NSTemporaryDirectory() + "gatehouse-web-page-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+
+        let blocks = Markdown.fencedBlocks(try Self.read("docs/platforms/web.md")).filter { $0.info == "js" }
+        #expect(blocks.count == 3)
+        var module = blocks.map(\.text).joined(separator: "\n\n")
+        module = try Self.replacingConstant("GATEHOUSE", in: module, with: world.server.baseURL)
+        module = try Self.replacingConstant("APP_KEY", in: module, with: world.app.appKey)
+        module = try Self.replacingConstant("REDIRECT_URI", in: module, with: ProviderWorld.redirect)
+        try module.write(toFile: folder + "/gatehouse-web.mjs", atomically: true, encoding: .utf8)
+        try Self.browserHarness.write(toFile: folder + "/harness.mjs", atomically: true, encoding: .utf8)
+        let page = try Shell(folder: folder, program: "/usr/bin/node", arguments: [folder + "/harness.mjs"])
+        defer { page.stop() }
+        func ask(_ words: String...) throws -> JSON {
+            let line = try page.ask(JSON.array(words.map(JSON.string)).serializedString)
+            return try JSON.parse(Array(line.utf8))
+        }
+
+        // Google: the button's callback gets an ID token carrying the nonce the page gave GIS.
+        let setup = try ask("google-setup", ProviderWorld.googleClient)
+        #expect(setup["client_id"] == .string(ProviderWorld.googleClient))
+        let nonce = try #require(setup["nonce"]?.stringValue)
+        #expect(nonce.count >= 40)
+        let idToken = world.google.mintIDToken(sub: "web.google.1", aud: ProviderWorld.googleClient, email: "gwen@example.com", nonce: nonce)
+        let google = try ask("google-callback", idToken)
+        #expect(google["session"]?["is_new_user"] == true, "\(google.serializedString) \(page.errors)")
+        #expect(google["session"]?["user"]?["identities"] == ["google"])
+        #expect(google["session"]?["user"]?["email"] == "gwen@example.com")
+
+        // Apple: the page leaves for Gatehouse's authorize URL…
+        let start = try ask("apple-start")
+        let url = try #require(start["url"]?.stringValue)
+        #expect(url.hasPrefix("\(world.server.baseURL)/v1/auth/oauth/apple/authorize?"))
+        let authorize = try TestHTTPClient.send("GET", url)
+        #expect(authorize.status == 302, "\(authorize.text)")
+        let toApple = try #require(authorize.header("Location").flatMap { URLComponents(string: $0) })
+        #expect(toApple.host == URLComponents(string: world.apple.baseURL)?.host)
+        let flowState = try #require(toApple.queryItems?.first { $0.name == "state" }?.value)
+        let flowNonce = try #require(toApple.queryItems?.first { $0.name == "nonce" }?.value)
+        let cookie = try #require(authorize.header("Set-Cookie")).prefix { $0 != ";" }
+        // …Apple (the fake) authenticates the user and posts back to Gatehouse…
+        let code = world.apple.issueCode(
+            for: FakeAppleUser(sub: "web.apple.1", email: "ada.web@example.com", nonce: flowNonce), clientID: ProviderWorld.servicesID,
+            redirectURI: "\(TestServer.publicURL)/v1/auth/oauth/apple/callback")
+        let form = "state=\(flowState)&code=\(code.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)"
+        let back = try world.server.request(
+            "POST", "/v1/auth/oauth/apple/callback", headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Cookie", String(cookie))],
+            body: Array(form.utf8))
+        #expect(back.status == 303, "\(back.text)")
+        // …which sends the browser to the page's callback, where the page exchanges the code.
+        let landing = try #require(back.header("Location").flatMap { URLComponents(string: $0) })
+        #expect("\(landing.scheme ?? "")://\(landing.host ?? "")\(landing.path)" == ProviderWorld.redirect)
+        let apple = try ask("apple-finish", "?" + (landing.percentEncodedQuery ?? ""))
+        let session = try #require(apple["session"], "\(apple.serializedString) \(page.errors)")
+        #expect(session["is_new_user"] == true)
+        #expect(session["user"]?["identities"] == ["apple"])
+        #expect(apple["history"] == "/auth/callback", "the code leaves the address bar")
+        let me = try world.server.request("GET", "/v1/me", appKey: world.app.appKey, bearer: try #require(session["access_token"]?.stringValue))
+        #expect(me.data?["email"] == "ada.web@example.com")
+
+        // The code was single-use, and the page's errors carry Gatehouse's code.
+        let loginCode = try #require(landing.queryItems?.first { $0.name == "login_code" }?.value)
+        let again = try ask("post", "auth/exchange", JSON.object(["login_code": .string(loginCode)]).serializedString)
+        #expect(again["error"]?["name"] == "GatehouseProblem")
+        #expect(again["error"]?["status"] == 400)
+        #expect(again["error"]?["code"] == "auth/invalid-login-code")
+        // A callback whose state is not the page's is refused before anything is sent.
+        let forged = try ask("apple-finish", "?login_code=x&state=someone-elses")
+        #expect(forged["error"]?["message"] == "state mismatch")
+    }
+
+    /// Stands in for the browser around the page's module: `location`, `sessionStorage`,
+    /// `history`, Web Crypto (global from Node 19; Node 18 has it as `webcrypto`) and Google's
+    /// GIS script. Reads one JSON array per line (a command and its arguments), answers one
+    /// JSON line.
+    static let browserHarness = """
+        import { webcrypto } from 'node:crypto';
+        import { createInterface } from 'node:readline';
+
+        if (!globalThis.crypto) globalThis.crypto = webcrypto;
+        const storage = new Map();
+        globalThis.sessionStorage = {
+          getItem: (key) => (storage.has(key) ? storage.get(key) : null),
+          setItem: (key, value) => storage.set(key, String(value)),
+          removeItem: (key) => storage.delete(key),
+        };
+        const browser = { assigned: null, replaced: null, gis: null, button: null };
+        globalThis.location = { search: '', pathname: '/auth/callback', assign: (url) => { browser.assigned = url; } };
+        globalThis.history = { replaceState: (_state, _title, url) => { browser.replaced = url; } };
+        globalThis.google = { accounts: { id: {
+          initialize: (config) => { browser.gis = config; },
+          renderButton: (element, options) => { browser.button = options; },
+        } } };
+
+        const page = await import('./gatehouse-web.mjs');
+        let googleSession = null;
+        for await (const line of createInterface({ input: process.stdin })) {
+          const [command, ...args] = JSON.parse(line);
+          let answer;
+          try {
+            switch (command) {
+              case 'google-setup':
+                googleSession = new Promise((resolve) => page.setUpGoogle(args[0], {}, resolve));
+                answer = { client_id: browser.gis.client_id, nonce: browser.gis.nonce, button: browser.button };
+                break;
+              case 'google-callback':
+                browser.gis.callback({ credential: args[0] });
+                answer = { session: await googleSession };
+                break;
+              case 'apple-start':
+                await page.startAppleSignIn();
+                answer = { url: browser.assigned };
+                break;
+              case 'apple-finish':
+                location.search = args[0];
+                answer = { session: await page.finishAppleSignIn(), history: browser.replaced };
+                break;
+              case 'post':
+                answer = { data: await page.post(args[0], JSON.parse(args[1]), args[2]) };
+                break;
+              default:
+                answer = { error: { message: `unknown command ${command}` } };
+            }
+          } catch (error) {
+            answer = { error: { name: error.constructor.name, message: error.message, status: error.status ?? null, code: error.code ?? null } };
+          }
+          console.log(JSON.stringify(answer));
+        }
+        """
+
     // MARK: helpers
 
     static func read(_ path: String) throws -> String {
@@ -177,6 +319,18 @@ struct GuidesTests {
             return "\(name)=\(value)\(comment)"
         }
         return (lines.joined(separator: "\n"), found)
+    }
+
+    /// `export const NAME = '…';` → `export const NAME = '<value>';`, exactly once.
+    static func replacingConstant(_ name: String, in module: String, with value: String) throws -> String {
+        var count = 0
+        let lines = module.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            guard line.hasPrefix("export const \(name) = '") else { return String(line) }
+            count += 1
+            return "export const \(name) = '\(value)';"
+        }
+        guard count == 1 else { throw GuideFailure("the page sets \(name) \(count) times") }
+        return lines.joined(separator: "\n")
     }
 
     static func flippingLastCharacter(_ text: String) -> String {
@@ -309,12 +463,13 @@ final class Shell {
     let input = Pipe()
     let output = Pipe()
     let errorPath: String
+    private var pending = Data()
 
-    init(folder: String) throws {
-        errorPath = folder + "/shell.stderr"
+    init(folder: String, program: String = "/bin/bash", arguments: [String] = ["--noprofile", "--norc"]) throws {
+        errorPath = folder + "/\(URL(fileURLWithPath: program).lastPathComponent).stderr"
         _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["--noprofile", "--norc"]
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: folder)
         let environment = ProcessInfo.processInfo.environment
         process.environment = ["PATH": environment["PATH"] ?? "/usr/bin:/bin", "HOME": folder, "LANG": "C.UTF-8"]
@@ -340,6 +495,24 @@ final class Shell {
             buffer.append(chunk)
             let text = String(decoding: buffer, as: UTF8.self)
             if let range = text.range(of: "\n\(marker)\n") { return String(text[..<range.lowerBound]) }
+        }
+    }
+
+    /// Sends one line to a program that answers each line with one line; returns the answer.
+    func ask(_ line: String, timeout: Double = 60) throws -> String {
+        input.fileHandleForWriting.write(Data((line + "\n").utf8))
+        let watchdog = DispatchWorkItem { [process] in if process.isRunning { process.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
+        defer { watchdog.cancel() }
+        while true {
+            if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let answer = String(decoding: pending[..<newline], as: UTF8.self)
+                pending.removeSubrange(...newline)
+                return answer
+            }
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { throw GuideFailure("\(process.executableURL?.path ?? "") ended: \(errors)") }
+            pending.append(chunk)
         }
     }
 
