@@ -16,8 +16,8 @@ struct GuidesTests {
 
     /// Each `sh` block of the page, in order, in one shell, against `gatehouse serve` started as
     /// scripts/quickstart starts it (the demo app from Tenants/, mail to the log). The only
-    /// changes are the two the page asks of its reader: `GH=` (where the server listens) and
-    /// `CODE=` (the code read from the server's log); and the one file it asks the reader to
+    /// changes are those the page asks of its reader: `GH=` (where the server listens),
+    /// `VERIFY_CODE=` and `CODE=` (codes read from the server's log); and the one file it asks the reader to
     /// save (verify.mjs, from verifying-tokens.md). Each block's output is compared with the
     /// answer the page shows after it.
     @Test
@@ -51,10 +51,11 @@ struct GuidesTests {
         for step in steps.dropFirst() {
             var (command, setsGH) = Self.replacingAssignment("GH", in: step.command, with: base)
             if setsGH { substituted.append("GH") }
-            if command.split(separator: "\n").contains(where: { $0.hasPrefix("CODE=") }) {
-                let code = try #require(try server.newestMailedCode(to: "ada@example.com", subject: "Your Gatehouse Demo sign-in code"))
-                command = Self.replacingAssignment("CODE", in: command, with: code).0
-                substituted.append("CODE")
+            for (variable, subject) in [("VERIFY_CODE", "Verify your email for Gatehouse Demo"), ("CODE", "Your Gatehouse Demo sign-in code")]
+            where command.split(separator: "\n").contains(where: { $0.hasPrefix("\(variable)=") }) {
+                let code = try #require(try server.newestMailedCode(to: "ada@example.com", subject: subject))
+                command = Self.replacingAssignment(variable, in: command, with: code).0
+                substituted.append(variable)
             }
             if command.contains("node verify.mjs") {
                 let program = try #require(try Self.program("js", in: "docs/verifying-tokens.md"))
@@ -69,7 +70,7 @@ struct GuidesTests {
         }
         #expect(ran == steps.count - 1)
         #expect(ran >= 12)
-        #expect(substituted == ["GH", "CODE"])
+        #expect(substituted == ["GH", "VERIFY_CODE", "CODE"])
     }
 
     // MARK: docs/verifying-tokens.md
@@ -155,6 +156,95 @@ struct GuidesTests {
             }
         }
     }
+
+    // MARK: docs/platforms/swiftui.md
+
+    /// The SwiftUI guide's URLSession helper and its password, emailed-code, refresh and
+    /// sign-out calls, built with swiftc (Linux: FoundationNetworking added) and run against the
+    /// built server with the demo app. The page's variables (`email`, `password`, `firstName`)
+    /// are given values, and `code`, "the six digits the user typed", is read from the server's
+    /// log when the program asks for it. The epilogue prints what the calls answered.
+    @Test
+    func theSwiftCallsRunAgainstTheServer() throws {
+        let folder = NSTemporaryDirectory() + "gatehouse-swift-guide-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let blocks = Markdown.fencedBlocks(try Self.read("docs/platforms/swiftui.md")).filter { $0.info == "swift" }
+        #expect(blocks.count == 4)
+        guard blocks.count >= 2 else { return }
+
+        let port = ExecutableTests().freePort()
+        let server = try ServerProcess(
+            binary: ExecutableTests().binary, logPath: folder + "/server.log",
+            environment: [
+                "GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/gatehouse.db", "GATEHOUSE_LISTEN": "127.0.0.1:\(port)",
+                "GATEHOUSE_TENANTS_DIR": Self.root.appendingPathComponent("Tenants").path,
+            ])
+        defer { server.stop() }
+        let base = "http://127.0.0.1:\(port)"
+
+        var helper = blocks[0].text
+        helper = try Self.replacingLine(starting: "    static let baseURL = ", in: helper, with: "    static let baseURL = URL(string: \"\(base)/v1\")!")
+        helper = try Self.replacingLine(starting: "    static let appKey = ", in: helper, with: "    static let appKey = \"pk_demo_gatehouse_local_only\"")
+        let program = Self.swiftPrelude + "\n" + helper + "\n\n" + blocks[1].text + "\n\n" + Self.swiftEpilogue
+        try program.write(toFile: folder + "/main.swift", atomically: true, encoding: .utf8)
+        _ = try ExternalProgram.run("/usr/bin/env", ["swiftc", "-swift-version", "6", "-o", folder + "/guide", folder + "/main.swift"])
+        try server.waitUntilReady(base)
+
+        let output = try ExternalProgram.run("/usr/bin/env", ["GUIDE_SERVER_LOG=\(folder)/server.log", folder + "/guide"])
+        #expect(output.split(separator: "\n") == [
+            "signed up: new user true", "signed in: new user false", "by code: new user false",
+            "refreshed: 900 s, a new refresh token: true", "wrong password: 400 auth/invalid-credential",
+            "after sign-out: 401 auth/invalid-refresh-token",
+        ], "\(output)")
+    }
+
+    static let swiftPrelude = #"""
+        import Foundation
+        #if canImport(FoundationNetworking)
+        import FoundationNetworking
+        #endif
+
+        let email = "swift.guide@example.com"
+        let password = "correct horse battery staple"
+        let firstName = "Sam"
+        /// The six digits the user typed: the newest sign-in code in the server's log.
+        var code: String {
+            let log = ProcessInfo.processInfo.environment["GUIDE_SERVER_LOG"]!
+            for _ in 0..<100 {
+                let lines = (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n") ?? []
+                let mails = lines.compactMap { line -> String? in
+                    guard let entry = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                        entry["msg"] as? String == "mail", let text = entry["message"] as? String,
+                        text.contains("To: <\(email)>"), text.contains("sign-in code")
+                    else { return nil }
+                    return text
+                }
+                if let digits = mails.last?.components(separatedBy: "\n").first(where: { $0.count == 6 && $0.allSatisfy(\.isNumber) }) {
+                    return digits
+                }
+                usleep(100_000)
+            }
+            fatalError("no code in the server's log")
+        }
+        """#
+
+    static let swiftEpilogue = #"""
+        print("signed up: new user \(session.isNewUser)")
+        print("signed in: new user \(again.isNewUser)")
+        print("by code: new user \(byCode.isNewUser)")
+        print("refreshed: \(fresh.expiresIn) s, a new refresh token: \(fresh.refreshToken != byCode.refreshToken)")
+        do {
+            let _: Session = try await Gatehouse.post("auth/signin", ["email": email, "password": "not the password"])
+        } catch let problem as GatehouseProblem {
+            print("wrong password: \(problem.status) \(problem.code)")
+        }
+        do {
+            let _: Session = try await Gatehouse.post("auth/refresh", ["refresh_token": fresh.refreshToken])
+        } catch let problem as GatehouseProblem {
+            print("after sign-out: \(problem.status) \(problem.code)")
+        }
+        """#
 
     // MARK: docs/platforms/web.md
 
@@ -319,6 +409,18 @@ struct GuidesTests {
             return "\(name)=\(value)\(comment)"
         }
         return (lines.joined(separator: "\n"), found)
+    }
+
+    /// The one line that starts with `prefix`, replaced by `line`.
+    static func replacingLine(starting prefix: String, in text: String, with line: String) throws -> String {
+        var count = 0
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { current -> String in
+            guard current.hasPrefix(prefix) else { return String(current) }
+            count += 1
+            return line
+        }
+        guard count == 1 else { throw GuideFailure("\(count) lines start with \(prefix)") }
+        return lines.joined(separator: "\n")
     }
 
     /// `export const NAME = '…';` → `export const NAME = '<value>';`, exactly once.
