@@ -246,6 +246,90 @@ struct GuidesTests {
         }
         """#
 
+    // MARK: docs/platforms/react-native.md
+
+    /// The React Native guide's fetch helper and its password, emailed-code, refresh and
+    /// sign-out calls, in Node against the built server with the demo app (React Native's fetch
+    /// is the same API). As for the Swift guide: the page's variables get values, `code` is read
+    /// from the server's log when asked for, and `storedRefreshToken` is the newest session's.
+    @Test
+    func theReactNativeCallsRunAgainstTheServer() throws {
+        let folder = NSTemporaryDirectory() + "gatehouse-rn-guide-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let blocks = Markdown.fencedBlocks(try Self.read("docs/platforms/react-native.md")).filter { $0.info == "js" }
+        #expect(blocks.count == 5)
+        guard blocks.count >= 2 else { return }
+
+        let port = ExecutableTests().freePort()
+        let server = try ServerProcess(
+            binary: ExecutableTests().binary, logPath: folder + "/server.log",
+            environment: [
+                "GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/gatehouse.db", "GATEHOUSE_LISTEN": "127.0.0.1:\(port)",
+                "GATEHOUSE_TENANTS_DIR": Self.root.appendingPathComponent("Tenants").path,
+            ])
+        defer { server.stop() }
+        let base = "http://127.0.0.1:\(port)"
+
+        var helper = blocks[0].text
+        helper = try Self.replacingLine(starting: "const BASE_URL = ", in: helper, with: "const BASE_URL = '\(base)/v1';")
+        helper = try Self.replacingLine(starting: "const APP_KEY = ", in: helper, with: "const APP_KEY = 'pk_demo_gatehouse_local_only';")
+        let program = Self.javaScriptPrelude + "\n" + helper + "\n\n" + blocks[1].text + "\n\n" + Self.javaScriptEpilogue
+        try program.write(toFile: folder + "/guide.mjs", atomically: true, encoding: .utf8)
+        try server.waitUntilReady(base)
+
+        let output = try ExternalProgram.run("/usr/bin/env", ["GUIDE_SERVER_LOG=\(folder)/server.log", "/usr/bin/node", folder + "/guide.mjs"])
+        #expect(output.split(separator: "\n") == [
+            "signed up: new user true", "signed in: new user false", "by code: new user false",
+            "refreshed: 900 s, a new refresh token: true", "wrong password: GatehouseProblem 400 auth/invalid-credential",
+            "after sign-out: GatehouseProblem 401 auth/invalid-refresh-token",
+        ], "\(output)")
+    }
+
+    static let javaScriptPrelude = #"""
+        import { readFileSync } from 'node:fs';
+
+        const email = 'rn.guide@example.com';
+        const password = 'correct horse battery staple';
+        const firstName = 'Rae';
+        const pause = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+        // The six digits the user typed: the newest sign-in code in the server's log.
+        Object.defineProperty(globalThis, 'code', { get() {
+          for (let attempt = 0; attempt < 100; attempt++) {
+            const mails = readFileSync(process.env.GUIDE_SERVER_LOG, 'utf8').split('\n').flatMap((line) => {
+              try {
+                const entry = JSON.parse(line);
+                return entry.msg === 'mail' && entry.message.includes(`To: <${email}>`) && entry.message.includes('sign-in code') ? [entry.message] : [];
+              } catch { return []; }
+            });
+            const digits = mails.at(-1)?.split('\n').find((l) => /^[0-9]{6}$/.test(l));
+            if (digits) return digits;
+            pause(100);
+          }
+          throw new Error("no code in the server's log");
+        } });
+        // The refresh token the app stored: the newest session's.
+        Object.defineProperty(globalThis, 'storedRefreshToken', { get: () => byCode.refresh_token });
+        """#
+
+    static let javaScriptEpilogue = #"""
+        console.log(`signed up: new user ${session.is_new_user}`);
+        console.log(`signed in: new user ${signedIn.is_new_user}`);
+        console.log(`by code: new user ${byCode.is_new_user}`);
+        console.log(`refreshed: ${fresh.expires_in} s, a new refresh token: ${fresh.refresh_token !== byCode.refresh_token}`);
+        for (const [what, call] of [
+          ['wrong password', () => post('auth/signin', { email, password: 'not the password' })],
+          ['after sign-out', () => post('auth/refresh', { refresh_token: fresh.refresh_token })],
+        ]) {
+          try {
+            await call();
+            console.log(`${what}: accepted`);
+          } catch (error) {
+            console.log(`${what}: ${error.constructor.name} ${error.status} ${error.code}`);
+          }
+        }
+        """#
+
     // MARK: docs/platforms/web.md
 
     /// The page's module in Node, the browser's parts (location, sessionStorage, Google's GIS
