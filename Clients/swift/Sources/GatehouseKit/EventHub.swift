@@ -1,0 +1,27 @@
+import Foundation
+
+/// Hands ``AuthEvent``s to every open stream of ``GatehouseClient/authEvents()``.
+final class EventHub: @unchecked Sendable {  // `continuations` is only touched under `lock`
+    private let lock = NSLock()
+    private var continuations: [UInt64: AsyncStream<AuthEvent>.Continuation] = [:]
+    private var nextID: UInt64 = 0
+
+    func stream() -> AsyncStream<AuthEvent> {
+        AsyncStream(bufferingPolicy: .bufferingNewest(64)) { continuation in
+            let id: UInt64 = lock.withLock {
+                nextID += 1
+                continuations[nextID] = continuation
+                return nextID
+            }
+            continuation.onTermination = { [weak self] _ in
+                guard let self else { return }
+                self.lock.withLock { _ = self.continuations.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    func send(_ event: AuthEvent) {
+        let all = lock.withLock { Array(continuations.values) }
+        for continuation in all { continuation.yield(event) }
+    }
+}
