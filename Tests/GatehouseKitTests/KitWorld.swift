@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import GatehouseCore
 import GatehouseCrypto
 import GatehouseKit
@@ -64,9 +67,15 @@ final class KitWorld: @unchecked Sendable {  // every field is immutable after i
     }
 
     /// A client of the app, on `store`, whose clock is `now`.
-    func client(store: any SessionStore = MemorySessionStore(), now: @escaping @Sendable () -> Date = { Date() }) -> GatehouseClient {
+    /// `connections`: how many connections its URLSession opens to the server at once.
+    func client(store: any SessionStore = MemorySessionStore(), connections: Int? = nil, now: @escaping @Sendable () -> Date = { Date() }) -> GatehouseClient {
         var configuration = GatehouseClient.Configuration(baseURL: URL(string: server.baseURL)!, appKey: app.appKey, sessionStore: store)
         configuration.now = now
+        if let connections {
+            let session = URLSessionConfiguration.ephemeral
+            session.httpMaximumConnectionsPerHost = connections
+            configuration.urlSession = URLSession(configuration: session)
+        }
         return GatehouseClient(configuration: configuration)
     }
 

@@ -12,15 +12,19 @@ struct SessionTests {
     /// 50 calls at once with an expired access token: exactly one `POST /v1/auth/refresh` reaches
     /// the server, as the server counts it (its per-route request metric; the session's
     /// refresh-token rows agree: one rotation, no reuse, the session alive).
-    /// `clientSeesExpiry`: the client's clock knows the token expired (it refreshes before
-    /// calling), or does not (every call is answered `auth/token-expired` and they all await one refresh).
+    /// `clientSeesExpiry`: the client's clock knows the token expired, so the 50 calls join one
+    /// refresh before calling (without the single flight, 50 refreshes go out); or it does not,
+    /// so every call is answered `auth/token-expired` first (the server counts the 401s) and each
+    /// then refreshes only if no refresh has replaced its token yet (without that check, several
+    /// refreshes go out).
     @Test(arguments: TestDatabase.kinds, [true, false])
     func fiftyConcurrentCallsWithAnExpiredAccessTokenSendOneRefresh(_ kind: TestDatabaseKind, clientSeesExpiry: Bool) async throws {
         let world = try KitWorld(kind)
         defer { world.stop() }
         let offset = Locked<TimeInterval>(0)
         let store = MemorySessionStore()
-        let client = world.client(store: store, now: { Date().addingTimeInterval(offset.value) })
+        // 50 connections, so that the 50 calls really are in flight together.
+        let client = world.client(store: store, connections: 50, now: { Date().addingTimeInterval(offset.value) })
         let created = try await client.signUp(email: "race@example.com", password: "correct horse battery")
         let sessionID = try #require(try await client.sessions().first(where: \.current)?.id)
         let oldAccess = try #require(try store.load()?.accessToken)
@@ -30,6 +34,7 @@ struct SessionTests {
         if clientSeesExpiry { offset.set(901) }
         #expect(try world.server.request("GET", "/v1/me", appKey: world.app.appKey, bearer: oldAccess).problemCode == "auth/token-expired")
         let refreshesBefore = try world.refreshRequestsServed()
+        let rejectedBefore = try world.metrics()["gatehouse_http_requests_total{method=\"GET\",route=\"/v1/me\",status=\"401\"}"] ?? 0
         let reuseBefore = try world.metrics()["gatehouse_refresh_reuse_total"] ?? 0
 
         let ids = try await withThrowingTaskGroup(of: String.self) { group in
@@ -41,6 +46,12 @@ struct SessionTests {
         #expect(ids.count == 50 && Set(ids) == [created.user.id])
 
         #expect(try world.refreshRequestsServed() - refreshesBefore == 1, "one refresh reached the server")
+        let rejected = (try world.metrics()["gatehouse_http_requests_total{method=\"GET\",route=\"/v1/me\",status=\"401\"}"] ?? 0) - rejectedBefore
+        if clientSeesExpiry {
+            #expect(rejected == 0, "the client refreshed before calling")
+        } else {
+            #expect(rejected >= 10, "many calls were refused together and awaited the same refresh (\(rejected))")
+        }
         #expect((try world.metrics()["gatehouse_refresh_reuse_total"] ?? 0) == reuseBefore)
         let rows = try world.server.gatehouse.database.query("SELECT rotated_at FROM refresh_tokens WHERE session_id = \(sessionID)")
         #expect(rows.count == 2, "the first token and the one it was rotated to")
