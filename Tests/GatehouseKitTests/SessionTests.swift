@@ -138,6 +138,50 @@ struct SessionTests {
         #expect(try await client.me().email == "offline@example.com")
     }
 
+    /// The network loses the refresh's answer after the server rotated the token: the client sends
+    /// the same token again within the grace window and gets the same new pair, so the session is
+    /// not taken for a stolen one. The server saw both requests, rotated once, and counted no reuse.
+    @Test
+    func aRefreshWhoseAnswerIsLostIsSentAgainWithinTheGraceWindow() async throws {
+        let world = try KitWorld()
+        defer { world.stop() }
+        let proxy = try DroppingProxy(targetPort: world.server.server.port, dropping: "POST /v1/auth/refresh ")
+        defer { proxy.stop() }
+        let store = MemorySessionStore()
+        let client = GatehouseClient(
+            configuration: .init(baseURL: URL(string: "http://127.0.0.1:\(proxy.port)")!, appKey: world.app.appKey, sessionStore: store))
+        let created = try await client.signUp(email: "lossy@example.com", password: "correct horse battery")
+        let sessionID = try #require(try await client.sessions().first(where: \.current)?.id)
+        let old = try #require(try store.load())
+        let before = try world.refreshRequestsServed()
+        let reuseBefore = try world.metrics()["gatehouse_refresh_reuse_total"] ?? 0
+        world.clock.advance(seconds: 1)  // so that the new access token differs from the old one
+
+        try await client.refresh()
+        #expect(proxy.dropped == 1)
+        #expect(try world.refreshRequestsServed() - before == 2, "the answer lost and the retry")
+        #expect((try world.metrics()["gatehouse_refresh_reuse_total"] ?? 0) == reuseBefore)
+        let refreshed = try #require(try store.load())
+        #expect(refreshed.refreshToken != old.refreshToken && refreshed.accessToken != old.accessToken)
+        let rows = try world.server.gatehouse.database.query("SELECT rotated_at FROM refresh_tokens WHERE session_id = \(sessionID)")
+        #expect(rows.count == 2, "rotated once: the retry was answered the same pair")
+        #expect(try await client.me().id == created.user.id)
+
+        // Told that the server has no grace window, the client does not send it again: the error
+        // is thrown and the session kept.
+        let strictProxy = try DroppingProxy(targetPort: world.server.server.port, dropping: "POST /v1/auth/refresh ")
+        defer { strictProxy.stop() }
+        var strict = GatehouseClient.Configuration(baseURL: URL(string: "http://127.0.0.1:\(strictProxy.port)")!, appKey: world.app.appKey, sessionStore: store)
+        strict.refreshGraceWindow = 0
+        let beforeStrict = try world.refreshRequestsServed()
+        guard case .transport? = await kitError({ try await GatehouseClient(configuration: strict).refresh() }) else {
+            Issue.record("expected a transport error")
+            return
+        }
+        #expect(try world.refreshRequestsServed() - beforeStrict == 1)
+        #expect(try store.load() != nil)
+    }
+
     @Test
     func theFileStoreKeepsTheSessionBetweenLaunchesReadableByItsOwnerOnly() async throws {
         let world = try KitWorld()
