@@ -8,20 +8,29 @@ final class EventHub: @unchecked Sendable {  // `continuations` is only touched 
 
     func stream() -> AsyncStream<AuthEvent> {
         AsyncStream(bufferingPolicy: .bufferingNewest(64)) { continuation in
-            let id: UInt64 = lock.withLock {
+            let id: UInt64 = lock.locked {
                 nextID += 1
                 continuations[nextID] = continuation
                 return nextID
             }
             continuation.onTermination = { [weak self] _ in
                 guard let self else { return }
-                self.lock.withLock { _ = self.continuations.removeValue(forKey: id) }
+                self.lock.locked { _ = self.continuations.removeValue(forKey: id) }
             }
         }
     }
 
     func send(_ event: AuthEvent) {
-        let all = lock.withLock { Array(continuations.values) }
+        let all = lock.locked { Array(continuations.values) }
         for continuation in all { continuation.yield(event) }
+    }
+}
+
+extension NSLock {
+    /// `withLock`, spelled out: `NSLocking.withLock` is not in every SDK this package supports.
+    func locked<T>(_ body: () throws -> T) rethrows -> T {
+        lock()
+        defer { unlock() }
+        return try body()
     }
 }

@@ -52,7 +52,7 @@ public struct AppleNonce: Sendable, Hashable {
     /// A nonce from a raw value you made yourself.
     public init(raw: String) {
         self.raw = raw
-        hashed = SHA256Digest.hex(SHA256Digest.hash(Array(raw.utf8)))
+        hashed = SHA256Hashing.hex(SHA256Hashing.hash(Array(raw.utf8)))
     }
 }
 
@@ -74,6 +74,6 @@ public struct PKCE: Sendable, Hashable {
     /// The pair for a verifier you made yourself.
     public init(verifier: String) {
         self.verifier = verifier
-        challenge = Base64URL.encode(SHA256Digest.hash(Array(verifier.utf8)))
+        challenge = Base64URL.encode(SHA256Hashing.hash(Array(verifier.utf8)))
     }
 }

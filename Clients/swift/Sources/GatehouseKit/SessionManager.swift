@@ -176,15 +176,16 @@ actor SessionManager {
     private func sendRefresh(_ refreshToken: String) async throws -> HTTPAnswer {
         var attempt = 0
         while true {
-            let sentAt = ContinuousClock.now
+            // Monotonic seconds (ContinuousClock needs iOS 16 / macOS 13).
+            let sentAt = ProcessInfo.processInfo.systemUptime
             do {
                 return try await transport.send("POST", "/v1/auth/refresh", body: .json(["refresh_token": .string(refreshToken)]))
             } catch GatehouseError.transport(let text) {
                 attempt += 1
                 let pause = 0.25 * Double(attempt)
-                let elapsed = sentAt.duration(to: .now)
-                guard attempt < 3, elapsed + .seconds(pause) < .seconds(graceWindow / 2) else { throw GatehouseError.transport(text) }
-                try await Task.sleep(for: .seconds(pause))
+                let elapsed = ProcessInfo.processInfo.systemUptime - sentAt
+                guard attempt < 3, elapsed + pause < graceWindow / 2 else { throw GatehouseError.transport(text) }
+                try await Task.sleep(nanoseconds: UInt64(pause * 1_000_000_000))
             }
         }
     }

@@ -50,9 +50,9 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {  // `
 
     public init(_ session: StoredSession? = nil) { self.session = session }
 
-    public func load() throws -> StoredSession? { lock.withLock { session } }
-    public func save(_ session: StoredSession) throws { lock.withLock { self.session = session } }
-    public func clear() throws { lock.withLock { session = nil } }
+    public func load() throws -> StoredSession? { lock.locked { session } }
+    public func save(_ session: StoredSession) throws { lock.locked { self.session = session } }
+    public func clear() throws { lock.locked { session = nil } }
 }
 
 /// A session kept in one JSON file, readable and writable by its owner only (mode 0600, set when

@@ -36,7 +36,7 @@ struct NonceAndPKCETests {
             let nonce = AppleNonce()
             #expect(nonce.raw.count == 43)
             #expect(nonce.hashed.count == 64 && nonce.hashed.allSatisfy { "0123456789abcdef".contains($0) })
-            #expect(nonce.hashed == SHA256Digest.hex(PortableSHA256.hash(Array(nonce.raw.utf8))))
+            #expect(nonce.hashed == SHA256Hashing.hex(PortableSHA256.hash(Array(nonce.raw.utf8))))
             seen.insert(nonce.raw)
         }
         #expect(seen.count == 200)

@@ -7,7 +7,7 @@ import Testing
 /// implementation (Python's hashlib) and written down here.
 @Suite("SHA-256")
 struct SHA256Tests {
-    static func hex(_ bytes: [UInt8]) -> String { SHA256Digest.hex(bytes) }
+    static func hex(_ bytes: [UInt8]) -> String { SHA256Hashing.hex(bytes) }
 
     @Test(arguments: [
         ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
@@ -20,7 +20,7 @@ struct SHA256Tests {
     ])
     func nistVectors(_ message: String, _ digest: String) {
         #expect(Self.hex(PortableSHA256.hash(Array(message.utf8))) == digest)
-        #expect(Self.hex(SHA256Digest.hash(Array(message.utf8))) == digest, "the platform's pick agrees")
+        #expect(Self.hex(SHA256Hashing.hash(Array(message.utf8))) == digest, "the platform's pick agrees")
     }
 
     @Test
