@@ -158,11 +158,19 @@ public final class GatehouseClient: Sendable {
         return try await signIn("/v1/auth/oauth/google", body)
     }
 
+    /// The providers whose Firebase ID tokens Gatehouse takes.
+    public enum FirebaseProvider: String, Sendable {
+        /// `firebase.sign_in_provider` `apple.com`.
+        case apple
+        /// `firebase.sign_in_provider` `google.com`.
+        case google
+    }
+
     /// A Firebase ID token (for apps whose clients sign in to Firebase first), posted to the
-    /// endpoint of the provider the user signed in to Firebase with (`.apple` or `.google`).
-    public func signInWithFirebase(idToken: String, provider: SignInProvider) async throws -> SignInResult {
-        let path = provider == .google ? "/v1/auth/oauth/google" : "/v1/auth/oauth/apple"
-        return try await signIn(path, ["firebase_id_token": .string(idToken)])
+    /// endpoint of the provider the user signed in to Firebase with; Gatehouse refuses a token of
+    /// another provider (401 `auth/invalid-credential`).
+    public func signInWithFirebase(idToken: String, provider: FirebaseProvider) async throws -> SignInResult {
+        try await signIn("/v1/auth/oauth/\(provider.rawValue)", ["firebase_id_token": .string(idToken)])
     }
 
     // MARK: - The Apple web flow

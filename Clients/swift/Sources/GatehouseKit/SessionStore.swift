@@ -30,6 +30,14 @@ public struct StoredSession: Codable, Sendable, Equatable {
     }
 }
 
+extension StoredSession: CustomStringConvertible, CustomDebugStringConvertible {
+    /// Without the tokens, so that logging a session leaks nothing.
+    public var description: String {
+        "StoredSession(user: \(user.id), accessTokenExpiresAt: \(accessTokenExpiresAt), refreshable: \(refreshToken != nil))"
+    }
+    public var debugDescription: String { description }
+}
+
 /// Where a ``GatehouseClient`` keeps its session between launches. Calls come one at a time from
 /// the client's session actor; an implementation shared by several processes (an app and its
 /// extension) should write atomically.

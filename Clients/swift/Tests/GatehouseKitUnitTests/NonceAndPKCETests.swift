@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import GatehouseKit
@@ -57,5 +58,20 @@ struct NonceAndPKCETests {
         #expect(!constantTimeEqual("abc", "abd"))
         #expect(!constantTimeEqual("abc", "abcd"))
         #expect(!constantTimeEqual("", "a"))
+    }
+}
+
+@Suite("Stored session")
+struct StoredSessionTests {
+    @Test
+    func printingASessionShowsNoToken() throws {
+        let userJSON = #"{"id":"usr_1","email":null,"email_verified":false,"first_name":null,"last_name":null,"photo_url":null,"created_at":1,"last_sign_in_at":null,"identities":["password"]}"#
+        let user = try JSONDecoder().decode(User.self, from: Data(userJSON.utf8))
+        let session = StoredSession(
+            accessToken: "eyJ.secret-access.sig", refreshToken: "secret-refresh-token", accessTokenExpiresAt: Date(), accessTokenLifetime: 900, user: user)
+        for text in [String(describing: session), String(reflecting: session), "\(session)"] {
+            #expect(!text.contains("secret"))
+            #expect(text.contains("usr_1"))
+        }
     }
 }
