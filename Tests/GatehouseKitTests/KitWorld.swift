@@ -157,9 +157,11 @@ final class EventLog: Sendable {
         }
     }
 
-    /// The events so far, after giving the stream a moment to hand over what was sent.
-    func snapshot() async -> [AuthEvent] {
-        try? await Task.sleep(for: .milliseconds(50))
+    /// The events so far, once there are at least `count` (or after 10 s, whatever came).
+    func first(_ count: Int) async -> [AuthEvent] {
+        for _ in 0..<1000 where events.value.count < count {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
         return events.value
     }
 
