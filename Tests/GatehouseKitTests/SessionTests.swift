@@ -138,6 +138,32 @@ struct SessionTests {
         #expect(try await client.me().email == "offline@example.com")
     }
 
+    /// Two clients on one store (an app and its extension on a shared Keychain group): after one
+    /// has refreshed, the other takes the rotated tokens from the store instead of presenting its
+    /// old refresh token, which the server (grace window 0 here) would take for reuse.
+    @Test
+    func clientsSharingAStoreTakeEachOthersRotatedTokens() async throws {
+        let world = try KitWorld { $0.refreshGraceSeconds = 0 }
+        defer { world.stop() }
+        let store = MemorySessionStore()
+        let offset = Locked<TimeInterval>(0)
+        let app = world.client(store: store, now: { Date().addingTimeInterval(offset.value) })
+        let appExtension = world.client(store: store, now: { Date().addingTimeInterval(offset.value) })
+        let created = try await app.signUp(email: "shared@example.com", password: "correct horse battery")
+        #expect(try await appExtension.me().id == created.user.id)
+
+        world.clock.advance(seconds: 901)
+        offset.set(901)
+        #expect(try await app.me().id == created.user.id)  // refreshed: the store has the rotated pair
+        world.clock.advance(seconds: 1)  // past the grace window
+        let refreshesBefore = try world.refreshRequestsServed()
+        let reuseBefore = try world.metrics()["gatehouse_refresh_reuse_total"] ?? 0
+        #expect(try await appExtension.me().id == created.user.id)
+        #expect(try world.refreshRequestsServed() == refreshesBefore, "the stored access token was still good")
+        #expect((try world.metrics()["gatehouse_refresh_reuse_total"] ?? 0) == reuseBefore)
+        #expect(try await appExtension.sessions().count == 1)
+    }
+
     /// The network loses the refresh's answer after the server rotated the token: the client sends
     /// the same token again within the grace window and gets the same new pair, so the session is
     /// not taken for a stolen one. The server saw both requests, rotated once, and counted no reuse.
