@@ -40,7 +40,7 @@ public enum StandardTokenVerifier {
     }
 
     static let script = #"""
-        import json, sys, time, urllib.request
+        import json, sys, urllib.request
         from urllib.parse import urlsplit
         from joserfc import jwt
         from joserfc.jwk import KeySet
