@@ -38,7 +38,7 @@ struct AppController {
     /// (RFC 9068 §4), at the path-appended location API.md fixes. Gatehouse runs no RFC 6749
     /// authorization or token endpoint and issues no ID tokens, so it names none: its grants and
     /// response types are empty lists, saying so rather than leaving RFC 8414's defaults
-    /// (`authorization_code`, `implicit`) to be assumed (docs/adr/0016).
+    /// (`authorization_code`, `implicit`) to be assumed (docs/adr/0017).
     func discovery(_ request: Request) throws -> HTTPResponse {
         let app = try pathApp(request)
         let issuer = auth.tokens.issuer(app.id)

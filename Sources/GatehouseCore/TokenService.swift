@@ -42,7 +42,7 @@ public final class TokenService: Sendable {
 
     /// A signed access token for the session, and its lifetime in seconds. It follows RFC 9068:
     /// `jti` is 128 random bits, new for every token; `client_id` is the app id (the app is the
-    /// one OAuth client of its own issuer, whatever platform its key was used from; docs/adr/0016).
+    /// one OAuth client of its own issuer, whatever platform its key was used from; docs/adr/0017).
     public func accessToken(app: AppContext, user: User, session: Session) throws -> (token: String, expiresIn: Int64) {
         let now = clock.nowSeconds
         // Never past the session's own end.

@@ -4,7 +4,7 @@ import CryptoKit
 
 /// SHA-256 for the Apple nonce and the PKCE challenge: CryptoKit where the platform has it, the
 /// portable implementation below elsewhere (Linux: Foundation has no digest and the package may
-/// not depend on anything; docs/adr/0016-gatehousekit-portable-sha256.md).
+/// not depend on anything; docs/adr/0016-gatehousekit-swift-client.md).
 enum SHA256Hashing {
     static func hash(_ bytes: [UInt8]) -> [UInt8] {
         #if canImport(CryptoKit)
