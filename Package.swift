@@ -15,6 +15,9 @@ let package = Package(
     products: [
         .executable(name: "gatehouse", targets: ["gatehouse"]),
     ],
+    // The Swift client, tested here against the real server (GatehouseKitTests); it depends on
+    // none of the server's targets.
+    dependencies: [.package(path: "Clients/swift")],
     targets: [
         system("CPostgres", pkgConfig: "libpq", apt: "libpq-dev"),
         system("COpenSSL", pkgConfig: "libcrypto", apt: "libssl-dev"),
@@ -66,6 +69,9 @@ let package = Package(
             name: "GatehouseProvidersTests", dependencies: ["GatehouseProviders", "GatehouseCurl", "GatehouseTesting"],
             swiftSettings: strict),
         .testTarget(name: "GatehouseMailTests", dependencies: ["GatehouseMail", "GatehouseTesting"], swiftSettings: strict),
+        .testTarget(
+            name: "GatehouseKitTests", dependencies: [.product(name: "GatehouseKit", package: "swift"), "GatehouseTesting", "GatehouseAPI"],
+            swiftSettings: strict),
         .testTarget(name: "GatehouseAPITests", dependencies: ["GatehouseAPI", "GatehouseTesting", "GatehouseMail", "GatehouseProviders"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

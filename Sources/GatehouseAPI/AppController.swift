@@ -2,7 +2,7 @@ import GatehouseCore
 import GatehouseHTTP
 
 /// What any client or backend may read about an app: its public settings, its JWKS and its
-/// OpenID discovery document.
+/// discovery document (RFC 8414 metadata).
 struct AppController {
     let auth: Authenticator
     let directory: AppDirectory
@@ -34,15 +34,24 @@ struct AppController {
         return response
     }
 
+    /// RFC 8414 authorization-server metadata, for the backends that verify the app's access tokens
+    /// (RFC 9068 §4), at the path-appended location API.md fixes. Gatehouse runs no RFC 6749
+    /// authorization or token endpoint and issues no ID tokens, so it names none: its grants and
+    /// response types are empty lists, saying so rather than leaving RFC 8414's defaults
+    /// (`authorization_code`, `implicit`) to be assumed (docs/adr/0017).
     func discovery(_ request: Request) throws -> HTTPResponse {
         let app = try pathApp(request)
         let issuer = auth.tokens.issuer(app.id)
         var response = HTTPResponse.json([
             "issuer": .string(issuer),
             "jwks_uri": .string(issuer + "/jwks.json"),
-            "id_token_signing_alg_values_supported": [.string(app.settings.signingAlgorithm.rawValue)],
+            "response_types_supported": [],
+            "grant_types_supported": [],
+            // The algorithm of the key that signs now. An app's algorithm is fixed when it is
+            // created and every key it rotates to has it, so this list never has two members.
+            "access_token_signing_alg_values_supported": [.string(app.signingKey.algorithm.rawValue)],
             "subject_types_supported": ["public"],
-            "claims_supported": ["iss", "aud", "sub", "sid", "iat", "exp", "auth_time", "amr", "email", "email_verified", "name"],
+            "claims_supported": .array(TokenService.accessTokenClaims.map(JSON.string)),
         ])
         response.headers.set("Cache-Control", "public, max-age=300")
         return response

@@ -23,6 +23,12 @@ public final class TokenService: Sendable {
     public static let issuedAtLeewaySeconds: Int64 = 60
     /// The longest `access_token_ttl_seconds` an app may set.
     public static let maxAccessTokenLifetimeSeconds: Int64 = 86400
+    /// Every claim an access token may carry, in the order the discovery document lists them:
+    /// RFC 9068's required ones, then the session's and the user's (`email`, `name` and `picture`
+    /// only when the user has them). ``accessToken(app:user:session:)`` issues no other.
+    public static let accessTokenClaims = [
+        "iss", "sub", "aud", "exp", "iat", "jti", "client_id", "sid", "auth_time", "amr", "email", "email_verified", "name", "picture",
+    ]
 
     public init(publicURL: String, clock: any Clock, masterKey: [UInt8], revocations: RevocationList) {
         self.publicURL = publicURL
@@ -34,13 +40,16 @@ public final class TokenService: Sendable {
 
     public func issuer(_ app: AppID) -> String { "\(publicURL)/v1/apps/\(app.rawValue)" }
 
-    /// A signed access token for the session, and its lifetime in seconds.
+    /// A signed access token for the session, and its lifetime in seconds. It follows RFC 9068:
+    /// `jti` is 128 random bits, new for every token; `client_id` is the app id (the app is the
+    /// one OAuth client of its own issuer, whatever platform its key was used from; docs/adr/0017).
     public func accessToken(app: AppContext, user: User, session: Session) throws -> (token: String, expiresIn: Int64) {
         let now = clock.nowSeconds
         // Never past the session's own end.
         let ttl = max(1, min(app.settings.accessTokenTTLSeconds, session.expiresAt / 1000 - now))
         var claims: [String: JSON] = [
             "iss": .string(issuer(app.id)), "aud": .string(app.id.rawValue), "sub": .string(user.id.rawValue), "sid": .string(session.id.rawValue),
+            "jti": .string(SecureRandom.token(byteCount: 16)), "client_id": .string(app.id.rawValue),
             "iat": .int(now), "exp": .int(now + ttl), "auth_time": .int(session.authTime / 1000), "amr": [.string(session.method.amr)],
             "email_verified": .bool(user.emailVerified),
         ]

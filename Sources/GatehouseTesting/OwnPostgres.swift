@@ -14,7 +14,14 @@ public final class OwnPostgres: @unchecked Sendable {
             .appendingPathComponent("scripts/postgres-test-server").path
     }
 
-    private static var bin: String { ProcessInfo.processInfo.environment["GATEHOUSE_PG_BIN"] ?? "/usr/lib/postgresql/15/bin" }
+    /// `GATEHOUSE_PG_BIN`, else the newest installed major version's folder (Debian 12 ships 15,
+    /// Debian 13 ships 17), as scripts/postgres-test-server chooses it.
+    private static var bin: String {
+        if let bin = ProcessInfo.processInfo.environment["GATEHOUSE_PG_BIN"] { return bin }
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        let newest = versions.compactMap(Int.init).filter { FileManager.default.isExecutableFile(atPath: "/usr/lib/postgresql/\($0)/bin/pg_ctl") }.max()
+        return "/usr/lib/postgresql/\(newest ?? 15)/bin"
+    }
 
     public init() throws {
         root = NSTemporaryDirectory() + "gatehouse-own-pg-" + UUID().uuidString.prefix(8).lowercased()

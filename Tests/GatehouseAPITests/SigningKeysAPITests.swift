@@ -35,7 +35,9 @@ struct SigningKeysAPITests {
         let issuer = "\(TestServer.publicURL)/v1/apps/\(app.id)"
         #expect(discovery.json?["issuer"] == .string(issuer))
         #expect(discovery.json?["jwks_uri"] == .string(issuer + "/jwks.json"))
-        #expect(discovery.json?["id_token_signing_alg_values_supported"] == [.string(algorithm)])
+        #expect(discovery.json?["access_token_signing_alg_values_supported"] == [.string(algorithm)])
+        // No ID tokens are issued, so no ID-token algorithm is advertised.
+        #expect(discovery.json?["id_token_signing_alg_values_supported"] == nil)
 
         let jwks = try server.request("GET", "/v1/apps/\(app.id)/jwks.json")
         #expect(jwks.status == 200)

@@ -1,0 +1,482 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The Gatehouse client: sign-up and sign-in, the account calls, and a session kept in a
+/// ``SessionStore`` whose access token is refreshed before it expires (and after an
+/// `auth/token-expired`), one refresh at a time however many calls race. Every method is safe to
+/// call from any task.
+///
+/// ```swift
+/// let client = GatehouseClient(baseURL: URL(string: "https://auth.example.com")!, appKey: "pk_…")
+/// let result = try await client.signIn(email: "ada@example.com", password: "…")
+/// ```
+public final class GatehouseClient: Sendable {
+    /// How a client talks to Gatehouse and keeps its session.
+    public struct Configuration: Sendable {
+        /// The server's root (`GATEHOUSE_PUBLIC_URL`), without `/v1`.
+        public var baseURL: URL
+        /// The app's public key (`X-App-Key`).
+        public var appKey: String
+        /// Where the session is kept; see ``GatehouseClient/defaultSessionStore(appKey:)``.
+        public var sessionStore: any SessionStore
+        /// Refresh the access token this long before it expires (at most a quarter of its lifetime).
+        public var refreshMargin: TimeInterval = 60
+        /// The server's refresh grace window (`GATEHOUSE_REFRESH_GRACE_SECONDS`, 10 s by default):
+        /// a refresh whose answer was lost is sent again only well within it.
+        public var refreshGraceWindow: TimeInterval = 10
+        /// The URLSession to use; by default an ephemeral one that keeps no cookies and no cache.
+        public var urlSession: URLSession?
+        /// The clock that dates token expiry (for tests).
+        public var now: @Sendable () -> Date = { Date() }
+
+        public init(baseURL: URL, appKey: String, sessionStore: (any SessionStore)? = nil) {
+            self.baseURL = baseURL
+            self.appKey = appKey
+            self.sessionStore = sessionStore ?? GatehouseClient.defaultSessionStore(appKey: appKey)
+        }
+    }
+
+    public let configuration: Configuration
+    let transport: Transport
+    let manager: SessionManager
+    private let events = EventHub()
+
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+        transport = Transport(baseURL: configuration.baseURL, appKey: configuration.appKey, session: configuration.urlSession ?? Transport.makeSession())
+        manager = SessionManager(
+            store: configuration.sessionStore, transport: transport, now: configuration.now, refreshMargin: configuration.refreshMargin,
+            graceWindow: configuration.refreshGraceWindow, events: events)
+    }
+
+    /// A client with the default session store for this app.
+    public convenience init(baseURL: URL, appKey: String, sessionStore: (any SessionStore)? = nil) {
+        self.init(configuration: Configuration(baseURL: baseURL, appKey: appKey, sessionStore: sessionStore))
+    }
+
+    /// The Keychain on Apple platforms; elsewhere a 0600 file under the user's application-support
+    /// folder (`~/.local/share/GatehouseKit/` on Linux).
+    public static func defaultSessionStore(appKey: String) -> any SessionStore {
+        #if canImport(Security)
+        return KeychainSessionStore(service: "GatehouseKit", account: appKey)
+        #else
+        let folder = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
+            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share")
+        let name = String(appKey.map { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" ? $0 : "_" })
+        return FileSessionStore(url: folder.appendingPathComponent("GatehouseKit").appendingPathComponent(name + ".json"))
+        #endif
+    }
+
+    // MARK: - State
+
+    /// Sign-ins, refreshes and sign-outs (including a session Gatehouse ended), as they happen.
+    /// Each call returns a new stream.
+    public func authEvents() -> AsyncStream<AuthEvent> { events.stream() }
+
+    /// The signed-in user as last answered by the server, or `nil`.
+    public var currentUser: User? {
+        get async throws { try await manager.current()?.user }
+    }
+
+    /// An access token valid now (refreshed first when it is about to expire), for calls to your
+    /// own backend, which verifies it against the app's JWKS.
+    public func accessToken() async throws -> String {
+        try await manager.validAccessToken()
+    }
+
+    /// Refreshes the tokens now (joining a refresh already in flight).
+    public func refresh() async throws {
+        _ = try await manager.refreshNow()
+    }
+
+    // MARK: - App
+
+    /// `GET /v1/app`: the app's public settings.
+    public func app() async throws -> AppInfo {
+        try Transport.decode(AppInfo.self, from: try await transport.send("GET", "/v1/app"))
+    }
+
+    // MARK: - Email and password
+
+    /// `POST /v1/auth/signup`: creates the account and signs in (a verification code is mailed).
+    public func signUp(email: String, password: String, firstName: String? = nil, lastName: String? = nil) async throws -> SignInResult {
+        var body: [String: JSONValue] = ["email": .string(email), "password": .string(password)]
+        if let firstName { body["first_name"] = .string(firstName) }
+        if let lastName { body["last_name"] = .string(lastName) }
+        return try await signIn("/v1/auth/signup", body)
+    }
+
+    /// `POST /v1/auth/signin` with a password.
+    public func signIn(email: String, password: String) async throws -> SignInResult {
+        try await signIn("/v1/auth/signin", ["email": .string(email), "password": .string(password)])
+    }
+
+    /// `POST /v1/auth/email-code/send`: mails a 6-digit sign-in code (answered the same whether or
+    /// not the address has an account).
+    public func sendSignInCode(to email: String) async throws {
+        try Transport.check(try await transport.send("POST", "/v1/auth/email-code/send", body: .json(["email": .string(email)])))
+    }
+
+    /// `POST /v1/auth/email-code/verify`: signs in (or up) with the mailed code.
+    public func signIn(email: String, code: String) async throws -> SignInResult {
+        try await signIn("/v1/auth/email-code/verify", ["email": .string(email), "code": .string(code)])
+    }
+
+    /// `POST /v1/auth/password-reset/send`: mails a reset code.
+    public func sendPasswordReset(to email: String) async throws {
+        try Transport.check(try await transport.send("POST", "/v1/auth/password-reset/send", body: .json(["email": .string(email)])))
+    }
+
+    /// `POST /v1/auth/password-reset/confirm`: sets a new password; every session of the user ends.
+    public func resetPassword(email: String, code: String, newPassword: String) async throws {
+        let body: [String: JSONValue] = ["email": .string(email), "code": .string(code), "password": .string(newPassword)]
+        try Transport.check(try await transport.send("POST", "/v1/auth/password-reset/confirm", body: .json(body)))
+    }
+
+    // MARK: - Apple, Google, Firebase
+
+    /// `POST /v1/auth/oauth/apple` with Apple's identity token. `nonce` is the ``AppleNonce`` whose
+    /// ``AppleNonce/hashed`` you gave Apple's request (its raw value is sent). Send the name Apple
+    /// gives on the first authorization only; Gatehouse keeps it when the user has none.
+    public func signInWithApple(
+        identityToken: String, nonce: AppleNonce?, authorizationCode: String? = nil, firstName: String? = nil, lastName: String? = nil
+    ) async throws -> SignInResult {
+        var body: [String: JSONValue] = ["identity_token": .string(identityToken)]
+        if let nonce { body["nonce"] = .string(nonce.raw) }
+        if let authorizationCode { body["authorization_code"] = .string(authorizationCode) }
+        if let firstName { body["first_name"] = .string(firstName) }
+        if let lastName { body["last_name"] = .string(lastName) }
+        return try await signIn("/v1/auth/oauth/apple", body)
+    }
+
+    /// `POST /v1/auth/oauth/google` with Google's ID token (and the nonce you gave Google, if any).
+    public func signInWithGoogle(idToken: String, nonce: String? = nil) async throws -> SignInResult {
+        var body: [String: JSONValue] = ["id_token": .string(idToken)]
+        if let nonce { body["nonce"] = .string(nonce) }
+        return try await signIn("/v1/auth/oauth/google", body)
+    }
+
+    /// The providers whose Firebase ID tokens Gatehouse takes.
+    public enum FirebaseProvider: String, Sendable {
+        /// `firebase.sign_in_provider` `apple.com`.
+        case apple
+        /// `firebase.sign_in_provider` `google.com`.
+        case google
+    }
+
+    /// A Firebase ID token (for apps whose clients sign in to Firebase first), posted to the
+    /// endpoint of the provider the user signed in to Firebase with; Gatehouse refuses a token of
+    /// another provider (401 `auth/invalid-credential`).
+    public func signInWithFirebase(idToken: String, provider: FirebaseProvider) async throws -> SignInResult {
+        try await signIn("/v1/auth/oauth/\(provider.rawValue)", ["firebase_id_token": .string(idToken)])
+    }
+
+    // MARK: - The Apple web flow
+
+    /// A web sign-in to start: open ``AppleWebSignIn/authorizeURL`` in a browser
+    /// (`ASWebAuthenticationSession` on Apple platforms); Gatehouse sends it to Apple and back to
+    /// `redirectURI` (one of the app's `redirect_uris`). The state and PKCE verifier stay here.
+    public func startAppleWebSignIn(redirectURI: String) -> AppleWebSignIn {
+        let state = SecureRandom.token(byteCount: 16)
+        let pkce = PKCE()
+        let url = transport.url(
+            "/v1/auth/oauth/apple/authorize",
+            query: [
+                URLQueryItem(name: "app_key", value: configuration.appKey), URLQueryItem(name: "redirect_uri", value: redirectURI),
+                URLQueryItem(name: "state", value: state), URLQueryItem(name: "code_challenge", value: pkce.challenge),
+                URLQueryItem(name: "code_challenge_method", value: pkce.method),
+            ])
+        return AppleWebSignIn(authorizeURL: url, redirectURI: redirectURI, state: state, pkce: pkce)
+    }
+
+    /// Finishes a web sign-in with the URL the browser came back to: checks it is this flow's
+    /// redirect (its state), then trades the login code and the PKCE verifier for a session.
+    public func completeAppleWebSignIn(_ flow: AppleWebSignIn, callbackURL: URL) async throws -> SignInResult {
+        guard let components = URLComponents(url: callbackURL, resolvingAgainstBaseURL: false),
+            let expected = URLComponents(string: flow.redirectURI),
+            components.scheme?.lowercased() == expected.scheme?.lowercased(), components.host?.lowercased() == expected.host?.lowercased(),
+            components.port == expected.port, components.path == expected.path
+        else { throw GatehouseError.webSignInFailed(error: "state_mismatch") }
+        let items = components.queryItems ?? []
+        func value(_ name: String) -> String? { items.first { $0.name == name }?.value }
+        guard let state = value("state"), constantTimeEqual(state, flow.state) else { throw GatehouseError.webSignInFailed(error: "state_mismatch") }
+        if let error = value("error") { throw GatehouseError.webSignInFailed(error: error) }
+        guard let loginCode = value("login_code") else { throw GatehouseError.webSignInFailed(error: "missing_login_code") }
+        return try await exchange(loginCode: loginCode, codeVerifier: flow.pkce.verifier)
+    }
+
+    /// `POST /v1/auth/exchange`: a web flow's one-time login code (and its PKCE verifier) for a session.
+    public func exchange(loginCode: String, codeVerifier: String?) async throws -> SignInResult {
+        var body: [String: JSONValue] = ["login_code": .string(loginCode)]
+        if let codeVerifier { body["code_verifier"] = .string(codeVerifier) }
+        return try await signIn("/v1/auth/exchange", body)
+    }
+
+    // MARK: - Recent login
+
+    /// `POST /v1/auth/reauthenticate` with the password: a fresh `auth_time` for the sensitive calls.
+    public func reauthenticate(password: String) async throws {
+        try await reauthenticate(["password": .string(password)])
+    }
+
+    /// Reauthenticates with a new Apple identity token (asked for with a new ``AppleNonce``).
+    public func reauthenticate(appleIdentityToken: String, nonce: AppleNonce) async throws {
+        try await reauthenticate(["provider": .string("apple"), "identity_token": .string(appleIdentityToken), "nonce": .string(nonce.raw)])
+    }
+
+    /// Reauthenticates with a new Google ID token and the nonce given to Google for it.
+    public func reauthenticate(googleIDToken: String, nonce: String) async throws {
+        try await reauthenticate(["provider": .string("google"), "id_token": .string(googleIDToken), "nonce": .string(nonce)])
+    }
+
+    /// `POST /v1/auth/reauthenticate/send-code`: mails a code for ``reauthenticate(code:)``.
+    public func sendReauthenticationCode() async throws {
+        try Transport.check(try await authorized("POST", "/v1/auth/reauthenticate/send-code"))
+    }
+
+    /// Reauthenticates with the mailed code.
+    public func reauthenticate(code: String) async throws {
+        try await reauthenticate(["code": .string(code)])
+    }
+
+    /// Runs `operation`; if it fails with `auth/requires-recent-login`, runs `reauthenticate`
+    /// (which asks the user and calls one of the `reauthenticate` methods) and then `operation`
+    /// once more.
+    public func withRecentLogin<T: Sendable>(
+        reauthenticate: () async throws -> Void, _ operation: () async throws -> T
+    ) async throws -> T {
+        do {
+            return try await operation()
+        } catch let error as GatehouseError where error.requiresRecentLogin {
+            try await reauthenticate()
+            return try await operation()
+        }
+    }
+
+    // MARK: - The account
+
+    /// `GET /v1/me`.
+    public func me() async throws -> User {
+        try await userAnswer(try await authorized("GET", "/v1/me"))
+    }
+
+    /// `PATCH /v1/me`: names (``FieldChange/clear`` sends `null`) and the photo by a file id.
+    public func updateProfile(
+        firstName: FieldChange<String> = .unchanged, lastName: FieldChange<String> = .unchanged, photoFileID: String? = nil
+    ) async throws -> User {
+        var body: [String: JSONValue] = [:]
+        for (key, change) in [("first_name", firstName), ("last_name", lastName)] {
+            switch change {
+            case .unchanged: break
+            case .set(let value): body[key] = .string(value)
+            case .clear: body[key] = .null
+            }
+        }
+        if let photoFileID { body["photo_file_id"] = .string(photoFileID) }
+        return try await userAnswer(try await authorized("PATCH", "/v1/me", body: .json(body)))
+    }
+
+    /// `POST /v1/me/photo`: a JPEG, PNG, WebP or GIF (checked by its content on the server).
+    public func uploadPhoto(_ data: Data, contentType: String, fileName: String = "photo") async throws -> User {
+        let boundary = "gatehousekit-" + SecureRandom.token(byteCount: 12)
+        let safeName = String(fileName.filter { $0 != "\"" && $0 != "\r" && $0 != "\n" })
+        var body = Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"photo\"; filename=\"\(safeName)\"\r\nContent-Type: \(contentType)\r\n\r\n".utf8)
+        body.append(data)
+        body.append(Data("\r\n--\(boundary)--\r\n".utf8))
+        return try await userAnswer(try await authorized("POST", "/v1/me/photo", body: .multipart(body, boundary: boundary)))
+    }
+
+    /// `DELETE /v1/me/photo`.
+    public func deletePhoto() async throws -> User {
+        try await userAnswer(try await authorized("DELETE", "/v1/me/photo"))
+    }
+
+    /// `PUT /v1/me/password`: the user's other sessions end; this one stays.
+    public func changePassword(current: String, new: String) async throws {
+        let body: [String: JSONValue] = ["current_password": .string(current), "password": .string(new)]
+        try Transport.check(try await authorized("PUT", "/v1/me/password", body: .json(body)))
+    }
+
+    /// `POST /v1/me/email` (recent login): mails a code to the new address.
+    public func changeEmail(to email: String) async throws {
+        try Transport.check(try await authorized("POST", "/v1/me/email", body: .json(["email": .string(email)])))
+    }
+
+    /// `POST /v1/me/email/confirm`: the new address, verified.
+    public func confirmEmailChange(email: String, code: String) async throws -> User {
+        try await userAnswer(try await authorized("POST", "/v1/me/email/confirm", body: .json(["email": .string(email), "code": .string(code)])))
+    }
+
+    /// `POST /v1/auth/email/verification/send`: mails a verification code.
+    public func sendEmailVerification() async throws {
+        try Transport.check(try await authorized("POST", "/v1/auth/email/verification/send"))
+    }
+
+    /// `POST /v1/auth/email/verification/confirm`, then a refresh so the access token says
+    /// `email_verified: true` too (if that refresh fails, the next one does it).
+    public func confirmEmailVerification(code: String) async throws -> User {
+        let user = try await userAnswer(try await authorized("POST", "/v1/auth/email/verification/confirm", body: .json(["code": .string(code)])))
+        _ = try? await manager.refreshNow()
+        return user
+    }
+
+    // MARK: - Sign-in methods
+
+    /// `GET /v1/me/identities`.
+    public func identities() async throws -> [Identity] {
+        try await allPages(Identity.self, "/v1/me/identities")
+    }
+
+    /// `POST /v1/me/identities/password`: adds a password to an account without one.
+    public func addPassword(_ password: String) async throws -> [Identity] {
+        try Transport.decode([Identity].self, from: try await authorized("POST", "/v1/me/identities/password", body: .json(["password": .string(password)])))
+    }
+
+    /// `POST /v1/me/identities/apple` (recent login): links an Apple account.
+    public func linkApple(identityToken: String, nonce: AppleNonce, authorizationCode: String) async throws -> [Identity] {
+        let body: [String: JSONValue] = [
+            "identity_token": .string(identityToken), "nonce": .string(nonce.raw), "authorization_code": .string(authorizationCode),
+        ]
+        return try Transport.decode([Identity].self, from: try await authorized("POST", "/v1/me/identities/apple", body: .json(body)))
+    }
+
+    /// `POST /v1/me/identities/google` (recent login): links a Google account.
+    public func linkGoogle(idToken: String, nonce: String) async throws -> [Identity] {
+        let body: [String: JSONValue] = ["id_token": .string(idToken), "nonce": .string(nonce)]
+        return try Transport.decode([Identity].self, from: try await authorized("POST", "/v1/me/identities/google", body: .json(body)))
+    }
+
+    /// `DELETE /v1/me/identities/{provider}` (recent login).
+    public func unlink(_ provider: SignInProvider) async throws -> [Identity] {
+        try Transport.decode([Identity].self, from: try await authorized("DELETE", "/v1/me/identities/\(pathSegment(provider.rawValue))"))
+    }
+
+    // MARK: - Devices
+
+    /// `GET /v1/me/sessions`: the user's signed-in devices, every page.
+    public func sessions() async throws -> [DeviceSession] {
+        try await allPages(DeviceSession.self, "/v1/me/sessions")
+    }
+
+    /// `DELETE /v1/me/sessions/{id}`: signs that device out.
+    public func revokeSession(id: String) async throws {
+        try Transport.check(try await authorized("DELETE", "/v1/me/sessions/\(pathSegment(id))"))
+    }
+
+    // MARK: - Ending
+
+    /// `POST /v1/auth/signout`. With `.current` or `.all` the local session is forgotten too, even
+    /// when the server cannot be reached (the error is still thrown).
+    public func signOut(scope: SignOutScope = .current) async throws {
+        do {
+            try Transport.check(try await authorized("POST", "/v1/auth/signout", body: .json(["scope": .string(scope.rawValue)])))
+        } catch GatehouseError.notSignedIn {
+            return
+        } catch {
+            if scope != .others { await manager.end(.signedOut) }
+            if case GatehouseError.server(let problem) = error, [.sessionRevoked, .invalidRefreshToken, .refreshTokenReused].contains(problem.code) {
+                return  // already ended on the server
+            }
+            throw error
+        }
+        if scope != .others { await manager.end(.signedOut) }
+    }
+
+    /// `DELETE /v1/me` (recent login): deletes the account and forgets the session.
+    /// `appleAuthorizationCode` lets Gatehouse revoke the user's Apple tokens when it stores none.
+    public func deleteAccount(reason: String? = nil, appleAuthorizationCode: String? = nil) async throws {
+        var body: [String: JSONValue] = [:]
+        if let reason { body["reason"] = .string(reason) }
+        if let appleAuthorizationCode { body["apple_authorization_code"] = .string(appleAuthorizationCode) }
+        try Transport.check(try await authorized("DELETE", "/v1/me", body: body.isEmpty ? nil : .json(body)))
+        await manager.end(.accountDeleted)
+    }
+
+    // MARK: - Plumbing
+
+    private func signIn(_ path: String, _ body: [String: JSONValue]) async throws -> SignInResult {
+        let payload = try Transport.decode(SessionPayload.self, from: try await transport.send("POST", path, body: .json(body)))
+        return try await manager.install(payload)
+    }
+
+    private func reauthenticate(_ body: [String: JSONValue]) async throws {
+        struct Access: Decodable {
+            let access_token: String
+            let expires_in: Double
+        }
+        let access = try Transport.decode(Access.self, from: try await authorized("POST", "/v1/auth/reauthenticate", body: .json(body)))
+        try await manager.replaceAccessToken(access.access_token, expiresIn: access.expires_in)
+    }
+
+    private func userAnswer(_ answer: HTTPAnswer) async throws -> User {
+        let user = try Transport.decode(User.self, from: answer)
+        await manager.updateUser(user)
+        return user
+    }
+
+    /// Sends a call with the session's access token: refreshed first when about to expire, and
+    /// once more after `auth/token-expired`; an ended session (`auth/session-revoked`) is forgotten.
+    func authorized(_ method: String, _ path: String, query: [URLQueryItem] = [], body: RequestBody? = nil) async throws -> HTTPAnswer {
+        let token = try await manager.validAccessToken()
+        var answer = try await transport.send(method, path, query: query, body: body, bearer: token)
+        if answer.status == 401, Transport.problem(answer).code == .tokenExpired {
+            let fresh = try await manager.accessToken(afterRejecting: token)
+            answer = try await transport.send(method, path, query: query, body: body, bearer: fresh)
+        }
+        if answer.status == 401, Transport.problem(answer).code == .sessionRevoked {
+            await manager.end(.sessionEnded(.sessionRevoked))
+        }
+        return answer
+    }
+
+    private func allPages<Item: Decodable & Sendable>(_ type: Item.Type, _ path: String) async throws -> [Item] {
+        var items: [Item] = []
+        var cursor: String?
+        repeat {
+            var query = [URLQueryItem(name: "limit", value: "100")]
+            if let cursor { query.append(URLQueryItem(name: "cursor", value: cursor)) }
+            let answer = try await authorized("GET", path, query: query)
+            try Transport.check(answer)
+            guard let page = try? Transport.decoder.decode(ListPage<Item>.self, from: answer.body) else {
+                throw GatehouseError.unexpectedResponse(status: answer.status)
+            }
+            items += page.data
+            cursor = page.next_cursor
+        } while cursor != nil
+        return items
+    }
+
+    private func pathSegment(_ value: String) -> String {
+        value.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? value
+    }
+}
+
+/// One page of a list answer.
+private struct ListPage<Item: Decodable>: Decodable {
+    let data: [Item]
+    let next_cursor: String?
+}
+
+/// A web sign-in in progress; see ``GatehouseClient/startAppleWebSignIn(redirectURI:)``.
+public struct AppleWebSignIn: Sendable, Equatable {
+    /// Where to send the browser.
+    public let authorizeURL: URL
+    /// Where Gatehouse sends the browser back.
+    public let redirectURI: String
+    /// The random state that the redirect must carry back.
+    public let state: String
+    /// The PKCE pair: the challenge went out in ``authorizeURL``, the verifier goes to `/v1/auth/exchange`.
+    public let pkce: PKCE
+}
+
+/// Compares without stopping at the first difference.
+func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+    let x = Array(a.utf8)
+    let y = Array(b.utf8)
+    guard x.count == y.count else { return false }
+    var difference: UInt8 = 0
+    for index in x.indices { difference |= x[index] ^ y[index] }
+    return difference == 0
+}

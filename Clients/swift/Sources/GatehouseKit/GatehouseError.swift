@@ -1,0 +1,67 @@
+import Foundation
+
+/// An RFC 9457 problem as Gatehouse answers it.
+public struct Problem: Sendable, Equatable {
+    /// One field's validation error (`errors` of `request/validation-failed`).
+    public struct FieldError: Sendable, Equatable, Decodable {
+        public let field: String
+        public let message: String
+    }
+
+    /// What to branch on.
+    public let code: ErrorCode
+    /// The HTTP status.
+    public let status: Int
+    /// Human-readable text, for logs: its wording may change.
+    public let title: String?
+    /// Human-readable text, for logs: its wording may change.
+    public let detail: String?
+    /// The request's id (also the `X-Request-Id` header): quote it when reporting a problem.
+    public let requestID: String?
+    /// Field errors of `request/validation-failed`.
+    public let fieldErrors: [FieldError]
+    /// Seconds to wait before retrying (429 and 503), from `retry_after` or `Retry-After`.
+    public let retryAfter: TimeInterval?
+    /// `auth/user-disabled`: the ban's code.
+    public let sanctionCode: String?
+    /// `auth/user-disabled`: when the suspension ends; `nil` for a permanent ban (or another code).
+    public let suspendedUntil: Date?
+}
+
+/// What a ``GatehouseClient`` call throws.
+public enum GatehouseError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Gatehouse answered with a problem: branch on its ``Problem/code``.
+    case server(Problem)
+    /// The call needs a signed-in user and there is none (never signed in, signed out, or the
+    /// session ended: see ``GatehouseClient/authEvents()``).
+    case notSignedIn
+    /// Gatehouse could not be reached (no network, a timeout, TLS): `description` is the system's text.
+    case transport(String)
+    /// An answer that is not what the contract describes (a proxy's error page, for instance).
+    case unexpectedResponse(status: Int)
+    /// The web flow came back without a login code: `error` is what Gatehouse put in the redirect
+    /// (`user_cancelled_authorize`, `access_denied`, `user_disabled`, `server_error`), or
+    /// `state_mismatch` / `missing_login_code` when the redirect was not for this flow.
+    case webSignInFailed(error: String)
+
+    /// The server's code, when the server answered.
+    public var code: ErrorCode? {
+        if case .server(let problem) = self { return problem.code }
+        return nil
+    }
+
+    /// The action needs a recent sign-in: reauthenticate (``GatehouseClient/reauthenticate(password:)``
+    /// and the others), then retry, or let ``GatehouseClient/withRecentLogin(reauthenticate:_:)`` do both.
+    public var requiresRecentLogin: Bool { code == .requiresRecentLogin }
+
+    public var description: String {
+        switch self {
+        case .server(let problem):
+            "Gatehouse answered \(problem.status) \(problem.code)" + (problem.requestID.map { " (request \($0))" } ?? "")
+        case .notSignedIn: "Not signed in"
+        case .transport(let text): "Gatehouse could not be reached: \(text)"
+        case .unexpectedResponse(let status): "Unexpected answer from Gatehouse (HTTP \(status))"
+        case .webSignInFailed(let error): "The web sign-in did not complete: \(error)"
+        }
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+
+/// A way to sign in (`identities` of a user, `sign_in_methods` of an app). A struct rather than
+/// an enum so that a value a newer server adds decodes too.
+public struct SignInProvider: RawRepresentable, Codable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+    public var description: String { rawValue }
+
+    public static let password = SignInProvider(rawValue: "password")
+    public static let apple = SignInProvider(rawValue: "apple")
+    public static let google = SignInProvider(rawValue: "google")
+    /// A sign-in method of an app (`sign_in_methods`), not an identity.
+    public static let emailCode = SignInProvider(rawValue: "email_code")
+}
+
+/// The user object.
+public struct User: Codable, Sendable, Equatable {
+    public let id: String
+    public let email: String?
+    public let emailVerified: Bool
+    public let firstName: String?
+    public let lastName: String?
+    /// Absolute URL of the photo, when set.
+    public let photoURL: URL?
+    public let createdAt: Date
+    public let lastSignInAt: Date?
+    /// The sign-in methods linked to the account (`password`, `apple`, `google`).
+    public let identities: [SignInProvider]
+
+    enum CodingKeys: String, CodingKey {
+        case id, email, identities
+        case emailVerified = "email_verified"
+        case firstName = "first_name"
+        case lastName = "last_name"
+        case photoURL = "photo_url"
+        case createdAt = "created_at"
+        case lastSignInAt = "last_sign_in_at"
+    }
+}
+
+/// What a sign-in answered.
+public struct SignInResult: Sendable, Equatable {
+    public let user: User
+    /// The call created the account (HTTP 201).
+    public let isNewUser: Bool
+    /// The call restored an account pending deletion.
+    public let isRestored: Bool
+}
+
+/// One sign-in method linked to the user (`GET /v1/me/identities`).
+public struct Identity: Decodable, Sendable, Equatable {
+    public let provider: SignInProvider
+    public let email: String?
+    public let createdAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case provider, email
+        case createdAt = "created_at"
+    }
+}
+
+/// One signed-in device (`GET /v1/me/sessions`).
+public struct DeviceSession: Decodable, Sendable, Equatable {
+    public let id: String
+    /// This is the session of the calling client.
+    public let current: Bool
+    /// How it signed in: `password`, `email_code`, `apple`, `google`.
+    public let method: String
+    public let createdAt: Date
+    public let lastUsedAt: Date
+    public let ip: String?
+    public let userAgent: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, current, method, ip
+        case createdAt = "created_at"
+        case lastUsedAt = "last_used_at"
+        case userAgent = "user_agent"
+    }
+}
+
+/// The app's public settings (`GET /v1/app`).
+public struct AppInfo: Decodable, Sendable, Equatable {
+    public struct Files: Decodable, Sendable, Equatable {
+        public let maxBytes: Int
+        public let photoTypes: [String]
+        enum CodingKeys: String, CodingKey {
+            case maxBytes = "max_bytes"
+            case photoTypes = "photo_types"
+        }
+    }
+
+    public let id: String
+    public let name: String
+    public let requireVerifiedEmail: Bool
+    public let signInMethods: [SignInProvider]
+    public let passwordMinLength: Int
+    public let files: Files
+
+    enum CodingKeys: String, CodingKey {
+        case id, name, files
+        case requireVerifiedEmail = "require_verified_email"
+        case signInMethods = "sign_in_methods"
+        case passwordMinLength = "password_min_length"
+    }
+}
+
+/// A change to one profile field: leave it, set it, or clear it (`null`).
+public enum FieldChange<Value: Sendable & Equatable>: Sendable, Equatable {
+    case unchanged
+    case set(Value)
+    case clear
+}
+
+/// Which sessions ``GatehouseClient/signOut(scope:)`` ends.
+public enum SignOutScope: String, Sendable {
+    /// This device.
+    case current
+    /// Every other device; this one stays signed in.
+    case others
+    /// Every device.
+    case all
+}
+
+/// Why the client has no session any more.
+public enum SignOutReason: Sendable, Equatable {
+    /// ``GatehouseClient/signOut(scope:)``.
+    case signedOut
+    /// ``GatehouseClient/deleteAccount(reason:appleAuthorizationCode:)``.
+    case accountDeleted
+    /// Gatehouse ended the session: a refresh answered `auth/refresh-token-reused`,
+    /// `auth/invalid-refresh-token` or `auth/session-revoked`, or a call answered
+    /// `auth/session-revoked` (signed out elsewhere, password changed, banned, revoked by an admin).
+    case sessionEnded(ErrorCode)
+}
+
+/// What happened to the client's session; see ``GatehouseClient/authEvents()``.
+public enum AuthEvent: Sendable, Equatable {
+    case signedIn(User)
+    /// New tokens (a refresh or a reauthentication).
+    case tokensRefreshed
+    case signedOut(SignOutReason)
+}

@@ -1,0 +1,189 @@
+import Foundation
+import GatehouseCore
+import GatehouseCrypto
+import GatehouseKit
+import GatehouseTesting
+import Testing
+
+/// Every way in, from GatehouseKit to the real server and its fake providers over HTTP.
+@Suite("GatehouseKit sign-in")
+struct SignInTests {
+    @Test
+    func passwordSignUpSignInAndSignOut() async throws {
+        let world = try KitWorld()
+        defer { world.stop() }
+        let client = world.client()
+        let events = EventLog(client)
+
+        let app = try await client.app()
+        #expect(app.name == "Kit" && app.signInMethods.contains(.emailCode) && app.passwordMinLength == 8)
+
+        let created = try await client.signUp(email: "Ada@Example.com", password: "correct horse battery", firstName: "Ada", lastName: "Lovelace")
+        #expect(created.isNewUser && !created.isRestored)
+        #expect(created.user.email == "ada@example.com" && created.user.firstName == "Ada" && created.user.identities == [.password])
+        #expect(try await client.currentUser?.id == created.user.id)
+        let me = try await client.me()
+        #expect(me.id == created.user.id && me.lastName == "Lovelace")
+
+        // The same email again, a weak password, a wrong password: typed, with the server's status.
+        let taken = await kitError { try await world.client().signUp(email: "ada@example.com", password: "another long one") }
+        #expect(taken?.code == .emailAlreadyInUse)
+        let weak = await kitError { try await world.client().signUp(email: "bob@example.com", password: "short") }
+        guard case .server(let problem)? = weak else { Issue.record("expected a problem, got \(String(describing: weak))"); return }
+        #expect(problem.code == .weakPassword && problem.status == 400 && problem.requestID?.isEmpty == false)
+        let wrong = await kitError { try await world.client().signIn(email: "ada@example.com", password: "not the password") }
+        #expect(wrong?.code == .invalidCredential)
+
+        try await client.signOut()
+        #expect(try await client.currentUser == nil)
+        #expect(await kitError { try await client.me() } == .notSignedIn)
+        let again = try await client.signIn(email: "ada@example.com", password: "correct horse battery")
+        #expect(!again.isNewUser && again.user.id == created.user.id)
+        let seen = await events.first(3)
+        #expect(seen == [.signedIn(created.user), .signedOut(.signedOut), .signedIn(again.user)])
+    }
+
+    @Test
+    func anEmailedCodeSignsUpAndTheVerificationCodeVerifies() async throws {
+        let world = try KitWorld()
+        defer { world.stop() }
+        let client = world.client()
+        try await client.sendSignInCode(to: "grace@example.com")
+        let created = try await client.signIn(email: "grace@example.com", code: try world.code(to: "grace@example.com"))
+        #expect(created.isNewUser && created.user.emailVerified && created.user.identities == [])
+        let wrongCode = await kitError { try await world.client().signIn(email: "grace@example.com", code: "000000") }
+        #expect(wrongCode?.code == .invalidCode)
+
+        // A password account verifies its address with the code mailed at sign-up; the client
+        // refreshes so that the access token says so too.
+        let other = world.client()
+        _ = try await other.signUp(email: "hopper@example.com", password: "correct horse battery")
+        #expect(try KitWorld.claims(try await other.accessToken())["email_verified"] == false)
+        let verified = try await other.confirmEmailVerification(code: try world.code(to: "hopper@example.com"))
+        #expect(verified.emailVerified)
+        #expect(try KitWorld.claims(try await other.accessToken())["email_verified"] == true)
+        world.clock.advance(seconds: 61)  // one code a minute per address and purpose
+        try await other.sendEmailVerification()
+        #expect(try world.code(to: "hopper@example.com").count == 6)
+    }
+
+    @Test
+    func aPasswordResetEndsTheSessionAndTheClientSaysSo() async throws {
+        let world = try KitWorld()
+        defer { world.stop() }
+        let client = world.client()
+        let events = EventLog(client)
+        _ = try await client.signUp(email: "reset@example.com", password: "correct horse battery")
+        _ = try world.code(to: "reset@example.com")  // the verification mail
+        try await client.sendPasswordReset(to: "reset@example.com")
+        try await client.resetPassword(email: "reset@example.com", code: try world.code(to: "reset@example.com"), newPassword: "a brand new password")
+        #expect(await kitError { try await client.me() }?.code == .sessionRevoked)
+        #expect(try await client.currentUser == nil)
+        #expect(await events.first(2).last == .signedOut(.sessionEnded(.sessionRevoked)))
+        #expect(try await client.signIn(email: "reset@example.com", password: "a brand new password").isNewUser == false)
+    }
+
+    /// The app gives Apple the nonce's hash and Gatehouse the raw nonce: the server (OpenSSL)
+    /// checks the token's claim against the SHA-256 GatehouseKit computed.
+    @Test
+    func signInWithAppleSendsTheRawNonceAndAppleGetsItsHash() async throws {
+        let world = try KitWorld()
+        defer { world.stop() }
+        let client = world.client()
+        let nonce = AppleNonce()
+        #expect(nonce.hashed == KitWorld.hashHex(nonce.raw), "GatehouseKit's SHA-256 equals OpenSSL's")
+        // What Apple would answer the request whose nonce was `nonce.hashed`.
+        let user = FakeAppleUser(sub: "001.kit.apple", email: "pat@example.com", nonce: nonce.hashed)
+        let code = world.apple.issueCode(for: user, clientID: KitWorld.bundleID)
+        let token = world.apple.mintIdentityToken(sub: user.sub, aud: KitWorld.bundleID, email: user.email, nonce: nonce.hashed)
+        let created = try await client.signInWithApple(identityToken: token, nonce: nonce, authorizationCode: code, firstName: "Pat", lastName: "Lee")
+        #expect(created.isNewUser && created.user.identities == [.apple] && created.user.firstName == "Pat")
+        #expect(world.apple.tokenCalls.count == 1, "the authorization code was redeemed")
+        #expect(try KitWorld.claims(try await client.accessToken())["amr"] == ["apple"])
+
+        // A token made for another nonce is refused, and so is the same token twice.
+        let otherNonce = AppleNonce()
+        let mismatched = world.apple.mintIdentityToken(sub: user.sub, aud: KitWorld.bundleID, email: user.email, nonce: otherNonce.hashed)
+        #expect(await kitError { try await world.client().signInWithApple(identityToken: mismatched, nonce: AppleNonce()) }?.code == .invalidCredential)
+        #expect(await kitError { try await world.client().signInWithApple(identityToken: token, nonce: nonce) }?.code == .invalidCredential)
+        // Through Firebase, the same Apple user is the same account.
+        let firebaseToken = world.firebase.mintIDToken(projectID: KitWorld.project, signInProvider: "apple.com", providerSubject: user.sub, email: user.email)
+        let viaFirebase = try await world.client().signInWithFirebase(idToken: firebaseToken, provider: .apple)
+        #expect(!viaFirebase.isNewUser && viaFirebase.user.id == created.user.id)
+        #expect(world.apple.errors.isEmpty)
+    }
+
+    @Test
+    func googleAndFirebaseTokensAreExchanged() async throws {
+        let world = try KitWorld()
+        defer { world.stop() }
+        let token = world.google.mintIDToken(sub: "g-kit-1", aud: KitWorld.googleClient, email: "gus@gmail.com", nonce: "google-nonce-1", givenName: "Gus")
+        let created = try await world.client().signInWithGoogle(idToken: token, nonce: "google-nonce-1")
+        #expect(created.isNewUser && created.user.identities == [.google] && created.user.email == "gus@gmail.com")
+        let firebaseToken = world.firebase.mintIDToken(
+            uid: "fb-uid-2", projectID: KitWorld.project, signInProvider: "google.com", providerSubject: "g-kit-1", email: "gus@gmail.com")
+        let viaFirebase = try await world.client().signInWithFirebase(idToken: firebaseToken, provider: .google)
+        #expect(!viaFirebase.isNewUser && viaFirebase.user.id == created.user.id)
+        // A Google-minted Firebase token at the Apple endpoint is refused.
+        let wrongEndpoint = await kitError { try await world.client().signInWithFirebase(idToken: firebaseToken, provider: .apple) }
+        guard case .server(let problem)? = wrongEndpoint else { Issue.record("expected a problem"); return }
+        #expect(problem.code == .invalidCredential && problem.status == 401)
+    }
+
+    /// The web flow as a browser runs it: GatehouseKit makes the authorize URL (state and S256
+    /// challenge), the test plays the browser and Apple, and GatehouseKit checks the redirect and
+    /// exchanges the login code with its verifier.
+    @Test
+    func theAppleWebFlowEndsInAnExchangeWithPKCE() async throws {
+        let world = try KitWorld()
+        defer { world.stop() }
+        let client = world.client()
+        let flow = client.startAppleWebSignIn(redirectURI: KitWorld.redirect)
+        let query = URLComponents(url: flow.authorizeURL, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        func item(_ name: String) -> String? { query.first { $0.name == name }?.value }
+        #expect(flow.authorizeURL.absoluteString.hasPrefix(world.server.baseURL + "/v1/auth/oauth/apple/authorize?"))
+        #expect(item("app_key") == world.app.appKey && item("redirect_uri") == KitWorld.redirect && item("state") == flow.state)
+        #expect(item("code_challenge_method") == "S256")
+        #expect(item("code_challenge") == Base64URL.encode(Digest.sha256(Array(flow.pkce.verifier.utf8))), "S256 as OpenSSL computes it")
+
+        func browse(_ flow: AppleWebSignIn) throws -> String {
+            let authorize = try TestHTTPClient.send("GET", flow.authorizeURL.absoluteString)
+            guard authorize.status == 302, let location = authorize.header("Location"), let cookie = authorize.header("Set-Cookie"),
+                let appleQuery = URLComponents(string: location)?.queryItems
+            else { throw KitWorld.NoCode(description: "authorize answered \(authorize.status): \(authorize.text)") }
+            let appleState = appleQuery.first { $0.name == "state" }?.value ?? ""
+            let appleNonce = appleQuery.first { $0.name == "nonce" }?.value
+            let code = world.apple.issueCode(
+                for: FakeAppleUser(sub: "web.kit.1", email: "web@example.com", nonce: appleNonce), clientID: KitWorld.servicesID,
+                redirectURI: "\(TestServer.publicURL)/v1/auth/oauth/apple/callback")
+            let form = "state=\(appleState)&code=\(code)"
+            let back = try world.server.request(
+                "POST", "/v1/auth/oauth/apple/callback",
+                headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Cookie", String(cookie.prefix { $0 != ";" }))], body: Array(form.utf8))
+            guard back.status == 303, let target = back.header("Location") else { throw KitWorld.NoCode(description: "callback answered \(back.status)") }
+            return target
+        }
+
+        let target = try browse(flow)
+        #expect(target.hasPrefix(KitWorld.redirect + "?"))
+        // A redirect of another flow (its state) is refused before any exchange; so is an error redirect.
+        let stranger = client.startAppleWebSignIn(redirectURI: KitWorld.redirect)
+        #expect(await kitError { try await client.completeAppleWebSignIn(stranger, callbackURL: URL(string: target)!) } == .webSignInFailed(error: "state_mismatch"))
+        let denied = URL(string: "\(KitWorld.redirect)?error=access_denied&state=\(flow.state)")!
+        #expect(await kitError { try await client.completeAppleWebSignIn(flow, callbackURL: denied) } == .webSignInFailed(error: "access_denied"))
+        let elsewhere = URL(string: target.replacingOccurrences(of: "app.example.com", with: "evil.example.com"))!
+        #expect(await kitError { try await client.completeAppleWebSignIn(flow, callbackURL: elsewhere) } == .webSignInFailed(error: "state_mismatch"))
+
+        let created = try await client.completeAppleWebSignIn(flow, callbackURL: URL(string: target)!)
+        #expect(created.isNewUser && created.user.identities == [.apple] && created.user.email == "web@example.com")
+        #expect(try await client.me().id == created.user.id)
+        // The login code was used once: the same redirect again is refused by the server.
+        #expect(await kitError { try await world.client().completeAppleWebSignIn(flow, callbackURL: URL(string: target)!) }?.code == .invalidLoginCode)
+        // A verifier that is not the flow's is refused too.
+        let second = client.startAppleWebSignIn(redirectURI: KitWorld.redirect)
+        let secondTarget = try browse(second)
+        let loginCode = URLComponents(string: secondTarget)?.queryItems?.first { $0.name == "login_code" }?.value ?? ""
+        #expect(await kitError { try await world.client().exchange(loginCode: loginCode, codeVerifier: PKCE().verifier) }?.code == .invalidLoginCode)
+        #expect(world.apple.errors.isEmpty)
+    }
+}
