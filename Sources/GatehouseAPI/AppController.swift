@@ -11,6 +11,9 @@ struct AppController {
         routes.get("/v1/app", publicSettings)
         routes.get("/v1/apps/{app_id}/jwks.json", jwks)
         routes.get("/v1/apps/{app_id}/.well-known/openid-configuration", discovery)
+        // RFC 8414 §3.1's location for the issuer `<public URL>/v1/apps/<id>`: the well-known
+        // segment between the host and the issuer's path.
+        routes.get("/.well-known/oauth-authorization-server/v1/apps/{app_id}", discovery)
     }
 
     func publicSettings(_ request: Request) throws -> HTTPResponse {
@@ -35,7 +38,7 @@ struct AppController {
     }
 
     /// RFC 8414 authorization-server metadata, for the backends that verify the app's access tokens
-    /// (RFC 9068 §4), at the path-appended location API.md fixes. Gatehouse runs no RFC 6749
+    /// (RFC 9068 §4), at the path-appended location API.md fixes and at RFC 8414's own. Gatehouse runs no RFC 6749
     /// authorization or token endpoint and issues no ID tokens, so it names none: its grants and
     /// response types are empty lists, saying so rather than leaving RFC 8414's defaults
     /// (`authorization_code`, `implicit`) to be assumed (docs/adr/0017).

@@ -3,7 +3,9 @@ import GatehouseCore
 
 /// Verifies an access token the way an app's backend would, with joserfc (PyPI, in the venv that
 /// `scripts/jose-venv` prepares) and none of Gatehouse's code: fetches the discovery document at
-/// `<issuer>/.well-known/openid-configuration`, checks it as RFC 8414 authorization-server metadata,
+/// `<issuer>/.well-known/openid-configuration`, checks it as RFC 8414 authorization-server metadata
+/// and that RFC 8414's own location (`<origin>/.well-known/oauth-authorization-server<issuer path>`)
+/// serves the same,
 /// fetches its `jwks_uri`, verifies the signature with the key of the token's `kid` and an
 /// algorithm the metadata names, then RFC 9068 §4: `typ` is `at+jwt`, the required claims
 /// (`iss`, `exp`, `aud`, `sub`, `client_id`, `iat`, `jti`) are present and well formed, `iss` is the
@@ -138,6 +140,12 @@ public enum StandardTokenVerifier {
             if not isinstance(md, dict):
                 raise Failed("the document is not a JSON object")
             check_rfc8414(md)
+            # RFC 8414 §3.1: the same metadata at the issuer's own well-known location, the
+            # well-known segment inserted between its host and its path.
+            parts = urlsplit(issuer)
+            located = fetch(f"{parts.scheme}://{parts.netloc}/.well-known/oauth-authorization-server{parts.path}", ["application/json"])
+            if located != md:
+                raise Failed(f"the metadata at RFC 8414's location differs: {located!r}")
             algorithms = md.get("access_token_signing_alg_values_supported")
             string_list("access_token_signing_alg_values_supported", algorithms)
             if not algorithms or any(a == "none" or a.startswith("HS") for a in algorithms):
