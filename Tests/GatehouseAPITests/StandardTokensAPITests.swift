@@ -179,6 +179,7 @@ struct StandardTokensAPITests {
         let path = "/v1/apps/\(app.id)/.well-known/openid-configuration"
         let real = try #require(try server.request("GET", path).json)
         let issuer = "\(Self.publicOrigin)/v1/apps/\(app.id)"
+        let located = "/.well-known/oauth-authorization-server/v1/apps/\(app.id)"
 
         func changed(_ change: (inout [String: JSON]) -> Void) -> JSON {
             guard case .object(var o) = real else { return real }
@@ -206,11 +207,20 @@ struct StandardTokensAPITests {
             token: token, issuer: issuer, audience: app.id, publicOrigin: Self.publicOrigin, connectTo: server.baseURL)
         #expect(control.failure == nil, "\(control.failure ?? "")")
         for (name, document, expected) in documents {
-            let fake = try FakeHTTPServer { request, _ in request.path == path ? FakeHTTPServer.json(200, document) : nil }
+            let fake = try FakeHTTPServer { request, _ in [path, located].contains(request.path) ? FakeHTTPServer.json(200, document) : nil }
             defer { fake.stop() }
             let outcome = try StandardTokenVerifier.verify(
                 token: token, issuer: issuer, audience: app.id, publicOrigin: Self.publicOrigin, connectTo: fake.baseURL)
             #expect(outcome.failure?.hasPrefix(expected) == true, "\(name): \(outcome.failure ?? "accepted")")
         }
+        // RFC 8414's location serving another document than the OpenID-style one.
+        let other = changed { $0["claims_supported"] = ["sub"] }
+        let split = try FakeHTTPServer { request, _ in
+            request.path == path ? FakeHTTPServer.json(200, real) : request.path == located ? FakeHTTPServer.json(200, other) : nil
+        }
+        defer { split.stop() }
+        let outcome = try StandardTokenVerifier.verify(
+            token: token, issuer: issuer, audience: app.id, publicOrigin: Self.publicOrigin, connectTo: split.baseURL)
+        #expect(outcome.failure?.hasPrefix("metadata: Failed: the metadata at RFC 8414's location differs") == true, "\(outcome.failure ?? "accepted")")
     }
 }
