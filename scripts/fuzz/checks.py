@@ -46,8 +46,9 @@ OUTSIDE_FACT_FIELDS = [
     re.compile(r"^webhooks\[\d+\]\.url$"),
 ]
 # Rules between two fields that OpenAPI cannot state (an idle timeout at least the access token's
-# life) and a secret kept with {"set": true} when none is stored, known by their messages.
-OUTSIDE_FACT_MESSAGES = ("No value is set to keep", "Must be at least access_token_ttl_seconds")
+# life), a secret kept with {"set": true} when none is stored, and the read-only fields of the
+# settings, which a patch may carry only with their stored values: known by their messages.
+OUTSIDE_FACT_MESSAGES = ("No value is set to keep", "Must be at least access_token_ttl_seconds", "Read-only.")
 
 
 def _outside_fact(error):
