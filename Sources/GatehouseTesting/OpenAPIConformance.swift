@@ -4,8 +4,10 @@ import GatehouseCore
 /// Checks real exchanges against an OpenAPI 3.1 document with Debian's python3-jsonschema (JSON
 /// Schema 2020-12, `date-time` checked as RFC 3339), not with Gatehouse's own code: the status
 /// must be one the operation lists, the media type one that status lists, and the body must
-/// match that media type's schema; a JSON request the server took (2xx) must match the
-/// operation's request schema, so the document refuses nothing the server accepts.
+/// match that media type's schema; every header the answer's documentation marks required must
+/// be there, and a documented header that came must match its schema; a JSON request the server
+/// took (2xx) must match the operation's request schema, so the document refuses nothing the
+/// server accepts.
 public enum OpenAPIConformance {
     /// One request and the server's answer, and the documented operation (`pathTemplate` as the
     /// document writes it) that answered.
@@ -63,6 +65,19 @@ public enum OpenAPIConformance {
             response = operation.get("responses", {}).get(str(e["status"]))
             if response is None:
                 problems.append(where + ": status not documented"); continue
+            for name, header in resolve(response).get("headers", {}).items():
+                header = resolve(header)
+                value = e["headers"].get(name.lower())
+                if value is None:
+                    if header.get("required"):
+                        problems.append(where + ": no %s header" % name)
+                    continue
+                schema = header.get("schema", {})
+                if schema.get("type") == "integer":
+                    if not re.fullmatch(r"[0-9]+", value):
+                        problems.append(where + ": %s %r is not an integer" % (name, value))
+                else:
+                    check(where + " (header %s)" % name, schema, json.dumps(value))
             content = resolve(response).get("content")
             body = e["body"]
             if not content:
@@ -79,6 +94,55 @@ public enum OpenAPIConformance {
         print(json.dumps(problems))
         """#
 
+    static let examplesScript = #"""
+        import json, re, sys
+        from jsonschema import Draft202012Validator, FormatChecker, RefResolver
+        document = json.load(open(sys.argv[1]))
+        resolver = RefResolver.from_schema(document)
+        formats = FormatChecker(formats=())
+        @formats.checks("date-time")
+        def rfc3339(value):
+            return not isinstance(value, str) or re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)", value) is not None
+        def resolve(node):
+            while isinstance(node, dict) and "$ref" in node:
+                node = resolver.resolve(node["$ref"])[1]
+            return node
+        problems = []
+        def check(where, schema, value):
+            for error in Draft202012Validator(schema, resolver=resolver, format_checker=formats).iter_errors(value):
+                problems.append(where + ": at /%s: %s" % ("/".join(str(p) for p in error.absolute_path), error.message[:300]))
+        def media(where, content):
+            for name, entry in content.items():
+                if "example" in entry and "schema" in entry and name.endswith("json"):
+                    check(where + " " + name, entry["schema"], entry["example"])
+        for name, schema in document["components"]["schemas"].items():
+            if "example" in schema:
+                check("schema " + name, schema, schema["example"])
+        for path, item in document["paths"].items():
+            for method, op in item.items():
+                if not isinstance(op, dict) or "operationId" not in op:
+                    continue
+                where = op["operationId"]
+                media(where + " request", resolve(op.get("requestBody", {})).get("content", {}))
+                for status, response in op["responses"].items():
+                    media("%s %s" % (where, status), resolve(response).get("content", {}))
+                for parameter in op.get("parameters", []):
+                    parameter = resolve(parameter)
+                    if "example" in parameter:
+                        check("%s parameter %s" % (where, parameter["name"]), parameter["schema"], parameter["example"])
+        print(json.dumps(problems))
+        """#
+
+    /// Every example of `document` (components' schemas, request and response bodies, parameters)
+    /// checked against its schema; the problems found, one line each.
+    public static func exampleProblems(document: URL) throws -> [String] {
+        let output = try ExternalProgram.run(ExternalProgram.python, ["-c", examplesScript, document.path])
+        guard case .array(let lines) = try JSON.parse(Array(output.utf8)) else {
+            throw TestHTTPClient.Failure(description: "the OpenAPI example check printed \(output)")
+        }
+        return lines.compactMap(\.stringValue)
+    }
+
     /// The problems found, one line each; empty when every answer conforms.
     public static func problems(document: URL, _ exchanges: [Exchange]) throws -> [String] {
         let records: [JSON] = exchanges.map {
@@ -87,6 +151,7 @@ public enum OpenAPIConformance {
                 "content_type": .optional($0.response.header("Content-Type")), "body": .string($0.response.text),
                 "request_body": .optional($0.requestBody.map { String(decoding: $0, as: UTF8.self) }),
                 "request_content_type": .optional($0.requestContentType),
+                "headers": .object(Dictionary($0.response.headers.map { ($0.name, JSON.string($0.value)) }, uniquingKeysWith: { first, _ in first })),
             ]
         }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-openapi-\(UUID().uuidString).json")

@@ -226,6 +226,82 @@ struct DocumentationTests {
         ])
     }
 
+    static func document() throws -> JSON {
+        try JSON.parse(Array(try Data(contentsOf: root.appendingPathComponent("docs/openapi.json"))))
+    }
+
+    /// Problem.code is an enum, the server's catalogue (ErrorCode) and docs/errors.md's: a
+    /// generated client switches over exactly the codes the server can send.
+    @Test
+    func problemCodeEnumIsTheErrorCatalogue() throws {
+        let document = try Self.document()
+        let documented = try #require(document["components"]?["schemas"]?["Problem"]?["properties"]?["code"]?["enum"]?.arrayValue).compactMap(\.stringValue)
+        #expect(documented.count == Set(documented).count, "a code twice")
+        let inCode = Set(ErrorCode.all.map(\.rawValue))
+        #expect(Set(documented).symmetricDifference(inCode).sorted() == [])
+        let errors = try String(contentsOf: Self.root.appendingPathComponent("docs/errors.md"), encoding: .utf8)
+        let catalogued = Set(errors.split(separator: "\n").filter { $0.hasPrefix("| `") }.compactMap { $0.split(separator: "`").dropFirst().first.map(String.init) })
+        #expect(Set(documented).symmetricDifference(catalogued).sorted() == [])
+    }
+
+    /// What a generator needs: named request schemas, the app key as a security scheme beside
+    /// bearer, a description and an example for every operation, headers on every answer, a
+    /// server with variables, and no reference into another schema's properties.
+    @Test
+    func openAPIIsGeneratorGrade() throws {
+        let document = try Self.document()
+        let text = String(decoding: try Data(contentsOf: Self.root.appendingPathComponent("docs/openapi.json")), as: UTF8.self)
+        #expect(!text.contains("/properties/"), "a $ref into another schema's properties")
+        let server = try #require(document["servers"]?.arrayValue?.first)
+        let variables = try #require(server["variables"]?.objectValue)
+        #expect(!variables.isEmpty)
+        for name in variables.keys { #expect(server["url"]?.stringValue?.contains("{\(name)}") == true, "server variable \(name) unused") }
+        let schemes = try #require(document["components"]?["securitySchemes"])
+        #expect(schemes["appKey"]?["type"] == "apiKey" && schemes["appKey"]?["in"] == "header" && schemes["appKey"]?["name"] == "X-App-Key")
+        for name in ["accessToken", "secretKey", "platformToken"] { #expect(schemes[name]?["scheme"] == "bearer", "\(name)") }
+
+        func resolve(_ node: JSON?) -> JSON? {
+            guard let reference = node?["$ref"]?.stringValue else { return node }
+            var target: JSON? = document
+            for part in reference.dropFirst(2).split(separator: "/") { target = target?[String(part)] }
+            return resolve(target)
+        }
+        var operations = 0
+        for (path, item) in try #require(document["paths"]?.objectValue) {
+            for (method, operation) in item.objectValue ?? [:] where ["get", "put", "post", "patch", "delete"].contains(method) {
+                operations += 1
+                let name = "\(method.uppercased()) \(path)"
+                #expect(operation["description"]?.stringValue?.isEmpty == false, "\(name): no description")
+                var examples = 0
+                if let body = operation["requestBody"] {
+                    for (media, content) in body["content"]?.objectValue ?? [:] {
+                        #expect(content["schema"]?["$ref"]?.stringValue?.hasPrefix("#/components/schemas/") == true, "\(name) \(media): an anonymous request schema")
+                        if content["example"] != nil { examples += 1 }
+                    }
+                }
+                for parameter in operation["parameters"]?.arrayValue ?? [] {
+                    let parameter = resolve(parameter)
+                    #expect(!(parameter?["in"] == "header" && parameter?["name"] == "X-App-Key"), "\(name): X-App-Key as a parameter, not the appKey scheme")
+                    if parameter?["example"] != nil { examples += 1 }
+                }
+                for requirement in operation["security"]?.arrayValue ?? [] where requirement["accessToken"] != nil {
+                    #expect(requirement["appKey"] != nil, "\(name): an access token without the app key")
+                }
+                for (status, response) in operation["responses"]?.objectValue ?? [:] {
+                    let response = resolve(response)
+                    let headers = response?["headers"]?.objectValue ?? [:]
+                    #expect(resolve(headers["X-Request-Id"])?["required"] == .bool(true), "\(name) \(status): no X-Request-Id")
+                    if status == "401" { #expect(headers["WWW-Authenticate"] != nil, "\(name) 401: no WWW-Authenticate") }
+                    if status == "429" || status == "503" { #expect(headers["Retry-After"] != nil, "\(name) \(status): no Retry-After") }
+                    for (_, content) in response?["content"]?.objectValue ?? [:] where content["example"] != nil { examples += 1 }
+                }
+                #expect(examples > 0, "\(name): no example")
+            }
+        }
+        #expect(operations > 0)
+        #expect(try OpenAPIConformance.exampleProblems(document: Self.root.appendingPathComponent("docs/openapi.json")) == [])
+    }
+
     @Test
     func errorsMarkdownListsEveryCodeWithItsStatus() throws {
         let text = try String(contentsOf: Self.root.appendingPathComponent("docs/errors.md"), encoding: .utf8)

@@ -1,0 +1,306 @@
+"""Calls every operation of docs/openapi.json through a client generated from it
+(openapi-python-client), against a running Gatehouse; run by scripts/openapi-client/run.
+
+    call_every_operation.py make-keys RUN               # Apple's and Google's JWKS and signing key
+    call_every_operation.py run RUN BASE ADMIN DOCUMENT  # the walk
+
+Each call names its operation and the status the document gives the answer the walk expects;
+the generated client raises on a status the document does not list, and parses every body with
+the generated models. The walk fails if any operation of the document was not called.
+"""
+
+import base64
+import hashlib
+import io
+import json
+import os
+import re
+import secrets
+import sys
+import time
+import urllib.parse
+
+KID = "openapi-client-test"
+
+
+def make_keys(run):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    with open(os.path.join(run, "provider-key.pem"), "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    # The app's Apple key (.p8: PKCS#8 PEM, P-256), which the web flow needs configured.
+    p8 = ec.generate_private_key(ec.SECP256R1())
+    with open(os.path.join(run, "apple-key.p8"), "wb") as f:
+        f.write(p8.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    numbers = key.public_key().public_numbers()
+
+    def b64(n):
+        return base64.urlsafe_b64encode(n.to_bytes((n.bit_length() + 7) // 8, "big")).rstrip(b"=").decode()
+
+    jwks = json.dumps({"keys": [{"kty": "RSA", "kid": KID, "alg": "RS256", "use": "sig", "n": b64(numbers.n), "e": b64(numbers.e)}]})
+    for path in ("apple/auth/keys", "google/jwks.json"):
+        with open(os.path.join(run, "keys", path), "w") as f:
+            f.write(jwks)
+
+
+class Walk:
+    def __init__(self, run, base, admin, document):
+        import jwt
+
+        from gatehouse_client import AuthenticatedClient, Client
+
+        self.jwt = jwt
+        self.run = run
+        self.base = base
+        self.admin = admin
+        with open(document) as f:
+            self.document = json.load(f)
+        with open(os.path.join(run, "provider-key.pem"), "rb") as f:
+            self.provider_key = f.read()
+        self.Client = Client
+        self.AuthenticatedClient = AuthenticatedClient
+        self.called = {}
+        self.failures = []
+
+    # --- clients -------------------------------------------------------------------------
+    def anonymous(self):
+        return self.Client(base_url=self.base, raise_on_unexpected_status=True)
+
+    def platform(self):
+        return self.AuthenticatedClient(base_url=self.base, token=self.admin, raise_on_unexpected_status=True)
+
+    def app(self):
+        return self.Client(base_url=self.base, headers={"X-App-Key": self.app_key}, raise_on_unexpected_status=True)
+
+    def user(self, access_token):
+        return self.AuthenticatedClient(base_url=self.base, token=access_token, headers={"X-App-Key": self.app_key}, raise_on_unexpected_status=True)
+
+    def tenant_admin(self):
+        return self.AuthenticatedClient(base_url=self.base, token=self.secret_key, raise_on_unexpected_status=True)
+
+    # --- one call ------------------------------------------------------------------------
+    def call(self, operation_id, module, status, *args, **kwargs):
+        """Calls `module.sync_detailed` and checks the status; answers the parsed body."""
+        response = module.sync_detailed(*args, **kwargs)
+        self.called.setdefault(operation_id, []).append(response.status_code)
+        if response.status_code != status:
+            self.failures.append(f"{operation_id}: {response.status_code}, expected {status}: {response.content[:300]!r}")
+            raise SystemExit("\n".join(self.failures))
+        parsed = response.parsed
+        from gatehouse_client.models import Problem
+
+        if status < 400 and isinstance(parsed, Problem):
+            raise SystemExit(f"{operation_id}: {status} parsed as a problem")
+        if status >= 400 and not isinstance(parsed, Problem):
+            raise SystemExit(f"{operation_id}: {status} not parsed as a problem: {response.content[:300]!r}")
+        print(f"openapi-client: {operation_id} -> {response.status_code}")
+        return response
+
+    # --- mail and provider tokens --------------------------------------------------------
+    def mailed_code(self, address, after):
+        """The code of the newest mail the log: mailer wrote to `address` after the log had `after`
+        bytes: the plain-text part has it alone on its line."""
+        path = os.path.join(self.run, "server.log")
+        for _ in range(100):
+            with open(path, "rb") as f:
+                f.seek(after)
+                lines = f.read().decode("utf-8", "replace").splitlines()
+            codes = []
+            for line in lines:
+                try:
+                    message = json.loads(line).get("message") or ""
+                except ValueError:
+                    continue
+                if message.startswith(f"mail (log:) to {address},"):
+                    codes += re.findall(r"\n\n([0-9]{6})\n\n", message)
+            if codes:
+                return codes[-1]
+            time.sleep(0.1)
+        raise SystemExit(f"no code was mailed to {address}")
+
+    def log_size(self):
+        return os.path.getsize(os.path.join(self.run, "server.log"))
+
+    def provider_token(self, issuer, audience, subject, email, nonce=None, email_verified=True):
+        now = int(time.time())
+        claims = {"iss": issuer, "aud": audience, "sub": subject, "iat": now, "exp": now + 600, "email": email, "email_verified": email_verified}
+        if nonce is not None:
+            claims["nonce"] = hashlib.sha256(nonce.encode()).hexdigest() if issuer == "https://appleid.apple.com" else nonce
+        return self.jwt.encode(claims, self.provider_key, algorithm="RS256", headers={"kid": KID})
+
+    # --- the walk ------------------------------------------------------------------------
+    def walk(self):
+        from gatehouse_client import models as m
+        from gatehouse_client.api.account import (add_password, change_password, confirm_email_change, delete_me, delete_photo, end_session, get_me,
+                                                  link_apple, link_google, list_identities, list_sessions, patch_me, request_email_change,
+                                                  unlink_identity, upload_photo)
+        from gatehouse_client.api.admin import (ban_user, create_app, delete_user, end_user_sessions, get_app_settings, get_user, list_events,
+                                                list_users, patch_app_settings, rotate_secret_key, rotate_signing_key, unban_user)
+        from gatehouse_client.api.apps import get_app, get_authorization_server_metadata, get_discovery, get_jwks
+        from gatehouse_client.api.auth import reauthenticate, refresh, sign_in, sign_out, sign_up
+        from gatehouse_client.api.email_codes import (confirm_password_reset, confirm_verification, send_password_reset, send_reauthentication_code,
+                                                      send_sign_in_code, send_verification_code, verify_sign_in_code)
+        from gatehouse_client.api.files import delete_file, get_file, get_file_content, get_public_content, list_files, upload_file
+        from gatehouse_client.api.operations import health, metrics, ready
+        from gatehouse_client.api.providers import apple_authorize, apple_callback, exchange_login_code, sign_in_with_apple, sign_in_with_google
+        from gatehouse_client.types import File
+
+        apple_client_id, google_client_id = "com.example.openapi", "openapi-client.apps.googleusercontent.com"
+        redirect_uri = "https://app.example.com/signed-in"
+        password = "correct horse battery"
+
+        # Operations and the platform.
+        self.call("health", health, 200, client=self.anonymous())
+        self.call("ready", ready, 200, client=self.anonymous())
+        self.call("metrics", metrics, 200, client=self.platform())
+        created = self.call("createApp", create_app, 201, client=self.platform(), body=m.AppSettingsFields.from_dict({
+            "name": "Generated client", "sign_in_methods": ["password", "email_code", "apple", "google"],
+            "rate_limits": {"auth_per_minute_per_ip": 1000, "web_flow_per_minute_per_ip": 1000}}))
+        created_at = time.monotonic()
+        self.app_key = created.parsed.data.app_key
+        self.secret_key = created.parsed.data.secret_key
+        app_id = created.parsed.data.app.id
+
+        # The tenant admin configures the providers.
+        self.call("getAppSettings", get_app_settings, 200, client=self.tenant_admin())
+        self.call("patchAppSettings", patch_app_settings, 200, client=self.tenant_admin(), body=m.AppSettingsPatch.from_dict({
+            "redirect_uris": [redirect_uri], "apple": {"client_ids": [apple_client_id], "services_id": "com.example.openapi.web"},
+            "google": {"client_ids": [google_client_id]}}))
+        rotated = self.call("rotateSecretKey", rotate_secret_key, 201, client=self.tenant_admin())
+        self.secret_key = rotated.parsed.data.secret_key
+
+        # Public app documents.
+        self.call("getApp", get_app, 200, client=self.app())
+        self.call("getJWKS", get_jwks, 200, app_id, client=self.anonymous())
+        self.call("getDiscovery", get_discovery, 200, app_id, client=self.anonymous())
+        self.call("getAuthorizationServerMetadata", get_authorization_server_metadata, 200, app_id, client=self.anonymous())
+
+        # Password accounts and sessions.
+        signed_up = self.call("signUp", sign_up, 201, client=self.app(), body=m.SignUpRequest(email="ada@example.com", password=password, first_name="Ada"))
+        ada_id = signed_up.parsed.data.user.id
+        signed_in = self.call("signIn", sign_in, 200, client=self.app(), body=m.SignInRequest(email="ada@example.com", password=password))
+        refreshed = self.call("refresh", refresh, 200, client=self.app(), body=m.RefreshRequest(refresh_token=signed_in.parsed.data.refresh_token))
+        ada = self.user(refreshed.parsed.data.access_token)
+        self.call("reauthenticate", reauthenticate, 200, client=ada, body=m.ReauthenticateWithPassword(password=password))
+        self.call("getMe", get_me, 200, client=ada)
+        self.call("patchMe", patch_me, 200, client=ada, body=m.PatchMeRequest(last_name="Lovelace"))
+        sessions = self.call("listSessions", list_sessions, 200, client=ada)
+        other = next(s.id for s in sessions.parsed.data if not s.current)
+        self.call("endSession", end_session, 204, other, client=ada)
+        self.call("listIdentities", list_identities, 200, client=ada)
+
+        # Emailed codes (read from the log: mailer's lines).
+        mark = self.log_size()
+        self.call("sendSignInCode", send_sign_in_code, 202, client=self.app(), body=m.EmailAddressRequest(email="grace@example.com"))
+        verified = self.call("verifySignInCode", verify_sign_in_code, 201, client=self.app(),
+                             body=m.EmailCodeRequest(email="grace@example.com", code=self.mailed_code("grace@example.com", mark)))
+        if not verified.parsed.data.user.email_verified:
+            raise SystemExit("verifySignInCode: the address is not verified")
+        mark = self.log_size()
+        self.call("sendPasswordReset", send_password_reset, 202, client=self.app(), body=m.EmailAddressRequest(email="grace@example.com"))
+        self.call("confirmPasswordReset", confirm_password_reset, 204, client=self.app(), body=m.PasswordResetConfirmRequest(
+            email="grace@example.com", code=self.mailed_code("grace@example.com", mark), password="grace's new password"))
+        mark = self.log_size()
+        self.call("sendReauthenticationCode", send_reauthentication_code, 202, client=ada, body=m.EmptyRequest())
+        self.call("reauthenticate", reauthenticate, 200, client=ada, body=m.ReauthenticateWithCode(code=self.mailed_code("ada@example.com", mark)))
+        mark = self.log_size()
+        self.call("requestEmailChange", request_email_change, 202, client=ada, body=m.EmailAddressRequest(email="ada@new.example"))
+        self.call("confirmEmailChange", confirm_email_change, 200, client=ada,
+                  body=m.EmailCodeRequest(email="ada@new.example", code=self.mailed_code("ada@new.example", mark)))
+        self.call("changePassword", change_password, 204, client=ada, body=m.ChangePasswordRequest(current_password=password, password="a much longer passphrase"))
+
+        # Google: a new account whose address Google has not verified, then its verification code.
+        nonce = secrets.token_urlsafe(16)
+        google = self.call("signInWithGoogle", sign_in_with_google, 201, client=self.app(), body=m.GoogleNativeSignIn(
+            id_token=self.provider_token("https://accounts.google.com", google_client_id, "google-linus", "linus@example.com", nonce, email_verified=False),
+            nonce=nonce))
+        linus = self.user(google.parsed.data.access_token)
+        mark = self.log_size()
+        self.call("sendVerificationCode", send_verification_code, 202, client=linus, body=m.EmptyRequest())
+        self.call("confirmVerification", confirm_verification, 200, client=linus, body=m.CodeRequest(code=self.mailed_code("linus@example.com", mark)))
+        self.call("addPassword", add_password, 200, client=linus, body=m.AddPasswordRequest(password="linus's own password"))
+        nonce = secrets.token_urlsafe(16)
+        self.call("linkApple", link_apple, 200, client=linus, body=m.LinkAppleRequest(
+            identity_token=self.provider_token("https://appleid.apple.com", apple_client_id, "apple-linus", "linus@privaterelay.appleid.com", nonce),
+            nonce=nonce, authorization_code="c-unused.0.abcd"))
+        self.call("unlinkIdentity", unlink_identity, 200, m.UnlinkIdentityProvider.APPLE, client=linus)
+
+        # Apple: a new account, then Google linked to it.
+        nonce = secrets.token_urlsafe(16)
+        apple = self.call("signInWithApple", sign_in_with_apple, 201, client=self.app(), body=m.AppleNativeSignIn(
+            identity_token=self.provider_token("https://appleid.apple.com", apple_client_id, "apple-tim", "tim@privaterelay.appleid.com", nonce),
+            nonce=nonce, first_name="Tim"))
+        tim = self.user(apple.parsed.data.access_token)
+        nonce = secrets.token_urlsafe(16)
+        self.call("linkGoogle", link_google, 200, client=tim, body=m.LinkGoogleRequest(
+            id_token=self.provider_token("https://accounts.google.com", google_client_id, "google-tim", "tim@example.com", nonce), nonce=nonce))
+
+        # The Apple web flow: authorize redirects to Apple; a callback whose state no flow has is
+        # refused without a redirect, and an unknown login code is refused too (the callback's
+        # success needs Apple's token endpoint, which the Swift tests fake).
+        # The web flow needs the app's Apple key; with it, a native authorization code would be
+        # redeemed at Apple's token endpoint, which this test does not serve, so it comes last.
+        self.call("patchAppSettings", patch_app_settings, 200, client=self.tenant_admin(), body=m.AppSettingsPatch.from_dict({
+            "apple": {"team_id": "ABCDE12345", "key_id": "KEY1234567", "private_key": open(os.path.join(self.run, "apple-key.p8")).read()}}))
+        verifier = secrets.token_urlsafe(48)
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+        started = self.call("appleAuthorize", apple_authorize, 302, client=self.anonymous(), app_key=self.app_key, redirect_uri=redirect_uri,
+                            state="openapi", code_challenge=challenge, code_challenge_method=m.AppleAuthorizeCodeChallengeMethod.S256)
+        location = urllib.parse.urlparse(started.headers["Location"])
+        if not location.path.endswith("/auth/authorize") or "gh_flow=" not in started.headers.get("Set-Cookie", ""):
+            raise SystemExit(f"appleAuthorize: redirected to {location.geturl()}, cookie {started.headers.get('Set-Cookie')!r}")
+        self.call("appleCallback", apple_callback, 400, client=self.anonymous(), body=m.AppleCallbackForm(state="not-a-flow", code="c"))
+        self.call("exchangeLoginCode", exchange_login_code, 400, client=self.app(), body=m.ExchangeRequest(login_code="unknown", code_verifier=verifier))
+
+        # Files and the photo.
+        png = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+        uploaded = self.call("uploadFile", upload_file, 201, client=tim, body=m.FileUpload(
+            file=File(payload=io.BytesIO(png), file_name="dot.png", mime_type="image/png"), visibility=m.FileUploadVisibility.PUBLIC))
+        file_id = uploaded.parsed.data.id
+        self.call("listFiles", list_files, 200, client=tim)
+        self.call("getFile", get_file, 200, file_id, client=tim)
+        content = self.call("getFileContent", get_file_content, 200, file_id, client=tim)
+        if content.content != png:
+            raise SystemExit("getFileContent: not the bytes uploaded")
+        public_path = urllib.parse.urlparse(uploaded.parsed.data.url).path.split("/")
+        self.call("getPublicContent", get_public_content, 200, public_path[3], public_path[5], public_path[6], client=self.anonymous())
+        self.call("deleteFile", delete_file, 204, file_id, client=tim)
+        self.call("uploadPhoto", upload_photo, 200, client=tim, body=m.PhotoUpload(photo=File(payload=io.BytesIO(png), file_name="me.png", mime_type="image/png")))
+        self.call("deletePhoto", delete_photo, 200, client=tim)
+
+        # The tenant admin's user operations.
+        self.call("listEvents", list_events, 200, client=self.tenant_admin(), type_="user.signed_in", limit=5)
+        self.call("listUsers", list_users, 200, client=self.tenant_admin(), query="ada")
+        self.call("getUser", get_user, 200, ada_id, client=self.tenant_admin())
+        self.call("banUser", ban_user, 200, ada_id, client=self.tenant_admin(), body=m.BanRequest(sanction_code="spam", reason="Bulk messages"))
+        self.call("unbanUser", unban_user, 200, ada_id, client=self.tenant_admin())
+        self.call("endUserSessions", end_user_sessions, 204, ada_id, client=self.tenant_admin())
+        self.call("deleteUser", delete_user, 204, ada_id, client=self.tenant_admin())
+
+        # Signing keys rotate at most once a minute, and creating the app made its first key.
+        time.sleep(max(0.0, created_at + 61 - time.monotonic()))
+        self.call("rotateSigningKey", rotate_signing_key, 200, client=self.tenant_admin())
+
+        # Last: the calls that end a session or an account.
+        self.call("signOut", sign_out, 204, client=linus, body=m.SignOutRequest(scope=m.SignOutRequestScopeType1.ALL))
+        self.call("deleteMe", delete_me, 204, client=tim, body=m.DeleteMeRequest(reason="Done testing"))
+
+        documented = {op["operationId"] for item in self.document["paths"].values() for op in item.values() if isinstance(op, dict) and "operationId" in op}
+        missing = sorted(documented - set(self.called))
+        unknown = sorted(set(self.called) - documented)
+        if missing or unknown:
+            raise SystemExit(f"operations not called: {missing}; called but not documented: {unknown}")
+        print(f"openapi-client: {len(documented)} passed, 0 failed")
+
+
+def main():
+    if sys.argv[1] == "make-keys":
+        make_keys(sys.argv[2])
+    else:
+        Walk(*sys.argv[2:6]).walk()
+
+
+if __name__ == "__main__":
+    main()
