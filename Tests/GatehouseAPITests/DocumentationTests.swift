@@ -79,6 +79,8 @@ struct DocumentationTests {
         try call("GET", "/v1/apps/{app_id}/jwks.json", "/v1/apps/app_unknown/jwks.json")
         try call("GET", "/v1/apps/{app_id}/.well-known/openid-configuration", "/v1/apps/\(appID)/.well-known/openid-configuration")
         try call("GET", "/v1/apps/{app_id}/.well-known/openid-configuration", "/v1/apps/app_unknown/.well-known/openid-configuration")
+        try call("GET", "/.well-known/oauth-authorization-server/v1/apps/{app_id}", "/.well-known/oauth-authorization-server/v1/apps/\(appID)")
+        try call("GET", "/.well-known/oauth-authorization-server/v1/apps/{app_id}", "/.well-known/oauth-authorization-server/v1/apps/app_unknown")
 
         try call("GET", "/v1/admin/app", bearer: secret)
         try call("GET", "/v1/admin/app", bearer: "sk_wrong")
