@@ -409,6 +409,7 @@ export class Gatehouse {
     }
     if (response.status === 204) return null;
     const text = await response.text();
+    if (response.status === 202) return null; // accepted: a code is on its way; nothing to read
     let parsed = null;
     try { parsed = text ? JSON.parse(text) : null; } catch { /* below */ }
     if (!response.ok) {
