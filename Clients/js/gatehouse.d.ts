@@ -115,6 +115,8 @@ export interface Session {
 
 /** What the client keeps in storage. `expiresAt` is in milliseconds since the epoch. */
 export interface StoredSession {
+  /** Changes with every new token answer (sign-in, refresh, reauthentication). */
+  rev: string;
   accessToken: string;
   refreshToken: string | null;
   expiresAt: number;

@@ -145,7 +145,7 @@ export class BroadcastLock {
     const now = Date.now();
     if (message.type === 'claim') {
       if (this.#mine) this.#post({ type: 'held', id: this.#id, until: now + this.leaseMs });
-      else this.#claims.push({ id: message.id, ts: message.ts, at: now });
+      else this.#claims = [...this.#claims.filter((c) => c.id !== message.id), { id: message.id, ts: message.ts, at: now }];
     } else if (message.type === 'held') {
       this.#holder = { id: message.id, until: Math.min(message.until, now + this.leaseMs) };
     } else if (message.type === 'released') {
@@ -171,6 +171,10 @@ export class BroadcastLock {
       const ts = Date.now();
       this.#post({ type: 'claim', id: this.#id, ts });
       await sleep(this.settleMs);
+      // A thread that was busy past the timer runs it before the messages that arrived
+      // meanwhile (Node runs timers before it polls): let those in before deciding.
+      await nextTurn();
+      await nextTurn();
       if (this.#holder) continue;
       // Claims heard from a little before ours up to now: anyone still contending.
       const horizon = ts - 2 * this.settleMs;
@@ -262,6 +266,8 @@ function sessionID(accessToken) {
     return null;
   }
 }
+
+function nextTurn() { return new Promise((resolve) => (globalThis.setImmediate ?? setTimeout)(resolve, 0)); }
 
 function sleep(ms) { return new Promise((resolve) => setTimeout(resolve, ms)); }
 
@@ -368,6 +374,9 @@ export class Gatehouse {
 
   #fromSessionResponse(data) {
     return {
+      // Which answer this is: a refresh within the same second can answer a byte-identical
+      // access token, so tokens cannot tell a new session state from the old one.
+      rev: randomID(),
       accessToken: data.access_token,
       refreshToken: this.mode === 'cookie' ? null : data.refresh_token ?? null,
       expiresAt: Date.now() + data.expires_in * 1000,
@@ -424,16 +433,16 @@ export class Gatehouse {
 
   /** A signed-in call: a valid access token, and on a 401 about the token one refresh and one retry. */
   async #authorized(method, path, options = {}) {
-    let token = await this.getAccessToken();
+    const used = await this.#validSession();
     try {
-      return await this.#send(method, path, { ...options, token });
+      return await this.#send(method, path, { ...options, token: used.accessToken });
     } catch (error) {
       if (!(error instanceof GatehouseError) || error.status !== 401) throw error;
       if (error.code === 'auth/token-expired' || error.code === 'auth/invalid-token') {
-        token = (await this.#refresh(token)).accessToken;
-        return await this.#send(method, path, { ...options, token });
+        const next = await this.#refresh(used.rev);
+        return await this.#send(method, path, { ...options, token: next.accessToken });
       }
-      if (error.code === 'auth/session-revoked') await this.#clear((s) => s.accessToken === token);
+      if (error.code === 'auth/session-revoked') await this.#clear((s) => s.rev === used.rev);
       throw error;
     }
   }
@@ -441,11 +450,13 @@ export class Gatehouse {
   // MARK: Tokens
 
   /** A valid access token, refreshed first when it expires within `refreshLeewaySeconds`. */
-  async getAccessToken() {
+  async getAccessToken() { return (await this.#validSession()).accessToken; }
+
+  async #validSession() {
     const session = await this.session();
-    if (session && this.#fresh(session)) return session.accessToken;
+    if (session && this.#fresh(session)) return session;
     if (!session && this.mode !== 'cookie') throw new GatehouseError('client/signed-out', 0, { detail: 'No session: sign in first.' });
-    return (await this.#refresh(session?.accessToken ?? null)).accessToken;
+    return this.#refresh(session?.rev ?? null);
   }
 
   /** Refreshes now (cookie mode: also to pick up a session after a reload), and returns the stored session. */
@@ -454,13 +465,14 @@ export class Gatehouse {
   /**
    * One refresh in flight: calls in this client share one promise, and other tabs wait on the
    * lock, then find the new session in the shared storage instead of refreshing again.
-   * `stale` is the access token the caller found wanting (undefined: refresh regardless).
+   * `stale` is the `rev` of the session the caller found wanting (null: none; undefined:
+   * refresh regardless).
    */
   #refresh(stale) {
     if (this.#inflight) return this.#inflight;
     const run = this.#lock.run(async () => {
       const session = await this.session();
-      if (session && stale !== undefined && session.accessToken !== stale && this.#fresh(session)) return session;
+      if (session && stale !== undefined && session.rev !== stale && this.#fresh(session)) return session;
       if (!session && this.mode !== 'cookie') throw new GatehouseError('client/signed-out', 0, { detail: 'No session: sign in first.' });
       return this.#refreshNow(session);
     });
@@ -681,7 +693,7 @@ export class Gatehouse {
   async endSession(id) {
     await this.#authorized('DELETE', `/v1/me/sessions/${encodeURIComponent(id)}`);
     const session = await this.session();
-    if (session && sessionID(session.accessToken) === id) await this.#clear((s) => s.accessToken === session.accessToken);
+    if (session && sessionID(session.accessToken) === id) await this.#clear((s) => s.rev === session.rev);
   }
 
   // MARK: Recent login
@@ -700,7 +712,7 @@ export class Gatehouse {
     else throw new TypeError('reauthenticate: {password}, {provider, identityToken|idToken, nonce} or {code}');
     const { data } = await this.#authorized('POST', '/v1/auth/reauthenticate', { json });
     const session = await this.session();
-    if (session) await this.#save({ ...session, accessToken: data.access_token, expiresAt: Date.now() + data.expires_in * 1000 });
+    if (session) await this.#save({ ...session, rev: randomID(), accessToken: data.access_token, expiresAt: Date.now() + data.expires_in * 1000 });
   }
 
   async sendReauthenticationCode() { await this.#authorized('POST', '/v1/auth/reauthenticate/send-code'); }

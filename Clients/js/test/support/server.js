@@ -36,7 +36,8 @@ export class SMTPSink {
   }
 
   stop() {
-    this.process?.stdin.end(); // the sink exits when its stdin closes
+    // Node's stdio pipes are socket pairs, not the FIFO the sink watches: stop it by its id.
+    if (this.process && this.process.exitCode === null) this.process.kill('SIGTERM');
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
 
