@@ -82,6 +82,13 @@ export class FakeApple {
     });
   }
 
+  /** A single-use authorization code for `user`, redeemable by `clientID` (a native or Apple JS sign-in's `code`). */
+  issueCode(user, clientID, nonce) {
+    const code = `c${crypto.randomBytes(16).toString('hex')}.0.fake`;
+    this.codes.set(code, { user, clientID, nonce });
+    return code;
+  }
+
   /** The user whom the next `/auth/authorize` page signs in. */
   nextUser = { sub: '001234.fakeappleuser.0001', email: 'apple.user@example.com', firstName: 'Ada', lastName: 'Lovelace' };
 
