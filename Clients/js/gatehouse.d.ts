@@ -59,14 +59,14 @@ export declare class MemoryStorage implements SessionStorageLike {
   removeItem(key: string): void;
 }
 
-/** Anything that runs `fn` exclusively. */
-export interface RefreshLock { run<T>(fn: () => Promise<T>): Promise<T>; close(): void }
+/** Anything that runs `fn` exclusively; `contended`: whether another holder was waited for. */
+export interface RefreshLock { run<T>(fn: (contended: boolean) => Promise<T>): Promise<T>; close(): void }
 
 export declare class BroadcastLock implements RefreshLock {
   constructor(name: string, options?: { settleMs?: number; leaseMs?: number });
   readonly settleMs: number;
   readonly leaseMs: number;
-  run<T>(fn: () => Promise<T>): Promise<T>;
+  run<T>(fn: (contended: boolean) => Promise<T>): Promise<T>;
   close(): void;
 }
 

@@ -91,7 +91,14 @@ function defaultFlowStorage(fallback) {
 /** Web Locks (`navigator.locks`): exclusive across the origin's tabs and workers. */
 class WebLock {
   constructor(name) { this.name = name; }
-  run(fn) { return globalThis.navigator.locks.request(this.name, { mode: 'exclusive' }, () => fn()); }
+  /** Calls `fn(contended)`: `contended` says whether another holder had to be waited for. */
+  async run(fn) {
+    const locks = globalThis.navigator.locks;
+    const free = Symbol('taken');
+    const first = await locks.request(this.name, { mode: 'exclusive', ifAvailable: true }, (lock) => (lock ? fn(false) : free));
+    if (first !== free) return first;
+    return locks.request(this.name, { mode: 'exclusive' }, () => fn(true));
+  }
   close() {}
 }
 
@@ -99,7 +106,7 @@ class WebLock {
 class LocalLock {
   #tail = Promise.resolve();
   run(fn) {
-    const result = this.#tail.then(() => fn());
+    const result = this.#tail.then(() => fn(false));
     this.#tail = result.catch(() => {});
     return result;
   }
@@ -126,9 +133,9 @@ export class BroadcastLock {
 
   run(fn) {
     return this.#local.run(async () => {
-      await this.#acquire();
+      const contended = await this.#acquire();
       try {
-        return await fn();
+        return await fn(contended);
       } finally {
         this.#mine = false;
         this.#post({ type: 'released', id: this.#id });
@@ -164,9 +171,14 @@ export class BroadcastLock {
     });
   }
 
+  /** Resolves when this lock is held, with whether someone else held it or contended for it meanwhile. */
   async #acquire() {
+    let contended = false;
     for (;;) {
-      while (this.#holder && this.#holder.until > Date.now()) await this.#changeOr(Math.min(200, this.#holder.until - Date.now()));
+      while (this.#holder && this.#holder.until > Date.now()) {
+        contended = true;
+        await this.#changeOr(Math.min(200, this.#holder.until - Date.now()));
+      }
       this.#holder = null;
       const ts = Date.now();
       this.#post({ type: 'claim', id: this.#id, ts });
@@ -175,18 +187,19 @@ export class BroadcastLock {
       // meanwhile (Node runs timers before it polls): let those in before deciding.
       await nextTurn();
       await nextTurn();
-      if (this.#holder) continue;
+      if (this.#holder) { contended = true; continue; }
       // Claims heard from a little before ours up to now: anyone still contending.
       const horizon = ts - 2 * this.settleMs;
       this.#claims = this.#claims.filter((c) => c.at >= horizon);
       const rival = this.#claims.find((c) => c.ts < ts || (c.ts === ts && c.id < this.#id));
       if (rival) {
+        contended = true;
         await this.#changeOr(2 * this.settleMs + Math.floor(Math.random() * this.settleMs));
         continue;
       }
       this.#mine = true;
       this.#post({ type: 'held', id: this.#id, until: Date.now() + this.leaseMs });
-      return;
+      return contended;
     }
   }
 }
@@ -470,9 +483,20 @@ export class Gatehouse {
    */
   #refresh(stale) {
     if (this.#inflight) return this.#inflight;
-    const run = this.#lock.run(async () => {
-      const session = await this.session();
-      if (session && stale !== undefined && session.rev !== stale && this.#fresh(session)) return session;
+    const run = this.#lock.run(async (contended) => {
+      const adoptable = (s) => s && stale !== undefined && s.rev !== stale && this.#fresh(s);
+      let session = await this.session();
+      if (adoptable(session)) return session;
+      if (contended && stale !== undefined) {
+        // Another tab held the lock, most likely to refresh, and its write may reach this tab a
+        // moment after the lock does (Chromium's localStorage is eventually consistent across
+        // processes): look again for a short while before refreshing a second time.
+        for (const until = Date.now() + 300; Date.now() < until;) {
+          await sleep(20);
+          session = await this.session();
+          if (adoptable(session)) return session;
+        }
+      }
       if (!session && this.mode !== 'cookie') throw new GatehouseError('client/signed-out', 0, { detail: 'No session: sign in first.' });
       return this.#refreshNow(session);
     });
@@ -592,7 +616,7 @@ export class Gatehouse {
     }
     const error = params.get('error');
     if (error) {
-      if (error === 'user_disabled') throw new GatehouseError('auth/user-disabled', 403, { detail: 'This account is disabled.' });
+      if (error === 'user_disabled') throw new GatehouseError('auth/user-disabled', 0, { detail: 'This account is disabled.' });
       const code = { user_cancelled_authorize: 'client/web-flow-cancelled', server_error: 'client/web-flow-server-error' }[error] ?? 'client/web-flow-denied';
       throw new GatehouseError(code, 0, { detail: `Sign in with Apple ended with ${error}.` });
     }

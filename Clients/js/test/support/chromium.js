@@ -83,7 +83,15 @@ export class Browser {
     try { await Promise.race([this.send('Browser.close'), new Promise((r) => setTimeout(r, 3000))]); } catch { /* gone */ }
     if (this.process.exitCode === null) this.process.kill('SIGKILL');
     await this.exited;
-    fs.rmSync(this.dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+    // Its helper processes may still be writing the profile for a moment.
+    for (let attempt = 0; attempt < 20; attempt++) {
+      try {
+        fs.rmSync(this.dir, { recursive: true, force: true });
+        return;
+      } catch {
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
   }
 }
 
