@@ -120,7 +120,8 @@ export interface StoredSession {
   accessToken: string;
   refreshToken: string | null;
   expiresAt: number;
-  user: User;
+  /** Kept under `<storageKey>:user`. */
+  user: User | null;
 }
 
 export interface AppInfo {

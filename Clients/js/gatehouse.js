@@ -280,6 +280,11 @@ function sessionID(accessToken) {
   }
 }
 
+function parseJSON(text) {
+  if (!text) return null;
+  try { return JSON.parse(text); } catch { return null; }
+}
+
 function nextTurn() { return new Promise((resolve) => (globalThis.setImmediate ?? setTimeout)(resolve, 0)); }
 
 function sleep(ms) { return new Promise((resolve) => setTimeout(resolve, ms)); }
@@ -342,20 +347,19 @@ export class Gatehouse {
 
   // MARK: Session state
 
-  /** The stored session (`{accessToken, refreshToken, expiresAt, user}`), or null. */
+  /** The stored session (`{rev, accessToken, refreshToken, expiresAt, user}`), or null. */
   async session() {
-    const text = await this.storage.getItem(this.storageKey);
-    if (!text) return null;
-    try {
-      const session = JSON.parse(text);
-      return session && typeof session.accessToken === 'string' ? session : null;
-    } catch {
-      return null;
-    }
+    const tokens = parseJSON(await this.storage.getItem(this.storageKey));
+    if (!tokens || typeof tokens.accessToken !== 'string') return null;
+    return { ...tokens, user: parseJSON(await this.storage.getItem(this.#userKey)) };
   }
 
   /** The signed-in user as last seen (null when signed out); `getUser()` asks the server. */
   async currentUser() { return (await this.session())?.user ?? null; }
+
+  // The user is kept apart from the tokens, so that storing a fresher user (after /me) can
+  // never write back tokens that a refresh in another tab has just replaced.
+  get #userKey() { return `${this.storageKey}:user`; }
 
   /** Calls `listener(user | null)` whenever the session changes here or in another tab; returns an unsubscribe function. */
   onAuthStateChange(listener) {
@@ -373,7 +377,9 @@ export class Gatehouse {
   }
 
   async #save(session) {
-    await this.storage.setItem(this.storageKey, JSON.stringify(session));
+    const { user, ...tokens } = session;
+    await this.storage.setItem(this.storageKey, JSON.stringify(tokens));
+    if (user) await this.storage.setItem(this.#userKey, JSON.stringify(user));
     await this.#emit(true);
   }
 
@@ -382,6 +388,7 @@ export class Gatehouse {
     const current = await this.session();
     if (current && !isStale(current)) return;
     await this.storage.removeItem(this.storageKey);
+    await this.storage.removeItem(this.#userKey);
     await this.#emit(true);
   }
 
@@ -661,8 +668,9 @@ export class Gatehouse {
   }
 
   async #updateUser(user) {
-    const session = await this.session();
-    if (session) await this.#save({ ...session, user });
+    if (!(await this.session())) return;
+    await this.storage.setItem(this.#userKey, JSON.stringify(user));
+    await this.#emit(true);
   }
 
   /** Changes the password; the user's other sessions end. */
@@ -736,7 +744,7 @@ export class Gatehouse {
     else throw new TypeError('reauthenticate: {password}, {provider, identityToken|idToken, nonce} or {code}');
     const { data } = await this.#authorized('POST', '/v1/auth/reauthenticate', { json });
     const session = await this.session();
-    if (session) await this.#save({ ...session, rev: randomID(), accessToken: data.access_token, expiresAt: Date.now() + data.expires_in * 1000 });
+    if (session) await this.#save({ ...session, user: undefined, rev: randomID(), accessToken: data.access_token, expiresAt: Date.now() + data.expires_in * 1000 });
   }
 
   async sendReauthenticationCode() { await this.#authorized('POST', '/v1/auth/reauthenticate/send-code'); }

@@ -93,7 +93,9 @@ test('Sign in with Apple, web flow: redirect to Apple, back with a login code, e
   // Cookie mode: no refresh token in storage or in document.cookie; the browser holds it HttpOnly.
   const stored = JSON.parse(await tab.evaluate(`localStorage.getItem('gatehouse:${app.appKey}:session')`));
   assert.equal(stored.refreshToken, null);
-  assert.equal(stored.user.email, env.apple.nextUser.email);
+  assert.equal(typeof stored.accessToken, 'string');
+  const storedUser = JSON.parse(await tab.evaluate(`localStorage.getItem('gatehouse:${app.appKey}:session:user')`));
+  assert.equal(storedUser.email, env.apple.nextUser.email);
   assert.ok(!(await tab.evaluate('document.cookie')).includes('gh_refresh'));
   const { cookies } = await browser.send('Storage.getCookies');
   const refreshCookie = cookies.find((c) => c.name === 'gh_refresh');
