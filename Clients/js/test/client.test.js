@@ -240,3 +240,53 @@ test('a network failure is a typed client/network error', async () => {
   const error = await rejects(web.signIn({ email: 'a@example.com', password: PASSWORD }), 'client/network', 0);
   assert.ok(error.cause);
 });
+
+test('linking Apple (identity token, raw nonce, authorization code redeemed at Apple), then unlinking it', async () => {
+  const web = client();
+  await web.signUp({ email: unique('applelinker'), password: PASSWORD });
+  const { raw, hashed } = await createNonce();
+  const appleUser = { sub: `apple.link.${process.pid}`, email: unique('applelinked') };
+  const tokenCalls = env.apple.tokenCalls.length;
+  const identities = await web.linkApple({
+    identityToken: env.apple.identityToken({ sub: appleUser.sub, aud: APPLE_BUNDLE_ID, nonce: hashed, email: appleUser.email }),
+    nonce: raw,
+    authorizationCode: env.apple.issueCode(appleUser, APPLE_BUNDLE_ID, hashed),
+  });
+  assert.deepEqual(identities.map((i) => i.provider).sort(), ['apple', 'password']);
+  assert.equal(env.apple.tokenCalls.length, tokenCalls + 1, 'the code was redeemed at Apple');
+  assert.equal(env.apple.tokenCalls.at(-1).client_id, APPLE_BUNDLE_ID);
+  assert.deepEqual((await web.unlink('apple')).map((i) => i.provider), ['password']);
+  assert.deepEqual(env.apple.errors, []);
+  web.close();
+});
+
+test('profile photo: upload (multipart, checked by content), then delete', async () => {
+  const web = client();
+  await web.signUp({ email: unique('photo'), password: PASSWORD });
+  const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64');
+  const user = await web.uploadPhoto(new Blob([png], { type: 'image/png' }), 'me.png');
+  assert.ok(user.photoUrl.startsWith(env.server.url), user.photoUrl);
+  const served = await fetch(user.photoUrl);
+  assert.equal(served.status, 200);
+  assert.deepEqual(Buffer.from(await served.arrayBuffer()), png);
+  assert.equal((await web.currentUser()).photoUrl, user.photoUrl);
+  await rejects(web.uploadPhoto(new Blob(['not an image'], { type: 'image/png' }), 'fake.png'), 'files/unsupported-type', 415);
+  assert.equal((await web.deletePhoto()).photoUrl, null);
+  web.close();
+});
+
+test('sign-out scopes: others keeps this device, all ends every session', async () => {
+  const email = unique('scopes');
+  const [a, b, c] = [client(), client(), client()];
+  await a.signUp({ email, password: PASSWORD });
+  await b.signIn({ email, password: PASSWORD });
+  await a.signOut({ scope: 'others' });
+  assert.ok(await a.session(), 'this device stays signed in');
+  assert.equal((await a.getUser()).email, email);
+  await rejects(b.getUser(), 'auth/session-revoked', 401);
+  await c.signIn({ email, password: PASSWORD });
+  await a.signOut({ scope: 'all' });
+  assert.equal(await a.session(), null);
+  await rejects(c.getUser(), 'auth/session-revoked', 401);
+  a.close(); b.close(); c.close();
+});
