@@ -92,7 +92,20 @@ export class GatehouseServer {
     this.extraEnv = env;
   }
 
+  /** Starts it; a port taken between freePort() and the server's bind (test files run in parallel) is retried with another. */
   async start() {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#startOnce();
+      } catch (error) {
+        const lost = this.process?.exitCode !== null;
+        await this.stop();
+        if (!lost || attempt === 3) throw error;
+      }
+    }
+  }
+
+  async #startOnce() {
     const binary = process.env.GATEHOUSE_BIN ?? path.join(repoRoot, '.build/debug/gatehouse');
     if (!fs.existsSync(binary)) throw new Error(`no ${binary}: run swift build first`);
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gatehouse-js-'));
@@ -117,7 +130,7 @@ export class GatehouseServer {
     this.log = fs.openSync(path.join(this.dir, 'server.log'), 'w');
     this.process = spawn(binary, ['serve'], { env, stdio: ['ignore', this.log, this.log] });
     this.exited = new Promise((resolve) => this.process.on('exit', resolve));
-    for (let i = 0; i < 200; i++) {
+    for (let i = 0; i < 200 && this.process.exitCode === null; i++) {
       try {
         if ((await fetch(`${this.url}/readyz`)).ok) return this;
       } catch { /* not yet */ }
@@ -133,7 +146,8 @@ export class GatehouseServer {
       if (this.process.exitCode === null) this.process.kill('SIGKILL');
     }
     if (this.log !== undefined) fs.closeSync(this.log);
-    fs.rmSync(this.dir, { recursive: true, force: true });
+    this.log = undefined;
+    if (this.dir) fs.rmSync(this.dir, { recursive: true, force: true });
   }
 
   async admin(method, pathname, body, bearer = this.adminToken) {
