@@ -66,8 +66,8 @@ export class FakeApple {
 
   stop() { this.server?.close(); this.server?.closeAllConnections?.(); }
 
-  /** A `.p8` key for the app's Apple settings, registered here. */
-  makeCredentials({ teamID = 'TEAM123456', keyID = 'KEY1234567' } = {}) {
+  /** A `.p8` key for the app's Apple settings, registered here (a new key id each time: one per app). */
+  makeCredentials({ teamID = 'TEAM123456', keyID = crypto.randomBytes(5).toString('hex').toUpperCase() } = {}) {
     const { privateKey, publicKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
     this.clients.set(keyID, { teamID, publicKey });
     return { team_id: teamID, key_id: keyID, private_key: privateKey.export({ format: 'pem', type: 'pkcs8' }) };
