@@ -743,8 +743,12 @@ export class Gatehouse {
     else if (proof.code !== undefined) json = { code: proof.code };
     else throw new TypeError('reauthenticate: {password}, {provider, identityToken|idToken, nonce} or {code}');
     const { data } = await this.#authorized('POST', '/v1/auth/reauthenticate', { json });
-    const session = await this.session();
-    if (session) await this.#save({ ...session, user: undefined, rev: randomID(), accessToken: data.access_token, expiresAt: Date.now() + data.expires_in * 1000 });
+    // Under the refresh lock, on the session as it is now: a refresh in another tab meanwhile
+    // must keep its new refresh token (the session, and so the new access token, is the same).
+    await this.#lock.run(async () => {
+      const session = await this.session();
+      if (session) await this.#save({ ...session, user: undefined, rev: randomID(), accessToken: data.access_token, expiresAt: Date.now() + data.expires_in * 1000 });
+    });
   }
 
   async sendReauthenticationCode() { await this.#authorized('POST', '/v1/auth/reauthenticate/send-code'); }
