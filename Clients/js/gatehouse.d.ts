@@ -1,0 +1,213 @@
+// Types of gatehouse.js (hand-written; test/types checks them with tsc --strict).
+
+/** Every `code` the server answers (docs/errors.md). */
+export type ServerErrorCode =
+  | 'request/validation-failed' | 'request/malformed' | 'request/not-found' | 'request/method-not-allowed'
+  | 'request/payload-too-large' | 'request/uri-too-long' | 'request/unsupported-media-type' | 'request/headers-too-large'
+  | 'app/missing-key' | 'app/invalid-key' | 'admin/app-key-taken'
+  | 'auth/missing-token' | 'auth/invalid-token' | 'auth/token-expired' | 'auth/session-revoked'
+  | 'auth/invalid-refresh-token' | 'auth/refresh-token-reused' | 'auth/invalid-credential' | 'auth/email-already-in-use'
+  | 'auth/weak-password' | 'auth/signup-disabled' | 'auth/sign-in-method-disabled' | 'auth/credential-already-in-use'
+  | 'auth/account-exists-with-different-credential' | 'auth/last-sign-in-method' | 'auth/provider-not-configured'
+  | 'auth/invalid-redirect-uri' | 'auth/invalid-flow' | 'auth/invalid-login-code' | 'provider/unavailable'
+  | 'auth/requires-recent-login' | 'auth/invalid-code' | 'auth/code-expired' | 'auth/user-disabled'
+  | 'auth/email-not-verified' | 'auth/too-many-attempts' | 'auth/too-many-requests' | 'files/unsupported-type'
+  | 'server/internal' | 'server/unavailable' | 'server/busy';
+
+/** Codes the client raises itself. */
+export type ClientErrorCode =
+  | 'client/network' | 'client/signed-out' | 'client/invalid-response' | 'client/web-flow-state-mismatch'
+  | 'client/web-flow-cancelled' | 'client/web-flow-denied' | 'client/web-flow-server-error';
+
+export type GatehouseErrorCode = ServerErrorCode | ClientErrorCode;
+
+export declare const SERVER_ERROR_CODES: readonly ServerErrorCode[];
+export declare const CLIENT_ERROR_CODES: readonly ClientErrorCode[];
+
+export interface FieldError { field: string; message: string }
+
+export declare class GatehouseError extends Error {
+  readonly name: 'GatehouseError';
+  readonly code: GatehouseErrorCode;
+  /** The HTTP status; 0 for errors raised by the client. */
+  readonly status: number;
+  readonly title: string | null;
+  readonly detail: string | null;
+  readonly requestId: string | null;
+  readonly errors: FieldError[];
+  /** Seconds, on 429 and 503 answers that say. */
+  readonly retryAfter: number | null;
+  readonly sanctionCode: string | null;
+  readonly suspendedUntil: string | null;
+  /** `auth/requires-recent-login`: reauthenticate, then retry. */
+  readonly requiresRecentLogin: boolean;
+  /** The session has ended or there is none: sign in again. */
+  readonly isSignedOut: boolean;
+  constructor(code: GatehouseErrorCode, status: number, problem?: Record<string, unknown>);
+}
+
+/** localStorage's shape; the methods may also return promises (an async store). */
+export interface SessionStorageLike {
+  getItem(key: string): string | null | Promise<string | null>;
+  setItem(key: string, value: string): void | Promise<void>;
+  removeItem(key: string): void | Promise<void>;
+}
+
+export declare class MemoryStorage implements SessionStorageLike {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
+
+/** Anything that runs `fn` exclusively; `contended`: whether another holder was waited for. */
+export interface RefreshLock { run<T>(fn: (contended: boolean) => Promise<T>): Promise<T>; close(): void }
+
+export declare class BroadcastLock implements RefreshLock {
+  constructor(name: string, options?: { settleMs?: number; leaseMs?: number });
+  readonly settleMs: number;
+  readonly leaseMs: number;
+  run<T>(fn: (contended: boolean) => Promise<T>): Promise<T>;
+  close(): void;
+}
+
+export interface GatehouseOptions {
+  /** The Gatehouse base URL, e.g. `https://auth.example.com`. */
+  url: string;
+  /** The app key (`pk_…`). */
+  appKey: string;
+  /** `token` (default): the refresh token is kept in `storage`. `cookie`: the app sets `refresh_cookie: "only"` and the browser keeps it in an HttpOnly cookie. */
+  mode?: 'token' | 'cookie';
+  /** Where the session is kept; default localStorage (shared by tabs), else memory. */
+  storage?: SessionStorageLike;
+  /** Where a web flow's state and PKCE verifier wait for the redirect; default sessionStorage. */
+  flowStorage?: SessionStorageLike;
+  fetch?: typeof fetch;
+  /** `auto` (default): Web Locks, else BroadcastChannel, else this client only. */
+  lock?: 'auto' | 'web-locks' | 'broadcast' | 'local' | RefreshLock;
+  /** Refresh when the access token expires within this many seconds (default 30). */
+  refreshLeewaySeconds?: number;
+  /** The storage key of the session (default `gatehouse:<appKey>:session`). */
+  storageKey?: string;
+}
+
+export interface User {
+  id: string;
+  email: string | null;
+  emailVerified: boolean;
+  firstName: string | null;
+  lastName: string | null;
+  photoUrl: string | null;
+  createdAt: string;
+  lastSignInAt: string;
+  identities: Array<'password' | 'apple' | 'google' | string>;
+}
+
+/** A sign-in's answer. `refreshToken` is null in cookie mode. */
+export interface Session {
+  accessToken: string;
+  tokenType: 'Bearer';
+  expiresIn: number;
+  refreshToken: string | null;
+  isNewUser: boolean;
+  isRestored?: boolean;
+  user: User;
+}
+
+/** What the client keeps in storage. `expiresAt` is in milliseconds since the epoch. */
+export interface StoredSession {
+  /** Changes with every new token answer (sign-in, refresh, reauthentication). */
+  rev: string;
+  accessToken: string;
+  refreshToken: string | null;
+  expiresAt: number;
+  /** Kept under `<storageKey>:user`. */
+  user: User | null;
+}
+
+export interface AppInfo {
+  id: string;
+  name: string;
+  requireVerifiedEmail: boolean;
+  signInMethods: string[];
+  passwordMinLength: number;
+  files: { maxBytes: number; photoTypes: string[] };
+}
+
+export interface Identity { provider: 'password' | 'apple' | 'google'; email: string | null; createdAt: string }
+
+export interface DeviceSession {
+  id: string;
+  current: boolean;
+  method: 'password' | 'email_code' | 'apple' | 'google';
+  createdAt: string;
+  lastUsedAt: string;
+  ip: string | null;
+  userAgent: string | null;
+}
+
+export type ReauthenticationProof =
+  | { password: string }
+  | { provider: 'apple'; identityToken: string; nonce: string }
+  | { provider: 'google'; idToken: string; nonce: string }
+  | { code: string };
+
+export declare function sha256Hex(text: string): Promise<string>;
+export declare function createNonce(): Promise<{ raw: string; hashed: string }>;
+export declare function createPKCE(): Promise<{ verifier: string; challenge: string; method: 'S256' }>;
+
+export declare class Gatehouse {
+  constructor(options: GatehouseOptions);
+  readonly url: string;
+  readonly appKey: string;
+  readonly mode: 'token' | 'cookie';
+  readonly storage: SessionStorageLike;
+  readonly flowStorage: SessionStorageLike;
+  close(): void;
+
+  session(): Promise<StoredSession | null>;
+  currentUser(): Promise<User | null>;
+  onAuthStateChange(listener: (user: User | null) => void): () => void;
+  getAccessToken(): Promise<string>;
+  refresh(): Promise<StoredSession>;
+
+  signUp(input: { email: string; password: string; firstName?: string; lastName?: string }): Promise<Session>;
+  signIn(input: { email: string; password: string }): Promise<Session>;
+  sendEmailCode(email: string): Promise<void>;
+  verifyEmailCode(input: { email: string; code: string }): Promise<Session>;
+  sendPasswordReset(email: string): Promise<void>;
+  confirmPasswordReset(input: { email: string; code: string; password: string }): Promise<void>;
+  signInWithApple(input: { identityToken: string; nonce?: string; authorizationCode?: string; firstName?: string; lastName?: string }): Promise<Session>;
+  signInWithGoogle(input: { idToken: string; nonce?: string }): Promise<Session>;
+  signInWithFirebase(input: { provider: 'apple' | 'google'; firebaseIdToken: string }): Promise<Session>;
+
+  startAppleWebFlow(input: { redirectURI: string; redirect?: boolean }): Promise<string>;
+  isAppleWebFlowReturn(url?: string): boolean;
+  finishAppleWebFlow(url?: string): Promise<Session>;
+
+  getApp(): Promise<AppInfo>;
+  getUser(): Promise<User>;
+  updateUser(input: { firstName?: string | null; lastName?: string | null; photoFileId?: string }): Promise<User>;
+  uploadPhoto(photo: Blob, filename?: string): Promise<User>;
+  deletePhoto(): Promise<User>;
+  changePassword(input: { currentPassword: string; password: string }): Promise<void>;
+  changeEmail(email: string): Promise<void>;
+  confirmEmailChange(input: { email: string; code: string }): Promise<User>;
+  sendEmailVerification(): Promise<void>;
+  confirmEmailVerification(code: string): Promise<User>;
+
+  getIdentities(): Promise<Identity[]>;
+  addPassword(password: string): Promise<Identity[]>;
+  linkApple(input: { identityToken: string; nonce: string; authorizationCode: string }): Promise<Identity[]>;
+  linkGoogle(input: { idToken: string; nonce: string }): Promise<Identity[]>;
+  unlink(provider: 'password' | 'apple' | 'google'): Promise<Identity[]>;
+
+  getSessions(): Promise<DeviceSession[]>;
+  endSession(id: string): Promise<void>;
+
+  reauthenticate(proof: ReauthenticationProof): Promise<void>;
+  sendReauthenticationCode(): Promise<void>;
+  withRecentLogin<T>(action: () => Promise<T>, reauthenticate: () => Promise<void>): Promise<T>;
+
+  signOut(options?: { scope?: 'current' | 'others' | 'all' }): Promise<void>;
+  deleteAccount(options?: { reason?: string; appleAuthorizationCode?: string }): Promise<void>;
+}

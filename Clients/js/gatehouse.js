@@ -1,0 +1,787 @@
+// gatehouse-js: the web client of Gatehouse. One dependency-free ES module for browsers (and any
+// runtime with fetch, WebCrypto and, for cross-tab refresh, BroadcastChannel or Web Locks).
+// The contract it speaks is the server's /v1 API (docs/openapi.json); the types are in
+// gatehouse.d.ts; README.md shows how to use it.
+
+/** Every `code` the server answers, as docs/errors.md lists them (a test keeps the two equal). */
+export const SERVER_ERROR_CODES = Object.freeze([
+  'request/validation-failed', 'request/malformed', 'request/not-found', 'request/method-not-allowed',
+  'request/payload-too-large', 'request/uri-too-long', 'request/unsupported-media-type', 'request/headers-too-large',
+  'app/missing-key', 'app/invalid-key', 'admin/app-key-taken',
+  'auth/missing-token', 'auth/invalid-token', 'auth/token-expired', 'auth/session-revoked',
+  'auth/invalid-refresh-token', 'auth/refresh-token-reused', 'auth/invalid-credential', 'auth/email-already-in-use',
+  'auth/weak-password', 'auth/signup-disabled', 'auth/sign-in-method-disabled', 'auth/credential-already-in-use',
+  'auth/account-exists-with-different-credential', 'auth/last-sign-in-method', 'auth/provider-not-configured',
+  'auth/invalid-redirect-uri', 'auth/invalid-flow', 'auth/invalid-login-code', 'provider/unavailable',
+  'auth/requires-recent-login', 'auth/invalid-code', 'auth/code-expired', 'auth/user-disabled',
+  'auth/email-not-verified', 'auth/too-many-attempts', 'auth/too-many-requests', 'files/unsupported-type',
+  'server/internal', 'server/unavailable', 'server/busy',
+]);
+
+/** Codes the client itself raises (never sent by the server). */
+export const CLIENT_ERROR_CODES = Object.freeze([
+  'client/network',             // fetch failed: offline, DNS, CORS refused, connection reset
+  'client/signed-out',          // a signed-in call with no session stored
+  'client/invalid-response',    // the server answered something that is not Gatehouse JSON
+  'client/web-flow-state-mismatch', // the web flow came back with a state this browser did not start
+  'client/web-flow-cancelled',  // the user cancelled at Apple (error=user_cancelled_authorize)
+  'client/web-flow-denied',     // Apple's answer did not verify (error=access_denied)
+  'client/web-flow-server-error', // Gatehouse could not finish the flow (error=server_error)
+]);
+
+/** Codes after which the stored session is gone for good (the client clears it). */
+const SESSION_ENDING_CODES = new Set(['auth/invalid-refresh-token', 'auth/refresh-token-reused', 'auth/session-revoked']);
+
+/** A failed call. Branch on `code` (see docs/errors.md and CLIENT_ERROR_CODES), never on the message. */
+export class GatehouseError extends Error {
+  constructor(code, status, problem = {}) {
+    super(problem.detail || problem.title || code);
+    this.name = 'GatehouseError';
+    this.code = code;
+    this.status = status;
+    this.title = problem.title ?? null;
+    this.detail = problem.detail ?? null;
+    this.requestId = problem.request_id ?? null;
+    this.errors = Array.isArray(problem.errors) ? problem.errors : [];
+    this.retryAfter = typeof problem.retry_after === 'number' ? problem.retry_after : null;
+    this.sanctionCode = problem.sanction_code ?? null;
+    this.suspendedUntil = problem.suspended_until ?? null;
+  }
+
+  /** The call needs a recent sign-in: reauthenticate, then retry (see `withRecentLogin`). */
+  get requiresRecentLogin() { return this.code === 'auth/requires-recent-login'; }
+
+  /** The session has ended (or there was none): the user must sign in again. */
+  get isSignedOut() { return this.code === 'client/signed-out' || SESSION_ENDING_CODES.has(this.code); }
+}
+
+// MARK: - Storage
+
+/** Keeps the session in this JavaScript context only (gone on reload). */
+export class MemoryStorage {
+  #items = new Map();
+  getItem(key) { return this.#items.has(key) ? this.#items.get(key) : null; }
+  setItem(key, value) { this.#items.set(key, String(value)); }
+  removeItem(key) { this.#items.delete(key); }
+}
+
+/** The browser's localStorage (shared by the origin's tabs), or null where it is unusable. */
+function defaultStorage() {
+  try {
+    const storage = globalThis.localStorage;
+    if (!storage) return null;
+    const probe = '__gatehouse_probe__';
+    storage.setItem(probe, '1');
+    storage.removeItem(probe);
+    return storage;
+  } catch {
+    return null; // disabled storage, opaque origins
+  }
+}
+
+function defaultFlowStorage(fallback) {
+  try {
+    if (globalThis.sessionStorage) return globalThis.sessionStorage;
+  } catch { /* disabled */ }
+  return fallback;
+}
+
+// MARK: - Locks: one refresh in flight per origin
+
+/** Web Locks (`navigator.locks`): exclusive across the origin's tabs and workers. */
+class WebLock {
+  constructor(name) { this.name = name; }
+  /** Calls `fn(contended)`: `contended` says whether another holder had to be waited for. */
+  async run(fn) {
+    const locks = globalThis.navigator.locks;
+    const free = Symbol('taken');
+    const first = await locks.request(this.name, { mode: 'exclusive', ifAvailable: true }, (lock) => (lock ? fn(false) : free));
+    if (first !== free) return first;
+    return locks.request(this.name, { mode: 'exclusive' }, () => fn(true));
+  }
+  close() {}
+}
+
+/** A lock only within this client (no cross-tab primitive available). */
+class LocalLock {
+  #tail = Promise.resolve();
+  run(fn) {
+    const result = this.#tail.then(() => fn(false));
+    this.#tail = result.catch(() => {});
+    return result;
+  }
+  close() {}
+}
+
+/**
+ * A lock over BroadcastChannel for runtimes without Web Locks. A contender broadcasts a claim and
+ * listens for `settleMs`; the oldest claim (then the smallest id) wins, and the holder answers
+ * later claims with `held` until it broadcasts `released`. A holder that disappears loses the lock
+ * after `leaseMs`. It assumes messages arrive within `settleMs`; should two holders ever overlap,
+ * the server's refresh grace window gives both the same new pair, so nobody is signed out.
+ */
+export class BroadcastLock {
+  #channel; #id; #local = new LocalLock(); #holder = null; #mine = false; #claims = []; #wake = [];
+  constructor(name, { settleMs = 60, leaseMs = 15000 } = {}) {
+    this.settleMs = settleMs;
+    this.leaseMs = leaseMs;
+    this.#id = randomID();
+    this.#channel = new BroadcastChannel(name);
+    this.#channel.unref?.(); // Node: an idle channel must not keep the process alive
+    this.#channel.onmessage = (event) => this.#receive(event.data);
+  }
+
+  run(fn) {
+    return this.#local.run(async () => {
+      const contended = await this.#acquire();
+      try {
+        return await fn(contended);
+      } finally {
+        this.#mine = false;
+        this.#post({ type: 'released', id: this.#id });
+      }
+    });
+  }
+
+  close() { this.#channel.close(); }
+
+  #post(message) { this.#channel.postMessage(message); }
+
+  #receive(message) {
+    if (!message || typeof message !== 'object') return;
+    const now = Date.now();
+    if (message.type === 'claim') {
+      if (this.#mine) this.#post({ type: 'held', id: this.#id, until: now + this.leaseMs });
+      else this.#claims = [...this.#claims.filter((c) => c.id !== message.id), { id: message.id, ts: message.ts, at: now }];
+    } else if (message.type === 'held') {
+      this.#holder = { id: message.id, until: Math.min(message.until, now + this.leaseMs) };
+    } else if (message.type === 'released') {
+      if (this.#holder?.id === message.id) this.#holder = null;
+      this.#claims = this.#claims.filter((c) => c.id !== message.id);
+    }
+    const waiting = this.#wake;
+    this.#wake = [];
+    for (const wake of waiting) wake();
+  }
+
+  #changeOr(ms) {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.#wake.push(() => { clearTimeout(timer); resolve(); });
+    });
+  }
+
+  /** Resolves when this lock is held, with whether someone else held it or contended for it meanwhile. */
+  async #acquire() {
+    let contended = false;
+    for (;;) {
+      while (this.#holder && this.#holder.until > Date.now()) {
+        contended = true;
+        await this.#changeOr(Math.min(200, this.#holder.until - Date.now()));
+      }
+      this.#holder = null;
+      const ts = Date.now();
+      this.#post({ type: 'claim', id: this.#id, ts });
+      await sleep(this.settleMs);
+      // A thread that was busy past the timer runs it before the messages that arrived
+      // meanwhile (Node runs timers before it polls): let those in before deciding.
+      await nextTurn();
+      await nextTurn();
+      if (this.#holder) { contended = true; continue; }
+      // Claims heard from a little before ours up to now: anyone still contending.
+      const horizon = ts - 2 * this.settleMs;
+      this.#claims = this.#claims.filter((c) => c.at >= horizon);
+      const rival = this.#claims.find((c) => c.ts < ts || (c.ts === ts && c.id < this.#id));
+      if (rival) {
+        contended = true;
+        await this.#changeOr(2 * this.settleMs + Math.floor(Math.random() * this.settleMs));
+        continue;
+      }
+      this.#mine = true;
+      this.#post({ type: 'held', id: this.#id, until: Date.now() + this.leaseMs });
+      return contended;
+    }
+  }
+}
+
+function makeLock(kind, name) {
+  const hasWebLocks = typeof globalThis.navigator?.locks?.request === 'function';
+  const hasBroadcast = typeof globalThis.BroadcastChannel === 'function';
+  if (kind === 'web-locks' || (kind === 'auto' && hasWebLocks)) {
+    if (!hasWebLocks) throw new TypeError('lock: "web-locks" needs navigator.locks');
+    return new WebLock(name);
+  }
+  if (kind === 'broadcast' || (kind === 'auto' && hasBroadcast)) {
+    if (!hasBroadcast) throw new TypeError('lock: "broadcast" needs BroadcastChannel');
+    return new BroadcastLock(name);
+  }
+  if (kind === 'auto' || kind === 'local') return new LocalLock();
+  if (kind && typeof kind.run === 'function') return kind;
+  throw new TypeError(`lock: unknown kind ${String(kind)}`);
+}
+
+// MARK: - Crypto helpers (WebCrypto)
+
+function webCrypto() {
+  const crypto = globalThis.crypto;
+  if (!crypto?.subtle || typeof crypto.getRandomValues !== 'function') {
+    throw new TypeError('gatehouse-js needs WebCrypto (globalThis.crypto with subtle): a secure context in browsers');
+  }
+  return crypto;
+}
+
+function base64url(bytes) {
+  let binary = '';
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+function randomBytes(count) { return webCrypto().getRandomValues(new Uint8Array(count)); }
+function randomID() { return base64url(randomBytes(12)); }
+
+async function sha256(text) {
+  return new Uint8Array(await webCrypto().subtle.digest('SHA-256', new TextEncoder().encode(text)));
+}
+
+/** Lowercase hex SHA-256 of `text` (what Apple's `nonce` claim holds). */
+export async function sha256Hex(text) {
+  return Array.from(await sha256(text), (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/**
+ * A fresh nonce for a provider sign-in: give Apple `hashed` (its SHA-256, lowercase hex) and
+ * Gatehouse `raw`. Google puts the nonce in its token verbatim: give Google and Gatehouse `raw`.
+ */
+export async function createNonce() {
+  const raw = base64url(randomBytes(32));
+  return { raw, hashed: await sha256Hex(raw) };
+}
+
+/** A PKCE pair (RFC 7636): a 43-character verifier and its S256 challenge. */
+export async function createPKCE() {
+  const verifier = base64url(randomBytes(32));
+  return { verifier, challenge: base64url(await sha256(verifier)), method: 'S256' };
+}
+
+function sameString(a, b) {
+  if (typeof a !== 'string' || typeof b !== 'string' || a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}
+
+/** The `sid` claim of an access token (read, not verified: only to recognise our own session). */
+function sessionID(accessToken) {
+  try {
+    const payload = accessToken.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+    return JSON.parse(atob(payload + '='.repeat((4 - (payload.length % 4)) % 4))).sid ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function parseJSON(text) {
+  if (!text) return null;
+  try { return JSON.parse(text); } catch { return null; }
+}
+
+function nextTurn() { return new Promise((resolve) => (globalThis.setImmediate ?? setTimeout)(resolve, 0)); }
+
+function sleep(ms) { return new Promise((resolve) => setTimeout(resolve, ms)); }
+
+// MARK: - JSON shapes
+
+/** snake_case keys to camelCase, recursively (values are left as they are). */
+function camel(value) {
+  if (Array.isArray(value)) return value.map(camel);
+  if (value === null || typeof value !== 'object') return value;
+  const out = {};
+  for (const [key, v] of Object.entries(value)) out[key.replace(/_([a-z])/g, (_, c) => c.toUpperCase())] = camel(v);
+  return out;
+}
+
+/** Drops the keys whose value is undefined (so optional fields are left out of the body). */
+function body(fields) {
+  const out = {};
+  for (const [key, value] of Object.entries(fields)) if (value !== undefined) out[key] = value;
+  return out;
+}
+
+// MARK: - The client
+
+/**
+ * A Gatehouse client for one app. Keeps the session in `storage`, refreshes the access token
+ * before it expires and on a 401, with one refresh in flight per origin (every tab sharing the
+ * storage), and raises `GatehouseError`s.
+ */
+export class Gatehouse {
+  #fetch; #lock; #channel = null; #listeners = new Set(); #inflight = null;
+
+  constructor(options) {
+    const { url, appKey, mode = 'token', storage, flowStorage, fetch, lock = 'auto', refreshLeewaySeconds = 30, storageKey } = options ?? {};
+    if (typeof url !== 'string' || !/^https?:\/\//.test(url)) throw new TypeError('url: the Gatehouse base URL, e.g. https://auth.example.com');
+    if (typeof appKey !== 'string' || !appKey) throw new TypeError('appKey: the app key (pk_…)');
+    if (mode !== 'token' && mode !== 'cookie') throw new TypeError('mode: "token" or "cookie"');
+    this.url = url.replace(/\/+$/, '');
+    this.appKey = appKey;
+    this.mode = mode;
+    this.storage = storage ?? defaultStorage() ?? new MemoryStorage();
+    this.flowStorage = flowStorage ?? defaultFlowStorage(this.storage);
+    this.refreshLeewaySeconds = refreshLeewaySeconds;
+    this.storageKey = storageKey ?? `gatehouse:${appKey}:session`;
+    this.#fetch = fetch ?? globalThis.fetch.bind(globalThis);
+    this.#lock = makeLock(lock, `gatehouse:${appKey}:refresh`);
+    if (typeof globalThis.BroadcastChannel === 'function') {
+      this.#channel = new BroadcastChannel(`gatehouse:${appKey}:session`);
+      this.#channel.unref?.();
+      this.#channel.onmessage = () => this.#emit(false);
+    }
+  }
+
+  /** Closes the client's channels (tests, or a page that drops the client). */
+  close() {
+    this.#lock.close();
+    this.#channel?.close();
+    this.#listeners.clear();
+  }
+
+  // MARK: Session state
+
+  /** The stored session (`{rev, accessToken, refreshToken, expiresAt, user}`), or null. */
+  async session() {
+    const tokens = parseJSON(await this.storage.getItem(this.storageKey));
+    if (!tokens || typeof tokens.accessToken !== 'string') return null;
+    return { ...tokens, user: parseJSON(await this.storage.getItem(this.#userKey)) };
+  }
+
+  /** The signed-in user as last seen (null when signed out); `getUser()` asks the server. */
+  async currentUser() { return (await this.session())?.user ?? null; }
+
+  // The user is kept apart from the tokens, so that storing a fresher user (after /me) can
+  // never write back tokens that a refresh in another tab has just replaced.
+  get #userKey() { return `${this.storageKey}:user`; }
+
+  /** Calls `listener(user | null)` whenever the session changes here or in another tab; returns an unsubscribe function. */
+  onAuthStateChange(listener) {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  async #emit(broadcast) {
+    if (broadcast) this.#channel?.postMessage('changed');
+    if (this.#listeners.size === 0) return;
+    const user = await this.currentUser();
+    for (const listener of this.#listeners) {
+      try { listener(user); } catch { /* a listener's fault is its own */ }
+    }
+  }
+
+  async #save(session) {
+    const { user, ...tokens } = session;
+    await this.storage.setItem(this.storageKey, JSON.stringify(tokens));
+    if (user) await this.storage.setItem(this.#userKey, JSON.stringify(user));
+    await this.#emit(true);
+  }
+
+  /** Forgets the session, but only if it is still the one `isStale` recognises (another tab may have signed in since). */
+  async #clear(isStale = () => true) {
+    const current = await this.session();
+    if (current && !isStale(current)) return;
+    await this.storage.removeItem(this.storageKey);
+    await this.storage.removeItem(this.#userKey);
+    await this.#emit(true);
+  }
+
+  #fromSessionResponse(data) {
+    return {
+      // Which answer this is: a refresh within the same second can answer a byte-identical
+      // access token, so tokens cannot tell a new session state from the old one.
+      rev: randomID(),
+      accessToken: data.access_token,
+      refreshToken: this.mode === 'cookie' ? null : data.refresh_token ?? null,
+      expiresAt: Date.now() + data.expires_in * 1000,
+      user: camel(data.user),
+    };
+  }
+
+  async #signedIn(data) {
+    await this.#save(this.#fromSessionResponse(data));
+    const result = camel(data);
+    if (this.mode === 'cookie') result.refreshToken = null;
+    return result;
+  }
+
+  #fresh(session) { return session.expiresAt - Date.now() > this.refreshLeewaySeconds * 1000; }
+
+  // MARK: HTTP
+
+  async #send(method, path, { json, form, token, query } = {}) {
+    const headers = { 'X-App-Key': this.appKey, Accept: 'application/json' };
+    if (token) headers.Authorization = `Bearer ${token}`;
+    let requestBody;
+    if (json !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      requestBody = JSON.stringify(json);
+    } else if (form !== undefined) {
+      requestBody = form;
+    }
+    const target = this.url + path + (query ? `?${new URLSearchParams(query)}` : '');
+    let response;
+    try {
+      response = await this.#fetch(target, {
+        method, headers, body: requestBody, credentials: this.mode === 'cookie' ? 'include' : 'same-origin', cache: 'no-store',
+      });
+    } catch (cause) {
+      const error = new GatehouseError('client/network', 0, { detail: `${method} ${path} did not reach the server.` });
+      error.cause = cause;
+      throw error;
+    }
+    if (response.status === 204) return null;
+    const text = await response.text();
+    if (response.status === 202) return null; // accepted: a code is on its way; nothing to read
+    let parsed = null;
+    try { parsed = text ? JSON.parse(text) : null; } catch { /* below */ }
+    if (!response.ok) {
+      if (parsed && typeof parsed.code === 'string') throw new GatehouseError(parsed.code, response.status, parsed);
+      throw new GatehouseError('client/invalid-response', response.status, { detail: `${method} ${path} answered ${response.status}.` });
+    }
+    if (!parsed || typeof parsed !== 'object' || !('data' in parsed)) {
+      throw new GatehouseError('client/invalid-response', response.status, { detail: `${method} ${path} answered no data.` });
+    }
+    return parsed;
+  }
+
+  /** A signed-in call: a valid access token, and on a 401 about the token one refresh and one retry. */
+  async #authorized(method, path, options = {}) {
+    const used = await this.#validSession();
+    try {
+      return await this.#send(method, path, { ...options, token: used.accessToken });
+    } catch (error) {
+      if (!(error instanceof GatehouseError) || error.status !== 401) throw error;
+      if (error.code === 'auth/token-expired' || error.code === 'auth/invalid-token') {
+        const next = await this.#refresh(used.rev);
+        return await this.#send(method, path, { ...options, token: next.accessToken });
+      }
+      if (error.code === 'auth/session-revoked') await this.#clear((s) => s.rev === used.rev);
+      throw error;
+    }
+  }
+
+  // MARK: Tokens
+
+  /** A valid access token, refreshed first when it expires within `refreshLeewaySeconds`. */
+  async getAccessToken() { return (await this.#validSession()).accessToken; }
+
+  async #validSession() {
+    const session = await this.session();
+    if (session && this.#fresh(session)) return session;
+    if (!session && this.mode !== 'cookie') throw new GatehouseError('client/signed-out', 0, { detail: 'No session: sign in first.' });
+    return this.#refresh(session?.rev ?? null);
+  }
+
+  /** Refreshes now (cookie mode: also to pick up a session after a reload), and returns the stored session. */
+  refresh() { return this.#refresh(undefined); }
+
+  /**
+   * One refresh in flight: calls in this client share one promise, and other tabs wait on the
+   * lock, then find the new session in the shared storage instead of refreshing again.
+   * `stale` is the `rev` of the session the caller found wanting (null: none; undefined:
+   * refresh regardless).
+   */
+  #refresh(stale) {
+    if (this.#inflight) return this.#inflight;
+    const run = this.#lock.run(async (contended) => {
+      const adoptable = (s) => s && stale !== undefined && s.rev !== stale && this.#fresh(s);
+      let session = await this.session();
+      if (adoptable(session)) return session;
+      if (contended && stale !== undefined) {
+        // Another tab held the lock, most likely to refresh, and its write may reach this tab a
+        // moment after the lock does (Chromium's localStorage is eventually consistent across
+        // processes): look again for a short while before refreshing a second time.
+        for (const until = Date.now() + 300; Date.now() < until;) {
+          await sleep(20);
+          session = await this.session();
+          if (adoptable(session)) return session;
+        }
+      }
+      if (!session && this.mode !== 'cookie') throw new GatehouseError('client/signed-out', 0, { detail: 'No session: sign in first.' });
+      return this.#refreshNow(session);
+    });
+    this.#inflight = run.finally(() => { this.#inflight = null; });
+    return this.#inflight;
+  }
+
+  async #refreshNow(session) {
+    const sent = session?.refreshToken ?? null;
+    const json = this.mode === 'cookie' ? {} : { refresh_token: sent };
+    let answer;
+    try {
+      answer = await this.#send('POST', '/v1/auth/refresh', { json });
+    } catch (error) {
+      if (error.code === 'client/network') {
+        // The answer may have been lost after the server rotated the token: within the grace
+        // window the same token gets the same new pair, so one retry is safe.
+        await sleep(250);
+        answer = await this.#send('POST', '/v1/auth/refresh', { json });
+      } else if (SESSION_ENDING_CODES.has(error.code) || (this.mode === 'cookie' && error.code === 'request/validation-failed')) {
+        await this.#clear((s) => s.refreshToken === sent);
+        if (error.code === 'request/validation-failed') throw new GatehouseError('client/signed-out', 0, { detail: 'No refresh cookie: sign in first.' });
+        throw error;
+      } else {
+        throw error;
+      }
+    }
+    const next = this.#fromSessionResponse(answer.data);
+    await this.#save(next);
+    return next;
+  }
+
+  // MARK: Sign-up and sign-in
+
+  /** `POST /v1/auth/signup`: 201, a verification code mailed. */
+  async signUp({ email, password, firstName, lastName }) {
+    const { data } = await this.#send('POST', '/v1/auth/signup', { json: body({ email, password, first_name: firstName, last_name: lastName }) });
+    return this.#signedIn(data);
+  }
+
+  /** `POST /v1/auth/signin` with email and password. */
+  async signIn({ email, password }) {
+    const { data } = await this.#send('POST', '/v1/auth/signin', { json: { email, password } });
+    return this.#signedIn(data);
+  }
+
+  /** Mails a 6-digit sign-in code (202 whether or not the address has an account). */
+  async sendEmailCode(email) { await this.#send('POST', '/v1/auth/email-code/send', { json: { email } }); }
+
+  /** Signs in (or up: `isNewUser`) with the mailed code. */
+  async verifyEmailCode({ email, code }) {
+    const { data } = await this.#send('POST', '/v1/auth/email-code/verify', { json: { email, code } });
+    return this.#signedIn(data);
+  }
+
+  async sendPasswordReset(email) { await this.#send('POST', '/v1/auth/password-reset/send', { json: { email } }); }
+
+  /** Sets a new password with the mailed code; every session of the user ends (sign in again). */
+  async confirmPasswordReset({ email, code, password }) {
+    await this.#send('POST', '/v1/auth/password-reset/confirm', { json: { email, code, password } });
+  }
+
+  /** Apple's identity token (from Sign in with Apple JS or a native SDK) and the RAW nonce whose hash you gave Apple. */
+  async signInWithApple({ identityToken, nonce, authorizationCode, firstName, lastName }) {
+    const json = body({ identity_token: identityToken, nonce, authorization_code: authorizationCode, first_name: firstName, last_name: lastName });
+    const { data } = await this.#send('POST', '/v1/auth/oauth/apple', { json });
+    return this.#signedIn(data);
+  }
+
+  /** Google's ID token (Google Identity Services), and the nonce you gave Google, if any. */
+  async signInWithGoogle({ idToken, nonce }) {
+    const { data } = await this.#send('POST', '/v1/auth/oauth/google', { json: body({ id_token: idToken, nonce }) });
+    return this.#signedIn(data);
+  }
+
+  /** A Firebase ID token of an Apple or Google sign-in (`provider` pins which). */
+  async signInWithFirebase({ provider, firebaseIdToken }) {
+    if (provider !== 'apple' && provider !== 'google') throw new TypeError('provider: "apple" or "google"');
+    const { data } = await this.#send('POST', `/v1/auth/oauth/${provider}`, { json: { firebase_id_token: firebaseIdToken } });
+    return this.#signedIn(data);
+  }
+
+  // MARK: The Apple web flow
+
+  /**
+   * Starts Sign in with Apple in this browser: makes a state and a PKCE pair, keeps them in
+   * `flowStorage` (sessionStorage by default), and sends the browser to Gatehouse, which sends it
+   * to Apple. Returns the URL; with `{redirect: false}` it only returns it.
+   */
+  async startAppleWebFlow({ redirectURI, redirect = true }) {
+    const pkce = await createPKCE();
+    const state = base64url(randomBytes(16));
+    await this.flowStorage.setItem(this.#flowKey, JSON.stringify({ state, verifier: pkce.verifier, redirectURI }));
+    const query = new URLSearchParams({
+      app_key: this.appKey, redirect_uri: redirectURI, state, code_challenge: pkce.challenge, code_challenge_method: 'S256',
+    });
+    const target = `${this.url}/v1/auth/oauth/apple/authorize?${query}`;
+    if (redirect) globalThis.location.assign(target);
+    return target;
+  }
+
+  /** Whether `url` (default: this page) is the web flow coming back (a `login_code` or an `error` with a `state`). */
+  isAppleWebFlowReturn(url = globalThis.location?.href) {
+    const params = new URL(url).searchParams;
+    return params.has('state') && (params.has('login_code') || params.has('error'));
+  }
+
+  /** On the redirect page: checks the state, then trades the login code and the PKCE verifier for a session. */
+  async finishAppleWebFlow(url = globalThis.location.href) {
+    const params = new URL(url).searchParams;
+    const text = await this.flowStorage.getItem(this.#flowKey);
+    await this.flowStorage.removeItem(this.#flowKey); // single use, whatever happens next
+    let flow = null;
+    try { flow = text ? JSON.parse(text) : null; } catch { /* below */ }
+    if (!flow || !sameString(params.get('state') ?? '', flow.state)) {
+      throw new GatehouseError('client/web-flow-state-mismatch', 0, { detail: 'This sign-in did not start in this browser tab. Start again.' });
+    }
+    const error = params.get('error');
+    if (error) {
+      if (error === 'user_disabled') throw new GatehouseError('auth/user-disabled', 0, { detail: 'This account is disabled.' });
+      const code = { user_cancelled_authorize: 'client/web-flow-cancelled', server_error: 'client/web-flow-server-error' }[error] ?? 'client/web-flow-denied';
+      throw new GatehouseError(code, 0, { detail: `Sign in with Apple ended with ${error}.` });
+    }
+    const { data } = await this.#send('POST', '/v1/auth/exchange', { json: { login_code: params.get('login_code') ?? '', code_verifier: flow.verifier } });
+    return this.#signedIn(data);
+  }
+
+  get #flowKey() { return `gatehouse:${this.appKey}:apple-web-flow`; }
+
+  // MARK: The app
+
+  /** `GET /v1/app`: the app's public settings (sign-in methods, password minimum, file limits). */
+  async getApp() { return camel((await this.#send('GET', '/v1/app')).data); }
+
+  // MARK: Account
+
+  async getUser() {
+    const user = camel((await this.#authorized('GET', '/v1/me')).data);
+    await this.#updateUser(user);
+    return user;
+  }
+
+  /** `firstName`/`lastName`: a string, or null to clear; `photoFileId`: a public file of the user. */
+  async updateUser({ firstName, lastName, photoFileId }) {
+    const json = body({ first_name: firstName, last_name: lastName, photo_file_id: photoFileId });
+    return this.#userAnswer(this.#authorized('PATCH', '/v1/me', { json }));
+  }
+
+  /** Uploads a profile photo (JPEG, PNG, WebP or GIF, by content). */
+  async uploadPhoto(photo, filename = 'photo') {
+    const form = new FormData();
+    form.append('photo', photo, filename);
+    return this.#userAnswer(this.#authorized('POST', '/v1/me/photo', { form }));
+  }
+
+  async deletePhoto() { return this.#userAnswer(this.#authorized('DELETE', '/v1/me/photo')); }
+
+  async #userAnswer(promise) {
+    const user = camel((await promise).data);
+    await this.#updateUser(user);
+    return user;
+  }
+
+  async #updateUser(user) {
+    if (!(await this.session())) return;
+    await this.storage.setItem(this.#userKey, JSON.stringify(user));
+    await this.#emit(true);
+  }
+
+  /** Changes the password; the user's other sessions end. */
+  async changePassword({ currentPassword, password }) {
+    await this.#authorized('PUT', '/v1/me/password', { json: { current_password: currentPassword, password } });
+  }
+
+  /** Mails a code to the new address (recent login). */
+  async changeEmail(email) { await this.#authorized('POST', '/v1/me/email', { json: { email } }); }
+
+  async confirmEmailChange({ email, code }) {
+    return this.#userAnswer(this.#authorized('POST', '/v1/me/email/confirm', { json: { email, code } }));
+  }
+
+  async sendEmailVerification() { await this.#authorized('POST', '/v1/auth/email/verification/send'); }
+
+  /** Verifies the email with the mailed code, then refreshes so the token says `email_verified: true`. */
+  async confirmEmailVerification(code) {
+    const user = camel((await this.#authorized('POST', '/v1/auth/email/verification/confirm', { json: { code } })).data);
+    await this.#updateUser(user);
+    await this.refresh();
+    return user;
+  }
+
+  // MARK: Identities
+
+  async getIdentities() { return camel((await this.#authorized('GET', '/v1/me/identities')).data); }
+
+  async addPassword(password) { return camel((await this.#authorized('POST', '/v1/me/identities/password', { json: { password } })).data); }
+
+  /** Links Apple (recent login): the identity token, the raw nonce and the authorization code. */
+  async linkApple({ identityToken, nonce, authorizationCode }) {
+    const json = { identity_token: identityToken, nonce, authorization_code: authorizationCode };
+    return camel((await this.#authorized('POST', '/v1/me/identities/apple', { json })).data);
+  }
+
+  /** Links Google (recent login). */
+  async linkGoogle({ idToken, nonce }) {
+    return camel((await this.#authorized('POST', '/v1/me/identities/google', { json: { id_token: idToken, nonce } })).data);
+  }
+
+  /** Unlinks `password`, `apple` or `google` (recent login; never the last sign-in method). */
+  async unlink(provider) {
+    return camel((await this.#authorized('DELETE', `/v1/me/identities/${encodeURIComponent(provider)}`)).data);
+  }
+
+  // MARK: Sessions
+
+  async getSessions() { return camel((await this.#authorized('GET', '/v1/me/sessions')).data); }
+
+  /** Signs one of the user's devices out (this one too, if it is `current`). */
+  async endSession(id) {
+    await this.#authorized('DELETE', `/v1/me/sessions/${encodeURIComponent(id)}`);
+    const session = await this.session();
+    if (session && sessionID(session.accessToken) === id) await this.#clear((s) => s.rev === session.rev);
+  }
+
+  // MARK: Recent login
+
+  /**
+   * Renews `auth_time` for calls that need a recent sign-in. One of `{password}`,
+   * `{provider: 'apple', identityToken, nonce}`, `{provider: 'google', idToken, nonce}`, or
+   * `{code}` after `sendReauthenticationCode()`. The refresh token stays.
+   */
+  async reauthenticate(proof) {
+    let json;
+    if (proof.password !== undefined) json = { password: proof.password };
+    else if (proof.provider === 'apple') json = { provider: 'apple', identity_token: proof.identityToken, nonce: proof.nonce };
+    else if (proof.provider === 'google') json = { provider: 'google', id_token: proof.idToken, nonce: proof.nonce };
+    else if (proof.code !== undefined) json = { code: proof.code };
+    else throw new TypeError('reauthenticate: {password}, {provider, identityToken|idToken, nonce} or {code}');
+    const { data } = await this.#authorized('POST', '/v1/auth/reauthenticate', { json });
+    // Under the refresh lock, on the session as it is now: a refresh in another tab meanwhile
+    // must keep its new refresh token (the session, and so the new access token, is the same).
+    await this.#lock.run(async () => {
+      const session = await this.session();
+      if (session) await this.#save({ ...session, user: undefined, rev: randomID(), accessToken: data.access_token, expiresAt: Date.now() + data.expires_in * 1000 });
+    });
+  }
+
+  async sendReauthenticationCode() { await this.#authorized('POST', '/v1/auth/reauthenticate/send-code'); }
+
+  /**
+   * Runs `action`; if it needs a recent login, awaits `reauthenticate()` (your UI asks the user and
+   * calls `client.reauthenticate(…)`) and runs `action` once more.
+   */
+  async withRecentLogin(action, reauthenticate) {
+    try {
+      return await action();
+    } catch (error) {
+      if (!(error instanceof GatehouseError) || !error.requiresRecentLogin) throw error;
+      await reauthenticate();
+      return action();
+    }
+  }
+
+  // MARK: Leaving
+
+  /** Signs out (`scope`: current (default), others or all). The local session is forgotten unless `others`. */
+  async signOut({ scope = 'current' } = {}) {
+    try {
+      await this.#authorized('POST', '/v1/auth/signout', { json: { scope } });
+    } catch (error) {
+      if (!(error instanceof GatehouseError) || !error.isSignedOut) throw error;
+    }
+    if (scope !== 'others') await this.#clear();
+  }
+
+  /** Deletes the account (recent login). `appleAuthorizationCode` lets Gatehouse revoke at Apple when it holds no Apple token. */
+  async deleteAccount({ reason, appleAuthorizationCode } = {}) {
+    await this.#authorized('DELETE', '/v1/me', { json: body({ reason, apple_authorization_code: appleAuthorizationCode }) });
+    await this.#clear();
+  }
+}

@@ -1,0 +1,200 @@
+// Fake Apple, Google and Firebase over real HTTP on 127.0.0.1, with real RSA keys and real signed
+// JWTs (node:crypto), as Sources/GatehouseTesting/FakeApple.swift etc. do for the Swift tests.
+// Gatehouse is pointed at them with GATEHOUSE_APPLE_URL, GATEHOUSE_GOOGLE_JWKS_URL and
+// GATEHOUSE_FIREBASE_JWKS_URL; the issuers stay the real ones.
+import http from 'node:http';
+import crypto from 'node:crypto';
+
+const b64url = (input) => Buffer.from(input).toString('base64url');
+
+/** An RS256 signing key published as a JWKS. */
+export class KeyRing {
+  constructor(kid) {
+    this.kid = `${kid}-${crypto.randomBytes(4).toString('hex')}`;
+    const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+    this.privateKey = privateKey;
+    this.jwks = { keys: [{ ...publicKey.export({ format: 'jwk' }), kid: this.kid, alg: 'RS256', use: 'sig' }] };
+  }
+
+  mint(claims) {
+    const header = b64url(JSON.stringify({ alg: 'RS256', kid: this.kid, typ: 'JWT' }));
+    const payload = b64url(JSON.stringify(claims));
+    const signature = crypto.sign('sha256', Buffer.from(`${header}.${payload}`), this.privateKey).toString('base64url');
+    return `${header}.${payload}.${signature}`;
+  }
+}
+
+function listen(handler) {
+  return new Promise((resolve, reject) => {
+    const server = http.createServer((req, res) => {
+      const chunks = [];
+      req.on('data', (c) => chunks.push(c));
+      req.on('end', () => {
+        Promise.resolve(handler(req, Buffer.concat(chunks).toString('utf8'), res)).catch((error) => {
+          res.writeHead(500).end(String(error));
+        });
+      });
+    });
+    server.listen(0, '127.0.0.1', () => resolve(server));
+    server.on('error', reject);
+  });
+}
+
+const now = () => Math.floor(Date.now() / 1000);
+const json = (res, status, value) => res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(value));
+
+/**
+ * Sign in with Apple: `/auth/keys`, `/auth/token` (checks the ES256 client secret by a key given
+ * to `registerClient`, redeems each code once), `/auth/revoke`, and `/auth/authorize`, a page with
+ * a "Continue" button that form-posts `state`, `code`, `id_token` and `user` to the
+ * `redirect_uri`, as Apple's `response_mode=form_post` does.
+ */
+export class FakeApple {
+  static issuer = 'https://appleid.apple.com';
+  keys = new KeyRing('apple');
+  clients = new Map(); // key id → {teamID, publicKey}
+  codes = new Map(); // code → {user, clientID, nonce}
+  tokenCalls = [];
+  authorizeCalls = [];
+  errors = [];
+
+  async start() {
+    this.server = await listen((req, text, res) => this.#route(req, text, res));
+    this.url = `http://127.0.0.1:${this.server.address().port}`;
+    return this;
+  }
+
+  stop() { this.server?.close(); this.server?.closeAllConnections?.(); }
+
+  /** A `.p8` key for the app's Apple settings, registered here (a new key id each time: one per app). */
+  makeCredentials({ teamID = 'TEAM123456', keyID = crypto.randomBytes(5).toString('hex').toUpperCase() } = {}) {
+    const { privateKey, publicKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    this.clients.set(keyID, { teamID, publicKey });
+    return { team_id: teamID, key_id: keyID, private_key: privateKey.export({ format: 'pem', type: 'pkcs8' }) };
+  }
+
+  /** An identity token as Apple's native SDKs hand it over (`nonce` verbatim: pass the hash). */
+  identityToken({ sub, aud, email = `${sub}@example.com`, nonce } = {}) {
+    const iat = now();
+    return this.keys.mint({
+      iss: FakeApple.issuer, aud, sub, iat, exp: iat + 600, auth_time: iat, nonce_supported: true,
+      ...(nonce ? { nonce } : {}), ...(email ? { email, email_verified: 'true' } : {}),
+    });
+  }
+
+  /** A single-use authorization code for `user`, redeemable by `clientID` (a native or Apple JS sign-in's `code`). */
+  issueCode(user, clientID, nonce) {
+    const code = `c${crypto.randomBytes(16).toString('hex')}.0.fake`;
+    this.codes.set(code, { user, clientID, nonce });
+    return code;
+  }
+
+  /** The user whom the next `/auth/authorize` page signs in. */
+  nextUser = { sub: '001234.fakeappleuser.0001', email: 'apple.user@example.com', firstName: 'Ada', lastName: 'Lovelace' };
+
+  #route(req, text, res) {
+    const url = new URL(req.url, this.url);
+    if (req.method === 'GET' && url.pathname === '/auth/keys') return json(res, 200, this.keys.jwks);
+    if (req.method === 'POST' && url.pathname === '/auth/token') return this.#token(new URLSearchParams(text), res);
+    if (req.method === 'POST' && url.pathname === '/auth/revoke') return res.writeHead(200).end();
+    if (req.method === 'GET' && url.pathname === '/auth/authorize') return this.#authorize(url.searchParams, res);
+    this.errors.push(`unexpected ${req.method} ${url.pathname}`);
+    res.writeHead(404).end();
+  }
+
+  #authorize(query, res) {
+    this.authorizeCalls.push(Object.fromEntries(query));
+    const user = this.nextUser;
+    const code = `c${crypto.randomBytes(16).toString('hex')}.0.fake`;
+    this.codes.set(code, { user, clientID: query.get('client_id'), nonce: query.get('nonce') });
+    const field = (name, value) => `<input type="hidden" name="${name}" value="${String(value).replace(/&/g, '&amp;').replace(/"/g, '&quot;')}">`;
+    const idToken = this.keys.mint({
+      iss: FakeApple.issuer, aud: query.get('client_id'), sub: user.sub, iat: now(), exp: now() + 600, auth_time: now(),
+      nonce: query.get('nonce'), email: user.email, email_verified: 'true',
+    });
+    const page = `<!doctype html><html><body><h1>Sign in with Apple (fake)</h1>
+<form method="POST" action="${query.get('redirect_uri')}">
+${field('state', query.get('state'))}${field('code', code)}${field('id_token', idToken)}
+${field('user', JSON.stringify({ name: { firstName: user.firstName, lastName: user.lastName }, email: user.email }))}
+<button id="continue" type="submit">Continue</button></form></body></html>`;
+    res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' }).end(page);
+  }
+
+  #token(form, res) {
+    this.tokenCalls.push(Object.fromEntries(form));
+    if (form.get('grant_type') !== 'authorization_code') return json(res, 400, { error: 'unsupported_grant_type' });
+    const clientID = form.get('client_id');
+    if (!this.#clientSecretValid(form.get('client_secret'), clientID)) return json(res, 400, { error: 'invalid_client' });
+    const grant = this.codes.get(form.get('code'));
+    this.codes.delete(form.get('code'));
+    if (!grant || grant.clientID !== clientID) return json(res, 400, { error: 'invalid_grant' });
+    const iat = now();
+    const idToken = this.keys.mint({
+      iss: FakeApple.issuer, aud: clientID, sub: grant.user.sub, iat, exp: iat + 600, auth_time: iat, nonce_supported: true,
+      ...(grant.nonce ? { nonce: grant.nonce } : {}), email: grant.user.email, email_verified: 'true',
+    });
+    json(res, 200, {
+      access_token: `a${crypto.randomBytes(8).toString('hex')}`, token_type: 'Bearer', expires_in: 3600,
+      refresh_token: `r${crypto.randomBytes(8).toString('hex')}`, id_token: idToken,
+    });
+  }
+
+  /** Apple's rule: an ES256 JWT by a registered key, `iss` team, `sub` client id, `aud` Apple, unexpired. */
+  #clientSecretValid(secret, clientID) {
+    try {
+      const [h, p, s] = secret.split('.');
+      const header = JSON.parse(Buffer.from(h, 'base64url'));
+      const claims = JSON.parse(Buffer.from(p, 'base64url'));
+      const client = this.clients.get(header.kid);
+      if (header.alg !== 'ES256' || !client) {
+        this.errors.push(`client secret by unregistered key ${header.kid}`);
+        return false;
+      }
+      const ok = crypto.verify('sha256', Buffer.from(`${h}.${p}`), { key: client.publicKey, dsaEncoding: 'ieee-p1363' }, Buffer.from(s, 'base64url'));
+      return ok && claims.iss === client.teamID && claims.sub === clientID && claims.aud === FakeApple.issuer && claims.exp > now();
+    } catch {
+      return false;
+    }
+  }
+}
+
+/** Google's JWKS and tokens as Google Identity Services hands them to a web page. */
+export class FakeGoogle {
+  keys = new KeyRing('google');
+
+  async start() {
+    this.server = await listen((req, text, res) => json(res, 200, this.keys.jwks));
+    this.jwksURL = `http://127.0.0.1:${this.server.address().port}/oauth2/v3/certs`;
+    return this;
+  }
+
+  stop() { this.server?.close(); this.server?.closeAllConnections?.(); }
+
+  idToken({ sub, aud, email = `${sub}@gmail.example.com`, nonce }) {
+    const iat = now();
+    return this.keys.mint({ iss: 'https://accounts.google.com', aud, sub, iat, exp: iat + 3600, email, email_verified: true, ...(nonce ? { nonce } : {}) });
+  }
+}
+
+/** Firebase's securetoken keys (served as a JWKS) and Firebase ID tokens. */
+export class FakeFirebase {
+  keys = new KeyRing('firebase');
+
+  async start() {
+    this.server = await listen((req, text, res) => json(res, 200, this.keys.jwks));
+    this.jwksURL = `http://127.0.0.1:${this.server.address().port}/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com`;
+    return this;
+  }
+
+  stop() { this.server?.close(); this.server?.closeAllConnections?.(); }
+
+  idToken({ projectID, provider, providerSubject, email }) {
+    const iat = now();
+    const providerID = provider === 'apple' ? 'apple.com' : 'google.com';
+    return this.keys.mint({
+      iss: `https://securetoken.google.com/${projectID}`, aud: projectID, sub: `firebase-${providerSubject}`, iat, exp: iat + 3600, auth_time: iat,
+      user_id: `firebase-${providerSubject}`, email, email_verified: true,
+      firebase: { sign_in_provider: providerID, identities: { [providerID]: [providerSubject], email: [email] } },
+    });
+  }
+}

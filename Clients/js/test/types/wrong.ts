@@ -1,0 +1,6 @@
+// Must NOT compile: the type check's control (a wrong field type and an unknown error code).
+import { Gatehouse, type GatehouseErrorCode } from 'gatehouse-js';
+const gatehouse = new Gatehouse({ url: 'https://auth.example.com', appKey: 'pk_live_example' });
+void gatehouse.signIn({ email: 42, password: 'x' });
+const code: GatehouseErrorCode = 'auth/no-such-code';
+console.log(code);
