@@ -27,11 +27,12 @@ public enum OpenAPIConformance {
         }
     }
 
-    static let script = #"""
+    /// What both scripts start with: the document (argv[1]), its `$ref` resolver, and the one
+    /// format checked (RFC 3339 date-times).
+    static let prelude = #"""
         import json, re, sys
         from jsonschema import Draft202012Validator, FormatChecker, RefResolver
         document = json.load(open(sys.argv[1]))
-        exchanges = json.load(open(sys.argv[2]))
         resolver = RefResolver.from_schema(document)
         formats = FormatChecker(formats=())
         @formats.checks("date-time")
@@ -41,6 +42,11 @@ public enum OpenAPIConformance {
             while isinstance(node, dict) and "$ref" in node:
                 node = resolver.resolve(node["$ref"])[1]
             return node
+
+        """#
+
+    static let script = prelude + #"""
+        exchanges = json.load(open(sys.argv[2]))
         def check(where, schema, text):
             try:
                 value = json.loads(text)
@@ -94,19 +100,7 @@ public enum OpenAPIConformance {
         print(json.dumps(problems))
         """#
 
-    static let examplesScript = #"""
-        import json, re, sys
-        from jsonschema import Draft202012Validator, FormatChecker, RefResolver
-        document = json.load(open(sys.argv[1]))
-        resolver = RefResolver.from_schema(document)
-        formats = FormatChecker(formats=())
-        @formats.checks("date-time")
-        def rfc3339(value):
-            return not isinstance(value, str) or re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)", value) is not None
-        def resolve(node):
-            while isinstance(node, dict) and "$ref" in node:
-                node = resolver.resolve(node["$ref"])[1]
-            return node
+    static let examplesScript = prelude + #"""
         problems = []
         def check(where, schema, value):
             for error in Draft202012Validator(schema, resolver=resolver, format_checker=formats).iter_errors(value):

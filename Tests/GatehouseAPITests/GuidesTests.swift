@@ -32,16 +32,8 @@ struct GuidesTests {
         let folder = NSTemporaryDirectory() + "gatehouse-first-user-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        // scripts/quickstart's server: its defaults, but a fresh database and a free port.
-        let port = ExecutableTests().freePort()
-        let server = try ServerProcess(
-            binary: ExecutableTests().binary, logPath: folder + "/server.log",
-            environment: [
-                "GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/data/gatehouse.db", "GATEHOUSE_LISTEN": "127.0.0.1:\(port)",
-                "GATEHOUSE_TENANTS_DIR": Self.root.appendingPathComponent("Tenants").path,
-            ])
+        let (server, base) = try ServerProcess.withDemoApp(in: folder)
         defer { server.stop() }
-        let base = "http://127.0.0.1:\(port)"
         try server.waitUntilReady(base)
 
         let shell = try Shell(folder: folder)
@@ -173,15 +165,8 @@ struct GuidesTests {
         #expect(blocks.count == 4)
         guard blocks.count >= 2 else { return }
 
-        let port = ExecutableTests().freePort()
-        let server = try ServerProcess(
-            binary: ExecutableTests().binary, logPath: folder + "/server.log",
-            environment: [
-                "GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/gatehouse.db", "GATEHOUSE_LISTEN": "127.0.0.1:\(port)",
-                "GATEHOUSE_TENANTS_DIR": Self.root.appendingPathComponent("Tenants").path,
-            ])
+        let (server, base) = try ServerProcess.withDemoApp(in: folder)
         defer { server.stop() }
-        let base = "http://127.0.0.1:\(port)"
 
         var helper = blocks[0].text
         helper = try Self.replacingLine(starting: "    static let baseURL = ", in: helper, with: "    static let baseURL = URL(string: \"\(base)/v1\")!")
@@ -261,15 +246,8 @@ struct GuidesTests {
         #expect(blocks.count == 5)
         guard blocks.count >= 2 else { return }
 
-        let port = ExecutableTests().freePort()
-        let server = try ServerProcess(
-            binary: ExecutableTests().binary, logPath: folder + "/server.log",
-            environment: [
-                "GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/gatehouse.db", "GATEHOUSE_LISTEN": "127.0.0.1:\(port)",
-                "GATEHOUSE_TENANTS_DIR": Self.root.appendingPathComponent("Tenants").path,
-            ])
+        let (server, base) = try ServerProcess.withDemoApp(in: folder)
         defer { server.stop() }
-        let base = "http://127.0.0.1:\(port)"
 
         var helper = blocks[0].text
         helper = try Self.replacingLine(starting: "const BASE_URL = ", in: helper, with: "const BASE_URL = '\(base)/v1';")
@@ -713,6 +691,19 @@ final class Shell {
 final class ServerProcess {
     let process = Process()
     let logPath: String
+
+    /// `scripts/quickstart`'s server: the demo app from Tenants/, its defaults, but a fresh
+    /// database in `folder` (which also gets the log) and a free port. Returns the base URL too.
+    static func withDemoApp(in folder: String) throws -> (ServerProcess, String) {
+        let port = ExecutableTests().freePort()
+        let server = try ServerProcess(
+            binary: ExecutableTests().binary, logPath: folder + "/server.log",
+            environment: [
+                "GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/data/gatehouse.db", "GATEHOUSE_LISTEN": "127.0.0.1:\(port)",
+                "GATEHOUSE_TENANTS_DIR": GuidesTests.root.appendingPathComponent("Tenants").path,
+            ])
+        return (server, "http://127.0.0.1:\(port)")
+    }
 
     init(binary: String, logPath: String, environment: [String: String]) throws {
         self.logPath = logPath
