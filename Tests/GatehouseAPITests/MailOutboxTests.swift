@@ -52,14 +52,15 @@ struct MailOutboxTests {
         let (server, worker) = try world(kind, clock: clock, sink: sink)
         defer { server.stop() }
         let app = try server.createApp(["name": "Mail Test"])
-        for i in 0..<3 { try queue(server, app: app.id, to: "first\(i)@example.com", key: "first-\(i)") }
-        #expect(try worker.runOnce() == 3)
-        let opened = sink.connectionCount
-        #expect(opened >= 1 && opened <= 3)
-        for i in 0..<3 { try queue(server, app: app.id, to: "second\(i)@example.com", key: "second-\(i)") }
-        #expect(try worker.runOnce() == 3)
-        #expect(try sink.messages().count == 6)
-        #expect(sink.connectionCount == opened, "no new connection for the second batch")
+        // One mail a batch: a batch of several may send in parallel, and how many connections
+        // that opens depends on timing (a loaded machine sent a first batch of three on one
+        // connection, then the second in parallel on new ones).
+        for batch in 0..<3 {
+            try queue(server, app: app.id, to: "batch\(batch)@example.com", key: "batch-\(batch)")
+            #expect(try worker.runOnce() == 1)
+            #expect(sink.connectionCount == 1, "batch \(batch): the first batch's connection, not a new one")
+        }
+        #expect(try sink.messages().count == 3)
     }
 
     @Test(arguments: TestDatabase.kinds)
