@@ -86,6 +86,8 @@ export interface GatehouseOptions {
   lock?: 'auto' | 'web-locks' | 'broadcast' | 'local' | RefreshLock;
   /** Refresh when the access token expires within this many seconds (default 30). */
   refreshLeewaySeconds?: number;
+  /** The server's refresh grace window (`GATEHOUSE_REFRESH_GRACE_SECONDS`, default 10): a refresh whose answer was lost is sent again only well within it. */
+  refreshGraceSeconds?: number;
   /** The storage key of the session (default `gatehouse:<appKey>:session`). */
   storageKey?: string;
 }

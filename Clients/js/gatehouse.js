@@ -117,12 +117,14 @@ class LocalLock {
  * A lock over BroadcastChannel for runtimes without Web Locks. A contender broadcasts a claim and
  * listens for `settleMs`; the oldest claim (then the smallest id) wins, and the holder answers
  * later claims with `held` until it broadcasts `released`. A holder that disappears loses the lock
- * after `leaseMs`. It assumes messages arrive within `settleMs`; should two holders ever overlap,
+ * after `leaseMs` (8 s: less than the server's 10 s refresh grace window, so a tab frozen in a
+ * refresh has not lost its answer to reuse when another takes over). It assumes messages arrive
+ * within `settleMs`; should two holders ever overlap,
  * the server's refresh grace window gives both the same new pair, so nobody is signed out.
  */
 export class BroadcastLock {
   #channel; #id; #local = new LocalLock(); #holder = null; #mine = false; #claims = []; #wake = [];
-  constructor(name, { settleMs = 60, leaseMs = 15000 } = {}) {
+  constructor(name, { settleMs = 60, leaseMs = 8000 } = {}) {
     this.settleMs = settleMs;
     this.leaseMs = leaseMs;
     this.#id = randomID();
@@ -318,8 +320,12 @@ export class Gatehouse {
   #fetch; #lock; #channel = null; #listeners = new Set(); #inflight = null;
 
   constructor(options) {
-    const { url, appKey, mode = 'token', storage, flowStorage, fetch, lock = 'auto', refreshLeewaySeconds = 30, storageKey } = options ?? {};
+    const { url, appKey, mode = 'token', storage, flowStorage, fetch, lock = 'auto', refreshLeewaySeconds = 30, refreshGraceSeconds = 10, storageKey } = options ?? {};
     if (typeof url !== 'string' || !/^https?:\/\//.test(url)) throw new TypeError('url: the Gatehouse base URL, e.g. https://auth.example.com');
+    // Tokens travel in the clear over http: only to this machine (development).
+    if (url.startsWith('http:') && !/^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?(\/|$)/.test(url)) {
+      throw new TypeError('url: https is required (http only for localhost, 127.0.0.1 and [::1])');
+    }
     if (typeof appKey !== 'string' || !appKey) throw new TypeError('appKey: the app key (pk_…)');
     if (mode !== 'token' && mode !== 'cookie') throw new TypeError('mode: "token" or "cookie"');
     this.url = url.replace(/\/+$/, '');
@@ -328,6 +334,7 @@ export class Gatehouse {
     this.storage = storage ?? defaultStorage() ?? new MemoryStorage();
     this.flowStorage = flowStorage ?? defaultFlowStorage(this.storage);
     this.refreshLeewaySeconds = refreshLeewaySeconds;
+    this.refreshGraceSeconds = refreshGraceSeconds;
     this.storageKey = storageKey ?? `gatehouse:${appKey}:session`;
     this.#fetch = fetch ?? globalThis.fetch.bind(globalThis);
     this.#lock = makeLock(lock, `gatehouse:${appKey}:refresh`);
@@ -515,12 +522,16 @@ export class Gatehouse {
     const sent = session?.refreshToken ?? null;
     const json = this.mode === 'cookie' ? {} : { refresh_token: sent };
     let answer;
+    const sentAt = Date.now();
     try {
       answer = await this.#send('POST', '/v1/auth/refresh', { json });
     } catch (error) {
-      if (error.code === 'client/network') {
-        // The answer may have been lost after the server rotated the token: within the grace
-        // window the same token gets the same new pair, so one retry is safe.
+      // The answer may have been lost after the server rotated the token: within the grace
+      // window the same token gets the same new pair, so one retry is safe — but only well
+      // within it. A failure that took longer (a connection that hung, then broke) keeps the
+      // session for a later try instead: past the window, the same token would count as reuse
+      // and end the session everywhere.
+      if (error.code === 'client/network' && Date.now() - sentAt + 250 < (this.refreshGraceSeconds * 1000) / 2) {
         await sleep(250);
         answer = await this.#send('POST', '/v1/auth/refresh', { json });
       } else if (SESSION_ENDING_CODES.has(error.code) || (this.mode === 'cookie' && error.code === 'request/validation-failed')) {

@@ -164,6 +164,33 @@ struct SessionTests {
         #expect(try await appExtension.sessions().count == 1)
     }
 
+    /// One client refreshes; the other, its access token still good, changes the user. Writing
+    /// back its own copy of the session would put the rotated refresh token back in the store,
+    /// and the first client would present it (grace window 0: reuse, the session ended). It
+    /// changes the stored session instead.
+    @Test
+    func aClientChangingTheUserKeepsTheOthersRotatedTokenInTheStore() async throws {
+        let world = try KitWorld { $0.refreshGraceSeconds = 0 }
+        defer { world.stop() }
+        let store = MemorySessionStore()
+        let offset = Locked<TimeInterval>(0)
+        let app = world.client(store: store, now: { Date().addingTimeInterval(offset.value) })
+        let appExtension = world.client(store: store, now: { Date().addingTimeInterval(offset.value) })
+        let created = try await app.signUp(email: "sharing@example.com", password: "correct horse battery")
+        #expect(try await appExtension.me().id == created.user.id)
+
+        try await app.refresh()  // the store has the rotated pair; the extension's copy is older
+        world.clock.advance(seconds: 1)  // past the grace window
+        #expect(try await appExtension.updateProfile(firstName: .set("Ada")).firstName == "Ada")
+
+        world.clock.advance(seconds: 901)
+        offset.set(901)
+        let reuseBefore = try world.metrics()["gatehouse_refresh_reuse_total"] ?? 0
+        #expect(try await app.me().firstName == "Ada")  // refreshed with the token the store kept
+        #expect((try world.metrics()["gatehouse_refresh_reuse_total"] ?? 0) == reuseBefore)
+        #expect(try await appExtension.sessions().count == 1)
+    }
+
     /// The network loses the refresh's answer after the server rotated the token: the client sends
     /// the same token again within the grace window and gets the same new pair, so the session is
     /// not taken for a stolen one. The server saw both requests, rotated once, and counted no reuse.

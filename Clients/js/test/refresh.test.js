@@ -160,3 +160,52 @@ test('cookie mode without a cookie (Node has no cookie jar): refresh says signed
   assert.equal(error?.code, 'client/signed-out');
   web.close();
 });
+
+/** A fetch that loses the answer of the first refresh after the server has rotated: the real
+ * request is sent and answered, then, `delayMs` later, the caller sees a network failure. */
+function losingFirstRefreshAnswer(delayMs) {
+  let lost = false;
+  return async (input, init) => {
+    const answer = await fetch(input, init);
+    if (!lost && String(input).endsWith('/v1/auth/refresh')) {
+      lost = true;
+      await answer.arrayBuffer();
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      throw new TypeError('fetch failed (the answer was lost)');
+    }
+    return answer;
+  };
+}
+
+test('a refresh answer lost at once is sent again within the grace window: the same new pair, no reuse', async () => {
+  const web = await signedIn(new MemoryStorage(), { fetch: losingFirstRefreshAnswer(0), refreshGraceSeconds: 2 });
+  const old = await web.session();
+  const before = await refreshes();
+  const reusesBefore = await env.server.metric('gatehouse_refresh_reuse_total');
+  const next = await web.refresh();
+  assert.notEqual(next.refreshToken, old.refreshToken);
+  assert.equal(await refreshes(), before + 2, 'sent twice: the lost answer and the retry');
+  assert.equal(await env.server.metric('gatehouse_refresh_reuse_total'), reusesBefore);
+  await web.getUser();
+  web.close();
+});
+
+test('a refresh answer lost late (past half the grace window) is not sent again, as GatehouseKit does: the caller gets client/network', async () => {
+  // The server's grace window is 2 s here: a failure seen 1.2 s after sending is past half of it.
+  const web = await signedIn(new MemoryStorage(), { fetch: losingFirstRefreshAnswer(1200), refreshGraceSeconds: 2 });
+  const old = await web.session();
+  const before = await refreshes();
+  const reusesBefore = await env.server.metric('gatehouse_refresh_reuse_total');
+  await assert.rejects(web.refresh(), (error) => error instanceof GatehouseError && error.code === 'client/network');
+  assert.equal(await refreshes(), before + 1, 'not sent again');
+  assert.equal(await env.server.metric('gatehouse_refresh_reuse_total'), reusesBefore);
+  assert.equal((await web.session())?.refreshToken, old.refreshToken, 'the stored session is left as it was');
+  web.close();
+});
+
+test('the base URL must be https, but for this machine', () => {
+  assert.throws(() => new Gatehouse({ url: 'http://auth.example.com', appKey: 'pk_x' }), TypeError);
+  for (const url of ['https://auth.example.com', 'http://localhost:8080', 'http://127.0.0.1:8080', 'http://[::1]:8080']) {
+    new Gatehouse({ url, appKey: 'pk_x', storage: new MemoryStorage(), lock: 'local' }).close();
+  }
+});

@@ -460,7 +460,8 @@ private struct ListPage<Item: Decodable>: Decodable {
 }
 
 /// A web sign-in in progress; see ``GatehouseClient/startAppleWebSignIn(redirectURI:)``.
-public struct AppleWebSignIn: Sendable, Equatable {
+/// Printed, it shows neither its state nor its PKCE verifier.
+public struct AppleWebSignIn: Sendable, Equatable, CustomStringConvertible {
     /// Where to send the browser.
     public let authorizeURL: URL
     /// Where Gatehouse sends the browser back.
@@ -469,6 +470,8 @@ public struct AppleWebSignIn: Sendable, Equatable {
     public let state: String
     /// The PKCE pair: the challenge went out in ``authorizeURL``, the verifier goes to `/v1/auth/exchange`.
     public let pkce: PKCE
+
+    public var description: String { "AppleWebSignIn(redirectURI: \(redirectURI), state: <redacted>, pkce: <redacted>)" }
 }
 
 /// Compares without stopping at the first difference.

@@ -30,6 +30,11 @@ public final class KeychainSessionStore: SessionStore, Sendable {
             kSecAttrAccount as String: account,
         ]
         if let accessGroup { query[kSecAttrAccessGroup as String] = accessGroup }
+        #if os(macOS)
+        // The data-protection keychain, as on iOS: the file-based login keychain macOS uses
+        // otherwise ignores kSecAttrAccessible.
+        query[kSecUseDataProtectionKeychain as String] = true
+        #endif
         return query
     }
 

@@ -58,13 +58,15 @@ public struct AppleNonce: Sendable, Hashable {
 
 /// A PKCE pair (RFC 7636) for the web flow: the verifier stays with the app, the challenge
 /// (`S256`) goes to Gatehouse's `authorize`, and `/v1/auth/exchange` checks one against the other.
-public struct PKCE: Sendable, Hashable {
+public struct PKCE: Sendable, Hashable, CustomStringConvertible {
     /// 43 characters of base64url (32 random bytes), within RFC 7636's 43–128 unreserved characters.
     public let verifier: String
     /// `BASE64URL(SHA-256(verifier))`, unpadded.
     public let challenge: String
     /// Always `S256`.
     public var method: String { "S256" }
+    /// Printed, the verifier is left out: with it, an intercepted code could be exchanged.
+    public var description: String { "PKCE(challenge: \(challenge), method: S256, verifier: <redacted>)" }
 
     /// A new random pair.
     public init() {

@@ -55,6 +55,16 @@ actor SessionManager {
         return session
     }
 
+    /// The session as the store has it now, for a change of one part of it (an access token, the
+    /// user): another process sharing the store (an app extension) may have rotated the refresh
+    /// token since this one last read it, and writing back an older copy would hand out a
+    /// rotated token, which the server counts as reuse.
+    private func latest() throws -> StoredSession? {
+        guard let mine = try current() else { return nil }
+        if let saved = try store.load(), saved.user.id == mine.user.id { session = saved }
+        return session
+    }
+
     /// Keeps the tokens of a sign-in and returns what to tell the caller.
     func install(_ payload: SessionPayload) throws -> SignInResult {
         let stored = makeStored(payload)
@@ -80,7 +90,7 @@ actor SessionManager {
 
     /// A reauthentication's new access token (the refresh token stays).
     func replaceAccessToken(_ token: String, expiresIn: Double) throws {
-        guard var stored = try current() else { throw GatehouseError.notSignedIn }
+        guard var stored = try latest() else { throw GatehouseError.notSignedIn }
         stored.accessToken = token
         stored.accessTokenExpiresAt = now().addingTimeInterval(expiresIn)
         stored.accessTokenLifetime = expiresIn
@@ -91,7 +101,7 @@ actor SessionManager {
 
     /// Keeps the newest user object the server answered.
     func updateUser(_ user: User) {
-        guard var stored = session, stored.user.id == user.id, stored.user != user else { return }
+        guard var stored = (try? latest()) ?? nil, stored.user.id == user.id, stored.user != user else { return }
         stored.user = user
         try? store.save(stored)
         session = stored
