@@ -10,31 +10,7 @@ import Testing
 /// after, and checks they moved by what it did.
 @Suite("Domain and process metrics")
 struct DomainMetricsTests {
-    /// Every sample of a scrape by its series (`name{labels}`), and the scrape's text.
-    struct Scrape {
-        struct Failed: Error { let status: Int }
-        let text: String
-        let samples: [String: Double]
-
-        init(_ server: TestServer) throws {
-            let response = try server.request("GET", "/metrics", bearer: TestServer.adminToken)
-            guard response.status == 200 else { throw Failed(status: response.status) }
-            text = response.text
-            var samples: [String: Double] = [:]
-            for line in text.split(separator: "\n") where !line.hasPrefix("#") {
-                guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
-                samples[String(line[..<space])] = value
-            }
-            self.samples = samples
-        }
-
-        subscript(_ series: String) -> Double { samples[series] ?? 0 }
-
-        /// The `# TYPE` line of `name`.
-        func type(of name: String) -> String? {
-            text.split(separator: "\n").first { $0.hasPrefix("# TYPE \(name) ") }.map { String($0.split(separator: " ")[3]) }
-        }
-    }
+    typealias Scrape = MetricsScrape
 
     @Test(arguments: TestDatabase.kinds)
     func signInsRefreshReuseAndRateLimitsAreCounted(_ kind: TestDatabaseKind) throws {

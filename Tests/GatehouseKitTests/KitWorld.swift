@@ -89,16 +89,7 @@ final class KitWorld: @unchecked Sendable {  // every field is immutable after i
     }
 
     /// Every sample of `/metrics` (platform token), by series.
-    func metrics() throws -> [String: Double] {
-        let response = try server.request("GET", "/metrics", bearer: TestServer.adminToken)
-        guard response.status == 200 else { throw NoCode(description: "/metrics answered \(response.status)") }
-        var samples: [String: Double] = [:]
-        for line in response.text.split(separator: "\n") where !line.hasPrefix("#") {
-            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
-            samples[String(line[..<space])] = value
-        }
-        return samples
-    }
+    func metrics() throws -> [String: Double] { try MetricsScrape(server).samples }
 
     /// `POST /v1/auth/refresh` requests the server answered, whatever their status.
     func refreshRequestsServed() throws -> Double {
@@ -114,13 +105,7 @@ final class KitWorld: @unchecked Sendable {  // every field is immutable after i
     static func hashHex(_ value: String) -> String { Digest.hex(Digest.sha256(Array(value.utf8))) }
 
     /// A real 1×1 PNG (the server checks a photo's bytes).
-    static let png: [UInt8] = {
-        func be(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
-        func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] { be(UInt32(data.count)) + Array(type.utf8) + data + [0, 0, 0, 0] }
-        let end: [UInt8] = [0, 0, 0, 0, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82]
-        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", be(1) + be(1) + [8, 6, 0, 0, 0])
-            + chunk("IDAT", [0x78, 0x9C, 0x63, 0, 0, 0, 1, 0, 1]) + end
-    }()
+    static let png = TinyImages.png()
 }
 
 /// The ``KitError`` a call throws, or nil when it succeeds or throws something else.
