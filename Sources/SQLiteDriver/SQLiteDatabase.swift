@@ -1,20 +1,29 @@
 import CSQLite
 import Foundation
+import GatehouseCore
 import GatehouseSQL
 
 /// The embedded store: one SQLite file in WAL mode behind a pool of connections.
 ///
 /// Every connection runs with `foreign_keys=ON`, `synchronous=NORMAL` and a busy timeout.
 /// Transactions start with `BEGIN IMMEDIATE`, so a writer takes the write lock up front
-/// instead of deadlocking on a lock upgrade; in-process writers also queue on a lock, so they
-/// wait their turn instead of sleeping in SQLite's busy handler.
+/// instead of deadlocking on a lock upgrade.
+///
+/// In-process transactions commit in groups (ADR 0019): SQLite has one writer at a time, so
+/// instead of taking turns at a lock, a thread that finds a write in progress queues its body and
+/// sleeps; the thread that leads the next group runs every queued body, each in a savepoint of
+/// its own, in one `BEGIN IMMEDIATE` … `COMMIT`, and wakes their threads with the outcome. A body
+/// that throws rolls back to its savepoint and no further: the others' work commits. Each thread
+/// gets its own result only after the group's `COMMIT`, as before, so nothing is answered that
+/// is not durable; what a group saves is a lock hand-off, a `BEGIN`, a `COMMIT` and the WAL
+/// frames of the pages every body of the group touched.
 public final class SQLiteDatabase: SQLDatabase {
     /// Always ``SQLDialect/sqlite``.
     public let dialect = SQLDialect.sqlite
     /// The database file.
     public let path: String
     private let pool: ConnectionPool<SQLiteConnection>
-    private let writer = NSLock()
+    private let writes: GroupCommit
     private let busyTimeout: TimeInterval
 
     /// Opens (creating the parent folder and the file when needed) the database at `path`
@@ -42,6 +51,7 @@ public final class SQLiteDatabase: SQLDatabase {
         pool = ConnectionPool(capacity: poolSize, acquireTimeout: max(10, busyTimeout * 2)) { () throws(SQLError) in
             try SQLiteConnection(path: path, busyTimeoutMilliseconds: milliseconds)
         }
+        writes = GroupCommit(pool: pool)
         let first = try SQLiteConnection(path: path, busyTimeoutMilliseconds: milliseconds)
         do throws(SQLError) {
             // Before the first table: a new file gives the pages the maintenance job frees back to
@@ -64,33 +74,53 @@ public final class SQLiteDatabase: SQLDatabase {
         try pool.withConnection { connection in try body(connection) }
     }
 
-    /// `BEGIN IMMEDIATE` … `COMMIT`; `ROLLBACK` and rethrow when `body` throws.
+    /// Runs `body` in a savepoint of the next group's `BEGIN IMMEDIATE` … `COMMIT` (see the type's
+    /// documentation) and returns once that group has committed. A throw from `body` rolls back
+    /// what it did and is rethrown; a failed `BEGIN` or `COMMIT` is thrown to every body of its
+    /// group. A body not started within the busy timeout fails with ``SQLError/Kind/busy``.
     public func transaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
-        guard writer.lock(before: Date(timeIntervalSinceNow: busyTimeout)) else {
-            throw SQLError(kind: .busy, message: "timed out waiting for the SQLite write lock")
-        }
-        defer { writer.unlock() }
-        return try pool.withConnection { connection in
-            try connection.executeScript("BEGIN IMMEDIATE")
-            let result: T
+        try withoutActuallyEscaping(body) { body in
+            var outcome: Result<T, any Error>?
+            // A body may run on another thread: it keeps its request's log context there.
+            let context = RequestLogContext.current
+            let write = QueuedWrite { connection in
+                outcome = RequestLogContext.$current.withValue(context) { Self.inSavepoint(connection, body) }
+            }
             do {
-                result = try body(connection)
-                try connection.executeScript("COMMIT")
+                try writes.run(write, timeout: busyTimeout)
             } catch {
-                rollback(connection)
+                // A body whose own failure lost the group says why; the others say what happened to them.
+                if case .failure(let own)? = outcome { throw own }
                 throw error
             }
-            return result
+            guard let outcome else { throw SQLError(kind: .other, message: "a queued transaction ended without running") }
+            return try outcome.get()
         }
     }
 
-    private func rollback(_ connection: SQLiteConnection) {
-        // SQLite may already have rolled back (e.g. after SQLITE_FULL); ROLLBACK would then fail.
-        guard connection.inTransaction else { return }
+    /// `body` between `SAVEPOINT` and `RELEASE`; rolled back to the savepoint when it throws.
+    private static func inSavepoint<T>(_ connection: SQLiteConnection, _ body: (any SQLConnection) throws -> T) -> Result<T, any Error> {
         do {
-            try connection.executeScript("ROLLBACK")
+            try connection.execute("SAVEPOINT grouped")
         } catch {
-            connection.poisoned = true
+            return .failure(error)
+        }
+        do {
+            let result = try body(connection)
+            try connection.execute("RELEASE grouped")
+            return .success(result)
+        } catch {
+            // Some failures (SQLITE_FULL, an I/O error) end the whole transaction: the group sees
+            // that (`inTransaction` false) and fails every body of it.
+            if connection.inTransaction {
+                do {
+                    try connection.execute("ROLLBACK TO grouped")
+                    try connection.execute("RELEASE grouped")
+                } catch {
+                    connection.poisoned = true
+                }
+            }
+            return .failure(error)
         }
     }
 
@@ -101,6 +131,9 @@ public final class SQLiteDatabase: SQLDatabase {
     public func close() {
         pool.close()
     }
+
+    /// How many transactions shared each commit so far, and how many wait for the next.
+    public var groupCommitStatistics: GroupCommitStatistics { writes.statistics }
 
     /// Open, in-use and waiting counts of the pool.
     public var poolStatistics: PoolStatistics { pool.statistics }

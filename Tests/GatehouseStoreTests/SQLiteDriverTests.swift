@@ -1,4 +1,6 @@
+import Foundation
 import GatehouseSQL
+import SQLiteDriver
 import Testing
 
 @Suite struct SQLiteDriverTests {
@@ -21,6 +23,61 @@ import Testing
             #expect(first == expected)
             #expect(second == expected)
             #expect(test.database.poolStatistics.size == 2)
+        }
+    }
+
+    /// Transactions that arrive while one runs wait, and then commit together in one group.
+    @Test func transactionsQueuedBehindAWriteCommitAsOneGroup() throws {
+        try withDatabase(.sqlite, poolSize: 4) { test in
+            let db = try #require(test.database as? SQLiteDatabase)
+            try createContractSchema(db)
+            let before = db.groupCommitStatistics
+            let leaderStarted = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            let failures = Failures()
+            let done = DispatchGroup()
+            done.enter()
+            Thread {
+                do {
+                    try db.transaction { connection in
+                        try connection.execute("INSERT INTO items (id) VALUES (\("leader"))")
+                        leaderStarted.signal()
+                        release.wait()
+                    }
+                } catch {
+                    failures.record("leader: \(error)")
+                }
+                done.leave()
+            }.start()
+            leaderStarted.wait()
+            for index in 1...5 {
+                done.enter()
+                Thread {
+                    do {
+                        try db.transaction { connection in
+                            try connection.execute("INSERT INTO items (id) VALUES (\("follower-\(index)"))")
+                            if index == 3 { throw Marker() }
+                        }
+                        if index == 3 { failures.record("follower 3 committed") }
+                    } catch {
+                        if index != 3 || !(error is Marker) { failures.record("follower \(index): \(error)") }
+                    }
+                    done.leave()
+                }.start()
+            }
+            // All five wait for the group the leader is running.
+            let deadline = Date().addingTimeInterval(10)
+            while db.groupCommitStatistics.queued < 5, Date() < deadline { usleep(1_000) }
+            #expect(db.groupCommitStatistics.queued == 5)
+            release.signal()
+            done.wait()
+            #expect(failures.all == [])
+            let after = db.groupCommitStatistics
+            #expect(after.groups - before.groups == 2)
+            #expect(after.transactions - before.transactions == 6)
+            #expect(after.queued == 0)
+            let ids = try db.query("SELECT id FROM items ORDER BY id").map { try $0.string("id") }
+            #expect(ids == ["follower-1", "follower-2", "follower-4", "follower-5", "leader"])
         }
     }
 }

@@ -223,6 +223,51 @@ import Testing
         }
     }
 
+    /// On SQLite these transactions share commits (group commit): each must still get its own
+    /// result, and one that throws must lose its own writes and nobody else's.
+    @Test(arguments: DatabaseKind.all)
+    func concurrentTransactionsThatFailLoseOnlyTheirOwnWrites(kind: DatabaseKind) throws {
+        try withDatabase(kind, poolSize: 4) { test in
+            let db = test.database
+            try createContractSchema(db)
+            try db.execute("INSERT INTO counters (name, value) VALUES (\("hits"), \(0))")
+            let perThread = 30
+            let failures = Failures()
+            onThreads(8) { thread in
+                for index in 0..<perThread {
+                    let id = "t\(thread)-\(index)"
+                    do {
+                        let returned = try db.transaction { connection -> String in
+                            try connection.execute("INSERT INTO items (id, amount) VALUES (\(id), \(index))")
+                            try connection.execute("UPDATE counters SET value = value + 1 WHERE name = \("hits")")
+                            switch index % 3 {
+                            case 1: throw Marker()
+                            case 2: try connection.execute("INSERT INTO items (id) VALUES (\(id))")  // its own id again: a unique violation
+                            default: break
+                            }
+                            return try connection.query("SELECT id FROM items WHERE id = \(id)").first!.string("id")
+                        }
+                        if index % 3 != 0 { failures.record("\(id) committed") }
+                        if returned != id { failures.record("\(id) got \(returned)") }
+                    } catch is Marker {
+                        if index % 3 != 1 { failures.record("\(id) threw Marker") }
+                    } catch let error as SQLError where error.kind == .uniqueViolation {
+                        if index % 3 != 2 { failures.record("\(id) threw \(error)") }
+                    } catch {
+                        failures.record("\(id): \(error)")
+                    }
+                }
+            }
+            #expect(failures.all == [])
+            let committed = 8 * ((perThread + 2) / 3)
+            #expect(try db.query("SELECT value FROM counters").first?.int("value") == committed)
+            let ids = try db.query("SELECT id FROM items").map { try $0.string("id") }
+            #expect(ids.count == committed)
+            #expect(ids.allSatisfy { Int($0.split(separator: "-")[1])! % 3 == 0 })
+            #expect(db.poolStatistics.inUse == 0)
+        }
+    }
+
     @Test(arguments: DatabaseKind.all)
     func returningGivesTheWrittenRow(kind: DatabaseKind) throws {
         try withDatabase(kind) { test in

@@ -1,0 +1,171 @@
+import Foundation
+import GatehouseSQL
+
+/// How many transactions shared a commit (``SQLiteDatabase/groupCommitStatistics``).
+public struct GroupCommitStatistics: Sendable, Equatable {
+    /// `BEGIN IMMEDIATE` … `COMMIT` groups run (committed or not).
+    public var groups: Int
+    /// Transaction bodies taken into those groups.
+    public var transactions: Int
+    /// Transactions waiting for the next group now.
+    public var queued: Int
+}
+
+/// One transaction body on its way through a ``GroupCommit``.
+///
+/// `@unchecked Sendable`: `work`, `state` and `failure` are read and written only under the
+/// group commit's lock; the semaphore is thread-safe.
+final class QueuedWrite: @unchecked Sendable {
+    fileprivate enum State {
+        /// Waiting in the queue; its owner may withdraw it when its deadline passes.
+        case queued
+        /// At the head of the queue with no group running: its owner runs the next group.
+        case leading
+        /// Taken into a group.
+        case running
+        /// Its group committed, or failed with `failure`.
+        case done
+    }
+
+    /// Runs the body (in a savepoint) on the group's connection. Taken, and so released, before
+    /// the owner is woken: the owner's closure must not outlive its call.
+    fileprivate var work: ((SQLiteConnection) -> Void)?
+    fileprivate var state = State.queued
+    fileprivate var failure: (any Error)?
+    fileprivate let wake = DispatchSemaphore(value: 0)
+
+    init(_ work: @escaping (SQLiteConnection) -> Void) { self.work = work }
+}
+
+/// SQLite's single writer, shared by the threads that write (see ``SQLiteDatabase``): the thread
+/// whose write finds no group running leads one; it takes the queued writes (its own first, then
+/// up to ``largestGroup`` in all, in arrival order), runs them one after another on one pooled
+/// connection inside one `BEGIN IMMEDIATE` … `COMMIT`, wakes their threads, and hands the lead to
+/// the oldest write still queued, whose thread runs the next group.
+///
+/// `@unchecked Sendable`: `queue` and `leading` are read and written only while holding `lock`.
+final class GroupCommit: @unchecked Sendable {
+    /// The most bodies in one transaction: enough to share a commit among every HTTP thread,
+    /// few enough that a group holds SQLite's write lock (which autocommit writers and other
+    /// processes wait for in SQLite's busy handler) for milliseconds, not more.
+    static let largestGroup = 32
+
+    private let pool: ConnectionPool<SQLiteConnection>
+    private let lock = NSLock()
+    private var queue: [QueuedWrite] = []
+    private var leading = false
+    private var groups = 0
+    private var bodies = 0
+
+    init(pool: ConnectionPool<SQLiteConnection>) { self.pool = pool }
+
+    /// Groups run and bodies taken into them since the start, and the writes queued now.
+    var statistics: GroupCommitStatistics {
+        lock.lock()
+        defer { lock.unlock() }
+        return GroupCommitStatistics(groups: groups, transactions: bodies, queued: queue.count)
+    }
+
+    /// Queues `write` and returns once its group has committed; throws the group's failure, or
+    /// ``SQLError/Kind/busy`` when no group took the write within `timeout`.
+    func run(_ write: QueuedWrite, timeout: TimeInterval) throws {
+        let deadline = DispatchTime.now() + timeout
+        var waitUntil = deadline
+        lock.lock()
+        queue.append(write)
+        if !leading {
+            leading = true
+            write.state = .leading
+        }
+        lock.unlock()
+        while true {
+            lock.lock()
+            let state = write.state
+            let failure = write.failure
+            lock.unlock()
+            switch state {
+            case .done:
+                if let failure { throw failure }
+                return
+            case .leading:
+                lead()
+            case .queued, .running:
+                guard write.wake.wait(timeout: waitUntil) == .timedOut else { continue }
+                lock.lock()
+                if write.state == .queued, let index = queue.firstIndex(where: { $0 === write }) {
+                    queue.remove(at: index)
+                    write.work = nil
+                    write.state = .done
+                    lock.unlock()
+                    throw SQLError(kind: .busy, message: "timed out waiting for the SQLite write lock")
+                }
+                lock.unlock()
+                // Taken into a group (or leading) meanwhile: it will finish, so wait for it.
+                waitUntil = .distantFuture
+            }
+        }
+    }
+
+    /// Runs one group: the writes queued now, the leader's own first.
+    private func lead() {
+        lock.lock()
+        let group = Array(queue.prefix(Self.largestGroup))
+        queue.removeFirst(group.count)
+        var works: [(SQLiteConnection) -> Void] = []
+        works.reserveCapacity(group.count)
+        groups += 1
+        bodies += group.count
+        for write in group {
+            write.state = .running
+            if let work = write.work { works.append(work) }
+            write.work = nil
+        }
+        lock.unlock()
+
+        let failure = commit(works)
+        works.removeAll()
+
+        lock.lock()
+        for write in group {
+            write.state = .done
+            write.failure = failure
+        }
+        let next = queue.first
+        if let next { next.state = .leading } else { leading = false }
+        lock.unlock()
+        for write in group { write.wake.signal() }
+        next?.wake.signal()
+    }
+
+    /// `BEGIN IMMEDIATE`, every body, `COMMIT`; the error that lost the whole group, if any.
+    private func commit(_ works: [(SQLiteConnection) -> Void]) -> (any Error)? {
+        do {
+            try pool.withConnection { connection in
+                try connection.executeScript("BEGIN IMMEDIATE")
+                do {
+                    for work in works {
+                        work(connection)
+                        // SQLite ends the whole transaction on some errors (SQLITE_FULL, I/O): then
+                        // the bodies before this one were rolled back too.
+                        guard connection.inTransaction else {
+                            throw SQLError(kind: .connection, message: "SQLite rolled the transaction back after an error; nothing of it was saved")
+                        }
+                    }
+                    try connection.executeScript("COMMIT")
+                } catch {
+                    if connection.inTransaction {
+                        do {
+                            try connection.executeScript("ROLLBACK")
+                        } catch {
+                            connection.poisoned = true
+                        }
+                    }
+                    throw error
+                }
+            }
+            return nil
+        } catch {
+            return error
+        }
+    }
+}
