@@ -230,14 +230,32 @@ final class APIResponder: HTTPResponder {
     /// store it, and C code downstream would cut the value short at it; so it is refused here,
     /// before any lookup (JSON bodies: `Request.jsonBody`).
     static func fieldWithNUL(_ request: HTTPRequest) -> String? {
-        if request.path.utf8.contains(0) || request.path.contains("%00") { return "path" }
-        if let parameter = request.query.first(where: { $0.name.utf8.contains(0) || $0.value.utf8.contains(0) }) {
+        if hasNUL(request.path) || hasEncodedNUL(request.path) { return "path" }
+        if let parameter = request.query.first(where: { hasNUL($0.name) || hasNUL($0.value) }) {
             return String(parameter.name.prefix { $0 != "\u{0}" })
         }
-        for (name, value) in request.headers where name.utf8.contains(0) || value.utf8.contains(0) {
+        for (name, value) in request.headers where hasNUL(name) || hasNUL(value) {
             return String(name.prefix { $0 != "\u{0}" })
         }
         return nil
+    }
+
+    /// Runs on every header of every request: `memchr` over the UTF-8 bytes where Swift can lend them.
+    private static func hasNUL(_ text: String) -> Bool {
+        text.utf8.withContiguousStorageIfAvailable { bytes in
+            guard let start = bytes.baseAddress, !bytes.isEmpty else { return false }
+            return memchr(start, 0, bytes.count) != nil
+        } ?? text.utf8.contains(0)
+    }
+
+    /// `%00` in `path`, byte-wise (`String.contains` goes through Foundation here).
+    private static func hasEncodedNUL(_ path: String) -> Bool {
+        var previous: (UInt8, UInt8) = (0, 0)
+        for byte in path.utf8 {
+            if previous == (UInt8(ascii: "%"), UInt8(ascii: "0")), byte == UInt8(ascii: "0") { return true }
+            previous = (previous.1, byte)
+        }
+        return false
     }
 
     private func hasBody(_ request: HTTPRequest) -> Bool {

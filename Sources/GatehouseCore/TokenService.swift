@@ -60,13 +60,20 @@ public final class TokenService: Sendable {
         return (token, ttl)
     }
 
+    private static func isASCII(_ text: String) -> Bool {
+        text.utf8.withContiguousStorageIfAvailable { bytes in
+            // OR-ing every byte vectorises; a per-byte early exit does not.
+            bytes.reduce(0, |) < 0x80
+        } ?? text.utf8.allSatisfy { $0 < 0x80 }
+    }
+
     /// Checks an access token of `app`: signature with one of the app's published keys and the
     /// app's algorithm only, issuer, audience, expiry (no leeway), and that its session has not ended.
     public func verifyAccessToken(_ token: String, app: AppContext) throws(GatehouseError) -> AccessClaims {
         let claims: AccessClaims
         // Swift compares strings by canonical equivalence (U+212A KELVIN SIGN equals "K"): only an
         // ASCII token, as every valid one is, may match a remembered one, so a match is byte for byte.
-        if token.utf8.allSatisfy({ $0 < 0x80 }), let known = verified.lookup(token), known.app == app.id, known.algorithm == app.settings.signingAlgorithm,
+        if Self.isASCII(token), let known = verified.lookup(token), known.app == app.id, known.algorithm == app.settings.signingAlgorithm,
             let key = app.verificationKeys[known.kid], key === known.key
         {
             // Checked before, byte for byte, against a key the app still publishes.
@@ -154,7 +161,12 @@ final class VerifiedTokens: Sendable {
         }
     }
 
+    /// By a character of the signature rather than a second hash of the whole token (the lookup
+    /// hashes it once): a remembered token was signed with an app's key, so its signature is random; its
+    /// second-to-last base64url character carries six of its bits (the last may carry two).
     private func shard(_ token: String) -> Shard {
-        shards[Int(UInt(bitPattern: token.hashValue) % UInt(shards.count))]
+        let utf8 = token.utf8
+        guard utf8.count >= 2 else { return shards[0] }
+        return shards[Int(utf8[utf8.index(utf8.endIndex, offsetBy: -2)]) % shards.count]
     }
 }

@@ -43,14 +43,17 @@ public enum Digest {
     }
 
     /// Lowercase hexadecimal text of `bytes`, two characters per byte.
-    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var output = [UInt8]()
-        output.reserveCapacity(bytes.underestimatedCount * 2)
-        for byte in bytes {
-            output.append(digits[Int(byte >> 4)])
-            output.append(digits[Int(byte & 0x0F)])
+    public static func hex(_ bytes: some Collection<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: bytes.count * 2) { output in
+            var next = 0
+            for byte in bytes {
+                output[next] = hexDigit(byte >> 4)
+                output[next + 1] = hexDigit(byte & 0x0F)
+                next += 2
+            }
+            return next
         }
-        return String(decoding: output, as: UTF8.self)
     }
+
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 0x30 + nibble : 0x57 + nibble }
 }

@@ -12,15 +12,17 @@
 ///   (RFC 9110 asks every server for both; libmicrohttpd sends no body to a `HEAD`), unless that
 ///   route was added with `head: false`.
 public struct Router<Handler: Sendable>: Sendable {
+    /// What matching reads, apart from the handlers: not generic, so it is read in place.
     private struct Route: Sendable {
         let method: String
         let pattern: String
         let path: PathPattern
-        let handler: Handler
         let answersHead: Bool
     }
 
     private var routes: [Route] = []
+    /// `handlers[i]` answers `routes[i]`.
+    private var handlers: [Handler] = []
     /// Route indices by their number of segments: a path is only compared with routes of its length.
     private var routesByLength: [Int: [Int]] = [:]
 
@@ -40,30 +42,30 @@ public struct Router<Handler: Sendable>: Sendable {
             !routes.contains { $0.method == method && $0.path.shape == path.shape },
             "Router: duplicate route \(method) \(pattern)")
         routesByLength[path.segments.count, default: []].append(routes.count)
-        routes.append(Route(method: method, pattern: pattern, path: path, handler: handler, answersHead: method == "GET" && head))
+        routes.append(Route(method: method, pattern: pattern, path: path, answersHead: method == "GET" && head))
+        handlers.append(handler)
     }
 
     /// Finds the route for `method` and `path` (the path without its query string).
     public func match(method: String, path: String) -> RouteMatch<Handler> {
         guard path.utf8.first == UInt8(ascii: "/") else { return .notFound }
         let pathSegments = path.utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        let candidates = routesByLength[pathSegments.count] ?? []
         var best: (index: Int, parameters: [String: String])?
-        var allowed: Set<String> = []
         let isHead = method == "HEAD"
-        for index in routesByLength[pathSegments.count] ?? [] {
-            let route = routes[index]
-            guard let parameters = route.path.bind(pathSegments) else { continue }
-            guard route.method == method || (isHead && route.answersHead) else {
-                allowed.insert(route.method)
-                if route.answersHead { allowed.insert("HEAD") }
-                continue
-            }
-            if let current = best, !route.path.isMoreSpecific(than: routes[current.index].path) { continue }
+        for index in candidates where routes[index].method == method || (isHead && routes[index].answersHead) {
+            if let current = best, !routes[index].path.isMoreSpecific(than: routes[current.index].path) { continue }
+            guard let parameters = routes[index].path.bind(pathSegments) else { continue }
             best = (index, parameters)
         }
         if let best {
-            let route = routes[best.index]
-            return .matched(route.handler, parameters: best.parameters, pattern: route.pattern)
+            return .matched(handlers[best.index], parameters: best.parameters, pattern: routes[best.index].pattern)
+        }
+        // Only a miss pays for the methods the path would take.
+        var allowed: Set<String> = []
+        for index in candidates where routes[index].path.bind(pathSegments) != nil {
+            allowed.insert(routes[index].method)
+            if routes[index].answersHead { allowed.insert("HEAD") }
         }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed.sorted())
     }
