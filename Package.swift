@@ -32,7 +32,7 @@ let package = Package(
             name: "GatehouseMigrations", path: "Migrations",
             exclude: [], resources: [.copy("sql")], swiftSettings: strict),
         .target(name: "GatehouseSQL", dependencies: ["GatehouseCore", "GatehouseMigrations"], swiftSettings: strict),
-        .target(name: "SQLiteDriver", dependencies: ["GatehouseSQL", "CSQLite"], swiftSettings: strict),
+        .target(name: "SQLiteDriver", dependencies: ["GatehouseCore", "GatehouseSQL", "CSQLite"], swiftSettings: strict),
         .target(name: "PostgresDriver", dependencies: ["GatehouseSQL", "CPostgres"], swiftSettings: strict),
         .target(name: "GatehouseHTTP", dependencies: ["GatehouseCore", "GatehouseCrypto", "CMicroHTTPD"], swiftSettings: strict),
         .target(name: "GatehouseCurl", dependencies: ["CCurl"], swiftSettings: strict),

@@ -18,8 +18,10 @@ public protocol SQLDatabase: Sendable {
     /// Borrows a connection for the duration of `body` (autocommit: each statement commits).
     /// Blocks while the pool is exhausted; throws ``SQLError/Kind/busy`` after a timeout.
     func withConnection<T>(_ body: (any SQLConnection) throws -> T) throws -> T
-    /// Runs `body` in a transaction: `BEGIN` (SQLite: `BEGIN IMMEDIATE`) … `COMMIT`, or
-    /// `ROLLBACK` when `body` throws, then rethrows its error.
+    /// Runs `body` in a transaction and returns once it has committed: `BEGIN` … `COMMIT`, or
+    /// `ROLLBACK` when `body` throws, then rethrows its error. On SQLite, transactions that
+    /// arrive together share one `BEGIN IMMEDIATE` … `COMMIT`, each in a savepoint that a throw
+    /// rolls back (ADR 0019). `body` must not end the transaction itself nor open another.
     func transaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T
     /// Cheap liveness probe for `/readyz`: `true` when `SELECT 1` succeeds.
     func ping() -> Bool

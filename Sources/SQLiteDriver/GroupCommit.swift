@@ -13,8 +13,12 @@ public struct GroupCommitStatistics: Sendable, Equatable {
 
 /// One transaction body on its way through a ``GroupCommit``.
 ///
-/// `@unchecked Sendable`: `work`, `state` and `failure` are read and written only under the
-/// group commit's lock; the semaphore is thread-safe.
+/// `@unchecked Sendable`: `state` and `failure` are read and written only under the group
+/// commit's lock, and `work` is set to nil only under it; the semaphore is thread-safe. `work`
+/// itself runs outside the lock, on the leader's thread, over state that is not `Sendable` (the
+/// caller's body and the box its result goes into): that is race-free because its owner is
+/// blocked in ``GroupCommit/run(_:timeout:)`` meanwhile, and the lock orders the leader's writes
+/// (the result, then `state = .done`) before the owner reads them.
 final class QueuedWrite: @unchecked Sendable {
     fileprivate enum State {
         /// Waiting in the queue; its owner may withdraw it when its deadline passes.
@@ -32,9 +36,14 @@ final class QueuedWrite: @unchecked Sendable {
     fileprivate var work: ((SQLiteConnection) -> Void)?
     fileprivate var state = State.queued
     fileprivate var failure: (any Error)?
+    /// Whether this body's own failure lost its group (then its own error says why). Set with
+    /// `failure`; read by the owner once ``GroupCommit/run(_:timeout:)`` has returned or thrown.
+    private(set) var endedGroup = false
     fileprivate let wake = DispatchSemaphore(value: 0)
 
     init(_ work: @escaping (SQLiteConnection) -> Void) { self.work = work }
+
+    fileprivate func markEndedGroup(_ ended: Bool) { endedGroup = ended }
 }
 
 /// SQLite's single writer, shared by the threads that write (see ``SQLiteDatabase``): the thread
@@ -67,7 +76,9 @@ final class GroupCommit: @unchecked Sendable {
     }
 
     /// Queues `write` and returns once its group has committed; throws the group's failure, or
-    /// ``SQLError/Kind/busy`` when no group took the write within `timeout`.
+    /// ``SQLError/Kind/busy`` when no group took the write within `timeout`. Once a group has
+    /// taken it, it waits for that group however long it takes: the body borrows its caller's
+    /// closure, which must not outlive this call.
     func run(_ write: QueuedWrite, timeout: TimeInterval) throws {
         let deadline = DispatchTime.now() + timeout
         var waitUntil = deadline
@@ -122,13 +133,14 @@ final class GroupCommit: @unchecked Sendable {
         }
         lock.unlock()
 
-        let failure = commit(works)
+        let (failure, culprit) = commit(works)
         works.removeAll()
 
         lock.lock()
-        for write in group {
+        for (index, write) in group.enumerated() {
             write.state = .done
             write.failure = failure
+            write.markEndedGroup(index == culprit)
         }
         let next = queue.first
         if let next { next.state = .leading } else { leading = false }
@@ -137,18 +149,22 @@ final class GroupCommit: @unchecked Sendable {
         next?.wake.signal()
     }
 
-    /// `BEGIN IMMEDIATE`, every body, `COMMIT`; the error that lost the whole group, if any.
-    private func commit(_ works: [(SQLiteConnection) -> Void]) -> (any Error)? {
+    /// `BEGIN IMMEDIATE`, every body, `COMMIT`; the error that lost the whole group, if any, and
+    /// the index of the body whose own failure lost it.
+    private func commit(_ works: [(SQLiteConnection) -> Void]) -> (failure: (any Error)?, culprit: Int?) {
+        var culprit: Int?
         do {
             try pool.withConnection { connection in
                 try connection.executeScript("BEGIN IMMEDIATE")
                 do {
-                    for work in works {
+                    for (index, work) in works.enumerated() {
                         work(connection)
                         // SQLite ends the whole transaction on some errors (SQLITE_FULL, I/O): then
-                        // the bodies before this one were rolled back too.
-                        guard connection.inTransaction else {
-                            throw SQLError(kind: .connection, message: "SQLite rolled the transaction back after an error; nothing of it was saved")
+                        // the bodies before this one were rolled back too. A body whose savepoint
+                        // could not be rolled back (`poisoned`) left writes that must not commit.
+                        guard connection.inTransaction, !connection.poisoned else {
+                            culprit = index
+                            throw SQLError(kind: .connection, message: "a transaction of the same group failed and the database rolled it back with this one; nothing of it was saved")
                         }
                     }
                     try connection.executeScript("COMMIT")
@@ -163,9 +179,9 @@ final class GroupCommit: @unchecked Sendable {
                     throw error
                 }
             }
-            return nil
+            return (nil, nil)
         } catch {
-            return error
+            return (error, culprit)
         }
     }
 }

@@ -78,6 +78,7 @@ public final class SQLiteDatabase: SQLDatabase {
     /// documentation) and returns once that group has committed. A throw from `body` rolls back
     /// what it did and is rethrown; a failed `BEGIN` or `COMMIT` is thrown to every body of its
     /// group. A body not started within the busy timeout fails with ``SQLError/Kind/busy``.
+    /// `body` must not end the transaction itself (`COMMIT`, `ROLLBACK`, `END`) nor open another.
     public func transaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         try withoutActuallyEscaping(body) { body in
             var outcome: Result<T, any Error>?
@@ -89,8 +90,10 @@ public final class SQLiteDatabase: SQLDatabase {
             do {
                 try writes.run(write, timeout: busyTimeout)
             } catch {
-                // A body whose own failure lost the group says why; the others say what happened to them.
-                if case .failure(let own)? = outcome { throw own }
+                // A group that failed fails every body of it, even one that failed on its own: that
+                // error may rest on another body's writes, which never committed. Only the body
+                // whose own failure lost the group says why.
+                if write.endedGroup, case .failure(let own)? = outcome { throw own }
                 throw error
             }
             guard let outcome else { throw SQLError(kind: .other, message: "a queued transaction ended without running") }
