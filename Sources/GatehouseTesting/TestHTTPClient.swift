@@ -63,6 +63,11 @@ public enum TestHTTPClient {
         gh_curl_setopt_ptr(handle, CURLOPT_HTTPHEADER, list)
         if let body {
             gh_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
+            // Above 1 MiB curl announces the body (`Expect: 100-continue`) and, by default, sends it
+            // anyway after 1 s without an answer. A server that refuses it at once (413 on its
+            // Content-Length) then closes the connection under a body still being sent, and on a
+            // busy machine curl reports that send error instead of the 413: wait for the answer.
+            gh_curl_setopt_long(handle, CURLOPT_EXPECT_100_TIMEOUT_MS, 15_000)
             // COPYPOSTFIELDS copies the bytes, so the buffer need not outlive the call.
             let bytes = body.isEmpty ? [0] : body
             bytes.withUnsafeBufferPointer { buffer in
