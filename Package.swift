@@ -59,7 +59,7 @@ let package = Package(
             dependencies: ["GatehouseAPI", "CCurl"],
             swiftSettings: strict),
 
-        .testTarget(name: "GatehouseCryptoTests", dependencies: ["GatehouseCrypto"], swiftSettings: strict),
+        .testTarget(name: "GatehouseCryptoTests", dependencies: ["GatehouseCrypto", "CArgon2"], swiftSettings: strict),
         .testTarget(
             name: "GatehouseStoreTests",
             dependencies: ["GatehouseSQL", "SQLiteDriver", "PostgresDriver", "GatehouseTesting"],

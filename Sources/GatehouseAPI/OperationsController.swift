@@ -1,4 +1,5 @@
 import GatehouseCore
+import GatehouseCrypto
 import GatehouseHTTP
 
 /// Health, readiness and metrics for operators and load balancers.
@@ -29,12 +30,15 @@ struct OperationsController {
         try auth.platform(request)
         let pool = store.connections
         let queue = try store.outbox.statistics(now: clock.nowMillis())
+        let argon2Memory = Argon2idMemory.mappedBytes
         let text = metrics.render(
             gauges: [
                 ("gatehouse_db_pool_connections", "Database connections open in the pool.", Double(pool.open)),
                 ("gatehouse_db_pool_in_use", "Database connections in use.", Double(pool.inUse)),
                 ("gatehouse_db_pool_waiting", "Requests waiting for a database connection.", Double(pool.waiting)),
                 ("gatehouse_password_hash_queue_depth", "Password hashes waiting for a hash thread on this node.", Double(hasher.queueDepth)),
+                ("gatehouse_password_hash_memory_bytes", "Memory mapped for argon2id's work areas on this node, in use or kept for the next hashes.",
+                 Double(argon2Memory.kept + argon2Memory.lent)),
                 ("gatehouse_outbox_queued", "Outbox items neither delivered nor dead, on every node.", Double(queue.queued)),
                 ("gatehouse_outbox_in_flight", "Outbox items a worker holds now, on every node.", Double(queue.inFlight)),
                 ("gatehouse_outbox_dead", "Dead letters kept in the outbox.", Double(queue.dead)),

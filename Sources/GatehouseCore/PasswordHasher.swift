@@ -4,9 +4,10 @@ import GatehouseCrypto
 import Synchronization
 
 /// argon2id on its own few threads: `permits` dedicated threads (about one per core) compute every
-/// hash, so a flood of sign-ins queues here instead of starving refreshes and `/me` of CPU, and
-/// argon2's 19 MiB work areas stay in those threads' allocator arenas instead of one per HTTP
-/// worker (which kept ~19 MiB per worker resident). A caller blocks its thread while it waits (the
+/// hash, so a flood of sign-ins queues here instead of starving refreshes and `/me` of CPU, and at
+/// most `permits` of argon2's 19 MiB work areas exist at once. They are kept for the next hashes
+/// and given back once none has run for ``memoryIdleRelease`` (``Argon2idMemory``, ADR 0020).
+/// A caller blocks its thread while it waits (the
 /// HTTP server runs password routes on offload threads for that, ADR 0004), so the queue is
 /// bounded (`maxQueued`); beyond it calls are refused at once with 503 `server/busy` and
 /// `Retry-After`.
@@ -49,9 +50,13 @@ public final class PasswordHasher: Sendable {
             for _ in 0..<count { pending.signal() }
         }
 
-        func next() -> Job {
+        /// The next job; while none comes, `whenIdle` every `interval`.
+        func next(idleEvery interval: DispatchTimeInterval, whenIdle: () -> Void) -> Job {
             while true {
-                pending.wait()
+                guard pending.wait(timeout: .now() + interval) == .success else {
+                    whenIdle()
+                    continue
+                }
                 if let job = jobs.withLock({ $0.queued.isEmpty ? nil : $0.queued.removeFirst() }) { return job }
             }
         }
@@ -68,6 +73,9 @@ public final class PasswordHasher: Sendable {
         init(_ work: @escaping @Sendable () -> Result<String, any Error>) { self.work = work }
     }
 
+    /// How long argon2id's work areas are kept after the last hash that used them.
+    public static let memoryIdleRelease = Duration.seconds(10)
+
     /// `maxQueued`: callers that may wait for a hash thread (each blocks its thread while it
     /// waits); by default as many as there are hash threads.
     public init(parameters: Argon2id.Parameters, permits: Int, maxQueued: Int? = nil) throws {
@@ -79,7 +87,7 @@ public final class PasswordHasher: Sendable {
         for index in 0..<threads {
             let thread = Thread { [queue, ended] in
                 while true {
-                    let job = queue.next()
+                    let job = queue.next(idleEvery: .seconds(5)) { Argon2idMemory.releaseIdle(after: Self.memoryIdleRelease) }
                     if job === Job.stop { break }
                     job.result = job.work()
                     job.done.signal()

@@ -1,4 +1,5 @@
 import CArgon2
+import Foundation
 
 /// Password hashing with Argon2id (RFC 9106) through libargon2, in the standard encoded form
 /// `$argon2id$v=19$m=<KiB>,t=<iterations>,p=<lanes>$<salt>$<hash>` (16-byte salt, 32-byte hash).
@@ -45,24 +46,13 @@ public enum Argon2id {
         guard parameters.isWithinLimits else {
             throw CryptoError(.invalidParameters, "Argon2id parameters out of range: \(parameters)")
         }
-        let secret = Array(password)
         let salt = SecureRandom.bytes(saltByteCount)
-        let length = argon2_encodedlen(parameters.iterations, parameters.memoryKiB, parameters.parallelism,
-                                       UInt32(saltByteCount), UInt32(hashByteCount), Argon2_id) + 1
-        var encoded = [CChar](repeating: 0, count: length)
-        let status = secret.withUnsafeBytes { secret in
-            salt.withUnsafeBytes { salt in
-                encoded.withUnsafeMutableBufferPointer { output in
-                    argon2id_hash_encoded(parameters.iterations, parameters.memoryKiB, parameters.parallelism,
-                                          secret.baseAddress, secret.count, salt.baseAddress, salt.count,
-                                          hashByteCount, output.baseAddress, output.count)
-                }
-            }
-        }
+        var output = [UInt8](repeating: 0, count: hashByteCount)
+        let status = compute(password: password, salt: salt, parameters: parameters, into: &output) { context in argon2_ctx(&context, Argon2_id) }
         guard status == ARGON2_OK.rawValue else {
             throw CryptoError(.internalFailure, "argon2id: \(String(cString: argon2_error_message(status)))")
         }
-        return encoded.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        return "$argon2id$v=19$m=\(parameters.memoryKiB),t=\(parameters.iterations),p=\(parameters.parallelism)$\(base64(salt))$\(base64(output))"
     }
 
     /// Whether `password` matches `encoded` (constant-time comparison inside libargon2). Returns
@@ -70,11 +60,58 @@ public enum Argon2id {
     /// ``Parameters/isWithinLimits``.
     public static func verify(password: some Collection<UInt8>, encoded: String) -> Bool {
         guard let parameters = parameters(of: encoded), parameters.isWithinLimits else { return false }
-        let secret = Array(password)
-        let status = encoded.withCString { encoded in
-            secret.withUnsafeBytes { secret in argon2id_verify(encoded, secret.baseAddress, secret.count) }
+        let parts = encoded.split(separator: "$", omittingEmptySubsequences: false)
+        guard let salt = unbase64(parts[4]), let expected = unbase64(parts[5]),
+            salt.count >= 8, expected.count >= 4  // ARGON2_MIN_SALT_LENGTH, ARGON2_MIN_OUTLEN, expected.count <= 1024
+        else { return false }
+        var output = [UInt8](repeating: 0, count: expected.count)
+        let status = expected.withUnsafeBytes { expected in
+            compute(password: password, salt: salt, parameters: parameters, into: &output) { context in
+                argon2id_verify_ctx(&context, expected.baseAddress!.assumingMemoryBound(to: CChar.self))
+            }
         }
         return status == ARGON2_OK.rawValue
+    }
+
+    /// Runs `body` on a context for these inputs whose working memory comes from ``Argon2idMemory``.
+    private static func compute(
+        password: some Collection<UInt8>, salt: [UInt8], parameters: Parameters, into output: inout [UInt8],
+        _ body: (inout argon2_context) -> Int32
+    ) -> Int32 {
+        var secret = Array(password)
+        var salt = salt
+        defer { secret.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+        return secret.withUnsafeMutableBufferPointer { secret in
+            salt.withUnsafeMutableBufferPointer { salt in
+                output.withUnsafeMutableBufferPointer { output in
+                    var context = argon2_context(
+                        out: output.baseAddress, outlen: UInt32(output.count),
+                        pwd: secret.baseAddress, pwdlen: UInt32(secret.count),
+                        salt: salt.baseAddress, saltlen: UInt32(salt.count),
+                        secret: nil, secretlen: 0, ad: nil, adlen: 0,
+                        t_cost: parameters.iterations, m_cost: parameters.memoryKiB,
+                        lanes: parameters.parallelism, threads: parameters.parallelism,
+                        version: UInt32(ARGON2_VERSION_13.rawValue),
+                        allocate_cbk: Argon2idMemory.allocate, free_cbk: Argon2idMemory.free,
+                        flags: 0)  // ARGON2_DEFAULT_FLAGS
+                    return body(&context)
+                }
+            }
+        }
+    }
+
+    /// Standard base64 without padding, as the PHC string format writes salts and hashes.
+    static func base64(_ bytes: [UInt8]) -> String {
+        var text = Data(bytes).base64EncodedString()
+        while text.last == "=" { text.removeLast() }
+        return text
+    }
+
+    /// The bytes of unpadded standard base64, or nil.
+    static func unbase64(_ text: Substring) -> [UInt8]? {
+        guard !text.isEmpty, text.count % 4 != 1, !text.contains("=") else { return nil }
+        let padded = String(text) + String(repeating: "=", count: (4 - text.count % 4) % 4)
+        return Data(base64Encoded: padded).map { Array($0) }
     }
 
     /// Whether a stored hash should be replaced after a successful login: `true` when its parameters

@@ -1,5 +1,6 @@
+import CArgon2
 import Foundation
-import GatehouseCrypto
+@testable import GatehouseCrypto
 import Testing
 
 @Suite struct Argon2idTests {
@@ -68,5 +69,56 @@ import Testing
                 ($0 as? CryptoError)?.code == .invalidParameters
             }
         }
+    }
+
+    /// Hashes are made and checked through `argon2_ctx` with Gatehouse's own memory and PHC
+    /// encoding: libargon2's own encoder and verifier must agree with them both ways.
+    @Test func hashesAgreeWithLibargon2sOwnEncodedFunctions() throws {
+        for parameters in [fast, .init(memoryKiB: 2048, iterations: 3, parallelism: 2)] {
+            let ours = try Argon2id.hash(password: "correct horse".utf8, parameters: parameters)
+            #expect(argon2id_verify(ours, "correct horse", 13) == ARGON2_OK.rawValue)
+            #expect(argon2id_verify(ours, "correct horsf", 13) == ARGON2_VERIFY_MISMATCH.rawValue)
+
+            let salt = Array("sixteen byte slt".utf8)
+            var theirs = [CChar](repeating: 0, count: 256)
+            let status = argon2id_hash_encoded(
+                parameters.iterations, parameters.memoryKiB, parameters.parallelism, "battery staple", 14, salt, salt.count, 32, &theirs, theirs.count)
+            #expect(status == ARGON2_OK.rawValue)
+            let encoded = String(cString: theirs)
+            #expect(Argon2id.verify(password: "battery staple".utf8, encoded: encoded))
+            #expect(!Argon2id.verify(password: "battery stapler".utf8, encoded: encoded))
+            // The same salt gives the same string through either encoder.
+            #expect(encoded.split(separator: "$")[3] == Substring(Argon2id.base64(salt)))
+        }
+        // Salts and hashes of other lengths than Gatehouse's own, as an import may bring.
+        var long = [CChar](repeating: 0, count: 256)
+        let salt = Array("a salt of thirty-two bytes here!".utf8)
+        #expect(argon2id_hash_encoded(1, 1024, 1, "pw", 2, salt, salt.count, 64, &long, long.count) == ARGON2_OK.rawValue)
+        #expect(Argon2id.verify(password: "pw".utf8, encoded: String(cString: long)))
+        #expect(!Argon2id.verify(password: "pv".utf8, encoded: String(cString: long)))
+    }
+
+    @Test func verifyRejectsBadBase64() throws {
+        let encoded = try Argon2id.hash(password: "pw".utf8, parameters: fast)
+        var parts = encoded.split(separator: "$", omittingEmptySubsequences: false).map(String.init)
+        for broken in [parts[4] + "=", String(parts[4].dropLast()) + "*", "", "A"] {
+            parts[4] = broken
+            #expect(!Argon2id.verify(password: "pw".utf8, encoded: parts.joined(separator: "$")), "\(broken)")
+        }
+    }
+
+    /// A work area is kept for the next hash of its size, and given back once idle.
+    @Test func workAreasAreReusedAndGivenBackWhenIdle() throws {
+        // A size no other test hashes with (argon2 rounds m down to 4 blocks a lane).
+        let odd = Argon2id.Parameters(memoryKiB: 1236, iterations: 1, parallelism: 1)
+        let size = 1236 * 1024
+        let first = try Argon2id.hash(password: "pw".utf8, parameters: odd)
+        #expect(Argon2idMemory.keptBlockCount(size: size) == 1)
+        #expect(Argon2id.verify(password: "pw".utf8, encoded: first))
+        #expect(Argon2idMemory.keptBlockCount(size: size) == 1)  // the same block again, not a second one
+        #expect(Argon2idMemory.releaseIdle(after: .seconds(3600)) >= 0)
+        #expect(Argon2idMemory.keptBlockCount(size: size) == 1)  // not idle long enough
+        Argon2idMemory.releaseIdle(after: .zero)
+        #expect(Argon2idMemory.keptBlockCount(size: size) == 0)
     }
 }
