@@ -184,12 +184,12 @@ final class APIResponder: HTTPResponder {
     /// Runs `body` with a log context for `request` bound, so that every line it causes carries
     /// the request id (and the app, once resolved).
     private func within<T>(_ request: HTTPRequest, _ body: () -> T) -> T {
-        RequestLogContext.$current.withValue(RequestLogContext(requestID: Self.requestID(request)), operation: body)
+        RequestLogContext.$current.withValue(RequestLogContext(requestID: request.requestID), operation: body)
     }
 
     /// The request id of the request being answered (bound by `within`).
     private func requestID(_ request: HTTPRequest) -> String {
-        RequestLogContext.current?.requestID ?? Self.requestID(request)
+        RequestLogContext.current?.requestID ?? request.requestID
     }
 
     /// Adds the headers every response carries, then counts and logs it.
@@ -280,15 +280,5 @@ final class APIResponder: HTTPResponder {
     private func mediaType(_ contentType: String?) -> String? {
         guard let contentType, let first = contentType.split(separator: ";", maxSplits: 1).first else { return nil }
         return first.trimmingCharacters(in: .whitespaces).lowercased()
-    }
-
-    /// The client's `X-Request-Id` when it is 1–128 characters of `[A-Za-z0-9._-]`, else a new one.
-    static func requestID(_ request: HTTPRequest) -> String {
-        if let given = request.headers["X-Request-Id"], (1...128).contains(given.utf8.count),
-            given.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 46 || $0 == 95 || $0 == 45 })
-        {
-            return given
-        }
-        return "req_" + Digest.hex(SecureRandom.bytes(12))
     }
 }

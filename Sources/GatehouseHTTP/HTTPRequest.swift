@@ -1,3 +1,5 @@
+import GatehouseCrypto
+
 /// A request as libmicrohttpd parsed it.
 public struct HTTPRequest: Sendable {
     /// The method as sent, e.g. `"GET"`.
@@ -15,6 +17,10 @@ public struct HTTPRequest: Sendable {
     public var upload: Upload?
     /// The textual IP address of the peer (IPv4 or IPv6), or `""` if unknown.
     public var remoteAddress: String
+    /// The id that answers and log lines of this request carry: the client's `X-Request-Id` when
+    /// it is 1–128 characters of `A–Z a–z 0–9 . _ -`, else `req_` and 24 random hex digits. Made
+    /// once, when the server reads the head, so every phase of one request shares it.
+    public var requestID: String
 
     /// Creates a request; the server builds these, tests may too.
     public init(
@@ -27,6 +33,16 @@ public struct HTTPRequest: Sendable {
         self.headers = headers
         self.body = body
         self.remoteAddress = remoteAddress
+        self.requestID = Self.requestID(headers)
+    }
+
+    private static func requestID(_ headers: HTTPHeaders) -> String {
+        if let given = headers["X-Request-Id"], (1...128).contains(given.utf8.count),
+            given.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 46 || $0 == 95 || $0 == 45 })
+        {
+            return given
+        }
+        return "req_" + Digest.hex(SecureRandom.bytes(12))
     }
 
     /// The first value of the query argument `name`, or `nil` if absent.

@@ -29,6 +29,25 @@ struct HTTPServerTests {
         #expect(notAllowed.header("Allow") == "DELETE, GET, HEAD")
     }
 
+    /// The head and the answer of one request carry one id, so its log lines and its
+    /// `X-Request-Id` agree; a client's own well-formed id is kept.
+    @Test func oneRequestHasOneRequestIDFromHeadToAnswer() throws {
+        let responder = TestResponder()
+        let server = try startServer(responder: responder)
+        defer { server.shutdown() }
+        var answered: [String] = []
+        for extra in ["", "X-Request-Id: trace-7.a_b\r\n", "X-Request-Id: not allowed!\r\n"] {
+            let response = try #require(exchange(
+                port: server.port, "POST /request-id HTTP/1.1\r\nHost: h\r\n\(extra)Content-Length: 2\r\n\r\n{}"))
+            #expect(response.status == 200)
+            answered.append(response.text)
+        }
+        #expect(responder.headRequestIDs.withLock { $0 } == answered)
+        #expect(answered[1] == "trace-7.a_b")
+        #expect(answered[0].hasPrefix("req_") && answered[0].count == 28)
+        #expect(answered[2].hasPrefix("req_") && answered[2] != answered[0])
+    }
+
     @Test func echoesAJSONPostBody() throws {
         let server = try startServer()
         defer { server.shutdown() }

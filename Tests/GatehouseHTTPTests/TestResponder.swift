@@ -19,6 +19,8 @@ final class TestResponder: HTTPResponder {
     /// What `/upload` saw of each spool file while answering: the path and whether it existed.
     let spoolsSeen = Mutex<[String]>([])
     let respondCalls = Atomic<Int>(0)
+    /// The request ids `head` saw, in order.
+    let headRequestIDs = Mutex<[String]>([])
     let bodyTooLargeCalls = Atomic<Int>(0)
     /// `GET /wait` is offloaded and waits for `gate`; `waiting` counts those that started.
     let gate = DispatchSemaphore(value: 0)
@@ -48,6 +50,7 @@ final class TestResponder: HTTPResponder {
             usleep(300_000)
             return .text(200, "slow done")
         }
+        router.add("POST", "/request-id") { request, _ in .text(200, request.requestID) }
         router.add("GET", "/unsafe-header") { _, _ in
             var headers = HTTPHeaders()
             headers.add("X-Safe", "yes")
@@ -60,6 +63,7 @@ final class TestResponder: HTTPResponder {
     }
 
     func head(_ request: HTTPRequest) -> HeadDecision {
+        headRequestIDs.withLock { $0.append(request.requestID) }
         if request.path == "/forbidden" { return .respond(.text(403, "forbidden early")) }
         if request.path == "/upload" || request.path == "/upload-offloaded" || request.path == "/upload-keep" {
             return .readMultipart(MultipartForm(fileFields: ["file"], maxFileBytes: uploadLimit), offload: request.path == "/upload-offloaded")
