@@ -1,31 +1,52 @@
 import COpenSSL
+import Synchronization
 
 /// A private signing key: RSA (2048 to 8192 bits) for RS256 or P-256 for ES256.
 ///
 /// Thread safety: `@unchecked Sendable` is sound because the wrapped `EVP_PKEY` is never modified
 /// after `init` (OpenSSL documents `EVP_PKEY` as safe for concurrent read-only use, and RSA
-/// blinding state is locked internally), and every ``sign(_:)`` call creates its own `EVP_MD_CTX`.
-/// The only other stored properties are immutable `let`s.
+/// blinding state is locked internally), and every ``sign(_:)`` call signs with its own
+/// `EVP_MD_CTX`, copied from `template` under `templateLock`. The only other stored properties
+/// are immutable `let`s.
 public final class SigningKey: @unchecked Sendable {
     /// The algorithm this key signs with, fixed by its type.
     public let algorithm: SignatureAlgorithm
     /// The public half, for verifying this key's own signatures.
     public let verificationKey: VerificationKey
     private let key: OpaquePointer
+    /// `EVP_DigestSignInit` done once: OpenSSL 3 fetches the digest and signature implementations
+    /// and sets up the key's context at every init, so each signature copies this instead (about
+    /// 6 % of an RSA-2048 signature here, measured with a C loop over both).
+    private let template: OpaquePointer
+    private let templateLock = Mutex<Void>(())
 
     /// Takes ownership of `key`, which must already have passed `EVPKey.algorithm(of:)`.
     private init(owning key: OpaquePointer, algorithm: SignatureAlgorithm) throws(CryptoError) {
         self.key = key
         self.algorithm = algorithm
+        guard let template = EVP_MD_CTX_new() else {
+            EVP_PKEY_free(key)
+            throw CryptoError.openSSL(.internalFailure, "EVP_MD_CTX_new failed")
+        }
+        guard EVP_DigestSignInit(template, nil, EVP_sha256(), nil, key) == 1 else {
+            EVP_MD_CTX_free(template)
+            EVP_PKEY_free(key)
+            throw CryptoError.openSSL(.internalFailure, "EVP_DigestSignInit failed")
+        }
+        self.template = template
         do {
             self.verificationKey = try VerificationKey(owning: try EVPKey.publicOnlyCopy(key))
         } catch {
+            EVP_MD_CTX_free(template)
             EVP_PKEY_free(key)
             throw error
         }
     }
 
-    deinit { EVP_PKEY_free(key) }
+    deinit {
+        EVP_MD_CTX_free(template)
+        EVP_PKEY_free(key)
+    }
 
     /// Generates a new key: RSA 2048 for ``SignatureAlgorithm/rs256``, P-256 for ``SignatureAlgorithm/es256``.
     public static func generate(_ algorithm: SignatureAlgorithm) throws(CryptoError) -> SigningKey {
@@ -66,8 +87,8 @@ public final class SigningKey: @unchecked Sendable {
             throw CryptoError.openSSL(.internalFailure, "EVP_MD_CTX_new failed")
         }
         defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1 else {
-            throw CryptoError.openSSL(.internalFailure, "EVP_DigestSignInit failed")
+        guard templateLock.withLock({ _ in EVP_MD_CTX_copy_ex(context, template) }) == 1 else {
+            throw CryptoError.openSSL(.internalFailure, "EVP_MD_CTX_copy_ex failed")
         }
         var length = Int(EVP_PKEY_get_size(key))
         var signature = [UInt8](repeating: 0, count: length)
