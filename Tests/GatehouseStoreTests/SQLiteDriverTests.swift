@@ -12,11 +12,12 @@ import Testing
                     try connection.query("PRAGMA synchronous").first.map { String(try $0.int64("synchronous")) },
                     try connection.query("PRAGMA foreign_keys").first.map { String(try $0.int64("foreign_keys")) },
                     try connection.query("PRAGMA wal_autocheckpoint").first.map { String(try $0.int64("wal_autocheckpoint")) },
+                    try connection.query("PRAGMA cache_size").first.map { String(try $0.int64("cache_size")) },
                 ].map { $0 ?? "missing" }
             }
-            // WAL, synchronous NORMAL (1), foreign keys on, checkpoints every 10,000 pages: on the
-            // first connection and on a second, opened while the first is in use.
-            let expected = ["wal", "1", "1", "10000"]
+            // WAL, synchronous NORMAL (1), foreign keys on, checkpoints every 10,000 pages, a 512 KiB
+            // page cache: on the first connection and on a second, opened while the first is in use.
+            let expected = ["wal", "1", "1", "10000", "-512"]
             let (first, second) = try test.database.withConnection { first in
                 (try settings(first), try test.database.transaction(settings))
             }
