@@ -62,7 +62,9 @@ public enum Argon2id {
         guard let parameters = parameters(of: encoded), parameters.isWithinLimits else { return false }
         let parts = encoded.split(separator: "$", omittingEmptySubsequences: false)
         guard let salt = unbase64(parts[4]), let expected = unbase64(parts[5]),
-            salt.count >= 8, expected.count >= 4  // ARGON2_MIN_SALT_LENGTH, ARGON2_MIN_OUTLEN, expected.count <= 1024
+            // libargon2's minimum lengths (ARGON2_MIN_SALT_LENGTH, ARGON2_MIN_OUTLEN), and a bound on
+            // the output a stored string can make it compute.
+            salt.count >= 8, salt.count <= 1024, expected.count >= 4, expected.count <= 1024
         else { return false }
         var output = [UInt8](repeating: 0, count: expected.count)
         let status = expected.withUnsafeBytes { expected in

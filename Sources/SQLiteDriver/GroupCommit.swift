@@ -122,18 +122,19 @@ final class GroupCommit: @unchecked Sendable {
         lock.lock()
         let group = Array(queue.prefix(Self.largestGroup))
         queue.removeFirst(group.count)
-        var works: [(SQLiteConnection) -> Void] = []
-        works.reserveCapacity(group.count)
+        // A queued write always has its work (only a withdrawn one, no longer queued, loses it);
+        // `works[i]` is `group[i]`'s, so a failing body's index names its write.
+        var works = group.map { write in
+            write.state = .running
+            defer { write.work = nil }
+            return write.work ?? { _ in }
+        }
         groups += 1
         bodies += group.count
-        for write in group {
-            write.state = .running
-            if let work = write.work { works.append(work) }
-            write.work = nil
-        }
         lock.unlock()
 
         let (failure, culprit) = commit(works)
+        // The bodies borrow their callers' closures: released here, before the wake-up below.
         works.removeAll()
 
         lock.lock()

@@ -101,10 +101,15 @@ import Testing
     @Test func verifyRejectsBadBase64() throws {
         let encoded = try Argon2id.hash(password: "pw".utf8, parameters: fast)
         var parts = encoded.split(separator: "$", omittingEmptySubsequences: false).map(String.init)
-        for broken in [parts[4] + "=", String(parts[4].dropLast()) + "*", "", "A"] {
+        let salt = parts[4]
+        for broken in [salt + "=", String(salt.dropLast()) + "*", "", "A", "c2FsdA"] {  // "c2FsdA": 4 bytes, too short a salt
             parts[4] = broken
             #expect(!Argon2id.verify(password: "pw".utf8, encoded: parts.joined(separator: "$")), "\(broken)")
         }
+        parts[4] = salt
+        // A hash part longer than any real one is refused before anything is computed.
+        parts[5] = Argon2id.base64([UInt8](repeating: 7, count: 1025))
+        #expect(!Argon2id.verify(password: "pw".utf8, encoded: parts.joined(separator: "$")))
     }
 
     /// A work area is kept for the next hash of its size, and given back once idle.
