@@ -82,7 +82,7 @@ public enum Argon2id {
     ) -> Int32 {
         var secret = Array(password)
         var salt = salt
-        defer { secret.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+        defer { secret.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
         return secret.withUnsafeMutableBufferPointer { secret in
             salt.withUnsafeMutableBufferPointer { salt in
                 output.withUnsafeMutableBufferPointer { output in
