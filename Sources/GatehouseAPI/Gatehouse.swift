@@ -161,6 +161,8 @@ public final class Gatehouse: Sendable {
                 maintenance.job,
                 // Accounts whose grace period has passed, and old tombstones of deleted accounts.
                 PeriodicJob(name: "account_purge", everyMillis: 60_000) { now in try deletion.purge(now: now) },
+                // What glibc's heaps hold free goes back to the system (ADR 0020).
+                PeriodicJob(name: "heap_trim", everyMillis: 10_000) { _ in HeapTrim.run(); return 0 },
             ], clock: clock, log: log)
 
         let auth = Authenticator(directory: directory, apps: apps, tokens: tokens)

@@ -27,9 +27,12 @@ public final class PeriodicJobs: Sendable {
     private let running = Atomic<Bool>(false)
     private let wakeUp = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
+    /// How often the thread looks for due jobs: at most the shortest interval.
+    private let tickMillis: Int
 
     public init(_ jobs: [PeriodicJob], clock: any Clock, log: any LogSink = DiscardingLog()) {
         self.jobs = jobs
+        self.tickMillis = Int(min(60_000, jobs.map(\.everyMillis).min() ?? 60_000))
         self.clock = clock
         self.log = log
         // A node that starts runs each job a turn later, not at once: restarts do not pile up purges.
@@ -60,7 +63,7 @@ public final class PeriodicJobs: Sendable {
         let thread = Thread { [self] in
             while running.load(ordering: .acquiring) {
                 runDue()
-                _ = wakeUp.wait(timeout: .now() + 60)
+                _ = wakeUp.wait(timeout: .now() + .milliseconds(tickMillis))
             }
             finished.signal()
         }
