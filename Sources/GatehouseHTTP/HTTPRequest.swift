@@ -22,10 +22,11 @@ public struct HTTPRequest: Sendable {
     /// once, when the server reads the head, so every phase of one request shares it.
     public var requestID: String
 
-    /// Creates a request; the server builds these, tests may too.
+    /// Creates a request; the server builds these, tests may too. `requestID` nil makes one from
+    /// the headers (see ``requestID``).
     public init(
         method: String, path: String, query: [(name: String, value: String)] = [],
-        headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], remoteAddress: String = ""
+        headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], remoteAddress: String = "", requestID: String? = nil
     ) {
         self.method = method
         self.path = path
@@ -33,7 +34,7 @@ public struct HTTPRequest: Sendable {
         self.headers = headers
         self.body = body
         self.remoteAddress = remoteAddress
-        self.requestID = Self.requestID(headers)
+        self.requestID = requestID ?? Self.requestID(headers)
     }
 
     private static func requestID(_ headers: HTTPHeaders) -> String {

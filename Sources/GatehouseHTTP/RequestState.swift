@@ -24,7 +24,8 @@ final class RequestState {
     var phase = Phase.created
     /// Whether this request is counted in `ServerContext.inFlight`.
     var counted = false
-    var request = HTTPRequest(method: "", path: "")
+    /// Replaced by the real request once the head is read; a placeholder draws no random id.
+    var request = HTTPRequest(method: "", path: "", requestID: "")
     var limit = 0
     var offload = false
     var waitsOnNetwork = false
