@@ -37,8 +37,7 @@ import Testing
             let release = DispatchSemaphore(value: 0)
             let failures = Failures()
             let done = DispatchGroup()
-            done.enter()
-            Thread {
+            startThread(in: done) {
                 do {
                     try db.transaction { connection in
                         try connection.execute("INSERT INTO items (id) VALUES (\("leader"))")
@@ -48,12 +47,10 @@ import Testing
                 } catch {
                     failures.record("leader: \(error)")
                 }
-                done.leave()
-            }.start()
+            }
             leaderStarted.wait()
             for index in 1...5 {
-                done.enter()
-                Thread {
+                startThread(in: done) {
                     do {
                         try db.transaction { connection in
                             try connection.execute("INSERT INTO items (id) VALUES (\("follower-\(index)"))")
@@ -63,8 +60,7 @@ import Testing
                     } catch {
                         if index != 3 || !(error is Marker) { failures.record("follower \(index): \(error)") }
                     }
-                    done.leave()
-                }.start()
+                }
             }
             // All five wait for the group the leader is running.
             let deadline = Date().addingTimeInterval(10)

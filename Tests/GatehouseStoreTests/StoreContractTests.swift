@@ -375,23 +375,19 @@ import Testing
             let release = DispatchSemaphore(value: 0)
             let failures = Failures()
             let group = DispatchGroup()
-            group.enter()
-            Thread {
+            startThread(in: group) {
                 do {
                     try db.withConnection { _ in
                         holding.signal()
                         release.wait()
                     }
                 } catch { failures.record("holder: \(error)") }
-                group.leave()
-            }.start()
+            }
             holding.wait()
             #expect(db.poolStatistics.inUse == 1)
-            group.enter()
-            Thread {
+            startThread(in: group) {
                 do { try db.execute("SELECT 1") } catch { failures.record("waiter: \(error)") }
-                group.leave()
-            }.start()
+            }
             let deadline = Date(timeIntervalSinceNow: 5)
             while db.poolStatistics.waiting == 0 && Date() < deadline { usleep(1_000) }
             #expect(db.poolStatistics == PoolStatistics(size: 1, inUse: 1, waiting: 1))

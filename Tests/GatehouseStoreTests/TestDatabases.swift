@@ -112,14 +112,18 @@ final class Failures: Sendable {
 func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
     let group = DispatchGroup()
     for index in 0..<count {
-        group.enter()
-        let thread = Thread {
-            body(index)
-            group.leave()
-        }
-        thread.start()
+        startThread(in: group) { body(index) }
     }
     group.wait()
+}
+
+/// Starts `body` on a thread of its own that `group` waits for.
+func startThread(in group: DispatchGroup, _ body: @escaping @Sendable () -> Void) {
+    group.enter()
+    Thread {
+        body()
+        group.leave()
+    }.start()
 }
 
 /// A deterministic stand-in for the SHA-256 the composition root passes: length + FNV-1a 64.
