@@ -10,14 +10,6 @@ final class SQLiteConnection: PooledConnection, SQLConnection {
     /// `SQLITE_TRANSIENT`: SQLite copies bound buffers before the call returns.
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
     private static let statementCacheLimit = 256
-    /// WAL pages after which a commit checkpoints (SQLite's default is 1000, about 4 MiB).
-    ///
-    /// The committing writer checkpoints with the write lock held, and every other writer waits
-    /// for its `fdatasync`s. A checkpoint copies each page once however often it changed, so
-    /// fewer, larger checkpoints cost less in all: under the refresh benchmark, 10,000 pages
-    /// (a WAL of up to about 40 MiB) left the CPUs idle 6 % of the time instead of 10 % and
-    /// rotated 7 % more tokens a second.
-    static let checkpointPages = 10_000
     /// Each connection's page cache, in KiB (SQLite's default is 2,000). The pool holds up to one
     /// connection per HTTP thread, so the default let a busy node keep 32 MiB of caches that
     /// mostly duplicate one another and the operating system's page cache; 512 KiB (128 pages)
@@ -29,8 +21,13 @@ final class SQLiteConnection: PooledConnection, SQLConnection {
     private var statements: [String: OpaquePointer] = [:]
     /// Set when a `ROLLBACK` failed: the connection's state is unknown, so it is not reused.
     var poisoned = false
+    /// Asked for checkpoints by this connection's WAL hook; kept alive while the hook may run.
+    private let checkpointer: Checkpointer?
 
-    init(path: String, busyTimeoutMilliseconds: Int32) throws(SQLError) {
+    /// Opens `path`; with a `checkpointer`, commits past its threshold ask it for a checkpoint
+    /// instead of running SQLite's automatic one (ADR 0021).
+    init(path: String, busyTimeoutMilliseconds: Int32, checkpointer: Checkpointer? = nil) throws(SQLError) {
+        self.checkpointer = checkpointer
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let code = sqlite3_open_v2(path, &handle, flags, nil)
@@ -45,12 +42,13 @@ final class SQLiteConnection: PooledConnection, SQLConnection {
         do {
             try executeScript("""
                 PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;
-                PRAGMA wal_autocheckpoint = \(Self.checkpointPages); PRAGMA cache_size = -\(Self.cacheKiB);
+                PRAGMA wal_autocheckpoint = \(SQLiteDatabase.checkpointPages); PRAGMA cache_size = -\(Self.cacheKiB);
                 """)
         } catch {
             close()
             throw error
         }
+        checkpointer?.observe(handle)
     }
 
     var isReusable: Bool { !poisoned && sqlite3_get_autocommit(handle) != 0 }
@@ -83,6 +81,12 @@ final class SQLiteConnection: PooledConnection, SQLConnection {
             sqlite3_free(errorMessage)
             throw Self.error(code: code, message: message)
         }
+    }
+
+    /// A PASSIVE checkpoint: copies the WAL frames no reader still needs into the database file,
+    /// without waiting for any lock. `false` when another checkpoint was running or it failed.
+    func checkpoint() -> Bool {
+        sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK
     }
 
     // MARK: - Statements
