@@ -60,17 +60,13 @@ final class GroupCommit: @unchecked Sendable {
     static let largestGroup = 32
 
     private let pool: ConnectionPool<SQLiteConnection>
-    private let checkpointer: Checkpointer?
     private let lock = NSLock()
     private var queue: [QueuedWrite] = []
     private var leading = false
     private var groups = 0
     private var bodies = 0
 
-    init(pool: ConnectionPool<SQLiteConnection>, checkpointer: Checkpointer? = nil) {
-        self.pool = pool
-        self.checkpointer = checkpointer
-    }
+    init(pool: ConnectionPool<SQLiteConnection>) { self.pool = pool }
 
     /// Groups run and bodies taken into them since the start, and the writes queued now.
     var statistics: GroupCommitStatistics {
@@ -160,7 +156,6 @@ final class GroupCommit: @unchecked Sendable {
         var culprit: Int?
         do {
             try pool.withConnection { connection in
-                checkpointer?.beforeGroup(connection)
                 try connection.executeScript("BEGIN IMMEDIATE")
                 do {
                     for (index, work) in works.enumerated() {

@@ -64,7 +64,7 @@ public final class SQLiteDatabase: SQLDatabase {
         pool = ConnectionPool(capacity: poolSize, acquireTimeout: max(10, busyTimeout * 2)) { () throws(SQLError) in
             try SQLiteConnection(path: path, busyTimeoutMilliseconds: milliseconds, checkpointer: checkpointer)
         }
-        writes = GroupCommit(pool: pool, checkpointer: checkpointer)
+        writes = GroupCommit(pool: pool)
         let first = try SQLiteConnection(path: path, busyTimeoutMilliseconds: milliseconds, checkpointer: checkpointer)
         do throws(SQLError) {
             // Before the first table: a new file gives the pages the maintenance job frees back to
