@@ -61,8 +61,8 @@ final class Checkpointer: @unchecked Sendable {
         return counts
     }
 
-    /// Installs the WAL hook on `connection` (which keeps this object alive); it replaces
-    /// SQLite's automatic checkpoint there.
+    /// Installs the WAL hook on the connection `handle` (whose ``SQLiteConnection`` keeps this
+    /// object alive); it replaces SQLite's automatic checkpoint there.
     func observe(_ handle: OpaquePointer) {
         sqlite3_wal_hook(handle, checkpointerWALHook, Unmanaged.passUnretained(self).toOpaque())
     }
