@@ -76,14 +76,14 @@ final class Checkpointer: @unchecked Sendable {
             condition.lock()
             let wanted = restartWanted.exchange(false, ordering: .acquiringAndReleasing)
             condition.unlock()
-            if wanted, sqlite3_wal_checkpoint_v2(handle, name, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK {
+            if wanted, passiveCheckpoint(handle, name) {
                 count { $0.afterBackground += 1 }
             }
             return
         }
         guard frames >= pages else { return }
         request()
-        if frames >= pages * 4, sqlite3_wal_checkpoint_v2(handle, name, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK {
+        if frames >= pages * 4, passiveCheckpoint(handle, name) {
             count { $0.inline += 1 }
         }
     }
@@ -158,4 +158,11 @@ private func checkpointerWALHook(_ context: UnsafeMutableRawPointer?, _ handle: 
         Unmanaged<Checkpointer>.fromOpaque(context).takeUnretainedValue().committed(frames: Int(frames), on: handle, name: name)
     }
     return SQLITE_OK
+}
+
+/// A PASSIVE checkpoint of the database `name` (nil: every attached one) on `handle`: copies the
+/// WAL frames no reader still needs into the database file, without waiting for any lock. `false`
+/// when another checkpoint was running or it failed.
+func passiveCheckpoint(_ handle: OpaquePointer, _ name: UnsafePointer<CChar>? = nil) -> Bool {
+    sqlite3_wal_checkpoint_v2(handle, name, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK
 }

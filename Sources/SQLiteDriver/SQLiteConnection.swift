@@ -83,11 +83,8 @@ final class SQLiteConnection: PooledConnection, SQLConnection {
         }
     }
 
-    /// A PASSIVE checkpoint: copies the WAL frames no reader still needs into the database file,
-    /// without waiting for any lock. `false` when another checkpoint was running or it failed.
-    func checkpoint() -> Bool {
-        sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK
-    }
+    /// A PASSIVE checkpoint (``passiveCheckpoint(_:_:)``) on this connection.
+    func checkpoint() -> Bool { passiveCheckpoint(handle) }
 
     // MARK: - Statements
 
