@@ -43,7 +43,7 @@ public struct HTTPRequest: Sendable {
         {
             return given
         }
-        return "req_" + Digest.hex(SecureRandom.bytes(12))
+        return "req_" + Digest.hex(SecureRandom.identifierBytes(12))
     }
 
     /// The first value of the query argument `name`, or `nil` if absent.

@@ -1,4 +1,6 @@
+import Dispatch
 import GatehouseCrypto
+import Synchronization
 import Testing
 
 @Suite struct Base64URLTests {
@@ -73,6 +75,20 @@ import Testing
         #expect(SecureRandom.bytes(0).isEmpty)
         #expect(SecureRandom.bytes(32).count == 32)
         #expect(SecureRandom.bytes(32) != SecureRandom.bytes(32))
+    }
+
+    @Test func identifierBytesAreDistinctAcrossRefillsAndThreads() {
+        // 1,000 draws of 12 bytes a thread empty its 4 KiB pool twice over.
+        let draws = Mutex<[[UInt8]]>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            let mine = (0..<1_000).map { _ in SecureRandom.identifierBytes(12) }
+            draws.withLock { $0 += mine }
+        }
+        let all = draws.withLock { $0 }
+        #expect(all.count == 8_000 && all.allSatisfy { $0.count == 12 })
+        #expect(Set(all).count == 8_000, "a draw repeated: pools overlap or a refill did not happen")
+        #expect(Set(all.joined()).count == 256, "96,000 random bytes take every value")
+        #expect(SecureRandom.identifierBytes(0).isEmpty)
     }
 
     @Test func tokensAreBase64URLOfTheByteCount() {
