@@ -73,13 +73,17 @@ final class ConnectionRecord: Sendable {
     /// unregisters the record under the same lock, so the number is never another socket's.
     let socket: Int32
     let bucket: ConnectionBucket?
+    /// The peer's address as text (``BindAddress/text(of:)``), formatted once for all the
+    /// connection's requests.
+    let remoteAddress: String
     /// When (monotonic milliseconds) the connection began waiting for a request's headers; 0
     /// while a request whose headers are in is being handled.
     let waitingForHeadersSince: Atomic<Int64>
 
-    init(socket: Int32, bucket: ConnectionBucket?, now: Int64) {
+    init(socket: Int32, bucket: ConnectionBucket?, remoteAddress: String = "", now: Int64) {
         self.socket = socket
         self.bucket = bucket
+        self.remoteAddress = remoteAddress
         self.waitingForHeadersSince = Atomic(now)
     }
 
@@ -126,8 +130,8 @@ final class ConnectionGuard: Sendable {
 
     /// Registers a started connection. Two workers may both have let a bucket's last slot pass
     /// `mayAccept`; the one over the limit is shut down here, so the count is exact.
-    func opened(socket: Int32, bucket: ConnectionBucket?, now: Int64) -> ConnectionRecord {
-        let record = ConnectionRecord(socket: socket, bucket: bucket, now: now)
+    func opened(socket: Int32, bucket: ConnectionBucket?, remoteAddress: String = "", now: Int64) -> ConnectionRecord {
+        let record = ConnectionRecord(socket: socket, bucket: bucket, remoteAddress: remoteAddress, now: now)
         state.withLock { state in
             state.open[ObjectIdentifier(record)] = record
             guard let bucket else { return }

@@ -59,9 +59,10 @@ enum MicroHTTPDCallbacks {
         let guardian = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue().connections
         switch event.rawValue {  // the case names do not import cleanly
         case 0:  // MHD_CONNECTION_NOTIFY_STARTED
-            let bucket = gatehouse_mhd_client_address(connection).flatMap { ConnectionBucket($0) }
+            let address = gatehouse_mhd_client_address(connection)
             let record = guardian.opened(
-                socket: gatehouse_mhd_connection_fd(connection), bucket: bucket, now: ConnectionGuard.nowMillis())
+                socket: gatehouse_mhd_connection_fd(connection), bucket: address.flatMap { ConnectionBucket($0) },
+                remoteAddress: address.map { BindAddress.text(of: $0) } ?? "", now: ConnectionGuard.nowMillis())
             socketContext.pointee = Unmanaged.passRetained(record).toOpaque()
         case 1:  // MHD_CONNECTION_NOTIFY_CLOSED
             guard let pointer = socketContext.pointee else { return }

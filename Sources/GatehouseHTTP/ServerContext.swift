@@ -51,13 +51,12 @@ final class ServerContext: Sendable {
 
         switch state.phase {
         case .created:
-            if let record = gatehouse_mhd_socket_context(connection) {
-                Unmanaged<ConnectionRecord>.fromOpaque(record).takeUnretainedValue().headersReceived()
-            }
+            let record = gatehouse_mhd_socket_context(connection).map { Unmanaged<ConnectionRecord>.fromOpaque($0).takeUnretainedValue() }
+            record?.headersReceived()
             state.phase = .readingBody
             inFlight.add(1, ordering: .relaxed)
             state.counted = true
-            return handleHead(state, connection: connection, method: method)
+            return handleHead(state, connection: connection, method: method, remoteAddress: record?.remoteAddress)
 
         case .readingBody:
             let size = uploadSize.pointee
@@ -153,7 +152,8 @@ final class ServerContext: Sendable {
         reader.exceededFileLimit ? reader.form.maxFileBytes : reader.form.maxBodyBytes
     }
 
-    private func handleHead(_ state: RequestState, connection: OpaquePointer, method: UnsafePointer<CChar>?)
+    /// `remoteAddress`: the connection's, formatted when it opened (nil: formatted here).
+    private func handleHead(_ state: RequestState, connection: OpaquePointer, method: UnsafePointer<CChar>?, remoteAddress: String?)
         -> MHD_Result
     {
         let collected = RequestReader.read(connection: connection)
@@ -162,7 +162,7 @@ final class ServerContext: Sendable {
             path: state.path,
             query: collected.query,
             headers: collected.headers,
-            remoteAddress: RequestReader.remoteAddress(connection: connection))
+            remoteAddress: remoteAddress ?? RequestReader.remoteAddress(connection: connection))
         if state.targetLength > maxURLBytes {
             state.phase = .answered
             return queue(responder.uriTooLong(request), on: connection)
