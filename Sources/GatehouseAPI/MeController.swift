@@ -7,6 +7,7 @@ struct MeController {
     let accounts: AccountService
     let deletion: AccountDeletion
     let files: FilesService
+    let rendered = RenderedAccounts()
 
     func register(_ routes: inout Routes) {
         routes.get("/v1/me", me)
@@ -22,7 +23,10 @@ struct MeController {
     func me(_ request: Request) throws -> HTTPResponse {
         let (app, claims) = try auth.user(request)
         let (user, identities) = try accounts.me(app: app, claims: claims)
-        return HTTPResponse.data(UserObject.json(user, identities)).noStore()
+        let body = rendered.body(app: app.id, user: user, identities: identities) {
+            JSON.object(["data": UserObject.json(user, identities)]).serialized()
+        }
+        return HTTPResponse.json(serialized: body).noStore()
     }
 
     func updateMe(_ request: Request) throws -> HTTPResponse {

@@ -79,7 +79,12 @@ extension HTTPResponse {
     }
 
     public static func json(_ json: JSON, status: Int = 200, contentType: String = "application/json") -> HTTPResponse {
-        HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", contentType)]), body: json.serialized())
+        Self.json(serialized: json.serialized(), status: status, contentType: contentType)
+    }
+
+    /// JSON serialised before (``JSON/serialized()``).
+    public static func json(serialized body: [UInt8], status: Int = 200, contentType: String = "application/json") -> HTTPResponse {
+        HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", contentType)]), body: body)
     }
 
     public static var noContent: HTTPResponse { HTTPResponse(status: 204) }

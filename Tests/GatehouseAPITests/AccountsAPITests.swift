@@ -378,6 +378,11 @@ struct AccountsAPITests {
         let cleared = try server.request("PATCH", "/v1/me", appKey: app.appKey, bearer: token, json: ["last_name": nil])
         #expect(cleared.data?["first_name"] == "Grace")
         #expect(cleared.data?["last_name"] == .null)
+        // GET /v1/me keeps its rendered body per account: a change shows at once all the same.
+        let again = try server.request("GET", "/v1/me", appKey: app.appKey, bearer: token)
+        #expect(again.data?["first_name"] == "Grace")
+        #expect(again.data?["last_name"] == .null)
+        #expect(again.header("Cache-Control") == "no-store")
         // A photo from a file that is not the user's is 404, and nothing of the request is written.
         let foreignPhoto = try server.request("PATCH", "/v1/me", appKey: app.appKey, bearer: token, json: ["first_name": "Ada", "photo_file_id": "fil_not_yours"])
         #expect(foreignPhoto.status == 404)
