@@ -34,6 +34,10 @@ public final class Gatehouse: Sendable {
     public let sealer: SecretSealer
     /// Upkeep on every node: maintenance (bounded storage), the purge of deleted accounts.
     public let periodicJobs: PeriodicJobs
+    /// Keeps the request path's caches fresh off the request path (ADR 0022): ended sessions,
+    /// changed accounts, and the version of the apps in use. Its own thread, so a long
+    /// maintenance round never delays it.
+    let cacheJobs: PeriodicJobs
     /// Deletes what no one needs any more, in small batches (``periodicJobs`` runs it).
     public let maintenance: Maintenance
     public let metrics: Metrics
@@ -165,6 +169,20 @@ public final class Gatehouse: Sendable {
                 PeriodicJob(name: "heap_trim", everyMillis: 10_000) { _ in HeapTrim.run(); return 0 },
             ], clock: clock, log: log)
 
+        let store = store
+        let directory = directory
+        cacheJobs = PeriodicJobs(
+            [
+                // Every 250 ms it looks; each poll runs at its own interval (1 s), the apps a fifth
+                // of theirs early. Nothing to log: the polls log their own failures.
+                PeriodicJob(name: "cache_refresh", everyMillis: 250) { now in
+                    revocations.pollIfDue()
+                    accountCache.pollIfDue(store: store)
+                    directory.revalidateAhead(now: now)
+                    return 0
+                }
+            ], clock: clock, log: log, threadName: "gatehouse-caches")
+
         let auth = Authenticator(directory: directory, apps: apps, tokens: tokens)
         var routes = Routes()
         OperationsController(auth: auth, store: store, metrics: metrics, outbox: outboxWorker, hasher: hasher, clock: clock).register(&routes)
@@ -228,18 +246,20 @@ public final class Gatehouse: Sendable {
         return HTTPServer(configuration: http, responder: responder)
     }
 
-    /// Starts the work the server does besides answering requests (the outbox worker and the
-    /// periodic jobs). The executable calls it when it serves, not for one-off commands;
+    /// Starts the work the server does besides answering requests (the outbox worker, the
+    /// periodic jobs and the cache thread). The executable calls it when it serves, not for one-off commands;
     /// `stopBackgroundWork()` joins it.
     public func startBackgroundWork() {
         outboxWorker.start()
         periodicJobs.start()
+        cacheJobs.start()
     }
 
     /// Stops the background work and waits for its threads.
     public func stopBackgroundWork() {
         outboxWorker.stop()
         periodicJobs.stop()
+        cacheJobs.stop()
     }
 
     /// Stops the background work, ends the hash threads (after the hashes under way) and closes

@@ -13,8 +13,8 @@ public protocol UserChangeObserver: Sendable {
 /// - this node's own changes drop the entry as soon as they commit (the store calls
 ///   ``userChanged(app:user:)``);
 /// - changes made by other nodes are seen by polling `users.changed_at` once a second (one query
-///   per node, not per request), re-reading an overlap for late commits: they show here within
-///   about a second;
+///   per node, not per request, run by the node's cache thread: ``pollIfDue(store:)``),
+///   re-reading an overlap for late commits: they show here within about a second;
 /// - an entry is used for at most `maxAgeMillis`, and not at all while the poll has been failing
 ///   for more than `stalePollMillis` (then every read goes to the database).
 ///
@@ -35,6 +35,8 @@ public final class AccountCache: UserChangeObserver, Sendable {
     private struct ShardState {
         var entries: [Key: Entry] = [:]
         var generation: UInt64 = 0
+        /// Entries past `maxAgeMillis` that one request is reading again.
+        var reloading: Set<Key> = []
     }
 
     private final class Shard: Sendable {
@@ -69,20 +71,29 @@ public final class AccountCache: UserChangeObserver, Sendable {
     /// `nil` when the user does not exist.
     public func account(app: AppID, user: UserID, store: any Store) throws -> (User, [Identity])? {
         let now = clock.nowMillis()
-        schedule.runIfDue(now: now) { poll(store, now: now) }
+        schedule.runIfOverdue(now: now) { poll(store, now: now) }
         let key = Key(app: app, user: user)
         let shard = self.shard(key)
         // Only while the poll is current can an entry be trusted to reflect other nodes' changes.
         let usable = now - lastPollSuccess.load(ordering: .acquiring) <= Self.stalePollMillis
         var generation: UInt64 = 0
+        var reloading = false
         if usable {
-            let hit = shard.state.read { state -> Entry? in
+            let found = shard.state.read { state -> Entry? in
                 generation = state.generation
-                guard let entry = state.entries[key], now - entry.loadedAt < maxAgeMillis else { return nil }
-                return entry
+                return state.entries[key]
             }
-            if let hit { return (hit.user, hit.identities) }
+            if let found {
+                let age = now - found.loadedAt
+                if age < maxAgeMillis { return (found.user, found.identities) }
+                // Past its age (nothing changed it, or it would be gone): one request reads it
+                // again while the others go on with it, for a few seconds at most, instead of
+                // all reading it at once.
+                reloading = shard.state.write { $0.reloading.insert(key).inserted }
+                if !reloading, age < maxAgeMillis + Self.stalePollMillis { return (found.user, found.identities) }
+            }
         }
+        defer { if reloading { shard.state.write { _ = $0.reloading.remove(key) } } }
         guard let (loaded, identities) = try store.app(app).userWithIdentities(user) else { return nil }
         if usable {
             let entry = Entry(user: loaded, identities: identities, loadedAt: now)
@@ -95,6 +106,12 @@ public final class AccountCache: UserChangeObserver, Sendable {
             }
         }
         return (loaded, identities)
+    }
+
+    /// The cache thread's turn: polls when a second has passed since the last poll.
+    public func pollIfDue(store: any Store) {
+        let now = clock.nowMillis()
+        schedule.runIfDue(now: now) { poll(store, now: now) }
     }
 
     public func userChanged(app: AppID, user: UserID) {

@@ -1,4 +1,5 @@
 import GatehouseCrypto
+import Synchronization
 
 /// One app as a node serves it: its record, decoded settings and ready-to-use signing key,
 /// built once per app version and shared by every request (immutable, so `Sendable`).
@@ -14,6 +15,12 @@ public final class AppContext: Sendable {
     public let jwks: [UInt8]
     /// When this node last confirmed the version with the database (ms).
     let checkedAt: Int64
+    /// Whether a request used this context since `checkedAt`: the cache thread checks such apps
+    /// again before a request would have to (``AppDirectory/revalidateAhead(now:)``).
+    let usedSinceCheck = Atomic<Bool>(false)
+    /// Whether a version query for this context is under way (``AppDirectory``): then the other
+    /// requests go on with it instead of all asking the database at once.
+    let revalidating = Atomic<Bool>(false)
     /// When the first retired key leaves the JWKS (ms): the context must be rebuilt by then even
     /// though the app's version does not change.
     let keysExpireAt: Int64?

@@ -1,6 +1,11 @@
 /// Resolves app keys and ids to `AppContext`s, cached per node. A cached entry is trusted for
 /// `revalidateAfterMillis`; after that one cheap version query decides whether it is rebuilt.
 /// Changes made through this node invalidate at once; other nodes see them within that interval.
+///
+/// The node's cache thread runs that query for the apps in use a fifth of the interval early
+/// (``revalidateAhead(now:)``), so requests do not wait for it. A request runs it only when the
+/// thread has not, and only one at a time: while it is under way (a database slow to answer), the
+/// other requests go on with the entry for at most one more interval.
 public final class AppDirectory: Sendable {
     private let store: any Store
     private let sealer: SecretSealer
@@ -74,8 +79,30 @@ public final class AppDirectory: Sendable {
         }
     }
 
+    /// The cache thread's turn: every app a request used since its last check, and due for one
+    /// within a fifth of the interval, is checked now. A failure is left to the requests, which
+    /// check for themselves once the interval has passed (and answer 503 if they cannot).
+    public func revalidateAhead(now: Int64) {
+        let ahead = revalidateAfterMillis - revalidateAfterMillis / 5
+        let due = state.read { s in
+            s.byID.values.filter { $0.usedSinceCheck.load(ordering: .relaxed) && now - $0.checkedAt >= ahead }
+        }
+        for context in due { _ = try? revalidated(context, now: now, force: true) }
+    }
+
     private func revalidated(_ context: AppContext, now: Int64, force: Bool = false) throws -> AppContext? {
-        if !force, now - context.checkedAt < revalidateAfterMillis, now < context.keysExpireAt ?? .max { return context }
+        let age = now - context.checkedAt
+        let keysValid = now < context.keysExpireAt ?? .max
+        if !force, age < revalidateAfterMillis, keysValid {
+            // Loaded first: once set, the flag is only read, and the context's cache line stays shared.
+            if !context.usedSinceCheck.load(ordering: .relaxed) { context.usedSinceCheck.store(true, ordering: .relaxed) }
+            return context
+        }
+        // One query at a time per entry: a stampede of them on a database slow to answer stalled
+        // every request of the app. An expired key allows no grace.
+        let asking = context.revalidating.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged
+        if !asking, !force, age < 2 * revalidateAfterMillis, keysValid { return context }
+        defer { if asking { context.revalidating.store(false, ordering: .releasing) } }
         guard let version = try store.apps.version(of: context.id) else {
             invalidate(context.id)
             return nil

@@ -1,8 +1,9 @@
 import Synchronization
 
 /// Sessions that have ended, known to this node. Checking a token against it costs a set lookup:
-/// one query per second per node (not per request) brings in sessions ended by other nodes, and
-/// this node's own ends are added at once. Entries are dropped once no access token of theirs can
+/// one query per second per node (not per request), run by the node's cache thread
+/// (``pollIfDue()``), brings in sessions ended by other nodes, and this node's own ends are added
+/// at once. Entries are dropped once no access token of theirs can
 /// still be valid (the longest access-token lifetime an app can set).
 public final class RevocationList: Sendable {
     private let store: any Store
@@ -43,19 +44,23 @@ public final class RevocationList: Sendable {
     }
 
     public func isEnded(_ id: SessionID) -> Bool {
-        pollIfDue()
+        let now = clock.nowMillis()
+        schedule.runIfOverdue(now: now) { pollLogged(now: now) }
         return shard(id).ended.read { $0[id] != nil }
+    }
+
+    /// The cache thread's turn: polls when a second has passed since the last poll.
+    public func pollIfDue() {
+        let now = clock.nowMillis()
+        schedule.runIfDue(now: now) { pollLogged(now: now) }
     }
 
     private func shard(_ id: SessionID) -> Shard {
         shards[Int(UInt(bitPattern: id.hashValue) % UInt(shards.count))]
     }
 
-    private func pollIfDue() {
-        let now = clock.nowMillis()
-        schedule.runIfDue(now: now) {
-            do { try poll(now: now) } catch { pollFailures.failed(error, now: now) }
-        }
+    private func pollLogged(now: Int64) {
+        do { try poll(now: now) } catch { pollFailures.failed(error, now: now) }
     }
 
     private func poll(now: Int64) throws {
@@ -64,15 +69,17 @@ public final class RevocationList: Sendable {
         // this node started may still have live tokens.
         let (ended, databaseNow) = try store.sessionsEnded(since: since, lookBack: keepMillis)
         // Kept by this node's clock (for dropping them a day later): as long ago as the database says.
-        for (id, endedAt) in ended { shard(id).ended.write { $0[id] = now - max(0, databaseNow - endedAt) } }
+        // Each session comes back in the polls of its overlap: only a new one takes a shard's
+        // write lock, which every authenticated request's lookup in that shard waits behind.
+        for (id, endedAt) in ended where !shard(id).ended.read({ $0[id] != nil }) {
+            shard(id).ended.write { $0[id] = now - max(0, databaseNow - endedAt) }
+        }
         // Overlap: a session's end is stamped by its statement, before its commit, so a commit that
         // lands late must still be caught. Re-reading is harmless (a set). From the database's
         // reading, not the furthest one: if its clock steps back (a failover), so does the poll.
         polledUpTo.withLock { $0 = databaseNow - Self.overlapMillis }
-        for shard in shards {
-            shard.ended.write { entries in
-                if entries.count > 1_000 { entries = entries.filter { now - $0.value < keepMillis } }
-            }
+        for shard in shards where shard.ended.read({ $0.count > 1_000 }) {
+            shard.ended.write { entries in entries = entries.filter { now - $0.value < keepMillis } }
         }
     }
 }

@@ -29,9 +29,11 @@ public final class PeriodicJobs: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     /// How often the thread looks for due jobs: at most the shortest interval.
     private let tickMillis: Int
+    private let threadName: String
 
-    public init(_ jobs: [PeriodicJob], clock: any Clock, log: any LogSink = DiscardingLog()) {
+    public init(_ jobs: [PeriodicJob], clock: any Clock, log: any LogSink = DiscardingLog(), threadName: String = "gatehouse-jobs") {
         self.jobs = jobs
+        self.threadName = threadName
         self.tickMillis = Int(min(60_000, jobs.map(\.everyMillis).min() ?? 60_000))
         self.clock = clock
         self.log = log
@@ -67,7 +69,7 @@ public final class PeriodicJobs: Sendable {
             }
             finished.signal()
         }
-        thread.name = "gatehouse-jobs"
+        thread.name = threadName
         thread.start()
     }
 
