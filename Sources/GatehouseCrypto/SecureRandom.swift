@@ -2,6 +2,8 @@ import COpenSSL
 
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Cryptographically secure random bytes from OpenSSL's CSPRNG (`RAND_bytes`).
@@ -53,8 +55,9 @@ private final class IdentifierPool {
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
+        // The pointer is optional in Glibc's signature, not in Darwin's.
         let status = pthread_key_create(&key) { pool in
-            if let pool { Unmanaged<IdentifierPool>.fromOpaque(pool).release() }
+            if let pool = pool as UnsafeMutableRawPointer? { Unmanaged<IdentifierPool>.fromOpaque(pool).release() }
         }
         precondition(status == 0, "pthread_key_create failed")
         return key

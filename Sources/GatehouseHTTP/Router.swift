@@ -57,7 +57,7 @@ public struct Router<Handler: Sendable>: Sendable {
         // A route without parameters that matches is the most specific there is (a literal at
         // every position). Only for an ASCII path: String equality is canonical equivalence
         // (U+212A KELVIN SIGN equals "K"), where the scan below compares bytes.
-        if let exact = literalRoutes[path], path.utf8.allSatisfy({ $0 < 0x80 }),
+        if path.utf8.allSatisfy({ $0 < 0x80 }), let exact = literalRoutes[path],
             let index = exact.first(where: { routes[$0].method == method || (isHead && routes[$0].answersHead) })
         {
             return .matched(handlers[index], parameters: [:], pattern: routes[index].pattern)
