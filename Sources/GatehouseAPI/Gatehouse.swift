@@ -34,10 +34,13 @@ public final class Gatehouse: Sendable {
     public let sealer: SecretSealer
     /// Upkeep on every node: maintenance (bounded storage), the purge of deleted accounts.
     public let periodicJobs: PeriodicJobs
-    /// Keeps the request path's caches fresh off the request path (ADR 0022): ended sessions,
-    /// changed accounts, and the version of the apps in use. Its own thread, so a long
-    /// maintenance round never delays it.
-    let cacheJobs: PeriodicJobs
+    /// Keep the request path's caches fresh off the request path (ADR 0022), each on a thread of
+    /// its own, so that a long maintenance round never delays them and a slow app check never
+    /// delays the ended-sessions poll: the polls (ended sessions, changed accounts), and the
+    /// version checks of the apps in use.
+    let cacheJobs: [PeriodicJobs]
+    /// `GET /v1/me`'s rendered bodies, dropped with the account cache's entries.
+    let renderedAccounts = RenderedAccounts()
     /// Deletes what no one needs any more, in small batches (``periodicJobs`` runs it).
     public let maintenance: Maintenance
     public let metrics: Metrics
@@ -76,7 +79,7 @@ public final class Gatehouse: Sendable {
         self.log = log
         let metrics = Metrics()
         self.metrics = metrics
-        let accountCache = AccountCache(clock: clock, log: log)
+        let accountCache = AccountCache(clock: clock, log: log, alsoInvalidate: renderedAccounts)
         store = SQLStore(database: database, userChanges: accountCache)
         let sealer = try SecretSealer(masterKey: masterKey)
         self.sealer = sealer
@@ -171,17 +174,21 @@ public final class Gatehouse: Sendable {
 
         let store = store
         let directory = directory
-        cacheJobs = PeriodicJobs(
-            [
-                // Every 250 ms it looks; each poll runs at its own interval (1 s), the apps a fifth
-                // of theirs early. Nothing to log: the polls log their own failures.
-                PeriodicJob(name: "cache_refresh", everyMillis: 250) { now in
-                    revocations.pollIfDue()
-                    accountCache.pollIfDue(store: store)
-                    directory.revalidateAhead(now: now)
-                    return 0
-                }
-            ], clock: clock, log: log, threadName: "gatehouse-caches")
+        cacheJobs = [
+            // Every 250 ms each thread looks; each poll runs at its own interval (1 s), the apps a
+            // fifth of theirs early. Nothing to log: the polls log their own failures.
+            PeriodicJobs(
+                [
+                    PeriodicJob(name: "cache_polls", everyMillis: 250) { _ in
+                        revocations.pollIfDue()
+                        accountCache.pollIfDue(store: store)
+                        return 0
+                    }
+                ], clock: clock, log: log, threadName: "gatehouse-polls"),
+            PeriodicJobs(
+                [PeriodicJob(name: "app_checks", everyMillis: 250) { now in directory.revalidateAhead(now: now); return 0 }],
+                clock: clock, log: log, threadName: "gatehouse-apps"),
+        ]
 
         let auth = Authenticator(directory: directory, apps: apps, tokens: tokens)
         var routes = Routes()
@@ -195,7 +202,7 @@ public final class Gatehouse: Sendable {
         authController.register(&routes)
         EmailController(auth: auth, flows: emailFlows, sessions: authController).register(&routes)
         ProviderController(auth: auth, providers: providerSignIn, sessions: authController).register(&routes)
-        MeController(auth: auth, accounts: accounts, deletion: deletion, files: files).register(&routes)
+        MeController(auth: auth, accounts: accounts, deletion: deletion, files: files, rendered: renderedAccounts).register(&routes)
         FilesController(auth: auth, files: files).register(&routes)
         router = routes.router
     }
@@ -252,14 +259,14 @@ public final class Gatehouse: Sendable {
     public func startBackgroundWork() {
         outboxWorker.start()
         periodicJobs.start()
-        cacheJobs.start()
+        for jobs in cacheJobs { jobs.start() }
     }
 
     /// Stops the background work and waits for its threads.
     public func stopBackgroundWork() {
         outboxWorker.stop()
         periodicJobs.stop()
-        cacheJobs.stop()
+        for jobs in cacheJobs { jobs.stop() }
     }
 
     /// Stops the background work, ends the hash threads (after the hashes under way) and closes

@@ -7,7 +7,7 @@ struct MeController {
     let accounts: AccountService
     let deletion: AccountDeletion
     let files: FilesService
-    let rendered = RenderedAccounts()
+    let rendered: RenderedAccounts
 
     func register(_ routes: inout Routes) {
         routes.get("/v1/me", me)

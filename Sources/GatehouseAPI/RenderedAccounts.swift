@@ -4,9 +4,10 @@ import GatehouseCore
 /// serialisation with sorted keys) was about an eighth of that request's CPU, and a client asks
 /// for the same account again and again. A body is used only for the very user and identities
 /// it was rendered from, compared field by field: a changed account is rendered afresh, so a
-/// body is never stale. Bounded: at most 4,096 bodies (about 1 KiB each with what they were
-/// rendered from).
-final class RenderedAccounts: Sendable {
+/// body is never stale. A body is dropped when the account cache drops the account (a change on
+/// any node, a deletion), so a deleted account's data does not stay here. Bounded: at most 4,096
+/// bodies (about 1 KiB each with what they were rendered from).
+final class RenderedAccounts: UserChangeObserver, Sendable {
     private struct Key: Hashable {
         let app: AppID
         let user: UserID
@@ -24,6 +25,11 @@ final class RenderedAccounts: Sendable {
 
     private let shards: [Shard] = (0..<16).map { _ in Shard() }
     private let shardCapacity = 256
+
+    func userChanged(app: AppID, user: UserID) {
+        let key = Key(app: app, user: user)
+        shards[Int(UInt(bitPattern: user.hashValue) % UInt(shards.count))].entries.write { _ = $0.removeValue(forKey: key) }
+    }
 
     /// The body rendered from `user` and `identities`: the one kept for them, or `render()`'s (then kept).
     func body(app: AppID, user: User, identities: [Identity], render: () -> [UInt8]) -> [UInt8] {

@@ -15,8 +15,10 @@ public protocol UserChangeObserver: Sendable {
 /// - changes made by other nodes are seen by polling `users.changed_at` once a second (one query
 ///   per node, not per request, run by the node's cache thread: ``pollIfDue(store:)``),
 ///   re-reading an overlap for late commits: they show here within about a second;
-/// - an entry is used for at most `maxAgeMillis`, and not at all while the poll has been failing
-///   for more than `stalePollMillis` (then every read goes to the database).
+/// - an entry is read again after `maxAgeMillis`: by one request, while the others go on with it
+///   for at most `stalePollMillis` more (so an entry is used for at most 65 s); and not at all
+///   while the poll has been failing for more than `stalePollMillis` (then every read goes to the
+///   database).
 ///
 /// A read that races a change never stores what it read: every shard counts the invalidations it
 /// has seen, and a load stores its result only if none happened in its shard since it began.
@@ -59,7 +61,15 @@ public final class AccountCache: UserChangeObserver, Sendable {
     ///   - capacity: at most this many accounts are kept (about half a KiB each).
     private let pollFailures: RepeatedFailureLog
 
-    public init(clock: any Clock, maxAgeSeconds: Int64 = 60, capacity: Int = 16_384, pollEveryMillis: Int64 = 1000, log: any LogSink = DiscardingLog()) {
+    /// Told of every entry dropped (a change on this node or another, a deletion): another cache
+    /// of what accounts hold, such as rendered bodies.
+    private let companion: (any UserChangeObserver)?
+
+    public init(
+        clock: any Clock, maxAgeSeconds: Int64 = 60, capacity: Int = 16_384, pollEveryMillis: Int64 = 1000, log: any LogSink = DiscardingLog(),
+        alsoInvalidate companion: (any UserChangeObserver)? = nil
+    ) {
+        self.companion = companion
         self.pollFailures = RepeatedFailureLog(log, "the changed-accounts poll failed; accounts are read from the database until it succeeds")
         self.clock = clock
         self.maxAgeMillis = maxAgeSeconds * 1000
@@ -123,6 +133,7 @@ public final class AccountCache: UserChangeObserver, Sendable {
             state.generation &+= 1
             state.entries[key] = nil
         }
+        companion?.userChanged(app: key.app, user: key.user)
     }
 
     private func shard(_ key: Key) -> Shard {

@@ -13,8 +13,11 @@ public final class AppContext: Sendable {
     public let verificationKeys: [String: VerificationKey]
     /// The serialised JWKS document.
     public let jwks: [UInt8]
-    /// When this node last confirmed the version with the database (ms).
-    let checkedAt: Int64
+    /// When this node last confirmed the version with the database (ms). Moved in place when the
+    /// version is unchanged: no write lock on the directory, which every request reads.
+    private let checked: Atomic<Int64>
+    var checkedAt: Int64 { checked.load(ordering: .relaxed) }
+    func confirmed(at now: Int64) { checked.store(now, ordering: .relaxed) }
     /// Whether a request used this context since `checkedAt`: the cache thread checks such apps
     /// again before a request would have to (``AppDirectory/revalidateAhead(now:)``).
     let usedSinceCheck = Atomic<Bool>(false)
@@ -27,22 +30,10 @@ public final class AppContext: Sendable {
 
     public var id: AppID { record.id }
 
-    /// The same app, confirmed unchanged at `checkedAt`.
-    init(copying other: AppContext, checkedAt: Int64) {
-        record = other.record
-        settings = other.settings
-        signingKey = other.signingKey
-        signingKeyID = other.signingKeyID
-        verificationKeys = other.verificationKeys
-        jwks = other.jwks
-        keysExpireAt = other.keysExpireAt
-        self.checkedAt = checkedAt
-    }
-
     init(record: AppRecord, settings: AppSettings, keys: [SigningKeyRecord], sealer: SecretSealer, checkedAt: Int64) throws {
         self.record = record
         self.settings = settings
-        self.checkedAt = checkedAt
+        self.checked = Atomic(checkedAt)
         guard let current = keys.first(where: { $0.state == .current }) else {
             throw InternalError("app \(record.id) has no current signing key")
         }

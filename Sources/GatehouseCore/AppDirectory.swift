@@ -103,16 +103,16 @@ public final class AppDirectory: Sendable {
         let asking = context.revalidating.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged
         if !asking, !force, age < 2 * revalidateAfterMillis, keysValid { return context }
         defer { if asking { context.revalidating.store(false, ordering: .releasing) } }
+        // Requests from now on count as use since this check.
+        context.usedSinceCheck.store(false, ordering: .relaxed)
         guard let version = try store.apps.version(of: context.id) else {
             invalidate(context.id)
             return nil
         }
         // Unchanged, and no retired key has expired since it was built (expiry moves no version).
         if version == context.record.version, now < context.keysExpireAt ?? .max {
-            let refreshed = AppContext(copying: context, checkedAt: now)
-            // Only over the entry it checked: a change this node made meanwhile must not be undone.
-            state.write { if $0.byID[context.id] === context { $0.byID[context.id] = refreshed } }
-            return refreshed
+            context.confirmed(at: now)
+            return context
         }
         guard let record = try store.apps.find(id: context.id) else { return nil }
         return try remember(record, now: now)

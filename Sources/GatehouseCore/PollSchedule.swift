@@ -14,7 +14,7 @@ final class PollSchedule: Sendable {
 
     init(everyMillis: Int64) {
         self.everyMillis = everyMillis
-        self.overdueMillis = 3 * everyMillis
+        self.overdueMillis = everyMillis * 3 / 2
     }
 
     /// From the cache thread: runs `poll` if `everyMillis` have passed since the last one began.

@@ -1,7 +1,8 @@
 import Foundation
-import GatehouseCore
 import GatehouseTesting
 import Testing
+
+@testable import GatehouseCore
 
 /// ADR 0022: the node's cache thread checks the apps in use before a request would have to.
 @Suite struct CacheRefreshTests {
@@ -23,11 +24,11 @@ import Testing
         // Both cached on the first node and used; 4 s on, the cache thread checks both.
         for app in [used, idle] { #expect(try server.request("GET", "/v1/app", appKey: app.appKey).status == 200) }
         for app in [used, idle] { #expect(try server.request("GET", "/v1/app", appKey: app.appKey).status == 200) }
-        let before = directory.cached(id: AppID(unchecked: idle.id))
+        let loadedAt = try #require(directory.cached(id: AppID(unchecked: idle.id))?.checkedAt)
         clock.advance(seconds: 4)
         let deadline = Date().addingTimeInterval(5)
-        while directory.cached(id: AppID(unchecked: idle.id)) === before, Date() < deadline { usleep(20_000) }
-        #expect(directory.cached(id: AppID(unchecked: idle.id)) !== before, "checked again, into a new entry")
+        while directory.cached(id: AppID(unchecked: idle.id))?.checkedAt == loadedAt, Date() < deadline { usleep(20_000) }
+        #expect(directory.cached(id: AppID(unchecked: idle.id))?.checkedAt == loadedAt + 4_000, "checked again by the thread")
         // From now on only `used` is asked for. The other node renames both: the first learns
         // of it only from the database.
         #expect(try server.request("GET", "/v1/app", appKey: used.appKey).data?["name"] == "Used")
@@ -43,8 +44,29 @@ import Testing
         usleep(300_000)
         #expect(cachedName(idle) == "Idle")
         #expect(try server.request("GET", "/v1/app", appKey: idle.appKey).data?["name"] == "Idle")
-        // Past 5 s a request checks it itself.
+        // Past 5 s a request checks it itself (the threads stopped: this request, not a thread, must see it).
+        server.gatehouse.stopBackgroundWork()
         clock.advance(seconds: 1)
         #expect(try server.request("GET", "/v1/app", appKey: idle.appKey).data?["name"] == "Idle 2")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func whileOneRequestChecksAStaleAppTheOthersUseItForAtMostOneMoreInterval(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let other = try TestServer(anotherNodeOf: server, clock: clock)
+        defer { other.stop() }
+        server.gatehouse.stopBackgroundWork()  // only requests check, here
+        let app = try server.createApp(["name": "Before"])
+        #expect(try server.request("GET", "/v1/app", appKey: app.appKey).data?["name"] == "Before")
+        #expect(try other.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["name": "After"]).status == 200)
+        // A request is asking the database for this entry (as one stuck on a slow database would).
+        let entry = try #require(server.gatehouse.directory.cached(id: AppID(unchecked: app.id)))
+        entry.revalidating.store(true, ordering: .relaxed)
+        clock.advance(seconds: 6)
+        #expect(try server.request("GET", "/v1/app", appKey: app.appKey).data?["name"] == "Before", "past 5 s, within 10: the others go on with it")
+        clock.advance(seconds: 4)
+        #expect(try server.request("GET", "/v1/app", appKey: app.appKey).data?["name"] == "After", "10 s old: a request asks itself")
     }
 }

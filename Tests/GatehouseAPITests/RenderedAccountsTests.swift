@@ -36,6 +36,19 @@ import Testing
         #expect(renders == 4)
     }
 
+    @Test func aBodyGoesWhenTheAccountCacheDropsTheAccount() {
+        let rendered = RenderedAccounts()
+        let cache = AccountCache(clock: SystemClock(), alsoInvalidate: rendered)
+        let id = UserID.generate()
+        var renders = 0
+        for _ in 0..<2 { _ = rendered.body(app: app, user: user(id), identities: []) { renders += 1; return [1] } }
+        #expect(renders == 1)
+        // A change committed on this node (or seen by the poll), a deletion: the body goes with the entry.
+        cache.userChanged(app: app, user: id)
+        _ = rendered.body(app: app, user: user(id), identities: []) { renders += 1; return [1] }
+        #expect(renders == 2)
+    }
+
     @Test func itKeepsAtMostFourThousandBodies() {
         let rendered = RenderedAccounts()
         let ids = (0..<5_000).map { _ in UserID.generate() }
