@@ -35,9 +35,9 @@ public final class Gatehouse: Sendable {
     /// Upkeep on every node: maintenance (bounded storage), the purge of deleted accounts.
     public let periodicJobs: PeriodicJobs
     /// Keep the request path's caches fresh off the request path (ADR 0022), each on a thread of
-    /// its own, so that a long maintenance round never delays them and a slow app check never
-    /// delays the ended-sessions poll: the polls (ended sessions, changed accounts), and the
-    /// version checks of the apps in use.
+    /// its own, so that a long maintenance round never delays them and a slow query of one never
+    /// delays another: the ended-sessions poll, the changed-accounts poll, and the version checks
+    /// of the apps in use.
     let cacheJobs: [PeriodicJobs]
     /// `GET /v1/me`'s rendered bodies, dropped with the account cache's entries.
     let renderedAccounts = RenderedAccounts()
@@ -178,13 +178,11 @@ public final class Gatehouse: Sendable {
             // Every 250 ms each thread looks; each poll runs at its own interval (1 s), the apps a
             // fifth of theirs early. Nothing to log: the polls log their own failures.
             PeriodicJobs(
-                [
-                    PeriodicJob(name: "cache_polls", everyMillis: 250) { _ in
-                        revocations.pollIfDue()
-                        accountCache.pollIfDue(store: store)
-                        return 0
-                    }
-                ], clock: clock, log: log, threadName: "gatehouse-polls"),
+                [PeriodicJob(name: "ended_sessions_poll", everyMillis: 250) { _ in revocations.pollIfDue(); return 0 }],
+                clock: clock, log: log, threadName: "gatehouse-sessions"),
+            PeriodicJobs(
+                [PeriodicJob(name: "changed_accounts_poll", everyMillis: 250) { _ in accountCache.pollIfDue(store: store); return 0 }],
+                clock: clock, log: log, threadName: "gatehouse-accounts"),
             PeriodicJobs(
                 [PeriodicJob(name: "app_checks", everyMillis: 250) { now in directory.revalidateAhead(now: now); return 0 }],
                 clock: clock, log: log, threadName: "gatehouse-apps"),

@@ -17,7 +17,8 @@ public protocol UserChangeObserver: Sendable {
 ///   re-reading an overlap for late commits: they show here within about a second;
 /// - an entry is read again after `maxAgeMillis`: by one request, while the others go on with it
 ///   for at most `stalePollMillis` more (so an entry is used for at most 65 s); and not at all
-///   while the poll has been failing for more than `stalePollMillis` (then every read goes to the
+///   while the poll has been failing (its last run ended in an error, not merely slow) for more
+///   than `stalePollMillis` since its last success (then every read goes to the
 ///   database).
 ///
 /// A read that races a change never stores what it read: every shard counts the invalidations it
@@ -54,6 +55,9 @@ public final class AccountCache: UserChangeObserver, Sendable {
     private let shards: [Shard] = (0..<16).map { _ in Shard() }
     private let schedule: PollSchedule
     private let lastPollSuccess = Atomic<Int64>(Int64.min / 2)
+    /// Whether the last poll to end failed. A poll still under way (a database slow to answer)
+    /// does not count as failing: the entries are as current as the database can tell.
+    private let lastPollFailed = Atomic<Bool>(false)
     /// Where the next poll starts, by the database's clock; nil before the first.
     private let polledUpTo = Mutex<Int64?>(nil)
 
@@ -85,7 +89,8 @@ public final class AccountCache: UserChangeObserver, Sendable {
         let key = Key(app: app, user: user)
         let shard = self.shard(key)
         // Only while the poll is current can an entry be trusted to reflect other nodes' changes.
-        let usable = now - lastPollSuccess.load(ordering: .acquiring) <= Self.stalePollMillis
+        let lastSuccess = lastPollSuccess.load(ordering: .acquiring)
+        let usable = now - lastSuccess <= Self.stalePollMillis || (lastSuccess > Int64.min / 2 && !lastPollFailed.load(ordering: .relaxed))
         var generation: UInt64 = 0
         var reloading = false
         if usable {
@@ -148,6 +153,7 @@ public final class AccountCache: UserChangeObserver, Sendable {
         do {
             (changed, databaseNow) = try store.usersChanged(since: since, lookBack: Self.overlapMillis)
         } catch {
+            lastPollFailed.store(true, ordering: .relaxed)
             pollFailures.failed(error, now: now)
             return
         }
@@ -157,6 +163,7 @@ public final class AccountCache: UserChangeObserver, Sendable {
         // the furthest one: if its clock steps back (a failover), so does the poll.
         polledUpTo.withLock { $0 = databaseNow - Self.overlapMillis }
         lastPollSuccess.store(now, ordering: .releasing)
+        lastPollFailed.store(false, ordering: .relaxed)
     }
 }
 
