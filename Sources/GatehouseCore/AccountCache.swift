@@ -88,7 +88,8 @@ public final class AccountCache: UserChangeObserver, Sendable {
         schedule.runIfOverdue(now: now) { poll(store, now: now) }
         let key = Key(app: app, user: user)
         let shard = self.shard(key)
-        // Only while the poll is current can an entry be trusted to reflect other nodes' changes.
+        // Only while the poll is current (or under way, not failing) can an entry be trusted to
+        // reflect other nodes' changes.
         let lastSuccess = lastPollSuccess.load(ordering: .acquiring)
         let usable = now - lastSuccess <= Self.stalePollMillis || (lastSuccess > Int64.min / 2 && !lastPollFailed.load(ordering: .relaxed))
         var generation: UInt64 = 0

@@ -2,7 +2,8 @@ import GatehouseCrypto
 import Synchronization
 
 /// One app as a node serves it: its record, decoded settings and ready-to-use signing key,
-/// built once per app version and shared by every request (immutable, so `Sendable`).
+/// built once per app version and shared by every request (immutable but for three atomics, so
+/// `Sendable`).
 public final class AppContext: Sendable {
     public let record: AppRecord
     public let settings: AppSettings
