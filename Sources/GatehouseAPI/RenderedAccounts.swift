@@ -27,14 +27,17 @@ final class RenderedAccounts: UserChangeObserver, Sendable {
     private let shardCapacity = 256
 
     func userChanged(app: AppID, user: UserID) {
-        let key = Key(app: app, user: user)
-        shards[Int(UInt(bitPattern: user.hashValue) % UInt(shards.count))].entries.write { _ = $0.removeValue(forKey: key) }
+        shard(user).entries.write { _ = $0.removeValue(forKey: Key(app: app, user: user)) }
+    }
+
+    private func shard(_ user: UserID) -> Shard {
+        shards[Int(UInt(bitPattern: user.hashValue) % UInt(shards.count))]
     }
 
     /// The body rendered from `user` and `identities`: the one kept for them, or `render()`'s (then kept).
     func body(app: AppID, user: User, identities: [Identity], render: () -> [UInt8]) -> [UInt8] {
         let key = Key(app: app, user: user.id)
-        let shard = shards[Int(UInt(bitPattern: user.id.hashValue) % UInt(shards.count))]
+        let shard = shard(user.id)
         if let kept = shard.entries.read({ $0[key] }), kept.user == user, kept.identities == identities {
             return kept.body
         }

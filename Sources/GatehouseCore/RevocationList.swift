@@ -3,8 +3,8 @@ import Synchronization
 /// Sessions that have ended, known to this node. Checking a token against it costs a set lookup:
 /// one query per second per node (not per request), run by the node's cache thread
 /// (``pollIfDue()``), brings in sessions ended by other nodes, and this node's own ends are added
-/// at once. Entries are dropped once no access token of theirs can
-/// still be valid (the longest access-token lifetime an app can set).
+/// at once. Entries are dropped once no access token of theirs can still be valid (the longest
+/// access-token lifetime an app can set).
 public final class RevocationList: Sendable {
     private let store: any Store
     private let clock: any Clock

@@ -6,13 +6,22 @@ import Testing
 
 /// ADR 0022: the node's cache thread checks the apps in use before a request would have to.
 @Suite struct CacheRefreshTests {
-    @Test(arguments: TestDatabase.kinds)
-    func theCacheThreadChecksTheAppsInUseAheadAndLeavesIdleOnesAlone(_ kind: TestDatabaseKind) throws {
+    /// Two nodes on one database, on one clock that moves by hand.
+    private static func twoNodes(_ kind: TestDatabaseKind) throws -> (ManualClock, TestServer, TestServer) {
         let clock = ManualClock()
         let server = try TestServer(kind, clock: clock)
-        defer { server.stop() }
-        let other = try TestServer(anotherNodeOf: server, clock: clock)
-        defer { other.stop() }
+        do {
+            return (clock, server, try TestServer(anotherNodeOf: server, clock: clock))
+        } catch {
+            server.stop()
+            throw error
+        }
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func theCacheThreadChecksTheAppsInUseAheadAndLeavesIdleOnesAlone(_ kind: TestDatabaseKind) throws {
+        let (clock, server, other) = try Self.twoNodes(kind)
+        defer { other.stop(); server.stop() }
         let used = try server.createApp(["name": "Used"])
         let idle = try server.createApp(["name": "Idle"])
         let directory = server.gatehouse.directory
@@ -52,11 +61,8 @@ import Testing
 
     @Test(arguments: TestDatabase.kinds)
     func whileOneRequestChecksAStaleAppTheOthersUseItForAtMostOneMoreInterval(_ kind: TestDatabaseKind) throws {
-        let clock = ManualClock()
-        let server = try TestServer(kind, clock: clock)
-        defer { server.stop() }
-        let other = try TestServer(anotherNodeOf: server, clock: clock)
-        defer { other.stop() }
+        let (clock, server, other) = try Self.twoNodes(kind)
+        defer { other.stop(); server.stop() }
         server.gatehouse.stopBackgroundWork()  // only requests check, here
         let app = try server.createApp(["name": "Before"])
         #expect(try server.request("GET", "/v1/app", appKey: app.appKey).data?["name"] == "Before")
