@@ -22,7 +22,7 @@ public final class AccountService: Sendable {
     private let cache: AccountCache
     private let clock: any Clock
     private let refreshGraceMillis: Int64
-    private let limiterSubjectKey: [UInt8]
+    private let limiterSubjectKey: HMACKey
     /// Sign-up's verification mail.
     private let emailCodes: EmailCodes
     private let log: any LogSink
@@ -38,7 +38,7 @@ public final class AccountService: Sendable {
         self.log = log
         self.metrics = metrics
         self.emailCodes = emailCodes
-        self.limiterSubjectKey = MasterKeyDerivation.key(for: .limiterSubjects, from: masterKey)
+        self.limiterSubjectKey = HMACKey(MasterKeyDerivation.key(for: .limiterSubjects, from: masterKey))
         self.store = store
         self.cache = cache
         self.tokens = tokens
@@ -445,7 +445,7 @@ public final class AccountService: Sendable {
 
     /// The subject of the per-email limiter: keyed, so the counters table tells a dump neither the
     /// addresses tried nor, by hashing guesses, whether one was.
-    func guessSubject(email: String) -> String { Digest.hex(Digest.hmacSHA256(key: limiterSubjectKey, data: Array(email.utf8))) }
+    func guessSubject(email: String) -> String { Digest.hex(limiterSubjectKey.tag(Array(email.utf8))) }
 
     @discardableResult
     private func requireGuessesLeft(_ data: any AppScopedStore, bucket: String, subject: String) throws -> Int64 {

@@ -39,7 +39,7 @@ public struct FieldReader {
         guard let v = raw(key) else { return nil }
         guard case .string(let s) = v else { fail(key, "Must be a string."); return nil }
         if !InputRules.fits(s, characters: maxLength) { fail(key, "Must be at most \(maxLength) characters."); return nil }
-        if s.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+        if InputRules.hasControlCharacters(s) {
             fail(key, "Must not contain control characters.")
             return nil
         }
@@ -71,7 +71,7 @@ public struct FieldReader {
         var result: [String] = []
         for (i, item) in items.enumerated() {
             guard case .string(let s) = item, !s.isEmpty, InputRules.fits(s, characters: maxLength),
-                !s.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+                !InputRules.hasControlCharacters(s)
             else {
                 errors.append(FieldError("\(field(key))[\(i)]", "Must be a non-empty string of at most \(maxLength) characters."))
                 continue

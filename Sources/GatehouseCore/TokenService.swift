@@ -14,7 +14,7 @@ public struct AccessClaims: Sendable {
 public final class TokenService: Sendable {
     private let publicURL: String
     private let clock: any Clock
-    private let refreshChainKey: [UInt8]
+    private let refreshChainKey: HMACKey
     public let revocations: RevocationList
     private let verified = VerifiedTokens()
 
@@ -34,14 +34,15 @@ public final class TokenService: Sendable {
         self.publicURL = publicURL
         self.clock = clock
         // A key of its own, derived from the master key, so the chain key is never the encryption key.
-        self.refreshChainKey = Digest.hmacSHA256(key: masterKey, data: Array("gatehouse refresh-token chain v1".utf8))
+        self.refreshChainKey = HMACKey(Digest.hmacSHA256(key: masterKey, data: Array("gatehouse refresh-token chain v1".utf8)))
         self.revocations = revocations
     }
 
     public func issuer(_ app: AppID) -> String { "\(publicURL)/v1/apps/\(app.rawValue)" }
 
     /// A signed access token for the session, and its lifetime in seconds. It follows RFC 9068:
-    /// `jti` is 128 random bits, new for every token; `client_id` is the app id (the app is the
+    /// `jti` is 128 random bits, new for every token (an identifier, not a secret: cut from the
+    /// thread's pool, ``SecureRandom/identifierBytes(_:)``); `client_id` is the app id (the app is the
     /// one OAuth client of its own issuer, whatever platform its key was used from; docs/adr/0017).
     public func accessToken(app: AppContext, user: User, session: Session) throws -> (token: String, expiresIn: Int64) {
         let now = clock.nowSeconds
@@ -49,7 +50,7 @@ public final class TokenService: Sendable {
         let ttl = max(1, min(app.settings.accessTokenTTLSeconds, session.expiresAt / 1000 - now))
         var claims: [String: JSON] = [
             "iss": .string(issuer(app.id)), "aud": .string(app.id.rawValue), "sub": .string(user.id.rawValue), "sid": .string(session.id.rawValue),
-            "jti": .string(SecureRandom.token(byteCount: 16)), "client_id": .string(app.id.rawValue),
+            "jti": .string(Base64URL.encode(SecureRandom.identifierBytes(16))), "client_id": .string(app.id.rawValue),
             "iat": .int(now), "exp": .int(now + ttl), "auth_time": .int(session.authTime / 1000), "amr": [.string(session.method.amr)],
             "email_verified": .bool(user.emailVerified),
         ]
@@ -116,7 +117,7 @@ public final class TokenService: Sendable {
     /// random so that a retry within the grace window can be given the very same successor without
     /// storing any token in clear.
     public func successor(of token: String) -> String {
-        Base64URL.encode(Digest.hmacSHA256(key: refreshChainKey, data: Array(token.utf8)))
+        Base64URL.encode(refreshChainKey.tag(Array(token.utf8)))
     }
 
     /// How refresh tokens are stored: hex SHA-256.

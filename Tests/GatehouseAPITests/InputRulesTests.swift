@@ -32,6 +32,21 @@ struct InputRulesTests {
         }
     }
 
+    /// The code-point test is the general category, for every scalar Unicode has.
+    @Test func controlCharactersAreCategoryCc() {
+        var controls = 0
+        var disagreements: [UInt32] = []
+        for value in UInt32(0)...0x10FFFF {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            let isControl = scalar.properties.generalCategory == .control
+            if isControl { controls += 1 }
+            if InputRules.hasControlCharacters(String(scalar)) != isControl { disagreements.append(value) }
+        }
+        #expect(disagreements.isEmpty)
+        #expect(controls == 65)
+        #expect(InputRules.hasControlCharacters("refresh-token\u{85}") && !InputRules.hasControlCharacters("Zoë 李"))
+    }
+
     @Test(arguments: formatCharacters + ["\u{200C}", "\u{200D}"])
     func emailsRefuseFormatCharacters(_ scalar: Unicode.Scalar) {
         #expect(throws: GatehouseError.self) { try InputRules.email("ada\(Character(scalar))@example.com") }

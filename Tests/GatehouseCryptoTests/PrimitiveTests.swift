@@ -60,6 +60,26 @@ import Testing
         #expect(Digest.hex(tag) == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
     }
 
+    @Test func hmacKeyMatchesTheOneShotHMACOnManyThreads() async {
+        #expect(Digest.hex(HMACKey(Array("Jefe".utf8)).tag(Array("what do ya want for nothing?".utf8)))
+            == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        #expect(Digest.hex(HMACKey([]).tag([])) == "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")
+        // A key longer than SHA-256's block is hashed first (RFC 2104); one template, 8 threads.
+        let key = HMACKey(Array(repeating: 0xAA, count: 131))
+        let wrong = await withTaskGroup(of: Int.self) { group in
+            for thread in 0..<8 {
+                group.addTask {
+                    (0..<500).reduce(0) { wrong, i in
+                        let data = Array("message \(thread) \(i)".utf8)
+                        return wrong + (key.tag(data) == Digest.hmacSHA256(key: Array(repeating: 0xAA, count: 131), data: data) ? 0 : 1)
+                    }
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(wrong == 0)
+    }
+
     @Test func hmacSHA256AcceptsAnEmptyKey() {
         #expect(Digest.hex(Digest.hmacSHA256(key: [], data: [UInt8]()))
             == "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")

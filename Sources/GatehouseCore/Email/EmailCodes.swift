@@ -13,7 +13,7 @@ public struct EmailCodes: Sendable {
     public static let windowMillis: Int64 = 3_600_000
     public static let sendsPerWindow = 10
 
-    private let key: [UInt8]
+    private let key: HMACKey
     private let composer: any EmailComposer
     private let clock: any Clock
     /// Tells this node's outbox worker that mail was queued: called by the flows after their
@@ -23,7 +23,7 @@ public struct EmailCodes: Sendable {
     /// - Parameter masterKey: for the key the HMACs use (``MasterKeyDerivation``).
     public init(masterKey: [UInt8], composer: any EmailComposer, clock: any Clock, wakeOutbox: @escaping @Sendable () -> Void = {}) {
         self.wakeOutbox = wakeOutbox
-        self.key = MasterKeyDerivation.key(for: .emailCodes, from: masterKey)
+        self.key = HMACKey(MasterKeyDerivation.key(for: .emailCodes, from: masterKey))
         self.composer = composer
         self.clock = clock
     }
@@ -31,7 +31,7 @@ public struct EmailCodes: Sendable {
     /// The address as the table knows it: a keyed hash, so a dump tells neither the addresses nor,
     /// by hashing guesses, whether one was there.
     func subject(of address: String) -> String {
-        Digest.hex(Digest.hmacSHA256(key: key, data: Array("subject\u{0}\(address)".utf8)))
+        Digest.hex(key.tag(Array("subject\u{0}\(address)".utf8)))
     }
 
     /// The row of a code. Codes of the signed-in user's own address (verification,
@@ -47,7 +47,7 @@ public struct EmailCodes: Sendable {
 
     /// Bound to app, purpose and address: a code is worth nothing anywhere else.
     private func hash(code: String, app: AppID, purpose: EmailPurpose, subject: String) -> String {
-        Digest.hex(Digest.hmacSHA256(key: key, data: Array("code\u{0}\(app.rawValue)\u{0}\(purpose.rawValue)\u{0}\(subject)\u{0}\(code)".utf8)))
+        Digest.hex(key.tag(Array("code\u{0}\(app.rawValue)\u{0}\(purpose.rawValue)\u{0}\(subject)\u{0}\(code)".utf8)))
     }
 
     /// Six uniform digits: 32 random bits, redrawn above the largest multiple of 10^6.
