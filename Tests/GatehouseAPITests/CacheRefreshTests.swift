@@ -75,4 +75,117 @@ import Testing
         clock.advance(seconds: 4)
         #expect(try server.request("GET", "/v1/app", appKey: app.appKey).data?["name"] == "After", "10 s old: a request asks itself")
     }
+
+    /// A signed-up user whose name is then changed behind the node's back: straight in the
+    /// database, without `changed_at`, so no poll ever reports it and only an entry's age can.
+    private static func accountChangedUnseen(_ server: TestServer) throws -> (me: @Sendable () throws -> TestResponse, name: JSON?) {
+        let app = try server.createApp(["name": "Accounts"])
+        let session = try server.signUp(app)
+        let token = try #require(session["access_token"]?.stringValue)
+        let user = try #require(session["user"]?["id"]?.stringValue)
+        let me: @Sendable () throws -> TestResponse = { try server.request("GET", "/v1/me", appKey: app.appKey, bearer: token) }
+        // Its sign-up is dated far back, so that the polls' overlap (5 s by the database's clock,
+        // which this test's clock does not move) does not find it changed and drop it.
+        try server.gatehouse.database.execute("UPDATE users SET changed_at = 0 WHERE id = \(user)")
+        let first = try me()
+        try server.gatehouse.database.execute("UPDATE users SET first_name = \("Grace") WHERE id = \(user)")
+        return (me, first.data?["first_name"])
+    }
+
+    /// docs/adr/0007: an entry nothing changed is read again once it is 60 s old.
+    @Test(arguments: TestDatabase.kinds)
+    func anAccountIsReadAgainOnceItIsSixtySecondsOld(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        server.gatehouse.stopBackgroundWork()  // polls run on requests only, when due
+        let (me, before) = try Self.accountChangedUnseen(server)
+        #expect(before == .null)
+        clock.advance(seconds: 59)
+        #expect(try me().data?["first_name"] == .null, "59 s old: the entry")
+        clock.advance(seconds: 2)
+        #expect(try me().data?["first_name"] == "Grace", "61 s old: read again")
+    }
+
+    /// While one request reads an old entry again (here, held up by a lock on `users`), the others
+    /// use the entry for at most 5 s more; and a poll held up the same way is slow, not failing,
+    /// so it does not stop the node from using its entries. PostgreSQL only: an SQLite reader
+    /// cannot be held up.
+    @Test func whileARequestReadsAnOldAccountAgainTheOthersUseItForAtMostFiveSecondsMore() throws {
+        guard !TestDatabase.skipPostgres else { return }
+        let clock = ManualClock()
+        // Threads and connections enough for the requests left waiting, the lock's holder and the
+        // test's own look at who waits.
+        let server = try TestServer(.postgres, clock: clock) { $0.httpThreads = 8 }
+        defer { server.stop() }
+        server.gatehouse.stopBackgroundWork()
+        let (me, _) = try Self.accountChangedUnseen(server)
+
+        // Another connection locks `users`: every read of it (the changed-accounts poll, an
+        // account's reload) waits until it lets go.
+        let locked = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let holder = Thread {
+            _ = try? server.gatehouse.database.transaction { db in
+                try db.execute("LOCK TABLE users IN ACCESS EXCLUSIVE MODE")
+                locked.signal()
+                release.wait()
+            }
+        }
+        holder.start()
+        locked.wait()
+        var released = false
+        defer { if !released { release.signal() } }
+
+        final class Answers: @unchecked Sendable {
+            let lock = NSLock()
+            var names: [Int: JSON?] = [:]
+            func set(_ index: Int, _ name: JSON?) { lock.withLock { names[index] = name } }
+            func get(_ index: Int) -> JSON?? { lock.withLock { names[index] } }
+        }
+        let answers = Answers()
+        // Each request from a thread of its own, so that none can hold up the test (which must let go of the lock).
+        func inBackground(_ index: Int) -> DispatchSemaphore {
+            let done = DispatchSemaphore(value: 0)
+            Thread {
+                answers.set(index, try? me().data?["first_name"])
+                done.signal()
+            }.start()
+            return done
+        }
+        func answered(_ index: Int) -> JSON?? {
+            inBackground(index).wait(timeout: .now() + 5) == .success ? answers.get(index) : nil
+        }
+        /// Waits until `count` statements of this database wait for a lock (at most 10 s).
+        func waitingForTheLock(_ count: Int) throws -> Bool {
+            let deadline = Date().addingTimeInterval(10)
+            repeat {
+                let waiting = try server.gatehouse.database.query(
+                    "SELECT count(*) AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                ).first?.int64("waiting")
+                if waiting == Int64(count) { return true }
+                usleep(20_000)
+            } while Date() < deadline
+            return false
+        }
+
+        // 61 s on: one request runs the overdue poll and another reads the entry again; both wait.
+        clock.advance(seconds: 61)
+        let waiting = [inBackground(0), inBackground(1)]
+        #expect(try waitingForTheLock(2))
+        // The others answer at once from the entry: the poll is slow, not failing.
+        #expect(answered(2) == .some(.null))
+        clock.advance(seconds: 3)
+        #expect(answered(3) == .some(.null), "64 s old, within 5 s of its reload")
+        // Past 65 s a request no longer takes the entry: it reads the account itself, and waits too.
+        clock.advance(seconds: 2)
+        let late = inBackground(4)
+        #expect(try waitingForTheLock(3), "66 s old: read from the database")
+
+        release.signal()
+        released = true
+        for done in waiting + [late] { #expect(done.wait(timeout: .now() + 10) == .success) }
+        #expect(answers.get(4) == .some("Grace"))
+        #expect(try me().data?["first_name"] == "Grace")
+    }
 }
