@@ -134,7 +134,7 @@ struct UploadTests {
         func leftBehind(pid: Int32, minutesOld: Double) throws -> String {
             let folder = spool.path + "/gatehouse-spool-\(pid)-abcdef"
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
-            FileManager.default.createFile(atPath: folder + "/gatehouse-upload-00", contents: Data([1, 2, 3]))
+            #expect(FileManager.default.createFile(atPath: folder + "/gatehouse-upload-00", contents: Data([1, 2, 3])))
             try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -minutesOld * 60)], ofItemAtPath: folder)
             return folder
         }
