@@ -110,7 +110,7 @@ public final class AppDirectory: Sendable {
             return nil
         }
         // Unchanged, and no retired key has expired since it was built (expiry moves no version).
-        if version == context.record.version, now < context.keysExpireAt ?? .max {
+        if version == context.record.version, keysValid {
             context.confirmed(at: now)
             return context
         }

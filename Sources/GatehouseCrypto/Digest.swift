@@ -20,26 +20,10 @@ public enum Digest {
 
     /// HMAC-SHA-256 (RFC 2104) of `data` under `key`; returns the 32-byte tag.
     ///
-    /// Compare tags with ``constantTimeEquals(_:_:)``, never with `==`.
+    /// Compare tags with ``constantTimeEquals(_:_:)``, never with `==`. For many tags under one
+    /// key, keep an ``HMACKey``.
     public static func hmacSHA256(key: [UInt8], data: some Sequence<UInt8>) -> [UInt8] {
-        precondition(key.count <= Int(Int32.max), "HMAC key too long")
-        let input = Array(data)
-        var output = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        // OpenSSL 3 treats a NULL key as "no key"; an empty key needs a valid pointer.
-        let keyBytes = key.isEmpty ? [0] : key
-        let result = keyBytes.withUnsafeBufferPointer { keyBuffer in
-            input.withUnsafeBufferPointer { input in
-                output.withUnsafeMutableBufferPointer { output in
-                    HMAC(EVP_sha256(), keyBuffer.baseAddress, Int32(key.count),
-                         input.baseAddress, input.count, output.baseAddress, &length)
-                }
-            }
-        }
-        guard result != nil, length == 32 else {
-            fatalError("HMAC-SHA-256 failed: \(OpenSSLErrorQueue.drain() ?? "unknown")")
-        }
-        return output
+        HMACKey(key).tag(Array(data))
     }
 
     /// Lowercase hexadecimal text of `bytes`, two characters per byte.

@@ -1,11 +1,11 @@
 import COpenSSL
 import Synchronization
 
-/// An HMAC-SHA-256 key used for many tags: ``Digest/hmacSHA256(key:data:)`` with the set-up done
-/// once. OpenSSL 3 fetches the MAC and digest implementations and absorbs the key's pads at every
-/// one-shot `HMAC` call; under load, with every HTTP thread doing it, the fetches' shared locks
-/// made a refresh token's successor cost 1.5 % of the refresh. Each ``tag(_:)`` here copies a
-/// context keyed once.
+/// An HMAC-SHA-256 key (RFC 2104) set up once for many tags. OpenSSL 3 fetches the MAC and
+/// digest implementations and absorbs the key's pads each time a context is keyed; under load,
+/// with every HTTP thread doing it, the fetches' shared locks made a refresh token's successor
+/// cost 1.5 % of the refresh. Each ``tag(_:)`` here copies a context keyed once.
+/// ``Digest/hmacSHA256(key:data:)`` is the one-off form.
 ///
 /// Thread safety: `@unchecked Sendable` is sound because `template` is never updated after `init`
 /// and is copied only under `templateLock` (as ``SigningKey`` copies its template); each tag is

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseTesting
+import Synchronization
 import Testing
 
 @testable import GatehouseCore
@@ -137,24 +138,19 @@ import Testing
         var released = false
         defer { if !released { release.signal() } }
 
-        final class Answers: @unchecked Sendable {
-            let lock = NSLock()
-            var names: [Int: JSON?] = [:]
-            func set(_ index: Int, _ name: JSON?) { lock.withLock { names[index] = name } }
-            func get(_ index: Int) -> JSON?? { lock.withLock { names[index] } }
-        }
-        let answers = Answers()
+        let answers = Mutex<[Int: JSON?]>([:])
         // Each request from a thread of its own, so that none can hold up the test (which must let go of the lock).
         func inBackground(_ index: Int) -> DispatchSemaphore {
             let done = DispatchSemaphore(value: 0)
             Thread {
-                answers.set(index, try? me().data?["first_name"])
+                let name = try? me().data?["first_name"]
+                answers.withLock { $0[index] = name }
                 done.signal()
             }.start()
             return done
         }
         func answered(_ index: Int) -> JSON?? {
-            inBackground(index).wait(timeout: .now() + 5) == .success ? answers.get(index) : nil
+            inBackground(index).wait(timeout: .now() + 5) == .success ? answers.withLock { $0[index] } : nil
         }
         /// Waits until `count` statements of this database wait for a lock (at most 10 s).
         func waitingForTheLock(_ count: Int) throws -> Bool {
@@ -185,7 +181,7 @@ import Testing
         release.signal()
         released = true
         for done in waiting + [late] { #expect(done.wait(timeout: .now() + 10) == .success) }
-        #expect(answers.get(4) == .some("Grace"))
+        #expect(answers.withLock { $0[4] } == .some("Grace"))
         #expect(try me().data?["first_name"] == "Grace")
     }
 }
