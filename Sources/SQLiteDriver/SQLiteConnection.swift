@@ -41,7 +41,7 @@ final class SQLiteConnection: PooledConnection, SQLConnection {
         sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
         do {
             try executeScript("""
-                PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;
+                PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;
                 PRAGMA wal_autocheckpoint = \(SQLiteDatabase.checkpointPages); PRAGMA cache_size = -\(Self.cacheKiB);
                 """)
         } catch {

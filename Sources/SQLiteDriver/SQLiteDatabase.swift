@@ -5,7 +5,8 @@ import GatehouseSQL
 
 /// The embedded store: one SQLite file in WAL mode behind a pool of connections.
 ///
-/// Every connection runs with `foreign_keys=ON`, `synchronous=NORMAL` and a busy timeout.
+/// Every connection runs with `foreign_keys=ON`, `synchronous=FULL` (a commit is on disk before
+/// it returns, ADR 0023) and a busy timeout.
 /// Transactions start with `BEGIN IMMEDIATE`, so a writer takes the write lock up front
 /// instead of deadlocking on a lock upgrade.
 ///
@@ -15,8 +16,8 @@ import GatehouseSQL
 /// its own, in one `BEGIN IMMEDIATE` … `COMMIT`, and wakes their threads with the outcome. A body
 /// that throws rolls back to its savepoint and no further: the others' work commits. Each thread
 /// gets its own result only after the group's `COMMIT`, as before, so nothing is answered that
-/// is not durable; what a group saves is a lock hand-off, a `BEGIN`, a `COMMIT` and the WAL
-/// frames of the pages every body of the group touched.
+/// is not durable; what a group saves is a lock hand-off, a `BEGIN`, a `COMMIT` with its WAL sync,
+/// and the WAL frames of the pages every body of the group touched.
 public final class SQLiteDatabase: SQLDatabase {
     /// Always ``SQLDialect/sqlite``.
     public let dialect = SQLDialect.sqlite

@@ -4,7 +4,7 @@
     sqlite-rotation.py DB_FILE APP_ID SECONDS [PROCESSES]
 
 Runs PROCESSES (default 2) worker processes against DB_FILE (an already migrated Gatehouse
-database holding app APP_ID), each in WAL mode with synchronous=NORMAL, foreign_keys=ON and a
+database holding app APP_ID), each in WAL mode with synchronous=FULL, foreign_keys=ON and a
 5 s busy timeout like the server's connections, doing the statements of one refresh rotation
 (rotateRefreshToken in Sources/GatehouseSQL/SQLAccounts.swift, the .rotated path: SELECT the
 token with its session, UPDATE to claim it, INSERT the successor, UPDATE the session) in
@@ -30,7 +30,7 @@ def connect(path):
     db = sqlite3.connect(path, isolation_level=None, timeout=5.0)
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA foreign_keys = ON")
-    db.execute("PRAGMA synchronous = NORMAL")
+    db.execute("PRAGMA synchronous = FULL")
     return db
 
 
