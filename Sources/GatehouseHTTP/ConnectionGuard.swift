@@ -172,11 +172,6 @@ final class ConnectionGuard: Sendable {
         }
     }
 
-    /// Open connections, all clients together.
-    var openCount: Int {
-        state.withLock { $0.open.count }
-    }
-
     /// Open connections of `bucket` (for tests).
     func count(_ bucket: ConnectionBucket) -> Int {
         state.withLock { $0.perBucket[bucket, default: 0] }

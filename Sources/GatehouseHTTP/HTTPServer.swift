@@ -148,27 +148,10 @@ public final class HTTPServer: @unchecked Sendable {
                 context.spool.remove()
                 throw error
             }
-            // The workers stop polling the listen socket; the acceptor's thread accepts on it
-            // and spreads the connections over them (ConnectionAcceptor says why).
-            let listenSocket = MHD_quiesce_daemon(daemon)
-            guard listenSocket >= 0 else {
-                MHD_stop_daemon(daemon)
-                context.spool.remove()
-                throw StartError(description: "libmicrohttpd did not hand over its listen socket")
-            }
-            let workers = SendableDaemon(pointer: daemon)
-            let acceptor = ConnectionAcceptor(
-                listenSocket: listenSocket, connections: context.connections, connectionLimit: configuration.connectionLimit
-            ) { socket, address, length in
-                // Makes the socket non-blocking, and closes it when no worker has room or the
-                // accept policy refuses it.
-                _ = MHD_add_connection(workers.pointer, socket, address, length)
-            }
-            acceptor.start()
             sweeper?.start()
             let port = gatehouse_mhd_bound_port(daemon)
             boundPort.store(port != 0 ? port : configuration.port, ordering: .releasing)
-            lifecycle = .running(DaemonHandle(daemon: daemon, listenSocket: listenSocket, acceptor: acceptor))
+            lifecycle = .running(DaemonHandle(daemon: daemon))
         }
     }
 
@@ -198,9 +181,13 @@ public final class HTTPServer: @unchecked Sendable {
                 return
             }
             lifecycle = .stopped
-            // New connections are refused from here on. The listen socket stays open until
-            // MHD_stop_daemon (worker threads may still hold it).
-            handle.acceptor.stop()
+            // Needs MHD_USE_ITC. The listen socket stays open until MHD_stop_daemon (worker
+            // threads may still hold it), but shutdown(2) stops it listening right away, so
+            // new connections are refused instead of waiting in the backlog.
+            let listenSocket = MHD_quiesce_daemon(handle.daemon)
+            if listenSocket >= 0 {
+                _ = Glibc.shutdown(listenSocket, Int32(SHUT_RDWR))
+            }
             context.offloadPool?.drain()
             context.networkPool?.drain()
             let deadline = Self.monotonicSeconds() + configuration.shutdownGracePeriodSeconds
@@ -210,7 +197,9 @@ public final class HTTPServer: @unchecked Sendable {
             MHD_stop_daemon(handle.daemon)
             context.spool.remove()  // every request has ended: their spool files are gone already
             sweeper?.stop()  // after the stop: slow clients are still cut during the grace period
-            close(handle.listenSocket)
+            if listenSocket >= 0 {
+                close(listenSocket)
+            }
         }
     }
 
@@ -231,11 +220,7 @@ public final class HTTPServer: @unchecked Sendable {
         let daemon = address.withSockaddr { sockaddr in
             var options = gatehouse_mhd_options(
                 thread_pool_size: UInt32(clamping: max(1, configuration.threadCount)),
-                // The limit is ConnectionAcceptor's. libmicrohttpd counts a connection a little
-                // after the connection-closed notification and a new one only once its worker
-                // takes it, so its own count, checked again there, gets room for one more per
-                // worker: otherwise a connection accepted in between would be closed unanswered.
-                connection_limit: UInt32(clamping: max(1, configuration.connectionLimit) + max(1, configuration.threadCount)),
+                connection_limit: UInt32(clamping: max(1, configuration.connectionLimit)),
                 // Counted by ConnectionGuard per IPv4 address or IPv6 /64; libmicrohttpd's own
                 // limit counts single addresses.
                 per_ip_connection_limit: 0,
@@ -287,18 +272,9 @@ extension HTTPServer {
         case stopped
     }
 
-    /// The daemon pointer, its listen socket and the thread accepting on it. Sendable because the
-    /// pointer is only used under `lifecycle`'s lock, and libmicrohttpd allows stop from any thread.
-    /// The daemon pointer for the acceptor's thread: with `MHD_USE_ITC`, `MHD_add_connection` may
-    /// be called from any thread; it queues the connection and wakes its worker. The acceptor
-    /// stops before `MHD_stop_daemon`.
-    private struct SendableDaemon: @unchecked Sendable {
-        let pointer: OpaquePointer
-    }
-
+    /// The daemon pointer. Sendable because it is only used under `lifecycle`'s lock, and
+    /// libmicrohttpd allows quiesce and stop from any thread.
     private struct DaemonHandle: @unchecked Sendable {
         let daemon: OpaquePointer
-        let listenSocket: Int32
-        let acceptor: ConnectionAcceptor
     }
 }

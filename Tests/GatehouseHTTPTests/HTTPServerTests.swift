@@ -1,6 +1,5 @@
 import Foundation
 import GatehouseHTTP
-import GatehouseTesting
 import Synchronization
 import Testing
 
@@ -311,31 +310,6 @@ struct HTTPServerTests {
             again.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n")
             return again.readResponse()?.status == 200
         })
-    }
-
-    @Test func connectionsOpenedTogetherAreSpreadOverTheWorkers() throws {
-        let server = try startServer()  // 4 workers
-        defer { server.shutdown() }
-        // Another process opens 16 connections before it sends anything, so that nothing of
-        // ours takes descriptors between the server's accepts, then asks each which worker
-        // serves it. Left to libmicrohttpd's own accept, the first worker to wake took a run of
-        // them; the acceptor gives connection n the worker of its descriptor modulo 4.
-        let script = """
-            import http.client, sys
-            connections = [http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10) for _ in range(16)]
-            for c in connections: c.connect()
-            for c in connections:
-                c.request("GET", "/worker")
-                print(c.getresponse().read().decode())
-            """
-        let workers = try ExternalProgram.run(ExternalProgram.python, ["-c", script, String(server.port)])
-            .split(separator: "\n").map(String.init)
-        #expect(workers.count == 16)
-        let perWorker = Dictionary(grouping: workers, by: { $0 }).mapValues(\.count)
-        #expect(perWorker.count == 4, "every worker serves some: \(perWorker.values.sorted())")
-        // 4 each when the descriptors are consecutive; tests running beside this one may take
-        // some between them.
-        #expect(perWorker.values.allSatisfy { $0 >= 2 }, "\(perWorker.values.sorted())")
     }
 
     @Test func atTheConnectionLimitANewConnectionWaitsUntilOneCloses() throws {

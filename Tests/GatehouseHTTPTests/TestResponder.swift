@@ -45,8 +45,6 @@ final class TestResponder: HTTPResponder {
             .text(200, request.query.map { "\($0.name)=\($0.value)" }.joined(separator: "\n"))
         }
         router.add("GET", "/remote") { request, _ in .text(200, request.remoteAddress) }
-        // Which worker thread answered.
-        router.add("GET", "/worker") { _, _ in .text(200, String(UInt(bitPattern: Int(bitPattern: pthread_self())))) }
         router.add("GET", "/header") { request, _ in .text(200, request.headers["x-test"] ?? "none") }
         router.add("GET", "/slow") { _, _ in
             usleep(300_000)
