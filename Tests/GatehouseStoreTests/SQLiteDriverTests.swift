@@ -16,9 +16,10 @@ import Testing
                     try connection.query("PRAGMA cache_size").first.map { String(try $0.int64("cache_size")) },
                 ].map { $0 ?? "missing" }
             }
-            // WAL, synchronous FULL (2: each commit syncs the WAL, ADR 0023), foreign keys on, no automatic checkpoint (0: the WAL hook
-            // asks the checkpoint thread instead, ADR 0021), a 512 KiB page cache: on the first
-            // connection and on a second, opened while the first is in use.
+            // WAL, synchronous FULL (2: each commit syncs the WAL, ADR 0023), foreign keys on, no
+            // automatic checkpoint (0: the WAL hook asks the checkpoint thread instead, ADR 0021), a
+            // 512 KiB page cache: on the first connection and on a second, opened while the first
+            // is in use.
             let expected = ["wal", "2", "1", "0", "-512"]
             let (first, second) = try test.database.withConnection { first in
                 (try settings(first), try test.database.transaction(settings))
