@@ -116,8 +116,14 @@ import Testing
         guard !TestDatabase.skipPostgres else { return }
         let clock = ManualClock()
         // Threads and connections enough for the requests left waiting, the lock's holder and the
-        // test's own look at who waits.
-        let server = try TestServer(.postgres, clock: clock) { $0.httpThreads = 8 }
+        // test's own look at who waits. The statements waiting for the lock must not be cancelled
+        // at the default 5 s timeout before the test has seen them: on a loaded CI machine the
+        // second request reached the lock more than 5 s after the first, whose poll was cancelled
+        // and so counted as failing, which is another case than the one tested here.
+        let server = try TestServer(.postgres, clock: clock) {
+            $0.httpThreads = 8
+            $0.databaseStatementTimeoutMillis = 120_000
+        }
         defer { server.stop() }
         server.gatehouse.stopBackgroundWork()
         let (me, _) = try Self.accountChangedUnseen(server)
@@ -149,12 +155,14 @@ import Testing
             }.start()
             return done
         }
+        // The deadlines below are far from what a passing run takes, for loaded machines: a
+        // request held by the lock is held until the test lets go, so no wait can pass by chance.
         func answered(_ index: Int) -> JSON?? {
-            inBackground(index).wait(timeout: .now() + 5) == .success ? answers.withLock { $0[index] } : nil
+            inBackground(index).wait(timeout: .now() + 30) == .success ? answers.withLock { $0[index] } : nil
         }
-        /// Waits until `count` statements of this database wait for a lock (at most 10 s).
+        /// Waits until `count` statements of this database wait for a lock (at most 60 s).
         func waitingForTheLock(_ count: Int) throws -> Bool {
-            let deadline = Date().addingTimeInterval(10)
+            let deadline = Date().addingTimeInterval(60)
             repeat {
                 let waiting = try server.gatehouse.database.query(
                     "SELECT count(*) AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
