@@ -176,7 +176,7 @@ import Testing
         // 61 s on: one request runs the overdue poll and another reads the entry again; both wait.
         // The second is sent once the first waits: a worker in a handler takes no new connection,
         // but one that took both before either's request arrived would serve them one after the
-        // other, and the second would wait behind the first instead of for the lock (in CI, once).
+        // other, and the second would wait behind the first instead of for the lock (as CI saw).
         clock.advance(seconds: 61)
         let first = inBackground(0)
         #expect(try waitingForTheLock(1))

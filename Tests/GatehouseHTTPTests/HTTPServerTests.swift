@@ -290,13 +290,7 @@ struct HTTPServerTests {
     @Test func connectionsAreLimitedPerClientAddress() throws {
         let server = try startServer { $0.perIPConnectionLimit = 2 }
         defer { server.shutdown() }
-        var held: [RawConnection] = []
-        for _ in 0..<2 {
-            let connection = try #require(RawConnection(port: server.port))
-            connection.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n")
-            #expect(connection.readResponse()?.status == 200)  // accepted and counted
-            held.append(connection)
-        }
+        var held = try openAnswered(2, port: server.port)  // accepted and counted
         let third = try #require(RawConnection(port: server.port))
         third.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(third.readResponse() == nil, "a third connection from 127.0.0.1 is refused")
@@ -315,13 +309,7 @@ struct HTTPServerTests {
     @Test func atTheConnectionLimitANewConnectionWaitsUntilOneCloses() throws {
         let server = try startServer { $0.connectionLimit = 2 }
         defer { server.shutdown() }
-        var held: [RawConnection] = []
-        for _ in 0..<2 {
-            let connection = try #require(RawConnection(port: server.port))
-            connection.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n")
-            #expect(connection.readResponse()?.status == 200)
-            held.append(connection)
-        }
+        var held = try openAnswered(2, port: server.port)
         // The kernel completes the handshake; the connection waits in the listen backlog.
         let third = try #require(RawConnection(port: server.port, receiveTimeoutSeconds: 1))
         third.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n")
@@ -556,6 +544,16 @@ struct HTTPServerTests {
 }
 
 /// Polls `condition` every 5 ms for up to `seconds`.
+/// `count` kept-alive connections, each of which has had one request answered 200.
+func openAnswered(_ count: Int, port: UInt16) throws -> [RawConnection] {
+    try (0..<count).map { _ in
+        let connection = try #require(RawConnection(port: port))
+        connection.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(connection.readResponse()?.status == 200)
+        return connection
+    }
+}
+
 func waitUntil(seconds: Double = 5, _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() {
