@@ -7,11 +7,25 @@ import crypto from 'node:crypto';
 
 const b64url = (input) => Buffer.from(input).toString('base64url');
 
+/**
+ * A new key pair, as PEM text and as key objects read back from it. Node 20 can deadlock when a
+ * key object straight from generateKeyPairSync is exported while a garbage collection frees the
+ * generation job that shares its key: CI hung that way, the main thread waiting forever in
+ * ~KeyGenJob for the key's mutex that ExportJWKRsaKey held. Keys read back from PEM share nothing
+ * with the job.
+ */
+function generateKeyPair(type, options) {
+  const pem = crypto.generateKeyPairSync(type, {
+    ...options, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  });
+  return { pem, privateKey: crypto.createPrivateKey(pem.privateKey), publicKey: crypto.createPublicKey(pem.publicKey) };
+}
+
 /** An RS256 signing key published as a JWKS. */
 export class KeyRing {
   constructor(kid) {
     this.kid = `${kid}-${crypto.randomBytes(4).toString('hex')}`;
-    const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const { privateKey, publicKey } = generateKeyPair('rsa', { modulusLength: 2048 });
     this.privateKey = privateKey;
     this.jwks = { keys: [{ ...publicKey.export({ format: 'jwk' }), kid: this.kid, alg: 'RS256', use: 'sig' }] };
   }
@@ -68,9 +82,9 @@ export class FakeApple {
 
   /** A `.p8` key for the app's Apple settings, registered here (a new key id each time: one per app). */
   makeCredentials({ teamID = 'TEAM123456', keyID = crypto.randomBytes(5).toString('hex').toUpperCase() } = {}) {
-    const { privateKey, publicKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const { pem, publicKey } = generateKeyPair('ec', { namedCurve: 'P-256' });
     this.clients.set(keyID, { teamID, publicKey });
-    return { team_id: teamID, key_id: keyID, private_key: privateKey.export({ format: 'pem', type: 'pkcs8' }) };
+    return { team_id: teamID, key_id: keyID, private_key: pem.privateKey };
   }
 
   /** An identity token as Apple's native SDKs hand it over (`nonce` verbatim: pass the hash). */
