@@ -35,16 +35,21 @@ public struct Request: Sendable {
         return json
     }
 
+    private static let bearerScheme: [UInt8] = Array("bearer ".utf8)
+
     /// The bearer token of `Authorization`, or nil.
     public var bearerToken: String? {
-        // On the UTF-8 view: Foundation's trimming walks UTF-16 and cost more than verifying the token.
-        guard let value = http.headers["Authorization"] else { return nil }
-        let bytes = value.utf8
-        guard bytes.count > 7, bytes.prefix(7).lazy.map({ $0 | 0x20 }).elementsEqual("bearer ".utf8) else { return nil }
-        let token = bytes.dropFirst(7).drop { $0 == 0x20 || $0 == 0x09 }
-        let end = token.lastIndex { $0 != 0x20 && $0 != 0x09 }
-        guard let end else { return nil }
-        return String(decoding: token[token.startIndex...end], as: UTF8.self)
+        // Over the contiguous UTF-8 bytes: Foundation's trimming walks UTF-16 and cost more than
+        // verifying the token, and a walk of the generic UTF-8 view as much as the token lookup.
+        guard var value = http.headers["Authorization"] else { return nil }
+        return value.withUTF8 { bytes -> String? in
+            let scheme = Self.bearerScheme
+            guard bytes.count > scheme.count, scheme.indices.allSatisfy({ (bytes[$0] | 0x20) == scheme[$0] }) else { return nil }
+            let isBlank = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
+            guard let first = bytes[scheme.count...].firstIndex(where: { !isBlank($0) }), let last = bytes.lastIndex(where: { !isBlank($0) })
+            else { return nil }
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[first...last]), as: UTF8.self)
+        }
     }
 }
 

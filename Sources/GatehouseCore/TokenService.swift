@@ -1,4 +1,5 @@
 import GatehouseCrypto
+import Glibc
 
 /// The claims Gatehouse relies on in its own access tokens.
 public struct AccessClaims: Sendable {
@@ -138,8 +139,28 @@ final class VerifiedTokens: Sendable {
         let claims: AccessClaims
     }
 
+    /// A token as a dictionary key, hashed by the last 32 bytes of its text instead of all of it
+    /// (an RS256 token is about 700): those are the end of its signature, random for a token signed
+    /// with an app's key, and only such tokens are remembered, so an attacker cannot fill a shard
+    /// with colliding keys. Equality compares the whole text, byte for byte (as the hash does: two
+    /// strings Swift calls equal may differ in bytes).
+    private struct Key: Hashable {
+        let token: String
+
+        func hash(into hasher: inout Hasher) {
+            var token = token
+            token.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: $0.suffix(32)))) }
+        }
+
+        static func == (a: Key, b: Key) -> Bool {
+            var a = a.token, b = b.token
+            guard a.utf8.count == b.utf8.count else { return false }
+            return a.withUTF8 { a in b.withUTF8 { b in a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 } }
+        }
+    }
+
     private final class Shard: Sendable {
-        let entries = ReadWriteLock<[String: Entry]>([:])
+        let entries = ReadWriteLock<[Key: Entry]>([:])
     }
 
     private let shards: [Shard] = (0..<16).map { _ in Shard() }
@@ -150,15 +171,16 @@ final class VerifiedTokens: Sendable {
     }
 
     func lookup(_ token: String) -> Entry? {
-        shard(token).entries.read { $0[token] }
+        shard(token).entries.read { $0[Key(token: token)] }
     }
 
     func remember(_ token: String, _ entry: Entry, now: Int64) {
+        let key = Key(token: token)
         shard(token).entries.write { entries in
-            if entries.count >= shardCapacity, entries[token] == nil {
+            if entries.count >= shardCapacity, entries[key] == nil {
                 entries.makeRoom(capacity: shardCapacity) { now >= $0.claims.expiresAt }
             }
-            entries[token] = entry
+            entries[key] = entry
         }
     }
 

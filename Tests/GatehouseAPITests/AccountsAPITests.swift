@@ -400,6 +400,14 @@ struct AccountsAPITests {
         let missing = try server.request("GET", "/v1/me", appKey: app.appKey)
         #expect(missing.problemCode == "auth/missing-token")
         #expect(missing.header("WWW-Authenticate") == "Bearer")
+        // The scheme's case and the blanks before the token do not count (RFC 9110, 11.1); another
+        // scheme, or nothing but blanks after it, is no bearer token.
+        for authorization in ["bearer \(token)", "BEARER \t \(token)"] {
+            #expect(try server.request("GET", "/v1/me", appKey: app.appKey, headers: [("Authorization", authorization)]).status == 200)
+        }
+        for authorization in ["Basic \(token)", "Bearer", "Bearer \t ", "Bearer\(token)"] {
+            #expect(try server.request("GET", "/v1/me", appKey: app.appKey, headers: [("Authorization", authorization)]).problemCode == "auth/missing-token")
+        }
         let forged = try server.request("GET", "/v1/me", appKey: app.appKey, bearer: "not.a.token")
         #expect(forged.problemCode == "auth/invalid-token")
         #expect(forged.header("WWW-Authenticate") == #"Bearer error="invalid_token""#)
@@ -688,6 +696,11 @@ struct AccessTokenRejectionTests {
         #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: withK).status == 200)
         let k = try #require(withK.firstIndex(of: "K"), "twenty ~700-character base64url tokens without a K")
         #expect(try code(withK.replacingCharacters(in: k...k, with: "\u{212A}")) == "auth/invalid-token")
+        // Remembered tokens are found by the end of their signature: one that ends the same but
+        // differs before it must not match the remembered one.
+        var tampered = Array(withK.utf8)
+        tampered[tampered.count / 2] = tampered[tampered.count / 2] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        #expect(try code(String(decoding: tampered, as: UTF8.self)) == "auth/invalid-token")
         // alg none.
         #expect(try code(Base64URL.encode(#"{"alg":"none","typ":"at+jwt"}"#.utf8) + "." + parts[1] + ".") == "auth/invalid-token")
         // HS256 with the app's public key as the secret.
