@@ -78,7 +78,7 @@ public final class AccountCache: UserChangeObserver, Sendable {
         self.clock = clock
         self.maxAgeMillis = maxAgeSeconds * 1000
         self.shardCapacity = max(1, capacity / 16)
-        schedule = PollSchedule(everyMillis: pollEveryMillis)
+        schedule = PollSchedule(everyMillis: pollEveryMillis, clock: clock)
     }
 
     /// The user and their identities, from this cache or else from `store` (and then kept);

@@ -28,7 +28,7 @@ public final class RevocationList: Sendable {
         self.pollFailures = RepeatedFailureLog(log, "the ended-sessions poll failed; sessions ended on other nodes are not seen until it succeeds")
         self.store = store
         self.clock = clock
-        schedule = PollSchedule(everyMillis: pollEveryMillis)
+        schedule = PollSchedule(everyMillis: pollEveryMillis, clock: clock)
     }
 
     /// Reads the sessions ended within the last day, before the node serves: until the first poll,
