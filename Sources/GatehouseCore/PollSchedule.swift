@@ -25,19 +25,20 @@ final class PollSchedule: Sendable {
 
     /// From the cache thread: runs `poll` if `everyMillis` have passed since the last one began.
     func runIfDue(now: Int64, _ poll: () -> Void) {
-        guard now - lastStart.load(ordering: .relaxed) >= everyMillis else { return }
-        run(now: now, poll)
+        run(now: now, when: { now - lastStart.load(ordering: .relaxed) >= everyMillis }, poll)
     }
 
     /// From a request: runs `poll` only if none has ended in the last `overdueMillis`.
     func runIfOverdue(now: Int64, _ poll: () -> Void) {
-        guard now - lastEnd.load(ordering: .relaxed) >= overdueMillis else { return }
-        run(now: now, poll)
+        run(now: now, when: { now - lastEnd.load(ordering: .relaxed) >= overdueMillis }, poll)
     }
 
-    private func run(now: Int64, _ poll: () -> Void) {
-        guard running.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
+    /// `due` is asked before taking the turn (cheap, and most calls stop there) and again once
+    /// taken: a poll that ended in between must not be followed at once by another.
+    private func run(now: Int64, when due: () -> Bool, _ poll: () -> Void) {
+        guard due(), running.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
         defer { running.store(false, ordering: .releasing) }
+        guard due() else { return }
         lastStart.store(now, ordering: .relaxed)
         poll()
         lastEnd.store(clock.nowMillis(), ordering: .relaxed)

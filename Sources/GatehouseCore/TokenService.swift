@@ -1,5 +1,8 @@
 import GatehouseCrypto
+
+#if canImport(Glibc)
 import Glibc
+#endif
 
 /// The claims Gatehouse relies on in its own access tokens.
 public struct AccessClaims: Sendable {
@@ -154,8 +157,7 @@ final class VerifiedTokens: Sendable {
 
         static func == (a: Key, b: Key) -> Bool {
             var a = a.token, b = b.token
-            guard a.utf8.count == b.utf8.count else { return false }
-            return a.withUTF8 { a in b.withUTF8 { b in a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 } }
+            return a.withUTF8 { a in b.withUTF8 { b in a.count == b.count && (a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0) } }
         }
     }
 

@@ -58,6 +58,7 @@ public struct HTTPHeaders: Sendable, Sequence {
         var a = a, b = b
         return a.withUTF8 { a in
             b.withUTF8 { b in
+                guard a.count == b.count else { return false }
                 for index in a.indices where a[index] != b[index] && asciiLower(a[index]) != asciiLower(b[index]) { return false }
                 return true
             }

@@ -41,10 +41,11 @@ import Testing
         clock.advance(seconds: 1)
         schedule.runIfOverdue(now: clock.nowMillis(), poll())
         #expect(polls.withLock { $0 } == 3, "2 s since it ended: the thread is late, the request polls")
-        // One at a time: a request arriving while a poll is under way does not start another.
+        // One at a time: while a poll is under way (and another would be due), none starts.
         clock.advance(seconds: 2)
         schedule.runIfOverdue(now: clock.nowMillis()) {
             polls.withLock { $0 += 1 }
+            clock.advance(seconds: 2)
             schedule.runIfOverdue(now: clock.nowMillis(), poll())
             schedule.runIfDue(now: clock.nowMillis(), poll())
         }
