@@ -543,7 +543,6 @@ struct HTTPServerTests {
     }
 }
 
-/// Polls `condition` every 5 ms for up to `seconds`.
 /// `count` kept-alive connections, each of which has had one request answered 200.
 func openAnswered(_ count: Int, port: UInt16) throws -> [RawConnection] {
     try (0..<count).map { _ in
@@ -554,6 +553,7 @@ func openAnswered(_ count: Int, port: UInt16) throws -> [RawConnection] {
     }
 }
 
+/// Polls `condition` every 5 ms for up to `seconds`.
 func waitUntil(seconds: Double = 5, _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() {
