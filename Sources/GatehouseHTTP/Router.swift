@@ -12,15 +12,7 @@
 ///   (RFC 9110 asks every server for both; libmicrohttpd sends no body to a `HEAD`), unless that
 ///   route was added with `head: false`.
 public struct Router<Handler: Sendable>: Sendable {
-    /// What matching reads, apart from the handlers: not generic, so it is read in place.
-    private struct Route: Sendable {
-        let method: String
-        let pattern: String
-        let path: PathPattern
-        let answersHead: Bool
-    }
-
-    private var routes: [Route] = []
+    private var routes: [RouteEntry] = []
     /// `handlers[i]` answers `routes[i]`.
     private var handlers: [Handler] = []
     /// Route indices by their number of segments: a path is only compared with routes of its length.
@@ -46,7 +38,7 @@ public struct Router<Handler: Sendable>: Sendable {
             "Router: duplicate route \(method) \(pattern)")
         routesByLength[path.segments.count, default: []].append(routes.count)
         if path.isLiteral { literalRoutes[pattern, default: []].append(routes.count) }
-        routes.append(Route(method: method, pattern: pattern, path: path, answersHead: method == "GET" && head))
+        routes.append(RouteEntry(method: method, pattern: pattern, path: path, answersHead: method == "GET" && head))
         handlers.append(handler)
     }
 
@@ -86,6 +78,16 @@ public struct Router<Handler: Sendable>: Sendable {
     public var operations: [(method: String, pattern: String)] {
         routes.map { (method: $0.method, pattern: $0.pattern) }
     }
+}
+
+/// What matching reads of a route, apart from its handler. Outside `Router`, because a type
+/// nested in a generic one is generic too: its metadata was looked up four times a request
+/// (about 1,300 instructions), `match` being called unspecialised from another module.
+private struct RouteEntry: Sendable {
+    let method: String
+    let pattern: String
+    let path: PathPattern
+    let answersHead: Bool
 }
 
 /// A parsed route pattern; not generic, so matching runs as specialised code.
