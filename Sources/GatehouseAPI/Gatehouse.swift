@@ -39,8 +39,6 @@ public final class Gatehouse: Sendable {
     /// delays another: the ended-sessions poll, the changed-accounts poll, and the version checks
     /// of the apps in use.
     let cacheJobs: [PeriodicJobs]
-    /// `GET /v1/me`'s rendered bodies, dropped with the account cache's entries.
-    let renderedAccounts = RenderedAccounts()
     /// Deletes what no one needs any more, in small batches (``periodicJobs`` runs it).
     public let maintenance: Maintenance
     public let metrics: Metrics
@@ -79,7 +77,7 @@ public final class Gatehouse: Sendable {
         self.log = log
         let metrics = Metrics()
         self.metrics = metrics
-        let accountCache = AccountCache(clock: clock, log: log, alsoInvalidate: renderedAccounts)
+        let accountCache = AccountCache(clock: clock, log: log)
         store = SQLStore(database: database, userChanges: accountCache)
         let sealer = try SecretSealer(masterKey: masterKey)
         self.sealer = sealer
@@ -200,7 +198,7 @@ public final class Gatehouse: Sendable {
         authController.register(&routes)
         EmailController(auth: auth, flows: emailFlows, sessions: authController).register(&routes)
         ProviderController(auth: auth, providers: providerSignIn, sessions: authController).register(&routes)
-        MeController(auth: auth, accounts: accounts, deletion: deletion, files: files, rendered: renderedAccounts).register(&routes)
+        MeController(auth: auth, accounts: accounts, deletion: deletion, files: files).register(&routes)
         FilesController(auth: auth, files: files).register(&routes)
         router = routes.router
     }

@@ -7,7 +7,6 @@ struct MeController {
     let accounts: AccountService
     let deletion: AccountDeletion
     let files: FilesService
-    let rendered: RenderedAccounts
 
     func register(_ routes: inout Routes) {
         routes.get("/v1/me", me)
@@ -22,10 +21,8 @@ struct MeController {
 
     func me(_ request: Request) throws -> HTTPResponse {
         let (app, claims) = try auth.user(request)
-        let (user, identities) = try accounts.me(app: app, claims: claims)
-        let body = rendered.body(app: app.id, user: user, identities: identities) {
-            JSON.object(["data": UserObject.json(user, identities)]).serialized()
-        }
+        let account = try accounts.me(app: app, claims: claims)
+        let body = account.rendered { JSON.object(["data": UserObject.json(account.user, account.identities)]).serialized() }
         return HTTPResponse.json(serialized: body).noStore()
     }
 

@@ -29,14 +29,8 @@ public final class AccountCache: UserChangeObserver, Sendable {
         let user: UserID
     }
 
-    private struct Entry {
-        let user: User
-        let identities: [Identity]
-        let loadedAt: Int64
-    }
-
     private struct ShardState {
-        var entries: [Key: Entry] = [:]
+        var entries: [Key: Account] = [:]
         var generation: UInt64 = 0
         /// Entries past `maxAgeMillis` that one request is reading again.
         var reloading: Set<Key> = []
@@ -61,19 +55,13 @@ public final class AccountCache: UserChangeObserver, Sendable {
     /// Where the next poll starts, by the database's clock; nil before the first.
     private let polledUpTo = Mutex<Int64?>(nil)
 
-    /// - Parameters:
-    ///   - capacity: at most this many accounts are kept (about half a KiB each).
     private let pollFailures: RepeatedFailureLog
 
-    /// Told of every entry dropped (a change on this node or another, a deletion): another cache
-    /// of what accounts hold, such as rendered bodies.
-    private let companion: (any UserChangeObserver)?
-
+    /// - Parameters:
+    ///   - capacity: at most this many accounts are kept (about 1.5 KiB each with a rendered body).
     public init(
-        clock: any Clock, maxAgeSeconds: Int64 = 60, capacity: Int = 16_384, pollEveryMillis: Int64 = 1000, log: any LogSink = DiscardingLog(),
-        alsoInvalidate companion: (any UserChangeObserver)? = nil
+        clock: any Clock, maxAgeSeconds: Int64 = 60, capacity: Int = 16_384, pollEveryMillis: Int64 = 1000, log: any LogSink = DiscardingLog()
     ) {
-        self.companion = companion
         self.pollFailures = RepeatedFailureLog(log, "the changed-accounts poll failed; accounts are read from the database until it succeeds")
         self.clock = clock
         self.maxAgeMillis = maxAgeSeconds * 1000
@@ -83,7 +71,7 @@ public final class AccountCache: UserChangeObserver, Sendable {
 
     /// The user and their identities, from this cache or else from `store` (and then kept);
     /// `nil` when the user does not exist.
-    public func account(app: AppID, user: UserID, store: any Store) throws -> (User, [Identity])? {
+    public func account(app: AppID, user: UserID, store: any Store) throws -> Account? {
         let now = clock.nowMillis()
         schedule.runIfOverdue(now: now) { poll(store, now: now) }
         let key = Key(app: app, user: user)
@@ -95,24 +83,24 @@ public final class AccountCache: UserChangeObserver, Sendable {
         var generation: UInt64 = 0
         var reloading = false
         if usable {
-            let found = shard.state.read { state -> Entry? in
+            let found = shard.state.read { state -> Account? in
                 generation = state.generation
                 return state.entries[key]
             }
             if let found {
                 let age = now - found.loadedAt
-                if age < maxAgeMillis { return (found.user, found.identities) }
+                if age < maxAgeMillis { return found }
                 // Past its age (nothing changed it, or it would be gone): one request reads it
                 // again while the others go on with it, for a few seconds at most, instead of
                 // all reading it at once.
                 reloading = shard.state.write { $0.reloading.insert(key).inserted }
-                if !reloading, age < maxAgeMillis + Self.stalePollMillis { return (found.user, found.identities) }
+                if !reloading, age < maxAgeMillis + Self.stalePollMillis { return found }
             }
         }
         defer { if reloading { shard.state.write { _ = $0.reloading.remove(key) } } }
         guard let (loaded, identities) = try store.app(app).userWithIdentities(user) else { return nil }
+        let entry = Account(user: loaded, identities: identities, loadedAt: now)
         if usable {
-            let entry = Entry(user: loaded, identities: identities, loadedAt: now)
             shard.state.write { state in
                 guard state.generation == generation else { return }
                 if state.entries.count >= shardCapacity, state.entries[key] == nil {
@@ -121,7 +109,7 @@ public final class AccountCache: UserChangeObserver, Sendable {
                 state.entries[key] = entry
             }
         }
-        return (loaded, identities)
+        return entry
     }
 
     /// The cache thread's turn: polls when a second has passed since the last poll.
@@ -139,7 +127,6 @@ public final class AccountCache: UserChangeObserver, Sendable {
             state.generation &+= 1
             state.entries[key] = nil
         }
-        companion?.userChanged(app: key.app, user: key.user)
     }
 
     private func shard(_ key: Key) -> Shard {
@@ -165,6 +152,44 @@ public final class AccountCache: UserChangeObserver, Sendable {
         polledUpTo.withLock { $0 = databaseNow - Self.overlapMillis }
         lastPollSuccess.store(now, ordering: .releasing)
         lastPollFailed.store(false, ordering: .relaxed)
+    }
+}
+
+/// A user and their identities as ``AccountCache`` read them at one moment. Never changed: a
+/// change to the account makes the cache drop it and read a new one, so what is made from it
+/// (``rendered(_:)``) is as current as it is.
+public final class Account: Sendable {
+    public let user: User
+    public let identities: [Identity]
+    let loadedAt: Int64
+    /// Set once, never replaced; released with the account. (`AtomicLazyReference.load` is not
+    /// inlined, and looked up generic metadata on every call: 640 instructions.)
+    private let kept = Atomic<Unmanaged<Rendered>?>(nil)
+
+    private final class Rendered: Sendable {
+        let bytes: [UInt8]
+        init(_ bytes: [UInt8]) { self.bytes = bytes }
+    }
+
+    init(user: User, identities: [Identity], loadedAt: Int64) {
+        self.user = user
+        self.identities = identities
+        self.loadedAt = loadedAt
+    }
+
+    deinit { kept.load(ordering: .acquiring)?.release() }
+
+    /// `render()`'s bytes, made from this account once and then kept with it: `GET /v1/me`'s
+    /// body (a client asks for the same account again and again, and rendering it was an eighth
+    /// of that request). One rendering per account, so every caller must render the same thing.
+    /// Two threads may both render the first time; one result is kept and both return it.
+    public func rendered(_ render: () -> [UInt8]) -> [UInt8] {
+        if let kept = kept.load(ordering: .acquiring) { return kept.takeUnretainedValue().bytes }
+        let made = Unmanaged.passRetained(Rendered(render()))
+        let (stored, first) = kept.compareExchange(expected: nil, desired: made, ordering: .acquiringAndReleasing)
+        if stored { return made.takeUnretainedValue().bytes }
+        made.release()
+        return first!.takeUnretainedValue().bytes
     }
 }
 

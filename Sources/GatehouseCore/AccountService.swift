@@ -207,11 +207,11 @@ public final class AccountService: Sendable {
             metrics.refreshTokenReused()
             throw GatehouseError(.refreshTokenReused, "This refresh token was already used; the session has been ended. Sign in again.")
         case .rotated(let session), .retried(let session):
-            guard let (user, identities) = try cache.account(app: app.id, user: session.userID, store: store) else {
+            guard let account = try cache.account(app: app.id, user: session.userID, store: store) else {
                 throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid.")
             }
-            let access = try tokens.accessToken(app: app, user: user, session: session)
-            return SessionGrant(user: user, identities: identities, accessToken: access.token, expiresIn: access.expiresIn, refreshToken: successor, isNewUser: false)
+            let access = try tokens.accessToken(app: app, user: account.user, session: session)
+            return SessionGrant(user: account.user, identities: account.identities, accessToken: access.token, expiresIn: access.expiresIn, refreshToken: successor, isNewUser: false)
         }
     }
 
@@ -288,7 +288,7 @@ public final class AccountService: Sendable {
 
     // MARK: - The signed-in user
 
-    public func me(app: AppContext, claims: AccessClaims) throws -> (User, [Identity]) {
+    public func me(app: AppContext, claims: AccessClaims) throws -> Account {
         guard let found = try cache.account(app: app.id, user: claims.userID, store: store) else {
             throw GatehouseError(.sessionRevoked, "This account no longer exists.")
         }
@@ -314,7 +314,7 @@ public final class AccountService: Sendable {
         try checks.run { () throws(GatehouseError) in first = try checked(firstName, "first_name") }
         try checks.run { () throws(GatehouseError) in last = try checked(lastName, "last_name") }
         try checks.finish()
-        guard let (user, identities) = try cache.account(app: app.id, user: id, store: store).map({ ($0.0, $0.1) }) else { throw Self.accountGone }
+        guard let (user, identities) = try cache.account(app: app.id, user: id, store: store).map({ ($0.user, $0.identities) }) else { throw Self.accountGone }
         if photo == nil, (first ?? user.firstName) == user.firstName, (last ?? user.lastName) == user.lastName { return (user, identities) }
         let now = clock.nowMillis()
         let (updated, removed) = try store.app(app.id).transaction { tx -> (User, [BlobKey]) in
@@ -404,7 +404,8 @@ public final class AccountService: Sendable {
     /// Adds password sign-in to an account that has an email but no password yet.
     public func addPassword(app: AppContext, claims: AccessClaims, password: String, origin: RequestOrigin) throws -> [Identity] {
         try requireRecentLogin(app: app, claims: claims)
-        let (user, identities) = try me(app: app, claims: claims)
+        let account = try me(app: app, claims: claims)
+        let (user, identities) = (account.user, account.identities)
         if identities.contains(where: { $0.provider == "password" }) {
             throw GatehouseError(.credentialAlreadyInUse, "This account already signs in with a password; change it with PUT /v1/me/password.")
         }

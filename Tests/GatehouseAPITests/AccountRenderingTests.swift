@@ -1,0 +1,50 @@
+import Synchronization
+import Testing
+
+@testable import GatehouseCore
+
+/// `GET /v1/me`'s body is kept with the account the cache read (`Account.rendered`). That a
+/// change shows at once, on this node and on others, is `AccessTokenRejectionTests`'s.
+@Suite struct AccountRenderingTests {
+    private final class Counter: Sendable {
+        let value = Atomic<Int>(0)
+    }
+
+    private let user = User(
+        id: UserID.generate(), email: "ada@example.com", emailVerified: true, firstName: "Ada", lastName: nil, createdAt: 1, updatedAt: 1,
+        lastSignInAt: nil)
+
+    @Test func anAccountIsRenderedOnceAndEveryCallerGetsTheRenderingKept() async {
+        let account = Account(user: user, identities: [], loadedAt: 0)
+        let renders = Counter()
+        // Eight callers at once, each rendering something of its own: some may render, one
+        // rendering is kept, and all of them return that one.
+        let bodies = await withTaskGroup(of: [UInt8].self) { group in
+            for caller in 0..<8 {
+                group.addTask {
+                    account.rendered {
+                        renders.value.add(1, ordering: .relaxed)
+                        return [UInt8(caller)]
+                    }
+                }
+            }
+            return await group.reduce(into: [[UInt8]]()) { $0.append($1) }
+        }
+        #expect(Set(bodies).count == 1)
+        #expect(renders.value.load(ordering: .relaxed) >= 1)
+        let before = renders.value.load(ordering: .relaxed)
+        #expect(account.rendered { renders.value.add(1, ordering: .relaxed); return [99] } == bodies[0])
+        #expect(renders.value.load(ordering: .relaxed) == before)
+    }
+
+    @Test func anotherReadingOfTheSameAccountIsRenderedAfresh() {
+        let first = Account(user: user, identities: [], loadedAt: 0)
+        #expect(first.rendered { Array("Ada".utf8) } == Array("Ada".utf8))
+        // What the cache reads after a change is another `Account`; nothing carries over.
+        let renamed = User(
+            id: user.id, email: user.email, emailVerified: true, firstName: "Grace", lastName: nil, createdAt: 1, updatedAt: 2, lastSignInAt: nil)
+        let second = Account(user: renamed, identities: [], loadedAt: 1)
+        #expect(second.rendered { Array("Grace".utf8) } == Array("Grace".utf8))
+        #expect(first.rendered { [] } == Array("Ada".utf8))
+    }
+}
