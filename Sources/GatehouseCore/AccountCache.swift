@@ -24,9 +24,13 @@ public protocol UserChangeObserver: Sendable {
 /// A read that races a change never stores what it read: every shard counts the invalidations it
 /// has seen, and a load stores its result only if none happened in its shard since it began.
 public final class AccountCache: UserChangeObserver, Sendable {
+    /// Hashed by the user alone (a user id is random, and unique across apps): equal keys still
+    /// hash alike, and a lookup hashes one string instead of two.
     private struct Key: Hashable {
         let app: AppID
         let user: UserID
+
+        func hash(into hasher: inout Hasher) { hasher.combine(user) }
     }
 
     private struct ShardState {
@@ -130,7 +134,7 @@ public final class AccountCache: UserChangeObserver, Sendable {
     }
 
     private func shard(_ key: Key) -> Shard {
-        shards[Int(UInt(bitPattern: key.user.hashValue) % UInt(shards.count))]
+        shards[key.user.shardNumber % shards.count]
     }
 
     /// Drops the accounts other nodes changed since the last poll (and an overlap).

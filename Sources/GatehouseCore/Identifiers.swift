@@ -16,6 +16,11 @@ extension PrefixedID {
         Self(unchecked: prefix + Base32.lowercase(SecureRandom.bytes(15)))
     }
 
+    /// A number taken from the identifier's last character, to spread identifiers over a
+    /// cache's shards without hashing them a second time: what follows the prefix is random
+    /// (``generate()``), and a client cannot choose it.
+    var shardNumber: Int { Int(rawValue.utf8.last ?? 0) }
+
     /// Parses an identifier from a client, checking its prefix and alphabet (so that nothing odd
     /// ever reaches a query or a log line). Returns nil when it is not one.
     public init?(parsing text: some StringProtocol) {

@@ -56,7 +56,7 @@ public final class RevocationList: Sendable {
     }
 
     private func shard(_ id: SessionID) -> Shard {
-        shards[Int(UInt(bitPattern: id.hashValue) % UInt(shards.count))]
+        shards[id.shardNumber % shards.count]
     }
 
     private func pollLogged(now: Int64) {
