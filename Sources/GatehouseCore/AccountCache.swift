@@ -62,7 +62,7 @@ public final class AccountCache: UserChangeObserver, Sendable {
     private let pollFailures: RepeatedFailureLog
 
     /// - Parameters:
-    ///   - capacity: at most this many accounts are kept (about 1.5 KiB each with a rendered body).
+    ///   - capacity: at most this many accounts are kept (about half a KiB each, 1 KiB with a rendered body).
     public init(
         clock: any Clock, maxAgeSeconds: Int64 = 60, capacity: Int = 16_384, pollEveryMillis: Int64 = 1000, log: any LogSink = DiscardingLog()
     ) {
