@@ -22,7 +22,7 @@ struct MeController {
     func me(_ request: Request) throws -> HTTPResponse {
         let (app, claims) = try auth.user(request)
         let account = try accounts.me(app: app, claims: claims)
-        let body = account.rendered { JSON.object(["data": UserObject.json(account.user, account.identities)]).serialized() }
+        let body = account.meBody { JSON.object(["data": UserObject.json(account.user, account.identities)]).serialized() }
         return HTTPResponse.json(serialized: body).noStore()
     }
 

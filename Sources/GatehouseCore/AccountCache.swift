@@ -161,7 +161,7 @@ public final class AccountCache: UserChangeObserver, Sendable {
 
 /// A user and their identities as ``AccountCache`` read them at one moment. Never changed: a
 /// change to the account makes the cache drop it and read a new one, so what is made from it
-/// (``rendered(_:)``) is as current as it is.
+/// (``meBody(_:)``) is as current as it is.
 public final class Account: Sendable {
     public let user: User
     public let identities: [Identity]
@@ -183,11 +183,12 @@ public final class Account: Sendable {
 
     deinit { kept.load(ordering: .acquiring)?.release() }
 
-    /// `render()`'s bytes, made from this account once and then kept with it: `GET /v1/me`'s
-    /// body (a client asks for the same account again and again, and rendering it was an eighth
-    /// of that request). One rendering per account, so every caller must render the same thing.
-    /// Two threads may both render the first time; one result is kept and both return it.
-    public func rendered(_ render: () -> [UInt8]) -> [UInt8] {
+    /// `GET /v1/me`'s body for this account: `render()`'s bytes, made once and then kept with it
+    /// (a client asks for the same account again and again, and rendering it was an eighth of
+    /// that request). For that body only: whatever a later caller's `render` would make, it gets
+    /// the first one's. Two threads may both render the first time; one result is kept and both
+    /// return it.
+    public func meBody(_ render: () -> [UInt8]) -> [UInt8] {
         if let kept = kept.load(ordering: .acquiring) { return kept.takeUnretainedValue().bytes }
         let made = Unmanaged.passRetained(Rendered(render()))
         let (stored, first) = kept.compareExchange(expected: nil, desired: made, ordering: .acquiringAndReleasing)

@@ -16,10 +16,14 @@ extension PrefixedID {
         Self(unchecked: prefix + Base32.lowercase(SecureRandom.bytes(15)))
     }
 
-    /// A number taken from the identifier's last character, to spread identifiers over a
+    /// The five bits of the identifier's last character (0–31), to spread identifiers over a
     /// cache's shards without hashing them a second time: what follows the prefix is random
-    /// (``generate()``), and a client cannot choose it.
-    var shardNumber: Int { Int(rawValue.utf8.last ?? 0) }
+    /// (``generate()``), and a client cannot choose it. Decoded from base32, not the character's
+    /// code, whose remainders by 16 are far from even.
+    var shardNumber: Int {
+        let last = Int(rawValue.utf8.last ?? 0)
+        return (last >= 97 ? last - 97 : last + 8) & 31  // "a"–"z" are 0–25, "2"–"7" are 26–31
+    }
 
     /// Parses an identifier from a client, checking its prefix and alphabet (so that nothing odd
     /// ever reaches a query or a log line). Returns nil when it is not one.

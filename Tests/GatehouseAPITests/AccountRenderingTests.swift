@@ -22,7 +22,7 @@ import Testing
         let bodies = await withTaskGroup(of: [UInt8].self) { group in
             for caller in 0..<8 {
                 group.addTask {
-                    account.rendered {
+                    account.meBody {
                         renders.value.add(1, ordering: .relaxed)
                         return [UInt8(caller)]
                     }
@@ -33,18 +33,29 @@ import Testing
         #expect(Set(bodies).count == 1)
         #expect(renders.value.load(ordering: .relaxed) >= 1)
         let before = renders.value.load(ordering: .relaxed)
-        #expect(account.rendered { renders.value.add(1, ordering: .relaxed); return [99] } == bodies[0])
+        #expect(account.meBody { renders.value.add(1, ordering: .relaxed); return [99] } == bodies[0])
         #expect(renders.value.load(ordering: .relaxed) == before)
     }
 
     @Test func anotherReadingOfTheSameAccountIsRenderedAfresh() {
         let first = Account(user: user, identities: [], loadedAt: 0)
-        #expect(first.rendered { Array("Ada".utf8) } == Array("Ada".utf8))
+        #expect(first.meBody { Array("Ada".utf8) } == Array("Ada".utf8))
         // What the cache reads after a change is another `Account`; nothing carries over.
         let renamed = User(
             id: user.id, email: user.email, emailVerified: true, firstName: "Grace", lastName: nil, createdAt: 1, updatedAt: 2, lastSignInAt: nil)
         let second = Account(user: renamed, identities: [], loadedAt: 1)
-        #expect(second.rendered { Array("Grace".utf8) } == Array("Grace".utf8))
-        #expect(first.rendered { [] } == Array("Ada".utf8))
+        #expect(second.meBody { Array("Grace".utf8) } == Array("Grace".utf8))
+        #expect(first.meBody { [] } == Array("Ada".utf8))
+    }
+}
+
+/// The account cache and the ended-sessions list shard by an identifier's last character.
+@Suite struct IdentifierShardTests {
+    @Test func eachOfThe32LastCharactersStandsForOneValue() {
+        let numbers = Base32.alphabet.map { UserID(unchecked: "usr_" + String(repeating: "a", count: 23) + String(UnicodeScalar($0))).shardNumber }
+        #expect(numbers == Array(0..<32))
+        // Whatever the text (identifiers come from generate(), but a shard index must never trap).
+        let odd = (0..<128).map { UserID(unchecked: String(UnicodeScalar(UInt8($0)))).shardNumber } + [UserID(unchecked: "").shardNumber]
+        #expect(odd.allSatisfy { (0..<32).contains($0) })
     }
 }
