@@ -3,7 +3,7 @@ import Testing
 
 @testable import GatehouseCore
 
-/// `GET /v1/me`'s body is kept with the account the cache read (`Account.rendered`). That a
+/// `GET /v1/me`'s body is kept with the account the cache read (`Account.meBody`). That a
 /// change shows at once, on this node and on others, is `AccessTokenRejectionTests`'s.
 @Suite struct AccountRenderingTests {
     private final class Counter: Sendable {
