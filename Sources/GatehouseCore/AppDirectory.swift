@@ -15,7 +15,8 @@ public final class AppDirectory: Sendable {
 
     private struct State {
         var byID: [AppID: AppContext] = [:]
-        var idByKey: [String: AppID] = [:]
+        /// The same contexts by app key: a request finds its app in one lookup.
+        var byKey: [String: AppContext] = [:]
         /// App keys recently found unknown, so that a flood of bad keys does not become a flood of queries.
         var unknownKeys: [String: Int64] = [:]
     }
@@ -31,7 +32,7 @@ public final class AppDirectory: Sendable {
     public func app(key: String) throws -> AppContext? {
         let now = clock.nowMillis()
         let cached: AppContext?? = state.read { s in
-            if let id = s.idByKey[key] { return s.byID[id] }
+            if let context = s.byKey[key] { return context }
             if let at = s.unknownKeys[key], now - at < revalidateAfterMillis { return .some(nil) }
             return nil
         }
@@ -74,7 +75,7 @@ public final class AppDirectory: Sendable {
     /// Forgets an app so that the next request reads it afresh.
     public func invalidate(_ id: AppID) {
         state.write { s in
-            if let context = s.byID.removeValue(forKey: id) { s.idByKey.removeValue(forKey: context.record.appKey) }
+            if let context = s.byID.removeValue(forKey: id) { s.byKey.removeValue(forKey: context.record.appKey) }
             s.unknownKeys.removeAll()
         }
     }
@@ -133,9 +134,9 @@ public final class AppDirectory: Sendable {
         state.write { s in
             // A slower reader of an older version must not replace a newer entry.
             if let newer = s.byID[record.id], newer.record.version > record.version { return }
-            if let old = s.byID[record.id], old.record.appKey != record.appKey { s.idByKey.removeValue(forKey: old.record.appKey) }
+            if let old = s.byID[record.id], old.record.appKey != record.appKey { s.byKey.removeValue(forKey: old.record.appKey) }
             s.byID[record.id] = context
-            s.idByKey[record.appKey] = record.id
+            s.byKey[record.appKey] = context
             s.unknownKeys.removeValue(forKey: record.appKey)
         }
         return context
