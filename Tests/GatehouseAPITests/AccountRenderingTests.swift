@@ -1,3 +1,4 @@
+import GatehouseTesting
 import Synchronization
 import Testing
 
@@ -57,5 +58,32 @@ import Testing
         // Whatever the text (identifiers come from generate(), but a shard index must never trap).
         let odd = (0..<128).map { UserID(unchecked: String(UnicodeScalar(UInt8($0)))).shardNumber } + [UserID(unchecked: "").shardNumber]
         #expect(odd.allSatisfy { (0..<32).contains($0) })
+    }
+}
+
+/// `AccountCache` hashes its key by the user alone; the app is still part of the key.
+@Suite struct AccountCacheTenancyTests {
+    @Test(arguments: TestDatabase.kinds)
+    func anAccountCachedForOneAppIsNotAnsweredForAnother(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let home = try server.createApp(["name": "Home"])
+        let other = try server.createApp(["name": "Other"])
+        let user = UserID(unchecked: try #require(try server.signUp(home)["user"]?["id"]?.stringValue))
+        let store = server.gatehouse.store
+        let cache = AccountCache(clock: server.clock)
+        let homeID = AppID(unchecked: home.id)
+        let otherID = AppID(unchecked: other.id)
+
+        #expect(try cache.account(app: homeID, user: user, store: store)?.user.id == user)
+        // Same user id, same shard and hash: the cached entry of `home` must not answer.
+        #expect(try cache.account(app: otherID, user: user, store: store) == nil)
+        #expect(try cache.account(app: homeID, user: user, store: store)?.user.id == user)
+        // A change reported for the other app drops nothing of `home`'s: the same entry answers.
+        let cached = try #require(try cache.account(app: homeID, user: user, store: store))
+        cache.userChanged(app: otherID, user: user)
+        #expect(try cache.account(app: homeID, user: user, store: store) === cached)
+        cache.userChanged(app: homeID, user: user)
+        #expect(try cache.account(app: homeID, user: user, store: store) !== cached)
     }
 }
