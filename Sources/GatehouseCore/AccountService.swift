@@ -135,45 +135,72 @@ public final class AccountService: Sendable {
         }
         // A write only when there were failures to forget: most sign-ins have none.
         if failuresBefore > 0 { try limiter.reset(data, bucket: Self.signInGuessBucket, subject: guesses) }
+        // The session opens only while the account's hash is the one the password matched.
+        var matched = hash
         if hasher.needsRehash(hash) {
-            // Skipped, not failed, if the password changed meanwhile.
-            _ = try data.setPasswordHash(user.id, hash: try hasher.hash(password), replacing: hash, addIdentity: nil, now: clock.nowMillis())
+            // Skipped, not failed, if the password changed meanwhile (and then so is the session).
+            let rehashed = try hasher.hash(password)
+            if try data.setPasswordHash(user.id, hash: rehashed, replacing: hash, addIdentity: nil, now: clock.nowMillis()) { matched = rehashed }
         }
-        return try startSession(app: app, data, user: user, method: .password, isNewUser: false, origin: origin)
+        return try startSession(app: app, data, user: user, method: .password, isNewUser: false, origin: origin, passwordHash: matched)
     }
 
     /// Creates a session and its first token pair; records `user.signed_in`. Every sign-in ends
     /// here, whatever its method: a banned user gets no session, and an account pending deletion
-    /// is restored (`user.restored`, in the session's transaction).
-    public func startSession(app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, origin: RequestOrigin) throws -> SessionGrant {
+    /// is restored (`user.restored`, in the session's transaction). `user` may be a reading from
+    /// before the sign-in's checks: the store refuses the session if the account was deleted or
+    /// banned since, or (given `passwordHash`, the hash a password sign-in matched) its password
+    /// changed.
+    public func startSession(
+        app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, origin: RequestOrigin, passwordHash: String? = nil
+    ) throws -> SessionGrant {
         let now = clock.nowMillis()
         if let ban = user.ban, ban.holds(at: now) { throw Self.disabled(ban) }
-        guard user.pendingDeletion != nil else { return try openSession(app: app, data, user: user, method: method, isNewUser: isNewUser, origin: origin, now: now) }
+        func open(_ data: any AppScopedStore, _ user: User) throws -> SessionGrant {
+            do {
+                return try openSession(app: app, data, user: user, method: method, isNewUser: isNewUser, origin: origin, passwordHash: passwordHash, now: now)
+            } catch let refusal as SessionRefusal {
+                throw Self.refused(refusal)
+            }
+        }
+        guard user.pendingDeletion != nil else { return try open(data, user) }
         return try data.transaction { tx in
             guard try tx.deletion.cancel(user.id, now: now) else {
                 // Another sign-in restored it meanwhile, or the purge took it.
-                guard let current = try tx.user(user.id) else { throw GatehouseError(.invalidCredential, "This account has been deleted.") }
-                return try openSession(app: app, tx, user: current, method: method, isNewUser: isNewUser, origin: origin, now: now)
+                guard let current = try tx.user(user.id) else { throw Self.refused(.accountGone) }
+                return try open(tx, current)
             }
             try tx.record(Event(
                 type: .userRestored, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(method.rawValue)],
                 createdAt: now))
             var restored = user
             restored.pendingDeletion = nil
-            var grant = try openSession(app: app, tx, user: restored, method: method, isNewUser: isNewUser, origin: origin, now: now)
+            var grant = try open(tx, restored)
             grant.isRestored = true
             return grant
         }
     }
 
-    private func openSession(app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, origin: RequestOrigin, now: Int64) throws -> SessionGrant {
+    /// What a sign-in answers when the account changed under it (see `insertSession`).
+    private static func refused(_ refusal: SessionRefusal) -> GatehouseError {
+        switch refusal {
+        case .accountGone: GatehouseError(.invalidCredential, "This account has been deleted.")
+        case .banned(let ban): disabled(ban)
+        case .passwordChanged: GatehouseError(.invalidCredential, "The email or password is wrong.")
+        }
+    }
+
+    private func openSession(
+        app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, origin: RequestOrigin, passwordHash: String?, now: Int64
+    ) throws -> SessionGrant {
         let session = Session(
             id: .generate(), userID: user.id, method: method, authTime: now, createdAt: now, lastUsedAt: now,
             expiresAt: now + app.settings.refreshTokenTTLSeconds * 1000, ip: origin.ip, userAgent: origin.userAgent)
         let refreshToken = tokens.newRefreshToken()
         try data.insertSession(
             session, refreshTokenHash: tokens.hash(refreshToken: refreshToken),
-            event: Event(type: .userSignedIn, userID: user.id, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(method.rawValue)], createdAt: now))
+            event: Event(type: .userSignedIn, userID: user.id, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(method.rawValue)], createdAt: now),
+            passwordHash: passwordHash)
         var signedIn = user
         signedIn.lastSignInAt = now
         let identities = try data.identities(user.id)

@@ -72,6 +72,18 @@ public struct Ban: Sendable, Equatable {
     public func holds(at now: Int64) -> Bool { suspendedUntil.map { $0 > now } ?? true }
 }
 
+/// Why ``AppScopedStore/insertSession(_:refreshTokenHash:event:passwordHash:)`` opened no
+/// session: the account changed after the sign-in had read it (a sign-in hashes for tens of
+/// milliseconds between the two).
+public enum SessionRefusal: Error, Sendable, Equatable {
+    /// Deleted, or its deletion asked for.
+    case accountGone
+    /// Banned, the ban holding at the session's start.
+    case banned(Ban)
+    /// The password the sign-in was checked against is no longer the account's.
+    case passwordChanged
+}
+
 /// An account whose deletion was asked for and waits out the app's grace period: the purge job
 /// deletes it at `purgeAt` (ms), unless a sign-in restores it first.
 public struct PendingDeletion: Sendable, Equatable {

@@ -301,7 +301,14 @@ public protocol AppScopedStore: Sendable {
 
     /// Starts a session, in one transaction: the session with its first refresh token, the
     /// user's last sign-in set to the session's start, and `event` (its sign-in) recorded.
-    func insertSession(_ session: Session, refreshTokenHash: String, event: Event) throws
+    ///
+    /// Only for an account that, once the transaction holds its row, is neither deleted nor
+    /// pending deletion, is not banned at `session.createdAt`, and still has the password hash
+    /// `passwordHash` (a password sign-in passes the hash it checked; other sign-ins nil). Else
+    /// it throws ``SessionRefusal`` and stores nothing. A deletion, a ban and a password change
+    /// take the user's row before they end the sessions, so a sign-in that raced one has either
+    /// committed first, and had its session ended, or is refused here.
+    func insertSession(_ session: Session, refreshTokenHash: String, event: Event, passwordHash: String?) throws
     func session(_ id: SessionID) throws -> Session?
     /// Sessions of the user that have not ended, not expired and were last used at or after
     /// `usedSince` (the app's idle timeout; 0 when it has none), newest first.

@@ -233,7 +233,7 @@ extension SQLAppScopedStore {
             createdAt: try row.int64(prefix + "created_at"))
     }
 
-    func insertSession(_ session: Session, refreshTokenHash: String, event: Event) throws {
+    func insertSession(_ session: Session, refreshTokenHash: String, event: Event, passwordHash: String?) throws {
         defer { changed(session.userID) }
         try database.transaction { db in
             try db.execute("""
@@ -246,15 +246,29 @@ extension SQLAppScopedStore {
                 """)
             try insertEvent(db, event)
             // Last: the user's row stays locked until COMMIT, and concurrent sign-ins of one user
-            // queue on it. Only a live account that is not pending deletion gets a session: a
-            // deletion holds this row from its start, so a sign-in racing it either commits first
-            // (and the deletion ends its session) or finds the account gone here and rolls back.
+            // queue on it. A deletion, a ban and a password change take this row before they end
+            // the sessions, so a sign-in racing one either commits first (and has its session
+            // ended) or finds the change here and rolls back. (On PostgreSQL, an UPDATE that
+            // waited for the row checks its WHERE again against the row as committed.)
+            let notBanned: SQL = "(ban_sanction_code IS NULL OR ban_suspended_until <= \(session.createdAt))"
+            let samePassword: SQL = passwordHash.map { "password_hash = \($0)" } ?? "1 = 1"
             guard try db.execute("""
                 UPDATE users SET last_sign_in_at = \(session.createdAt), changed_at = \(database.dialect.nowMillis)
                 WHERE app_id = \(appID) AND id = \(session.userID) AND deleted_at IS NULL AND deletion_due_at IS NULL
+                  AND \(notBanned) AND \(samePassword)
                 """) == 1
-            else { throw GatehouseError(.invalidCredential, "This account has been deleted.") }
+            else { throw try sessionRefusal(db, session.userID, at: session.createdAt) }
         }
+    }
+
+    /// Why the guarded update at the end of `insertSession` matched no row, read in its transaction.
+    private func sessionRefusal(_ db: any SQLConnection, _ id: UserID, at now: Int64) throws -> SessionRefusal {
+        guard let row = try db.query("""
+            SELECT * FROM users WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL AND deletion_due_at IS NULL
+            """).first
+        else { return .accountGone }
+        if let ban = try userRecord(row).ban, ban.holds(at: now) { return .banned(ban) }
+        return .passwordChanged
     }
 
     func session(_ id: SessionID) throws -> Session? {

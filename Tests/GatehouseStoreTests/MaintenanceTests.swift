@@ -52,7 +52,7 @@ import Testing
                 id: .generate(), userID: user, method: .password, authTime: createdAt, createdAt: createdAt, lastUsedAt: createdAt, expiresAt: expiresAt,
                 ip: nil, userAgent: nil)
             var tokens = [nextToken()]
-            try app.insertSession(session, refreshTokenHash: tokens[0], event: Event(type: .userSignedIn, userID: user, sessionID: session.id, ip: nil, userAgent: nil, createdAt: createdAt))
+            try app.insertSession(session, refreshTokenHash: tokens[0], event: Event(type: .userSignedIn, userID: user, sessionID: session.id, ip: nil, userAgent: nil, createdAt: createdAt), passwordHash: nil)
             for index in 0..<refreshes {
                 let successor = nextToken()
                 let outcome = try refresh(tokens.last!, successor, at: createdAt + Int64(index + 1) * MaintenanceTests.minute)

@@ -65,7 +65,7 @@ let sessions: [(SessionID, UserID, String)] = try (0..<sessionCount).map { index
     try app.insertUser(user, passwordHash: nil, identity: nil, event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: t0))
     let session = Session(id: .generate(), userID: user.id, method: .password, authTime: t0, createdAt: t0, lastUsedAt: t0, expiresAt: t0 + 30 * day, ip: nil, userAgent: nil)
     let token = "s\(index)-0"
-    try app.insertSession(session, refreshTokenHash: token, event: Event(type: .userSignedIn, userID: user.id, sessionID: session.id, ip: nil, userAgent: nil, createdAt: t0))
+    try app.insertSession(session, refreshTokenHash: token, event: Event(type: .userSignedIn, userID: user.id, sessionID: session.id, ip: nil, userAgent: nil, createdAt: t0), passwordHash: nil)
     return (session.id, user.id, token)
 }
 
