@@ -201,7 +201,7 @@ struct HardeningAPITests {
         defer { server.stop() }
         let app = try server.createApp(["name": "Guarded", "rate_limits": ["auth_per_minute_per_ip": 1000]])
         _ = try server.signUp(app, email: "ada@example.com", password: "correct horse battery")
-        clock.advance(seconds: 900 - clock.nowSeconds % 900)
+        clock.advance(seconds: (900 - clock.nowSeconds % 900) % 900)
         var address = 0
         func signIn(_ email: String, _ password: String) throws -> TestResponse {
             // A botnet: every guess from another address.
@@ -247,7 +247,9 @@ struct HardeningAPITests {
         let app = try server.createApp(["name": "Guarded", "rate_limits": ["auth_per_minute_per_ip": 1000]])
         let token = try #require(try server.signUp(app)["access_token"]?.stringValue)
         let otherToken = try #require(try server.signUp(app, email: "bea@example.com")["access_token"]?.stringValue)
-        clock.advance(seconds: 900 - clock.nowSeconds % 900)
+        // To the start of a 15-minute window; not a whole 900 s when already there, which would
+        // expire the 15-minute access tokens just issued.
+        clock.advance(seconds: (900 - clock.nowSeconds % 900) % 900)
         func reauthenticate(_ password: String, as bearer: String? = nil) throws -> TestResponse {
             try server.request("POST", "/v1/auth/reauthenticate", appKey: app.appKey, bearer: bearer ?? token, json: ["password": .string(password)])
         }
