@@ -171,7 +171,7 @@ final class ServerContext: Sendable {
             state.phase = .answered
             return queue(responder.headerTooLarge(request), on: connection)
         }
-        if let reason = Self.ambiguousFraming(request.headers) {
+        if let reason = Self.ambiguousFraming(request.headers, connection: connection) {
             state.phase = .answered
             return queue(responder.badRequest(request, reason: reason), on: connection)
         }
@@ -251,15 +251,38 @@ final class ServerContext: Sendable {
 
     /// Framing libmicrohttpd accepts (it uses the first `Content-Length`, or chunked when both
     /// are present) but that a front proxy could frame differently.
-    private static func ambiguousFraming(_ headers: HTTPHeaders) -> String? {
+    ///
+    /// A `Transfer-Encoding` other than exactly `chunked` (any case) too: libmicrohttpd 0.9.75
+    /// then reads the body as running to the end of the connection, so the request is never
+    /// answered and any request behind it on the connection is taken for its body, where a proxy
+    /// that reads `gzip, chunked` or `chunked ` as chunked sees two requests. The value is
+    /// compared as libmicrohttpd has it, trailing spaces included (`HTTPHeaders` has them trimmed).
+    private static func ambiguousFraming(_ headers: HTTPHeaders, connection: OpaquePointer) -> String? {
         let lengths = headers.values("Content-Length")
         if Set(lengths).count > 1 {
             return "The request has conflicting Content-Length headers."
         }
-        if !lengths.isEmpty, headers.contains("Transfer-Encoding") {
+        let encodings = headers.values("Transfer-Encoding")
+        if !lengths.isEmpty, !encodings.isEmpty {
             return "The request has both Content-Length and Transfer-Encoding."
         }
+        if !encodings.isEmpty, encodings.count > 1 || !isExactlyChunked(firstTransferEncoding(connection)) {
+            return "The only Transfer-Encoding accepted is chunked."
+        }
         return nil
+    }
+
+    /// The first `Transfer-Encoding` value as libmicrohttpd stores it, the one it frames by.
+    private static func firstTransferEncoding(_ connection: OpaquePointer) -> [UInt8] {
+        var value: UnsafePointer<CChar>?
+        var size = 0
+        let name = "Transfer-Encoding"
+        guard MHD_lookup_connection_value_n(connection, .HEADER_KIND, name, name.utf8.count, &value, &size) == .YES, let value else { return [] }
+        return value.withMemoryRebound(to: UInt8.self, capacity: size) { Array(UnsafeBufferPointer(start: $0, count: size)) }
+    }
+
+    private static func isExactlyChunked(_ value: [UInt8]) -> Bool {
+        value.count == 7 && value.lazy.map { $0 | 0x20 }.elementsEqual("chunked".utf8)
     }
 
     /// Whether any `Content-Length` value exceeds `limit` (or is not a number libmicrohttpd
