@@ -1,5 +1,7 @@
+import Foundation
 import GatehouseCrypto
 import GatehouseTesting
+import Synchronization
 import Testing
 
 @testable import GatehouseCore
@@ -56,6 +58,40 @@ import Testing
         #expect(error?.extensions["sanction_code"] == "spam")
         #expect(try Self.liveSessions(signed) == 0)
         #expect(try signed.server.gatehouse.database.query("SELECT 1 AS signed_in FROM events WHERE type = 'user.signed_in'").count == signInEvents)
+    }
+
+    /// The sign-in's transaction waits for the row the ban's transaction holds, and the ban ends
+    /// the sessions before the sign-in's is committed. On PostgreSQL the sign-in's update then
+    /// checks its condition again on the banned row; on SQLite it begins after the ban. (If the
+    /// sign-in reaches the row only after the commit, it is refused all the same.)
+    @Test(arguments: TestDatabase.kinds)
+    func aSignInWaitingOnABansTransactionGetsNoSession(_ kind: TestDatabaseKind) throws {
+        let signed = try Self.signedUp(kind)
+        defer { signed.server.stop() }
+        let outcome = Mutex<Result<SessionGrant, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let now = signed.server.clock.nowMillis()
+        try signed.data.transaction { tx in
+            #expect(try tx.setBan(signed.user.id, Ban(sanctionCode: "spam", reason: nil, suspendedUntil: nil), now: now) != nil)
+            Thread.detachNewThread {
+                let result = Result {
+                    try signed.server.gatehouse.accounts.startSession(
+                        app: signed.context, signed.data, user: signed.user, method: .apple, isNewUser: false, origin: Self.origin)
+                }
+                outcome.withLock { $0 = result }
+                done.signal()
+            }
+            Thread.sleep(forTimeInterval: 0.3)  // for the sign-in to reach the user's row
+            _ = try tx.endSessions(of: signed.user.id, keeping: nil, reason: .revoked, now: now)
+        }
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        let result = try #require(outcome.withLock { $0 })
+        guard case .failure(let error as GatehouseError) = result else {
+            Issue.record("the sign-in was not refused: \(result)")
+            return
+        }
+        #expect(error.code == .userDisabled)
+        #expect(try Self.liveSessions(signed) == 0)
     }
 
     @Test(arguments: TestDatabase.kinds)
