@@ -14,8 +14,8 @@ public enum HeadDecision: Sendable {
     /// `uploadTooLarge` (before reading when `Content-Length` says so); a broken body with
     /// `malformedBody`. `offload` and `waitsOnNetwork` as for `readBody`.
     case readMultipart(MultipartForm, offload: Bool = false, waitsOnNetwork: Bool = false)
-    /// Answer now without reading the body. libmicrohttpd 0.9.75 then closes the connection,
-    /// whether a body was sent or not (ADR 0001).
+    /// Answer without reading the body. When the request declares one, the connection is then
+    /// closed; a request without one keeps it (ADR 0001).
     case respond(HTTPResponse)
 }
 

@@ -37,6 +37,9 @@ final class RequestState {
     var discardedBytes = 0
     /// The multipart body being read, for `HeadDecision.readMultipart`.
     var multipart: MultipartReader?
+    /// What `head` answered a request that declares no body, queued at the final call of the
+    /// access handler: queued at once, libmicrohttpd 0.9.75 closes the connection after it.
+    var decided: HTTPResponse?
 
     init(target: String, targetLength: Int) {
         self.target = target

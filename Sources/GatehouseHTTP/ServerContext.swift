@@ -83,6 +83,11 @@ final class ServerContext: Sendable {
                 }
                 return .YES
             }
+            if let decided = state.decided {
+                state.decided = nil
+                state.phase = .answered
+                return queue(decided, on: connection)
+            }
             if state.bodyTooLarge {
                 return respondBodyTooLarge(state, connection: connection)
             }
@@ -177,6 +182,12 @@ final class ServerContext: Sendable {
         }
         switch responder.head(request) {
         case .respond(let response):
+            // A response queued before the end of the request makes libmicrohttpd close the
+            // connection after it, body or not; a request without one ends at the next call.
+            if Self.declaresNoBody(request.headers) {
+                state.decided = response
+                return .YES
+            }
             state.phase = .answered
             return queue(response, on: connection)
         case .readBody(let limit, let offload, let waitsOnNetwork):
@@ -283,6 +294,11 @@ final class ServerContext: Sendable {
 
     private static func isExactlyChunked(_ value: [UInt8]) -> Bool {
         value.count == 7 && value.lazy.map { $0 | 0x20 }.elementsEqual("chunked".utf8)
+    }
+
+    /// No `Transfer-Encoding`, and no `Content-Length` other than 0: libmicrohttpd reads no body.
+    private static func declaresNoBody(_ headers: HTTPHeaders) -> Bool {
+        !headers.contains("Transfer-Encoding") && headers.values("Content-Length").allSatisfy { Int($0) == 0 }
     }
 
     /// Whether any `Content-Length` value exceeds `limit` (or is not a number libmicrohttpd

@@ -133,6 +133,24 @@ struct HTTPServerTests {
             port: server.port, "POST /forbidden HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\n"))
         #expect(response.status == 403)
         #expect(response.text == "forbidden early")
+        #expect(response.header("Connection")?.lowercased() == "close", "the body was not read: the connection cannot go on")
+    }
+
+    /// An answer `head` decides (a 404, a 405, a CORS preflight, a refused token) to a request
+    /// without a body leaves the connection open for the next request.
+    @Test func anAnswerFromHeadToARequestWithoutABodyKeepsTheConnection() throws {
+        let server = try startServer()
+        defer { server.shutdown() }
+        let connection = try #require(RawConnection(port: server.port))
+        for request in ["GET /forbidden HTTP/1.1\r\nHost: h\r\n\r\n", "DELETE /forbidden HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"] {
+            connection.send(request)
+            let early = try #require(connection.readResponse())
+            #expect(early.status == 403)
+            #expect(early.text == "forbidden early")
+            #expect(early.header("Connection") == nil)
+        }
+        connection.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(connection.readResponse()?.text == "hello")
     }
 
     @Test func keepAliveServesTwoRequestsOnOneConnection() throws {
