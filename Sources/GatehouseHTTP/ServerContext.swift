@@ -273,11 +273,11 @@ final class ServerContext: Sendable {
         if Set(lengths).count > 1 {
             return "The request has conflicting Content-Length headers."
         }
-        let encodings = headers.values("Transfer-Encoding")
-        if !lengths.isEmpty, !encodings.isEmpty {
+        guard headers.contains("Transfer-Encoding") else { return nil }
+        if !lengths.isEmpty {
             return "The request has both Content-Length and Transfer-Encoding."
         }
-        if !encodings.isEmpty, encodings.count > 1 || !isExactlyChunked(firstTransferEncoding(connection)) {
+        if headers.values("Transfer-Encoding").count > 1 || !isExactlyChunked(firstTransferEncoding(connection)) {
             return "The only Transfer-Encoding accepted is chunked."
         }
         return nil
