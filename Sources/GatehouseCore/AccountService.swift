@@ -138,9 +138,15 @@ public final class AccountService: Sendable {
         // The session opens only while the account's hash is the one the password matched.
         var matched = hash
         if hasher.needsRehash(hash) {
-            // Skipped, not failed, if the password changed meanwhile (and then so is the session).
             let rehashed = try hasher.hash(password)
-            if try data.setPasswordHash(user.id, hash: rehashed, replacing: hash, addIdentity: nil, now: clock.nowMillis()) { matched = rehashed }
+            if try data.setPasswordHash(user.id, hash: rehashed, replacing: hash, addIdentity: nil, now: clock.nowMillis()) {
+                matched = rehashed
+            } else if let current = try data.passwordHash(user.id), try hasher.verify(password, encoded: current) {
+                // Another sign-in with this password rehashed it first (the first after the
+                // parameters changed, from two devices at once). Else the password changed, and
+                // the session is refused.
+                matched = current
+            }
         }
         return try startSession(app: app, data, user: user, method: .password, isNewUser: false, origin: origin, passwordHash: matched)
     }

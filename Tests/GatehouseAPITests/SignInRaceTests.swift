@@ -137,4 +137,36 @@ import Testing
         #expect(rehashed != weaker)
         #expect(try Self.liveSessions(signed) == 2)
     }
+
+    /// Two sign-ins of one user with the right password, both reading a hash that needs a rehash:
+    /// the second to write finds the first one's hash, and signs in against that. On PostgreSQL
+    /// the user's row is held so that both reach their rehash before either commits; on SQLite the
+    /// held transaction makes the two run one after the other.
+    @Test(arguments: TestDatabase.kinds)
+    func twoSignInsThatBothRehashThePasswordBothGetASession(_ kind: TestDatabaseKind) throws {
+        let signed = try Self.signedUp(kind)
+        defer { signed.server.stop() }
+        let old = try #require(try signed.data.passwordHash(signed.user.id))
+        let weaker = try Argon2id.hash(password: Array("correct horse battery".utf8), parameters: .init(memoryKiB: 1024, iterations: 2, parallelism: 1))
+        #expect(try signed.data.setPasswordHash(signed.user.id, hash: weaker, replacing: old, addIdentity: nil, now: signed.server.clock.nowMillis()))
+        let statuses = Mutex<[Int]>([])
+        let group = DispatchGroup()
+        try signed.data.transaction { tx in
+            let locked = try tx.lockUser(signed.user.id)
+            #expect(locked != nil)
+            for _ in 0..<2 {
+                group.enter()
+                Thread.detachNewThread {
+                    let response = try? signed.server.request(
+                        "POST", "/v1/auth/signin", appKey: signed.app.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"])
+                    statuses.withLock { $0.append(response?.status ?? 0) }
+                    group.leave()
+                }
+            }
+            Thread.sleep(forTimeInterval: 1)  // for both to verify the old hash and wait to replace it
+        }
+        #expect(group.wait(timeout: .now() + 30) == .success)
+        #expect(statuses.withLock { $0 } == [200, 200])
+        #expect(try Self.liveSessions(signed) == 3)
+    }
 }
