@@ -253,8 +253,8 @@ public protocol AppScopedStore: Sendable {
     func changeEmail(_ id: UserID, from old: String?, to new: String, now: Int64) throws -> User?
     /// Sets or lifts (nil) the user's ban; the user, or nil when there is none.
     func setBan(_ id: UserID, _ ban: Ban?, now: Int64) throws -> User?
-    /// Drops every way to sign in to the account (password, identities, kept provider tokens);
-    /// returns the providers of the identities removed.
+    /// Drops every way to sign in to the account (password, identities, kept provider tokens,
+    /// web-flow login codes not yet exchanged); returns the providers of the identities removed.
     func forgetSignInMethods(_ id: UserID, now: Int64) throws -> [String]
     /// The user with this password identity and their password hash.
     func passwordUser(email: String) throws -> (User, String)?

@@ -102,6 +102,8 @@ extension SQLAppScopedStore {
                 DELETE FROM identities WHERE app_id = \(appID) AND user_id = \(id) RETURNING provider
                 """).map { try $0.string("provider") }
             try db.execute("DELETE FROM provider_tokens WHERE app_id = \(appID) AND user_id = \(id)")
+            // A web flow's login code would still open a session (the live ones, by the expiry index).
+            try db.execute("DELETE FROM login_codes WHERE app_id = \(appID) AND expires_at > \(now) AND user_id = \(id)")
             return removed
         }
     }

@@ -87,6 +87,30 @@ struct EmailFlowsAPITests {
         #expect(claims["amr"] == ["otp"])
     }
 
+    /// Someone signed up with another's address, and holds a login code from the Apple web flow
+    /// for that account. When the address's owner proves it by code, every way in goes: the
+    /// login code no longer opens a session either.
+    @Test(arguments: TestDatabase.kinds)
+    func provingTheAddressVoidsTheWebFlowLoginCodesOfWhoeverSignedUpWithIt(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind, settings: ["sign_in_methods": ["password", "email_code", "apple"]])
+        defer { world.stop() }
+        let signUp = try world.post("/v1/auth/signup", ["email": "victim@example.com", "password": "the squatter's password"])
+        let id = UserID(unchecked: try #require(signUp.data?["user"]?["id"]?.stringValue))
+        _ = try world.code(to: "victim@example.com")  // the verification mail, unread by the squatter
+        let loginCode = "a login code from the Apple web flow"
+        let now = world.clock.nowMillis()
+        try world.server.gatehouse.store.app(AppID(unchecked: world.app.id)).insertLoginCode(LoginCode(
+            codeHash: Digest.hex(Digest.sha256(Array(loginCode.utf8))), userID: id, method: .apple, isNewUser: false, codeChallenge: nil,
+            createdAt: now, expiresAt: now + 60_000))
+
+        #expect(try world.post("/v1/auth/email-code/send", ["email": "victim@example.com"]).status == 202)
+        let proved = try world.post("/v1/auth/email-code/verify", ["email": "victim@example.com", "code": .string(try world.code(to: "victim@example.com").code)])
+        #expect(proved.status == 200)
+        let exchanged = try world.post("/v1/auth/exchange", ["login_code": .string(loginCode)])
+        #expect(exchanged.status == 400)
+        #expect(exchanged.problemCode == "auth/invalid-login-code")
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func sendsAreLimitedPerAddressAndPurposeTheSameWithOrWithoutAnAccount(_ kind: TestDatabaseKind) throws {
         let world = try World(kind, settings: ["allow_signup": false])
