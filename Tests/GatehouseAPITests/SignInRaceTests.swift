@@ -38,6 +38,15 @@ import Testing
         }
     }
 
+    /// Stores the user's password hashed with other parameters than the test server's (m=1024,
+    /// t=1, p=1), so that the next sign-in hashes it again; returns that hash.
+    private static func storeHashToRedo(_ signed: Signed) throws -> String {
+        let old = try #require(try signed.data.passwordHash(signed.user.id))
+        let other = try Argon2id.hash(password: Array("correct horse battery".utf8), parameters: .init(memoryKiB: 1024, iterations: 2, parallelism: 1))
+        #expect(try signed.data.setPasswordHash(signed.user.id, hash: other, replacing: old, addIdentity: nil, now: signed.server.clock.nowMillis()))
+        return other
+    }
+
     private static func liveSessions(_ signed: Signed) throws -> Int {
         try signed.server.gatehouse.database.query("SELECT 1 AS live FROM sessions WHERE ended_at IS NULL").count
     }
@@ -126,10 +135,7 @@ import Testing
     func aSignInThatRehashesThePasswordGetsItsSession(_ kind: TestDatabaseKind) throws {
         let signed = try Self.signedUp(kind)
         defer { signed.server.stop() }
-        let old = try #require(try signed.data.passwordHash(signed.user.id))
-        // Not the test server's parameters (m=1024, t=1, p=1), whichever way they differ.
-        let weaker = try Argon2id.hash(password: Array("correct horse battery".utf8), parameters: .init(memoryKiB: 1024, iterations: 2, parallelism: 1))
-        #expect(try signed.data.setPasswordHash(signed.user.id, hash: weaker, replacing: old, addIdentity: nil, now: signed.server.clock.nowMillis()))
+        let weaker = try Self.storeHashToRedo(signed)
         let signIn = try signed.server.request(
             "POST", "/v1/auth/signin", appKey: signed.app.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"])
         #expect(signIn.status == 200)
@@ -146,9 +152,7 @@ import Testing
     func twoSignInsThatBothRehashThePasswordBothGetASession(_ kind: TestDatabaseKind) throws {
         let signed = try Self.signedUp(kind)
         defer { signed.server.stop() }
-        let old = try #require(try signed.data.passwordHash(signed.user.id))
-        let weaker = try Argon2id.hash(password: Array("correct horse battery".utf8), parameters: .init(memoryKiB: 1024, iterations: 2, parallelism: 1))
-        #expect(try signed.data.setPasswordHash(signed.user.id, hash: weaker, replacing: old, addIdentity: nil, now: signed.server.clock.nowMillis()))
+        _ = try Self.storeHashToRedo(signed)
         let statuses = Mutex<[Int]>([])
         let group = DispatchGroup()
         try signed.data.transaction { tx in
