@@ -252,12 +252,14 @@ extension SQLAppScopedStore {
             // the sessions, so a sign-in racing one either commits first (and has its session
             // ended) or finds the change here and rolls back. (On PostgreSQL, an UPDATE that
             // waited for the row checks its WHERE again against the row as committed.)
-            let notBanned: SQL = "(ban_sanction_code IS NULL OR ban_suspended_until <= \(session.createdAt))"
-            let samePassword: SQL = passwordHash.map { "password_hash = \($0)" } ?? "1 = 1"
+            var conditions: [SQL] = [
+                "app_id = \(appID)", "id = \(session.userID)", "deleted_at IS NULL", "deletion_due_at IS NULL",
+                "(ban_sanction_code IS NULL OR ban_suspended_until <= \(session.createdAt))",
+            ]
+            if let passwordHash { conditions.append("password_hash = \(passwordHash)") }
             guard try db.execute("""
                 UPDATE users SET last_sign_in_at = \(session.createdAt), changed_at = \(database.dialect.nowMillis)
-                WHERE app_id = \(appID) AND id = \(session.userID) AND deleted_at IS NULL AND deletion_due_at IS NULL
-                  AND \(notBanned) AND \(samePassword)
+                WHERE \(conditions.joined(separator: " AND "))
                 """) == 1
             else { throw try sessionRefusal(db, session.userID, at: session.createdAt) }
         }
