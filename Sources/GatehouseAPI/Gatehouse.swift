@@ -106,7 +106,7 @@ public final class Gatehouse: Sendable {
         let providers = ProviderAdapter(verifier: verifier, apple: apple, log: log)
         let appleRevocation = AppleRevocationHandler(
             directory: directory, sealer: sealer, providers: providers, outbox: store.outbox, clock: clock,
-            webCallbackURL: ProviderSignInService.callbackURL(publicURL: configuration.publicURL))
+            webCallbackURL: ProviderSignInService.callbackURL(publicURL: configuration.publicURL), appleURL: configuration.appleURL)
         // Webhooks: a client of their own, for URLs a tenant sets (10 s, the tenant address policy).
         let webhooks = WebhookOutboxHandler(
             directory: directory, sealer: sealer, transport: OutboundWebhookTransport(allowPrivate: configuration.allowPrivateOutbound), clock: clock)
@@ -119,9 +119,10 @@ public final class Gatehouse: Sendable {
                 log: log)
         }
         self.blobs = blobs
+        let blobDestination: String? = if case .s3(let s3) = configuration.blobStorage { OutboxDestination.of(url: s3.endpoint) } else { nil }
         outboxWorker = OutboxWorker(
-            outbox: store.outbox, handlers: [mail, appleRevocation, webhooks, BlobDeletionHandler(blobs: blobs)], policy: OutboxRetryPolicy(maxBackoffSeconds: configuration.outboxMaxBackoffSeconds),
-            clock: clock, lanes: configuration.outboxConcurrency, log: log)
+            outbox: store.outbox, handlers: [mail, appleRevocation, webhooks, BlobDeletionHandler(blobs: blobs, destination: blobDestination)], policy: OutboxRetryPolicy(maxBackoffSeconds: configuration.outboxMaxBackoffSeconds),
+            clock: clock, lanes: configuration.outboxConcurrency, perAppInFlight: configuration.outboxPerAppInFlight, log: log)
 
         let revocations = RevocationList(store: store, clock: clock, log: log)
         try revocations.load()

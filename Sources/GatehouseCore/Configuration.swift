@@ -61,8 +61,11 @@ public struct Configuration: Sendable {
     public var firebaseJWKSURL = "https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com"
     public var refreshGraceSeconds = 10
     public var outboxMaxBackoffSeconds = 600
-    /// Outbox deliveries a node makes at once (`GATEHOUSE_OUTBOX_CONCURRENCY`).
-    public var outboxConcurrency = 8
+    /// Outbox deliveries of each kind (mail, webhooks, Apple revocations, blob deletions) a node
+    /// makes at once (`GATEHOUSE_OUTBOX_CONCURRENCY`).
+    public var outboxConcurrency = 4
+    /// Items of one app and kind a node delivers at once (`GATEHOUSE_OUTBOX_PER_APP_IN_FLIGHT`).
+    public var outboxPerAppInFlight = 2
     /// Days an audit event is kept (`GATEHOUSE_EVENT_RETENTION_DAYS`).
     public var eventRetentionDays = 400
     /// Seconds between a node's tries at a maintenance round (`GATEHOUSE_MAINTENANCE_INTERVAL_SECONDS`).
@@ -308,6 +311,7 @@ public struct Configuration: Sendable {
         integer("GATEHOUSE_REFRESH_GRACE_SECONDS", 0...60, into: &config.refreshGraceSeconds)
         integer("GATEHOUSE_OUTBOX_MAX_BACKOFF_SECONDS", 5...86400, into: &config.outboxMaxBackoffSeconds)
         integer("GATEHOUSE_OUTBOX_CONCURRENCY", 1...64, into: &config.outboxConcurrency)
+        integer("GATEHOUSE_OUTBOX_PER_APP_IN_FLIGHT", 1...64, into: &config.outboxPerAppInFlight)
         integer("GATEHOUSE_EVENT_RETENTION_DAYS", 1...36_500, into: &config.eventRetentionDays)
         integer("GATEHOUSE_MAINTENANCE_INTERVAL_SECONDS", 60...86_400, into: &config.maintenanceIntervalSeconds)
         integer("GATEHOUSE_HTTP_THREADS", 1...1024, into: &config.httpThreads)
@@ -355,6 +359,7 @@ public struct Configuration: Sendable {
         "GATEHOUSE_ARGON2_MEMORY_KIB", "GATEHOUSE_ARGON2_ITERATIONS", "GATEHOUSE_ARGON2_PARALLELISM", "GATEHOUSE_HASH_CONCURRENCY",
         "GATEHOUSE_PROVIDER_THREADS", "GATEHOUSE_ACCESS_LOG", "GATEHOUSE_LOG_LEVEL", "GATEHOUSE_DB_STATEMENT_TIMEOUT_MS",
         "GATEHOUSE_DB_CONNECT_TIMEOUT_SECONDS", "GATEHOUSE_MAINTENANCE_INTERVAL_SECONDS",
+        "GATEHOUSE_OUTBOX_PER_APP_IN_FLIGHT",
     ]
 
     /// The `GATEHOUSE_*` variables of `environment` that the server does not read, sorted, each

@@ -9,40 +9,90 @@ struct SQLOutbox: OutboxStore {
         try database.withConnection { db in try insertOutboxItem(db, item, now: now) }
     }
 
-    func claim(kinds: [OutboxKind], limit: Int, leaseMillis: Int64, node: String, now: Int64) throws -> [OutboxItem] {
-        guard !kinds.isEmpty else { return [] }
-        let due: SQL = """
+    func claimNext(kind: OutboxKind, after: AppID?, excluding: Set<AppID>, leaseMillis: Int64, node: String, now: Int64) throws -> OutboxItem? {
+        // Due, free, of an app that may have one more in flight here, for a destination not paused.
+        var due: SQL = """
             delivered_at IS NULL AND dead_at IS NULL AND next_attempt_at <= \(now) AND (lease_until IS NULL OR lease_until <= \(now))
-              AND kind IN (\(list: kinds.map(\.rawValue)))
+              AND kind = \(kind.rawValue)
+              AND (destination IS NULL OR NOT EXISTS (
+                SELECT 1 FROM outbox_destinations d
+                WHERE d.app_id = COALESCE(outbox.app_id, '') AND d.destination = outbox.destination AND d.paused_until > \(now)))
             """
+        if !excluding.isEmpty { due = "\(due) AND (app_id IS NULL OR app_id NOT IN (\(list: excluding.map(\.rawValue).sorted())))" }
         // Cheap and shared first: most polls find nothing due, and on SQLite a claim is a write.
-        guard try !database.query("SELECT id FROM outbox WHERE \(due) LIMIT 1").isEmpty else { return [] }
+        guard try !database.query("SELECT id FROM outbox WHERE \(due) LIMIT 1").isEmpty else { return nil }
         // PostgreSQL: rows another node is claiming are skipped, not waited for. SQLite: the
         // transaction is BEGIN IMMEDIATE, so one claim runs at a time.
         let skipLocked: SQL = database.dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
         return try database.transaction { db in
-            try db.query("""
-                UPDATE outbox SET lease_until = \(now + leaseMillis), leased_by = \(node)
-                WHERE id IN (SELECT id FROM outbox WHERE \(due) ORDER BY next_attempt_at LIMIT \(Int64(limit))\(skipLocked))
-                RETURNING *
-                """).map(outboxItem)
+            // Round robin: the first app after the last one served that has a due item, else
+            // from the start; within an app, the oldest due first.
+            let passes: [SQL] = after.map { ["\(due) AND app_id > \($0.rawValue)", due] } ?? [due]
+            for condition in passes {
+                if let item = try db.query("""
+                    UPDATE outbox SET lease_until = \(now + leaseMillis), leased_by = \(node)
+                    WHERE id IN (SELECT id FROM outbox WHERE \(condition) ORDER BY app_id, next_attempt_at LIMIT 1\(skipLocked))
+                    RETURNING *
+                    """).first {
+                    return try outboxItem(item)
+                }
+            }
+            return nil
         }
     }
 
-    func markDelivered(_ id: String, node: String, now: Int64) throws {
+    func markDelivered(_ id: String, node: String, now: Int64, destination: String?) throws {
+        try database.transaction { db in
+            guard try db.execute("""
+                UPDATE outbox SET delivered_at = \(now), attempts = attempts + 1, last_error = NULL, lease_until = NULL, leased_by = NULL,
+                                  payload = CASE WHEN sealed = 1 THEN '' ELSE payload END, destination = COALESCE(\(destination), destination)
+                WHERE id = \(id) AND leased_by = \(node)
+                """) == 1, let destination
+            else { return }
+            // The destination answered: its breaker closes.
+            try db.execute("""
+                DELETE FROM outbox_destinations
+                WHERE destination = \(destination) AND app_id = (SELECT COALESCE(app_id, '') FROM outbox WHERE id = \(id))
+                """)
+        }
+    }
+
+    func markRetry(
+        _ id: String, node: String, nextAttemptAt: Int64, error: String, now: Int64, destination: String?, breaker: OutboxBreakerPolicy?
+    ) throws -> Int64? {
+        try database.transaction { db in
+            try db.execute("""
+                UPDATE outbox SET attempts = attempts + 1, next_attempt_at = \(nextAttemptAt), last_error = \(String(error.prefix(1000))),
+                                  lease_until = NULL, leased_by = NULL, destination = COALESCE(\(destination), destination)
+                WHERE id = \(id) AND leased_by = \(node)
+                """)
+            guard let breaker, let destination else { return nil }
+            let app = try db.query("SELECT COALESCE(app_id, '') AS app FROM outbox WHERE id = \(id)").first?.string("app") ?? ""
+            let failures = try db.query("""
+                INSERT INTO outbox_destinations (app_id, destination, failures, paused_until, updated_at) VALUES (\(app), \(destination), 1, NULL, \(now))
+                ON CONFLICT (app_id, destination) DO UPDATE SET failures = outbox_destinations.failures + 1, updated_at = \(now)
+                RETURNING failures
+                """).first?.int64("failures") ?? 1
+            guard let pause = breaker.pauseMillis(afterFailures: Int(failures)) else { return nil }
+            try db.execute("""
+                UPDATE outbox_destinations SET paused_until = \(now + pause) WHERE app_id = \(app) AND destination = \(destination)
+                """)
+            return now + pause
+        }
+    }
+
+    func postpone(_ id: String, node: String, destination: String, until: Int64) throws {
         try database.execute("""
-            UPDATE outbox SET delivered_at = \(now), attempts = attempts + 1, last_error = NULL, lease_until = NULL, leased_by = NULL,
-                              payload = CASE WHEN sealed = 1 THEN '' ELSE payload END
+            UPDATE outbox SET destination = \(destination), next_attempt_at = \(until), lease_until = NULL, leased_by = NULL
             WHERE id = \(id) AND leased_by = \(node)
             """)
     }
 
-    func markRetry(_ id: String, node: String, nextAttemptAt: Int64, error: String, now: Int64) throws {
-        try database.execute("""
-            UPDATE outbox SET attempts = attempts + 1, next_attempt_at = \(nextAttemptAt), last_error = \(String(error.prefix(1000))),
-                              lease_until = NULL, leased_by = NULL
-            WHERE id = \(id) AND leased_by = \(node)
-            """)
+    func pausedUntil(app: AppID?, destination: String, now: Int64) throws -> Int64? {
+        try database.query("""
+            SELECT paused_until FROM outbox_destinations
+            WHERE app_id = \(app?.rawValue ?? "") AND destination = \(destination) AND paused_until > \(now)
+            """).first?.int64("paused_until")
     }
 
     func markDead(_ id: String, node: String, error: String, now: Int64, event: (app: AppID, event: Event)?) throws -> Bool {
@@ -82,13 +132,58 @@ struct SQLOutbox: OutboxStore {
     }
 }
 
+extension SQLOutbox {
+    func breakdown(now: Int64) throws -> OutboxBreakdown {
+        var counts: [OutboxBreakdown.Count] = []
+        for row in try database.query("""
+            SELECT kind,
+              SUM(CASE WHEN dead_at IS NULL THEN 1 ELSE 0 END) AS queued,
+              SUM(CASE WHEN dead_at IS NULL AND lease_until > \(now) THEN 1 ELSE 0 END) AS in_flight,
+              SUM(CASE WHEN dead_at IS NOT NULL THEN 1 ELSE 0 END) AS dead
+            FROM outbox WHERE delivered_at IS NULL GROUP BY kind ORDER BY kind
+            """) {
+            let kind = OutboxKind(rawValue: try row.string("kind"))
+            for state in ["queued", "in_flight", "dead"] {
+                counts.append(.init(kind: kind, state: state, count: Int(try row.int64(state))))
+            }
+        }
+        for row in try database.query("""
+            SELECT o.kind AS kind, count(*) AS paused FROM outbox o
+              JOIN outbox_destinations d ON d.app_id = COALESCE(o.app_id, '') AND d.destination = o.destination
+            WHERE o.delivered_at IS NULL AND o.dead_at IS NULL AND d.paused_until > \(now)
+            GROUP BY o.kind ORDER BY o.kind
+            """) {
+            counts.append(.init(kind: OutboxKind(rawValue: try row.string("kind")), state: "paused", count: Int(try row.int64("paused"))))
+        }
+        let paused = try database.query("""
+            SELECT app_id, destination, failures, paused_until FROM outbox_destinations WHERE paused_until > \(now)
+            ORDER BY failures DESC, app_id, destination LIMIT \(Int64(OutboxBreakdown.listLimit))
+            """).map { row in
+            let app = try row.string("app_id")
+            return OutboxBreakdown.PausedDestination(
+                appID: app.isEmpty ? nil : AppID(unchecked: app), destination: try row.string("destination"), failures: Int(try row.int64("failures")),
+                pausedUntil: try row.int64("paused_until"))
+        }
+        let pausedCount = Int(try database.query("SELECT count(*) AS n FROM outbox_destinations WHERE paused_until > \(now)")[0].int64("n"))
+        let backlogs = try database.query("""
+            SELECT app_id, kind, count(*) AS queued FROM outbox
+            WHERE delivered_at IS NULL AND dead_at IS NULL AND app_id IS NOT NULL
+            GROUP BY app_id, kind ORDER BY queued DESC, app_id, kind LIMIT \(Int64(OutboxBreakdown.listLimit))
+            """).map { row in
+            OutboxBreakdown.AppBacklog(
+                appID: AppID(unchecked: try row.string("app_id")), kind: OutboxKind(rawValue: try row.string("kind")), queued: Int(try row.int64("queued")))
+        }
+        return OutboxBreakdown(counts: counts, paused: paused, pausedCount: pausedCount, largestBacklogs: backlogs)
+    }
+}
+
 /// Queues an outbox item on `db`: inside a store method's transaction, so the item commits with
 /// the change that causes it, or not at all. False when its idempotency key is queued already.
 func insertOutboxItem(_ db: any SQLConnection, _ item: NewOutboxItem, now: Int64) throws -> Bool {
     try db.execute("""
-        INSERT INTO outbox (id, app_id, kind, idempotency_key, payload, sealed, attempts, next_attempt_at, created_at)
+        INSERT INTO outbox (id, app_id, kind, idempotency_key, payload, sealed, attempts, next_attempt_at, created_at, destination)
         VALUES (\("obx_" + Digest.hex(SecureRandom.bytes(15))), \(item.appID), \(item.kind.rawValue), \(item.idempotencyKey), \(item.payload),
-                \(item.sealed), 0, \(item.dueAt ?? now), \(now))
+                \(item.sealed), 0, \(item.dueAt ?? now), \(now), \(item.destination))
         ON CONFLICT (idempotency_key) DO NOTHING
         """) == 1
 }
@@ -104,5 +199,5 @@ private func outboxItem(_ row: SQLRow) throws -> OutboxItem {
     OutboxItem(
         id: try row.string("id"), appID: try row.optionalString("app_id").map(AppID.init(unchecked:)), kind: OutboxKind(rawValue: try row.string("kind")),
         idempotencyKey: try row.string("idempotency_key"), payload: try row.string("payload"), sealed: try row.bool("sealed"),
-        attempts: Int(try row.int64("attempts")), createdAt: try row.int64("created_at"))
+        attempts: Int(try row.int64("attempts")), createdAt: try row.int64("created_at"), destination: try row.optionalString("destination"))
 }

@@ -44,11 +44,11 @@ struct OutboxTests {
             clock: clock, pollInterval: 0.05, lanes: lanes, node: node)
     }
 
-    /// A delivery starts only if it can end within its item's lease: after a slow first delivery,
-    /// the lane gives the second item back instead of starting it past the point where another
-    /// node could retake it.
+    /// A lane leases one item at a time, just before delivering it: while a slow first delivery
+    /// runs, the second item stays free (due, unleased), so no lease runs out before its delivery
+    /// starts and another node may take it meanwhile.
     @Test(arguments: TestDatabase.kinds)
-    func noDeliveryStartsThatCouldOutliveItsLease(_ kind: TestDatabaseKind) throws {
+    func aLaneLeasesOneItemAtATime(_ kind: TestDatabaseKind) throws {
         let clock = ManualClock()
         let server = try TestServer(kind, clock: clock)
         defer { server.stop() }
@@ -59,7 +59,7 @@ struct OutboxTests {
         #expect(try worker.runOnce() == 1)
         #expect(handler.seen.withLock { $0.count } == 1)
         let statistics = try outbox.statistics(now: clock.nowMillis())
-        #expect(statistics.queued == 1 && statistics.inFlight == 0, "given back, due at once")
+        #expect(statistics.queued == 1 && statistics.inFlight == 0, "never leased, due at once")
         #expect(try worker.runOnce() == 1, "the next claim takes it")
     }
 

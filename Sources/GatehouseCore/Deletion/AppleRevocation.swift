@@ -79,15 +79,23 @@ public struct AppleRevocationHandler: OutboxHandler {
     private let clock: any Clock
     /// The web flow's callback URL: Apple redeems a Services ID's code only with it.
     private let webCallbackURL: String
+    /// Apple's host and port: every item's destination.
+    private let appleDestination: String?
 
-    public init(directory: AppDirectory, sealer: SecretSealer, providers: any IdentityProviders, outbox: any OutboxStore, clock: any Clock, webCallbackURL: String) {
+    public init(
+        directory: AppDirectory, sealer: SecretSealer, providers: any IdentityProviders, outbox: any OutboxStore, clock: any Clock, webCallbackURL: String,
+        appleURL: String? = nil
+    ) {
         self.webCallbackURL = webCallbackURL
+        self.appleDestination = appleURL.flatMap(OutboxDestination.of(url:))
         self.directory = directory
         self.sealer = sealer
         self.providers = providers
         self.outbox = outbox
         self.clock = clock
     }
+
+    public func destination(of item: OutboxItem) -> String? { appleDestination }
 
     public func deliver(_ item: OutboxItem) -> OutboxDelivery {
         guard let appID = item.appID, let request = AppleRevocation.request(of: item, sealer: sealer) else {
@@ -113,7 +121,7 @@ public struct AppleRevocationHandler: OutboxHandler {
         } catch let error as GatehouseError where error.code == .invalidCredential {
             return .dead(reason: "Apple refused to revoke the token for \(clientID)")
         } catch {
-            return .retry(reason: "Apple /auth/revoke cannot be reached")
+            return .unreachable(reason: "Apple /auth/revoke cannot be reached")
         }
     }
 
@@ -140,7 +148,7 @@ public struct AppleRevocationHandler: OutboxHandler {
             else { return .dead(reason: "the authorization code is not of the user's Apple account") }
             guard let refreshToken = exchanged.refreshToken else { return .delivered }  // Apple gave nothing to revoke
             let outcome = revoke(refreshToken, clientID: clientID, credentials: credentials)
-            guard case .retry = outcome else { return outcome }
+            guard case .unreachable = outcome else { return outcome }
             do {
                 _ = try outbox.enqueue(
                     AppleRevocation.item(.token(refreshToken, clientID: clientID), key: item.idempotencyKey + ":token", app: app, sealer: sealer),
@@ -151,7 +159,7 @@ public struct AppleRevocationHandler: OutboxHandler {
             }
         }
         if unreachable, clock.nowMillis() - item.createdAt < AppleRevocation.codeLifetimeMillis {
-            return .retry(reason: "Apple /auth/token cannot be reached")
+            return .unreachable(reason: "Apple /auth/token cannot be reached")
         }
         return .dead(reason: "Apple redeemed the authorization code for none of the app's client ids")
     }

@@ -32,7 +32,15 @@ public struct BlobDeletionHandler: OutboxHandler {
     public let kind = BlobDeletion.kind
     private let blobs: any BlobStore
 
-    public init(blobs: any BlobStore) { self.blobs = blobs }
+    /// The blob store's host and port, for its breaker (nil: on this machine, nothing to pause).
+    private let storeDestination: String?
+
+    public init(blobs: any BlobStore, destination: String? = nil) {
+        self.blobs = blobs
+        self.storeDestination = destination
+    }
+
+    public func destination(of item: OutboxItem) -> String? { storeDestination }
 
     public func deliver(_ item: OutboxItem) -> OutboxDelivery {
         guard let payload = try? JSON.parse(Array(item.payload.utf8)), let raw = payload["key"]?.stringValue, let key = BlobKey(parsing: raw) else {
@@ -42,7 +50,7 @@ public struct BlobDeletionHandler: OutboxHandler {
             try blobs.delete(key)
             return .delivered
         } catch {
-            return .retry(reason: "blob store: \(error)")
+            return .unreachable(reason: "blob store: \(error)")
         }
     }
 }

@@ -23,14 +23,20 @@ public struct NewOutboxItem: Sendable, Equatable {
     public var sealed: Bool
     /// When the first attempt is due (milliseconds since the epoch); nil: at once.
     public var dueAt: Int64?
+    /// Where it goes (``OutboxDestination``), when the producer knows: its items are then not
+    /// claimed while that destination is paused, even before a first attempt.
+    public var destination: String?
 
-    public init(appID: AppID?, kind: OutboxKind, idempotencyKey: String, payload: String, sealed: Bool, dueAt: Int64? = nil) {
+    public init(
+        appID: AppID?, kind: OutboxKind, idempotencyKey: String, payload: String, sealed: Bool, dueAt: Int64? = nil, destination: String? = nil
+    ) {
         self.appID = appID
         self.kind = kind
         self.idempotencyKey = idempotencyKey
         self.payload = payload
         self.sealed = sealed
         self.dueAt = dueAt
+        self.destination = destination
     }
 }
 
@@ -45,8 +51,13 @@ public struct OutboxItem: Sendable, Equatable {
     /// Deliveries tried before this one.
     public var attempts: Int
     public var createdAt: Int64
+    /// Where it goes, as last known (queued with it, or resolved by an earlier attempt).
+    public var destination: String?
 
-    public init(id: String, appID: AppID?, kind: OutboxKind, idempotencyKey: String, payload: String, sealed: Bool, attempts: Int, createdAt: Int64) {
+    public init(
+        id: String, appID: AppID?, kind: OutboxKind, idempotencyKey: String, payload: String, sealed: Bool, attempts: Int, createdAt: Int64,
+        destination: String? = nil
+    ) {
         self.id = id
         self.appID = appID
         self.kind = kind
@@ -55,6 +66,7 @@ public struct OutboxItem: Sendable, Equatable {
         self.sealed = sealed
         self.attempts = attempts
         self.createdAt = createdAt
+        self.destination = destination
     }
 }
 
@@ -63,6 +75,10 @@ public enum OutboxDelivery: Sendable, Equatable {
     case delivered
     /// Try again later (the worker's back-off), or not before `notBefore` (ms) when the other side said when.
     case retry(reason: String, notBefore: Int64? = nil)
+    /// The destination failed or did not answer in time: tried again like ``retry(reason:notBefore:)``,
+    /// and counted by the destination's circuit breaker (``OutboxBreakerPolicy``). Only for a fault
+    /// of the other side, never for one of ours or of the app's settings.
+    case unreachable(reason: String)
     /// Never deliverable (a refused address, a payload that cannot be opened): dead-lettered now.
     case dead(reason: String)
 }
@@ -74,11 +90,73 @@ public protocol OutboxHandler: Sendable {
     /// How long after its creation an item of this kind is retried before it is dead; nil: the
     /// worker's policy (72 hours).
     var giveUpAfterMillis: Int64? { get }
+    /// Where `item` goes now (``OutboxDestination``): the key of its circuit breaker. Cheap (no
+    /// network); nil when it cannot be told, and then no breaker guards it.
+    func destination(of item: OutboxItem) -> String?
     func deliver(_ item: OutboxItem) -> OutboxDelivery
 }
 
 extension OutboxHandler {
     public var giveUpAfterMillis: Int64? { nil }
+    public func destination(of item: OutboxItem) -> String? { item.destination }
+}
+
+/// A destination as the outbox names it: `host:port`, lowercased, the port the scheme's default
+/// when the URL has none.
+public enum OutboxDestination {
+    public static func of(url: String) -> String? {
+        guard let components = URLParts(url) else { return nil }
+        return "\(components.host):\(components.port)"
+    }
+
+    /// Scheme, host and port of an absolute URL, without Foundation (Core stays small).
+    private struct URLParts {
+        let host: String
+        let port: Int
+
+        init?(_ url: String) {
+            guard let schemeEnd = url.range(of: "://") else { return nil }
+            let scheme = url[..<schemeEnd.lowerBound].lowercased()
+            var rest = url[schemeEnd.upperBound...]
+            if let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) { rest = rest[..<end] }
+            if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
+            var host = Substring(rest)
+            var port: Int?
+            if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
+                let after = host[host.index(after: close)...]
+                if after.hasPrefix(":") { port = Int(after.dropFirst()) }
+                host = host[...close]
+            } else if let colon = host.lastIndex(of: ":") {
+                port = Int(host[host.index(after: colon)...])
+                host = host[..<colon]
+            }
+            guard !host.isEmpty else { return nil }
+            let defaults = ["http": 80, "https": 443, "smtp": 25, "smtps": 465]
+            guard let resolved = port ?? defaults[scheme] else { return nil }
+            self.host = host.lowercased()
+            self.port = resolved
+        }
+    }
+}
+
+/// The circuit breaker of a destination: after `threshold` failed or timed-out deliveries in a
+/// row (``OutboxDelivery/unreachable(reason:)``) it is paused, first for `firstPauseMillis`, each
+/// further failure doubling the pause up to `maxPauseMillis`; meanwhile its items are not claimed.
+/// A success closes it. Kept per app and destination, in the database, so that every node sees it.
+public struct OutboxBreakerPolicy: Sendable, Equatable {
+    public var threshold = 5
+    public var firstPauseMillis: Int64 = 30_000
+    public var maxPauseMillis: Int64
+
+    public init(maxPauseSeconds: Int) { maxPauseMillis = Int64(maxPauseSeconds) * 1000 }
+
+    /// How long to pause after `failures` in a row; nil below the threshold.
+    public func pauseMillis(afterFailures failures: Int) -> Int64? {
+        guard failures >= threshold else { return nil }
+        var pause = firstPauseMillis
+        for _ in 0..<(failures - threshold) where pause < maxPauseMillis { pause *= 2 }
+        return min(pause, maxPauseMillis)
+    }
 }
 
 /// The outbox's counts, for `/metrics`.
@@ -100,26 +178,125 @@ public struct OutboxStatistics: Sendable, Equatable {
     }
 }
 
+/// The outbox by kind and state, with what holds items back, for `/metrics`.
+public struct OutboxBreakdown: Sendable, Equatable {
+    /// Items of a kind in a state.
+    public struct Count: Sendable, Equatable, Hashable {
+        public var kind: OutboxKind
+        /// `queued` (waiting, due or not), `in_flight` (leased now), `paused` (queued for a paused
+        /// destination) or `dead`.
+        public var state: String
+        public var count: Int
+
+        public init(kind: OutboxKind, state: String, count: Int) {
+            self.kind = kind
+            self.state = state
+            self.count = count
+        }
+    }
+
+    /// A destination whose breaker is open now.
+    public struct PausedDestination: Sendable, Equatable {
+        public var appID: AppID?
+        public var destination: String
+        public var failures: Int
+        public var pausedUntil: Int64
+
+        public init(appID: AppID?, destination: String, failures: Int, pausedUntil: Int64) {
+            self.appID = appID
+            self.destination = destination
+            self.failures = failures
+            self.pausedUntil = pausedUntil
+        }
+    }
+
+    /// An app's items waiting (neither delivered nor dead), per kind.
+    public struct AppBacklog: Sendable, Equatable {
+        public var appID: AppID
+        public var kind: OutboxKind
+        public var queued: Int
+
+        public init(appID: AppID, kind: OutboxKind, queued: Int) {
+            self.appID = appID
+            self.kind = kind
+            self.queued = queued
+        }
+    }
+
+    public var counts: [Count]
+    /// Open breakers, the most failing first (at most ``listLimit``).
+    public var paused: [PausedDestination]
+    /// Open breakers in all.
+    public var pausedCount: Int
+    /// The apps with the most items waiting (at most ``listLimit``): the noisy tenants.
+    public var largestBacklogs: [AppBacklog]
+
+    /// How many paused destinations and backlogs `/metrics` names, so that its size stays bounded.
+    public static let listLimit = 20
+
+    public init(counts: [Count], paused: [PausedDestination], pausedCount: Int, largestBacklogs: [AppBacklog]) {
+        self.counts = counts
+        self.paused = paused
+        self.pausedCount = pausedCount
+        self.largestBacklogs = largestBacklogs
+    }
+}
+
 /// The outbox table, shared by every node: the one store not scoped to an app, since a worker
 /// delivers every app's items. Every method that changes an item names the node holding its
 /// lease: a node whose lease ran out (and whose item another node took) changes nothing.
 public protocol OutboxStore: Sendable {
     /// Queues an item, due at once; false when one with its idempotency key exists already.
     func enqueue(_ item: NewOutboxItem, now: Int64) throws -> Bool
-    /// Leases up to `limit` due items of `kinds` (not delivered, not dead, next attempt reached,
-    /// lease free or run out) to `node` until `now + leaseMillis`, oldest due first; each is this
-    /// node's alone. Only kinds the node can deliver: a node of an older version leaves a newer
-    /// kind to the nodes that know it.
-    func claim(kinds: [OutboxKind], limit: Int, leaseMillis: Int64, node: String, now: Int64) throws -> [OutboxItem]
-    func markDelivered(_ id: String, node: String, now: Int64) throws
-    /// Counts the attempt and schedules the next at `nextAttemptAt`.
-    func markRetry(_ id: String, node: String, nextAttemptAt: Int64, error: String, now: Int64) throws
+    /// Leases to `node` until `now + leaseMillis` the next due item of `kind` (not delivered, not
+    /// dead, next attempt reached, lease free or run out) in round-robin order of apps: the
+    /// oldest due item of the first app after `after` that has one (wrapping around), skipping the
+    /// apps in `excluding` (at their in-flight cap on this node), disabled apps, and items whose
+    /// destination is paused. Each item is this node's alone. nil when there is none.
+    func claimNext(kind: OutboxKind, after: AppID?, excluding: Set<AppID>, leaseMillis: Int64, node: String, now: Int64) throws -> OutboxItem?
+    /// Records the delivery; a success also closes the breaker of the item's app and `destination`.
+    func markDelivered(_ id: String, node: String, now: Int64, destination: String?) throws
+    /// Counts the attempt and schedules the next at `nextAttemptAt`. With `breaker`, the failure
+    /// also counts against the app's `destination`; returns until when it is paused, if it now is.
+    @discardableResult
+    func markRetry(
+        _ id: String, node: String, nextAttemptAt: Int64, error: String, now: Int64, destination: String?, breaker: OutboxBreakerPolicy?
+    ) throws -> Int64?
+    /// Gives a claimed item back without an attempt, due when its paused `destination` resumes.
+    func postpone(_ id: String, node: String, destination: String, until: Int64) throws
+    /// Until when `app`'s `destination` is paused; nil when it is not.
+    func pausedUntil(app: AppID?, destination: String, now: Int64) throws -> Int64?
     /// Counts the attempt and dead-letters the item; false when the lease was no longer this node's.
     /// With `event`, the app's audit event of the dead letter is recorded in the same transaction.
     func markDead(_ id: String, node: String, error: String, now: Int64, event: (app: AppID, event: Event)?) throws -> Bool
     /// Gives back items leased and not attempted (at shutdown), due at once for any node.
     func release(_ ids: [String], node: String) throws
     func statistics(now: Int64) throws -> OutboxStatistics
+    func breakdown(now: Int64) throws -> OutboxBreakdown
+}
+
+extension OutboxStore {
+    /// Leases up to `limit` due items of `kinds`, kind after kind, each in round-robin order of
+    /// apps (``claimNext(kind:after:excluding:leaseMillis:node:now:)``): a step of the outbox by hand.
+    public func claim(kinds: [OutboxKind], limit: Int, leaseMillis: Int64, node: String, now: Int64) throws -> [OutboxItem] {
+        var claimed: [OutboxItem] = []
+        for kind in kinds {
+            var last: AppID?
+            while claimed.count < limit, let item = try claimNext(kind: kind, after: last, excluding: [], leaseMillis: leaseMillis, node: node, now: now) {
+                claimed.append(item)
+                last = item.appID
+            }
+        }
+        return claimed
+    }
+
+    public func markDelivered(_ id: String, node: String, now: Int64) throws {
+        try markDelivered(id, node: node, now: now, destination: nil)
+    }
+
+    public func markRetry(_ id: String, node: String, nextAttemptAt: Int64, error: String, now: Int64) throws {
+        try markRetry(id, node: node, nextAttemptAt: nextAttemptAt, error: error, now: now, destination: nil, breaker: nil)
+    }
 }
 
 /// When to try again: from 5 s, doubling, at most `maxBackoffMillis` apart, for 72 hours from

@@ -8,13 +8,19 @@ import Synchronization
 /// (an `outbox.dead_lettered` audit event of the item's app, and a metric), never dropped. It knows
 /// no kind: a new kind is a new ``OutboxHandler``.
 ///
-/// One per node, on a thread of its own (``start()``/``stop()``). Several nodes on one database
-/// share the work: a claim is exclusive, and a node that dies holding items loses them to the
-/// others when their lease runs out.
+/// Fair to every app (API.md, "Tenants share one server safely"):
+/// - each kind has lanes of its own (``lanesPerKind`` threads), so stalled webhooks never hold a mail;
+/// - a lane claims one item, delivers it and claims the next: nothing waits for a slower item;
+/// - claims go round the apps (round robin), and at most ``perAppInFlight`` items of one app and
+///   kind are in flight on this node, so one app's slow destinations occupy that many lanes at most;
+/// - a destination that failed or timed out ``OutboxBreakerPolicy/threshold`` times in a row is
+///   paused with back-off (per app, in the database, so every node sees it) and its items wait.
+///
+/// One per node (``start()``/``stop()``). Several nodes on one database share the work: a claim
+/// is exclusive, and a node that dies holding items loses them to the others when their lease runs out.
 public final class OutboxWorker: Sendable {
-    /// How long a claim holds an item. An item whose lease ran out mid-delivery could be
-    /// retaken by another node and delivered twice, so no delivery starts unless it can end
-    /// within the lease (``deliveryBudgetMillis``).
+    /// How long a claim holds an item. A delivery starts as soon as its item is claimed and ends
+    /// within ``deliveryBudgetMillis``, well inside the lease, so no other node retakes it meanwhile.
     public static let leaseMillis: Int64 = 60_000
     /// The longest one delivery may take: a handler must end within it (the mailer gives up
     /// after 30 s, and waits 3 s more at most for the server's goodbye).
@@ -22,108 +28,171 @@ public final class OutboxWorker: Sendable {
 
     public let node: String
     private let outbox: any OutboxStore
-    private let handlers: [OutboxKind: any OutboxHandler]
+    private let lanes: [KindLanes]
     private let policy: OutboxRetryPolicy
+    private let breaker: OutboxBreakerPolicy
     private let clock: any Clock
     private let pollInterval: Double
-    /// Deliveries of one batch under way at once: most of a delivery is waiting on the other side.
-    private let lanes: Int
+    /// Deliveries of one kind under way at once on this node.
+    public let lanesPerKind: Int
+    /// Items of one app and kind in flight at once on this node (`GATEHOUSE_OUTBOX_PER_APP_IN_FLIGHT`).
+    public let perAppInFlight: Int
     private let log: any LogSink
 
     /// Deliveries since start, for `/metrics`.
     public let delivered = Atomic<Int>(0)
     public let retried = Atomic<Int>(0)
     public let deadLettered = Atomic<Int>(0)
+    /// Items given back unattempted because their destination was paused.
+    public let postponed = Atomic<Int>(0)
+    /// Times a destination's breaker opened (or stayed open after a failed trial).
+    public let breakerOpened = Atomic<Int>(0)
 
-    private let wakeUp = DispatchSemaphore(value: 0)
     private let running = Atomic<Bool>(false)
-    /// True while the thread runs (``runOnce()`` called directly, as tests do, releases nothing).
-    private let threaded = Atomic<Bool>(false)
+    /// True while ``stop()`` waits for the lanes: claimed items not started go back to the table.
+    private let stopping = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
+    private let threads = Atomic<Int>(0)
 
     /// - Parameters:
     ///   - pollInterval: seconds between looks at the table when nothing woke the worker (items
     ///     queued by other nodes, retries coming due).
+    ///   - lanes: deliveries of each kind under way at once.
+    ///   - perAppInFlight: items of one app and kind in flight at once on this node.
     ///   - log: what the worker cannot tell a caller (a delivery that failed, a dead letter).
     public init(
-        outbox: any OutboxStore, handlers: [any OutboxHandler], policy: OutboxRetryPolicy, clock: any Clock,
-        pollInterval: Double = 1, lanes: Int = 8, node: String = "node_" + Digest.hex(SecureRandom.bytes(6)),
-        log: any LogSink = DiscardingLog()
+        outbox: any OutboxStore, handlers: [any OutboxHandler], policy: OutboxRetryPolicy, breaker: OutboxBreakerPolicy? = nil,
+        clock: any Clock, pollInterval: Double = 1, lanes: Int = 4, perAppInFlight: Int = 2,
+        node: String = "node_" + Digest.hex(SecureRandom.bytes(6)), log: any LogSink = DiscardingLog()
     ) {
         self.outbox = outbox
-        self.handlers = Dictionary(handlers.map { ($0.kind, $0) }, uniquingKeysWith: { first, _ in first })
+        var seen = Set<OutboxKind>()
+        self.lanes = handlers.filter { seen.insert($0.kind).inserted }.map { KindLanes(handler: $0, lanes: max(1, lanes)) }
         self.policy = policy
+        self.breaker = breaker ?? OutboxBreakerPolicy(maxPauseSeconds: Int(policy.maxBackoffMillis / 1000))
         self.clock = clock
         self.pollInterval = pollInterval
-        self.lanes = max(1, lanes)
+        self.lanesPerKind = max(1, lanes)
+        self.perAppInFlight = max(1, perAppInFlight)
         self.node = node
         self.log = log
     }
 
-    /// Items claimed at once: two per lane, so a claim's cost is shared by more deliveries.
-    private var batchSize: Int { 2 * lanes }
-
-    /// Claims one batch of due items and delivers it; returns how many items it handled. The
-    /// worker's thread calls this in a loop; tests call it directly to step the outbox.
+    /// One step by hand (tests): for each kind, claims as many items as it has lanes (fairly,
+    /// within the per-app cap) and delivers them at once; returns how many it handled.
     @discardableResult
     public func runOnce() throws -> Int {
-        let claimedAt = clock.nowMillis()
-        let claimed = try outbox.claim(kinds: Array(handlers.keys), limit: batchSize, leaseMillis: Self.leaseMillis, node: node, now: claimedAt)
-        let laneCount = min(lanes, claimed.count)
-        guard laneCount > 0 else { return 0 }
-        // Each lane takes the next item until none is left. An item is given back (due at once,
-        // for any node) rather than started when its lease could end before its delivery — a slow
-        // first delivery on a lane — or when the worker is stopping; deliveries under way finish.
-        let next = Atomic(0)
+        var claimed: [(KindLanes, OutboxItem)] = []
+        for kind in lanes {
+            for _ in 0..<kind.laneCount {
+                guard let item = try claim(kind) else { break }
+                claimed.append((kind, item))
+            }
+        }
+        guard !claimed.isEmpty else { return 0 }
         let handled = Atomic(0)
         let failure = Mutex<(any Error)?>(nil)
         let done = DispatchSemaphore(value: 0)
-        for lane in 0..<laneCount {
+        for (kind, item) in claimed {
             let thread = Thread { [self] in
-                while case let index = next.add(1, ordering: .relaxed).oldValue, index < claimed.count {
-                    do {
-                        let stopping = threaded.load(ordering: .relaxed) && !running.load(ordering: .relaxed)
-                        if stopping || clock.nowMillis() + Self.deliveryBudgetMillis > claimedAt + Self.leaseMillis {
-                            try outbox.release([claimed[index].id], node: node)
-                        } else {
-                            try deliver(claimed[index])
-                            handled.add(1, ordering: .relaxed)
-                        }
-                    } catch {
-                        failure.withLock { $0 = $0 ?? error }
-                    }
+                do {
+                    if try finish(item, of: kind) { handled.add(1, ordering: .relaxed) }
+                } catch {
+                    failure.withLock { $0 = $0 ?? error }
                 }
                 done.signal()
             }
-            thread.name = "gatehouse-outbox-\(lane)"
+            thread.name = "gatehouse-outbox-step"
             thread.start()
         }
-        for _ in 0..<laneCount { done.wait() }
+        for _ in claimed { done.wait() }
         if let error = failure.withLock({ $0 }) { throw error }
         return handled.load(ordering: .relaxed)
     }
 
-    private func deliver(_ item: OutboxItem) throws {
-        // Claimed by kind, so a handler is there.
-        let outcome = handlers[item.kind].map { $0.deliver(item) } ?? .retry(reason: "no handler for \(item.kind) on this node")
+    /// Leases the next item of `kind` for this node: round robin over the apps, none of an app
+    /// already at its cap here. Claims of one kind are made one at a time on a node, so that the
+    /// cap holds.
+    private func claim(_ kind: KindLanes) throws -> OutboxItem? {
+        try kind.claims.withLock { state in
+            let capped = Set(state.inFlight.filter { $0.value >= perAppInFlight }.keys.compactMap { $0.isEmpty ? nil : AppID(unchecked: $0) })
+            guard let item = try outbox.claimNext(
+                kind: kind.handler.kind, after: state.lastApp, excluding: capped, leaseMillis: Self.leaseMillis, node: node, now: clock.nowMillis())
+            else { return nil }
+            state.lastApp = item.appID
+            state.inFlight[item.appID?.rawValue ?? "", default: 0] += 1
+            return item
+        }
+    }
+
+    /// Delivers a claimed item (or postpones it when its destination is paused) and frees its
+    /// place under the app's cap; whether it was attempted.
+    private func finish(_ item: OutboxItem, of kind: KindLanes) throws -> Bool {
+        defer {
+            kind.claims.withLock { state in
+                let app = item.appID?.rawValue ?? ""
+                state.inFlight[app, default: 1] -= 1
+                if state.inFlight[app] == 0 { state.inFlight[app] = nil }
+            }
+        }
+        if stopping.load(ordering: .acquiring) {
+            try outbox.release([item.id], node: node)  // stopping: another node or the next start takes it
+            return false
+        }
+        let destination = kind.handler.destination(of: item)
+        // Claims skip items whose known destination is paused; one learnt only now is checked here.
+        if let destination, destination != item.destination,
+            let until = try outbox.pausedUntil(app: item.appID, destination: destination, now: clock.nowMillis())
+        {
+            try outbox.postpone(item.id, node: node, destination: destination, until: until)
+            postponed.add(1, ordering: .relaxed)
+            return false
+        }
+        try deliver(item, handler: kind.handler, destination: destination)
+        return true
+    }
+
+    private func deliver(_ item: OutboxItem, handler: any OutboxHandler, destination: String?) throws {
+        let outcome = handler.deliver(item)
         let now = clock.nowMillis()
         let attempt = item.attempts + 1
         switch outcome {
         case .delivered:
-            try outbox.markDelivered(item.id, node: node, now: now)
+            try outbox.markDelivered(item.id, node: node, now: now, destination: destination)
             delivered.add(1, ordering: .relaxed)
             log.debug("outbox item delivered", ["id": .string(item.id), "kind": .string(item.kind.rawValue), "attempt": .int(Int64(attempt))])
         case .retry(let reason, let notBefore):
-            let next = max(policy.nextAttempt(afterFailure: attempt, now: now), notBefore ?? 0)
-            if policy.hasGivenUp(createdAt: item.createdAt, nextAttemptAt: next, after: handlers[item.kind]?.giveUpAfterMillis) {
-                try deadLetter(item, reason: "gave up after \(attempt) attempts: \(reason)", now: now)
-            } else {
-                try outbox.markRetry(item.id, node: node, nextAttemptAt: next, error: reason, now: now)
-                retried.add(1, ordering: .relaxed)
-                log.warning("outbox delivery failed", ["id": .string(item.id), "kind": .string(item.kind.rawValue), "attempt": .int(Int64(attempt)), "reason": .string(reason)])
-            }
+            try retry(item, reason: reason, notBefore: notBefore, destination: destination, countsAgainstDestination: false, handler: handler, now: now)
+        case .unreachable(let reason):
+            try retry(item, reason: reason, notBefore: nil, destination: destination, countsAgainstDestination: true, handler: handler, now: now)
         case .dead(let reason):
             try deadLetter(item, reason: reason, now: now)
+        }
+    }
+
+    private func retry(
+        _ item: OutboxItem, reason: String, notBefore: Int64?, destination: String?, countsAgainstDestination: Bool, handler: any OutboxHandler,
+        now: Int64
+    ) throws {
+        let attempt = item.attempts + 1
+        let next = max(policy.nextAttempt(afterFailure: attempt, now: now), notBefore ?? 0)
+        if policy.hasGivenUp(createdAt: item.createdAt, nextAttemptAt: next, after: handler.giveUpAfterMillis) {
+            try deadLetter(item, reason: "gave up after \(attempt) attempts: \(reason)", now: now)
+            return
+        }
+        let pausedUntil = try outbox.markRetry(
+            item.id, node: node, nextAttemptAt: next, error: reason, now: now, destination: destination,
+            breaker: countsAgainstDestination ? breaker : nil)
+        retried.add(1, ordering: .relaxed)
+        log.warning("outbox delivery failed", ["id": .string(item.id), "kind": .string(item.kind.rawValue), "attempt": .int(Int64(attempt)), "reason": .string(reason)])
+        if let pausedUntil, let destination {
+            breakerOpened.add(1, ordering: .relaxed)
+            log.warning(
+                "outbox destination paused",
+                [
+                    "app_id": item.appID.map { .string($0.rawValue) } ?? .null, "destination": .string(destination),
+                    "seconds": .int((pausedUntil - now) / 1000),
+                ])
         }
     }
 
@@ -139,33 +208,98 @@ public final class OutboxWorker: Sendable {
     }
 
     /// Delivers soon, without waiting for the next poll (the node that queued an item calls this).
-    public func wake() { wakeUp.signal() }
-
-    /// Starts the worker's thread.
-    public func start() {
-        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let worker = Thread { [self] in
-            while running.load(ordering: .acquiring) {
-                var handled = 0
-                do { handled = try runOnce() } catch {
-                    log.warning("outbox worker failed", ["error": .string(String(describing: error))])
-                }
-                // A full batch: more may be due at once. Else wait to be woken or for the next poll.
-                if handled < batchSize { _ = wakeUp.wait(timeout: .now() + pollInterval) }
-            }
-            finished.signal()
-        }
-        worker.name = "gatehouse-outbox"
-        threaded.store(true, ordering: .releasing)
-        worker.start()
+    public func wake() {
+        for kind in lanes { kind.wakeAll() }
     }
 
-    /// Stops the thread and waits for it: the delivery under way finishes, and items claimed
-    /// and not yet tried go back to the table.
+    /// Starts the lanes' threads.
+    public func start() {
+        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        stopping.store(false, ordering: .releasing)
+        for kind in lanes {
+            for lane in 0..<kind.laneCount {
+                threads.add(1, ordering: .relaxed)
+                let thread = Thread { [self] in
+                    run(kind, lane: lane)
+                    finished.signal()
+                }
+                thread.name = "gatehouse-outbox-\(kind.handler.kind.rawValue)-\(lane)"
+                thread.start()
+            }
+        }
+    }
+
+    /// A lane: claims and delivers until nothing is due, then waits to be woken or for the next
+    /// poll. Only a kind's first lane polls; the others wait for a wake, which every claim passes
+    /// on (more may be due) — an idle node makes one look a second per kind, not one per lane.
+    private func run(_ kind: KindLanes, lane: Int) {
+        let signal = kind.signals[lane]
+        while running.load(ordering: .acquiring) {
+            signal.pending.store(false, ordering: .releasing)
+            var claimed = false
+            do {
+                if let item = try claim(kind) {
+                    claimed = true
+                    kind.wakeOne(besides: lane)
+                    _ = try finish(item, of: kind)
+                }
+            } catch {
+                log.warning("outbox worker failed", ["kind": .string(kind.handler.kind.rawValue), "error": .string(String(describing: error))])
+            }
+            if !claimed {
+                _ = signal.semaphore.wait(timeout: .now() + (lane == 0 ? pollInterval : pollInterval * 10))
+            }
+        }
+    }
+
+    /// Stops the threads and waits for them: deliveries under way finish, and nothing new starts.
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        wakeUp.signal()
-        finished.wait()
-        threaded.store(false, ordering: .releasing)
+        stopping.store(true, ordering: .releasing)
+        wake()
+        let count = threads.exchange(0, ordering: .acquiringAndReleasing)
+        for _ in 0..<count { finished.wait() }
+        stopping.store(false, ordering: .releasing)  // stepping by hand (runOnce) delivers again
+    }
+}
+
+/// The lanes of one kind on one node: its handler, what is in flight per app, where the round
+/// robin stands, and how each lane is woken.
+private final class KindLanes: Sendable {
+    struct ClaimState {
+        /// Items in flight here per app id ('' for none).
+        var inFlight: [String: Int] = [:]
+        /// The app served last: the next claim starts after it.
+        var lastApp: AppID?
+    }
+
+    /// Wakes one lane: a semaphore signalled at most once until the lane looks again.
+    final class Signal: Sendable {
+        let semaphore = DispatchSemaphore(value: 0)
+        let pending = Atomic<Bool>(false)
+
+        func wake() {
+            if !pending.exchange(true, ordering: .acquiringAndReleasing) { semaphore.signal() }
+        }
+    }
+
+    let handler: any OutboxHandler
+    let claims = Mutex(ClaimState())
+    let signals: [Signal]
+    var laneCount: Int { signals.count }
+
+    init(handler: any OutboxHandler, lanes: Int) {
+        self.handler = handler
+        signals = (0..<lanes).map { _ in Signal() }
+    }
+
+    func wakeAll() {
+        for signal in signals { signal.wake() }
+    }
+
+    /// Passes a wake on to another lane, idle or not (a busy lane looks again when it is done).
+    func wakeOne(besides lane: Int) {
+        guard signals.count > 1 else { return }
+        signals[(lane + 1) % signals.count].wake()
     }
 }

@@ -26,7 +26,8 @@ public struct WebhookDelivery: Sendable, Equatable {
         let endpoint = Digest.hex(Digest.sha256(Array(url.utf8))).prefix(16)
         return NewOutboxItem(
             appID: app, kind: .webhook, idempotencyKey: "webhook:\(eventID):\(endpoint)",
-            payload: sealer.seal(json.serializedString, app: app, field: Self.sealedField), sealed: true)
+            payload: sealer.seal(json.serializedString, app: app, field: Self.sealedField), sealed: true,
+            destination: OutboxDestination.of(url: url))
     }
 
     /// Opens an item's payload; nil when it cannot be opened (another master key) or read.

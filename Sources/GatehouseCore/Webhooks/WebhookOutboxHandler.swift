@@ -33,6 +33,11 @@ public struct WebhookOutboxHandler: OutboxHandler {
         self.clock = clock
     }
 
+    /// The endpoint's host and port (queued with the item; read from the payload for older items).
+    public func destination(of item: OutboxItem) -> String? {
+        item.destination ?? WebhookDelivery.open(item, sealer: sealer).flatMap { OutboxDestination.of(url: $0.url) }
+    }
+
     public func deliver(_ item: OutboxItem) -> OutboxDelivery {
         guard let appID = item.appID else { return .dead(reason: "a webhook item names no app") }
         guard let delivery = WebhookDelivery.open(item, sealer: sealer) else {
@@ -57,10 +62,10 @@ public struct WebhookOutboxHandler: OutboxHandler {
         ]
         switch transport.post(delivery.url, body: body, headers: headers) {
         case .answered(let status) where (200...299).contains(status): return .delivered
-        case .answered(let status) where (300...399).contains(status): return .retry(reason: "the endpoint answered \(status), a redirect (not followed)")
-        case .answered(let status): return .retry(reason: "the endpoint answered \(status)")
+        case .answered(let status) where (300...399).contains(status): return .unreachable(reason: "the endpoint answered \(status), a redirect (not followed)")
+        case .answered(let status): return .unreachable(reason: "the endpoint answered \(status)")
         case .refused(let reason): return .dead(reason: reason)
-        case .failed(let reason): return .retry(reason: reason)
+        case .failed(let reason): return .unreachable(reason: reason)
         }
     }
 }

@@ -69,6 +69,12 @@ public struct MailOutboxHandler: OutboxHandler {
         self.log = log
     }
 
+    /// The SMTP server the app's mail goes through now: its own, else the platform's.
+    public func destination(of item: OutboxItem) -> String? {
+        let own = item.appID.flatMap { try? directory.app(id: $0) }?.settings.email.smtpURL
+        return OutboxDestination.of(url: own ?? platformSMTPURL)
+    }
+
     public func deliver(_ item: OutboxItem) -> OutboxDelivery {
         guard let appID = item.appID else { return .dead(reason: "a mail item names no app") }
         let app: AppContext
@@ -95,7 +101,7 @@ public struct MailOutboxHandler: OutboxHandler {
             try mailer.send(message)
             return .delivered
         } catch {
-            return error.isTransient ? .retry(reason: error.reason) : .dead(reason: error.reason)
+            return error.isTransient ? .unreachable(reason: error.reason) : .dead(reason: error.reason)
         }
     }
 }
