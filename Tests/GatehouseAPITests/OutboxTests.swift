@@ -16,13 +16,18 @@ final class ScriptedHandler: OutboxHandler, Sendable {
     /// Moved on by each delivery, as a slow delivery moves time on.
     let clock: ManualClock?
     let takesSeconds: Int64
+    /// Where every item goes, if the handler is to say so rather than the item.
+    let knownDestination: String?
 
-    init(_ outcome: OutboxDelivery = .delivered, pause: Double = 0, clock: ManualClock? = nil, takesSeconds: Int64 = 0) {
+    init(_ outcome: OutboxDelivery = .delivered, pause: Double = 0, clock: ManualClock? = nil, takesSeconds: Int64 = 0, destination: String? = nil) {
+        self.knownDestination = destination
         self.outcome = Mutex(outcome)
         self.pause = pause
         self.clock = clock
         self.takesSeconds = takesSeconds
     }
+
+    func destination(of item: OutboxItem) -> String? { knownDestination ?? item.destination }
 
     func deliver(_ item: OutboxItem) -> OutboxDelivery {
         if pause > 0 { Thread.sleep(forTimeInterval: pause) }
@@ -34,14 +39,114 @@ final class ScriptedHandler: OutboxHandler, Sendable {
 
 @Suite("The outbox")
 struct OutboxTests {
-    func item(_ key: String, app: String? = nil, sealed: Bool = false) -> NewOutboxItem {
-        NewOutboxItem(appID: app.map(AppID.init(unchecked:)), kind: ScriptedHandler.testKind, idempotencyKey: key, payload: #"{"n":"\#(key)"}"#, sealed: sealed)
+    func item(_ key: String, app: String? = nil, sealed: Bool = false, destination: String? = nil) -> NewOutboxItem {
+        NewOutboxItem(
+            appID: app.map(AppID.init(unchecked:)), kind: ScriptedHandler.testKind, idempotencyKey: key, payload: #"{"n":"\#(key)"}"#, sealed: sealed,
+            destination: destination)
     }
 
-    func worker(_ server: TestServer, _ handler: ScriptedHandler, node: String, clock: any Clock, lanes: Int = 8) -> OutboxWorker {
+    func worker(_ server: TestServer, _ handler: ScriptedHandler, node: String, clock: any Clock, lanes: Int = 8, perApp: Int = 2) -> OutboxWorker {
         OutboxWorker(
             outbox: server.gatehouse.store.outbox, handlers: [handler], policy: OutboxRetryPolicy(maxBackoffSeconds: 600),
-            clock: clock, pollInterval: 0.05, lanes: lanes, node: node)
+            clock: clock, pollInterval: 0.05, lanes: lanes, perAppInFlight: perApp, node: node)
+    }
+
+    /// Claims go round the apps, and a node holds at most `perAppInFlight` items of one app: app A
+    /// queued 6 items before app B queued 2, yet a step of 4 lanes takes 2 of A's and both of B's.
+    @Test(arguments: TestDatabase.kinds)
+    func claimsGoRoundTheAppsWithinEachAppsCap(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let (a, b) = (try server.createApp().id, try server.createApp().id)
+        let outbox = server.gatehouse.store.outbox
+        for i in 0..<6 { _ = try outbox.enqueue(item("a-\(i)", app: a), now: clock.nowMillis() - 1000 + Int64(i)) }
+        for i in 0..<2 { _ = try outbox.enqueue(item("b-\(i)", app: b), now: clock.nowMillis()) }
+        let handler = ScriptedHandler()
+        let worker = worker(server, handler, node: "fair", clock: clock, lanes: 4, perApp: 2)
+        #expect(try worker.runOnce() == 4)
+        let keys = try server.gatehouse.database.query("SELECT idempotency_key FROM outbox WHERE delivered_at IS NOT NULL").map { try $0.string("idempotency_key") }
+        #expect(Set(keys) == ["a-0", "a-1", "b-0", "b-1"], "the oldest of each app, two of each")
+        // Once B has none left, A's may fill the lanes, still two at a time on this node.
+        #expect(try worker.runOnce() == 2)
+        #expect(try worker.runOnce() == 2)
+        #expect(try worker.runOnce() == 0)
+        // The store's round robin: after an app, the next app that has a due item, wrapping around.
+        for i in 0..<2 { _ = try outbox.enqueue(item("a2-\(i)", app: a), now: clock.nowMillis()) }
+        for i in 0..<2 { _ = try outbox.enqueue(item("b2-\(i)", app: b), now: clock.nowMillis()) }
+        let claimed = try outbox.claim(kinds: [ScriptedHandler.testKind], limit: 4, leaseMillis: 60_000, node: "n", now: clock.nowMillis())
+        let apps = claimed.map { $0.appID!.rawValue }
+        #expect(apps.count == 4 && apps[0] != apps[1] && apps[1] != apps[2] && apps[2] != apps[3], "alternating: \(apps)")
+        // An app at its cap is skipped by the claim.
+        _ = try outbox.enqueue(item("a3", app: a), now: clock.nowMillis())
+        #expect(try outbox.claimNext(
+            kind: ScriptedHandler.testKind, after: nil, excluding: [AppID(unchecked: a)], leaseMillis: 60_000, node: "n", now: clock.nowMillis()) == nil)
+    }
+
+    /// A destination that failed 5 times in a row is paused (30 s, doubling with each further
+    /// failure): its items are not claimed, whatever their own back-off; another app's items for
+    /// the same host are not held; the first success closes the breaker.
+    @Test(arguments: TestDatabase.kinds)
+    func aDestinationThatKeepsFailingIsPausedForItsAppAlone(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let (a, b) = (try server.createApp().id, try server.createApp().id)
+        let outbox = server.gatehouse.store.outbox
+        let host = "hooks.example.com:443"
+        for i in 0..<8 { _ = try outbox.enqueue(item("a-\(i)", app: a, destination: host), now: clock.nowMillis()) }
+        let handler = ScriptedHandler(.unreachable(reason: "timed out"))
+        let worker = worker(server, handler, node: "breaker", clock: clock, lanes: 4, perApp: 2)
+        #expect(try worker.runOnce() == 2)
+        #expect(try worker.runOnce() == 2)
+        #expect(try worker.runOnce() == 2, "6 failures in a row")
+        #expect(try outbox.pausedUntil(app: AppID(unchecked: a), destination: host, now: clock.nowMillis()) != nil)
+        #expect(try outbox.pausedUntil(app: AppID(unchecked: b), destination: host, now: clock.nowMillis()) == nil)
+        #expect(worker.breakerOpened.load(ordering: .relaxed) >= 1)
+        let breakdown = try outbox.breakdown(now: clock.nowMillis())
+        #expect(breakdown.pausedCount == 1 && breakdown.paused.first?.destination == host && breakdown.paused.first?.appID?.rawValue == a)
+        #expect(breakdown.counts.contains(.init(kind: ScriptedHandler.testKind, state: "paused", count: 8)))
+        // Their own back-off (5 s) is over, the pause (30 s, 60 s after the sixth failure) is not.
+        clock.advance(seconds: 10)
+        _ = try outbox.enqueue(item("b-0", app: b, destination: host), now: clock.nowMillis())
+        handler.outcome.withLock { $0 = .delivered }
+        #expect(try worker.runOnce() == 1, "B's item alone")
+        #expect(handler.seen.withLock { $0.count } == 7)
+        clock.advance(seconds: 60)
+        #expect(try worker.runOnce() == 2, "the pause is over: a trial, which succeeds")
+        #expect(try outbox.pausedUntil(app: AppID(unchecked: a), destination: host, now: clock.nowMillis()) == nil)
+        #expect(try server.gatehouse.database.query("SELECT app_id FROM outbox_destinations").isEmpty, "a success closes the breaker")
+    }
+
+    /// An item queued without its destination is claimed; when its handler then names a paused
+    /// destination, it goes back unattempted, due when the pause ends, and remembers where it goes.
+    @Test(arguments: TestDatabase.kinds)
+    func anItemLearntToGoToAPausedDestinationWaitsUnattempted(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let app = try server.createApp().id
+        let outbox = server.gatehouse.store.outbox
+        let host = "smtp.example.com:25"
+        _ = try outbox.enqueue(item("known", app: app, destination: host), now: clock.nowMillis())
+        let policy = OutboxBreakerPolicy(maxPauseSeconds: 600)
+        for _ in 0..<5 {
+            let claimed = try #require(try outbox.claimNext(
+                kind: ScriptedHandler.testKind, after: nil, excluding: [], leaseMillis: 60_000, node: "n", now: clock.nowMillis()))
+            try outbox.markRetry(claimed.id, node: "n", nextAttemptAt: clock.nowMillis(), error: "451", now: clock.nowMillis(), destination: host, breaker: policy)
+        }
+        let until = try #require(try outbox.pausedUntil(app: AppID(unchecked: app), destination: host, now: clock.nowMillis()))
+        #expect(until == clock.nowMillis() + 30_000)
+        _ = try outbox.enqueue(item("unknown", app: app), now: clock.nowMillis())
+        let handler = ScriptedHandler(destination: host)
+        let worker = worker(server, handler, node: "n", clock: clock)
+        #expect(try worker.runOnce() == 0)
+        #expect(worker.postponed.load(ordering: .relaxed) == 1 && handler.seen.withLock { $0.isEmpty })
+        let row = try server.gatehouse.database.query("SELECT attempts, destination, next_attempt_at, lease_until FROM outbox WHERE idempotency_key = 'unknown'")[0]
+        #expect(try row.int64("attempts") == 0 && row.optionalString("destination") == host && row.int64("next_attempt_at") == until)
+        #expect(try row.optionalInt64("lease_until") == nil)
+        clock.advance(seconds: 31)
+        #expect(try worker.runOnce() == 2, "both, once the pause is over")
     }
 
     /// A lane leases one item at a time, just before delivering it: while a slow first delivery
