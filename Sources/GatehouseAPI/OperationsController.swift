@@ -29,7 +29,9 @@ struct OperationsController {
     func prometheus(_ request: Request) throws -> HTTPResponse {
         try auth.platform(request)
         let pool = store.connections
-        let queue = try store.outbox.statistics(now: clock.nowMillis())
+        let now = clock.nowMillis()
+        let queue = try store.outbox.statistics(now: now)
+        let breakdown = try store.outbox.breakdown(now: now)
         let argon2Memory = Argon2idMemory.mappedBytes
         let text = metrics.render(
             gauges: [
@@ -52,6 +54,6 @@ struct OperationsController {
             ])
         return HTTPResponse(
             status: 200, headers: HTTPHeaders([("Content-Type", "text/plain; version=0.0.4; charset=utf-8"), ("Cache-Control", "no-store")]),
-            body: Array(text.utf8))
+            body: Array((text + OutboxMetrics.render(breakdown, worker: outbox, now: now)).utf8))
     }
 }

@@ -106,6 +106,12 @@ struct OutboxTests {
         let breakdown = try outbox.breakdown(now: clock.nowMillis())
         #expect(breakdown.pausedCount == 1 && breakdown.paused.first?.destination == host && breakdown.paused.first?.appID?.rawValue == a)
         #expect(breakdown.counts.contains(.init(kind: ScriptedHandler.testKind, state: "paused", count: 8)))
+        let scrape = try MetricsScrape(server)
+        #expect(scrape["gatehouse_outbox_destinations_paused"] == 1)
+        #expect(scrape[#"gatehouse_outbox_items{kind="test",state="paused"}"#] == 8)
+        #expect(scrape[#"gatehouse_outbox_items{kind="test",state="queued"}"#] == 8)
+        #expect(scrape[#"gatehouse_outbox_app_queued{app_id="\#(a)",kind="test"}"#] == 8)
+        #expect(scrape[#"gatehouse_outbox_destination_paused_seconds{app_id="\#(a)",destination="\#(host)",failures="6"}"#] == 60)
         // Their own back-off (5 s) is over, the pause (30 s, 60 s after the sixth failure) is not.
         clock.advance(seconds: 10)
         _ = try outbox.enqueue(item("b-0", app: b, destination: host), now: clock.nowMillis())
