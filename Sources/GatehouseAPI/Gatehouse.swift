@@ -194,7 +194,7 @@ public final class Gatehouse: Sendable {
             auth: auth, apps: apps, auditLog: AuditLog(store: store), users: AdminUsers(store: store, accounts: accounts, clock: clock), deletion: deletion,
             clock: clock
         ).register(&routes)
-        let authController = AuthController(auth: auth, accounts: accounts, providers: providerSignIn, emailFlows: emailFlows)
+        let authController = AuthController(auth: auth, accounts: accounts, providers: providerSignIn, emailFlows: emailFlows, clock: clock)
         authController.register(&routes)
         EmailController(auth: auth, flows: emailFlows, sessions: authController).register(&routes)
         ProviderController(auth: auth, providers: providerSignIn, sessions: authController).register(&routes)
