@@ -240,6 +240,9 @@ public final class Gatehouse: Sendable {
         http.perIPConnectionLimit = configuration.perIPConnectionLimit
         http.connectionTimeoutSeconds = configuration.connectionTimeoutSeconds
         http.headerTimeoutSeconds = Double(configuration.headerTimeoutSeconds)
+        http.jsonBodyTimeoutSeconds = configuration.jsonBodyTimeoutSeconds
+        http.uploadGraceSeconds = configuration.uploadGraceSeconds
+        http.uploadMinimumBytesPerSecond = configuration.uploadMinimumBytesPerSecond
         if let spool = configuration.uploadSpoolDirectory { http.uploadSpoolDirectory = spool }
         var routes = Routes(router: router)
         extraRoutes(&routes)
