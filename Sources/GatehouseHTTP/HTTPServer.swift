@@ -41,7 +41,8 @@ public final class HTTPServer: @unchecked Sendable {
         /// header line every few seconds never reaches. Checked about four times a second (at
         /// least every `headerTimeoutSeconds / 4`). 0: no deadline.
         public var headerTimeoutSeconds: Double = 30
-        /// Total time a `HeadDecision.readBody` body (the JSON routes) may take to arrive, from the
+        /// Total time a `HeadDecision.readBody` body (the JSON routes; a limit over 1 MiB, a bulk
+        /// route, is timed like an upload instead) may take to arrive, from the
         /// end of its request's headers to its last byte. Past it the server writes a 408
         /// (`HTTPResponder.requestTimeout`, `Connection: close`) and closes the connection — a
         /// client trickling one byte just under the idle timeout kept a worker's connection for

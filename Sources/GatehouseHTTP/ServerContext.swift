@@ -215,7 +215,8 @@ final class ServerContext: Sendable {
                 state.body.reserveCapacity(declared)
             }
             state.request = request
-            timeBody(connections.jsonBodyRule, of: request, state, record: record)
+            // A bulk body (over 1 MiB allowed: an NDJSON import) goes at an upload's pace, not in 10 s.
+            timeBody(state.limit > Self.bulkBodyBytes ? connections.uploadBodyRule : connections.jsonBodyRule, of: request, state, record: record)
             return .YES
         case .readMultipart(let form, let offload, let waitsOnNetwork):
             state.offload = offload
@@ -242,6 +243,9 @@ final class ServerContext: Sendable {
             return .YES
         }
     }
+
+    /// A `readBody` limit above this marks a bulk route, timed like an upload (`uploadBodyRule`).
+    static let bulkBodyBytes = 1024 * 1024
 
     /// Starts the clock of a body about to be read (none for a request that declares no body).
     private func timeBody(_ rule: BodyRule, of request: HTTPRequest, _ state: RequestState, record: ConnectionRecord?) {

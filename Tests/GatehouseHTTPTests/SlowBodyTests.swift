@@ -73,6 +73,28 @@ struct SlowBodyTests {
         #expect(!connection.peerCloses(within: 1.5), "no body is awaited, nothing is cut")
     }
 
+    /// A body allowed over 1 MiB (a bulk route, such as an NDJSON import) is timed like an upload:
+    /// past the JSON deadline at a good rate it is taken; under the rate it is cut.
+    @Test func aBulkBodyIsTimedLikeAnUpload() throws {
+        let server = try startServer(responder: TestResponder(bodyLimit: 4 * 1024 * 1024)) {
+            $0.connectionTimeoutSeconds = 10
+            $0.jsonBodyTimeoutSeconds = 1
+            $0.uploadGraceSeconds = 1
+            $0.uploadMinimumBytesPerSecond = 16 * 1024
+        }
+        defer { server.shutdown() }
+        let body = [UInt8](repeating: UInt8(ascii: "x"), count: 100 * 1024)
+        let good = try #require(RawConnection(port: server.port))
+        good.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Type: application/x-ndjson\r\nContent-Length: \(body.count)\r\n\r\n")
+        #expect(trickle(body, piece: 4096, pause: 0.1, on: good) == nil, "about 2.5 s at about 40 KiB/s is not cut")
+        #expect(good.readResponse()?.body.count == body.count)
+        let slow = try #require(RawConnection(port: server.port))
+        slow.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Type: application/x-ndjson\r\nContent-Length: \(body.count)\r\n\r\n")
+        let waited = try #require(trickle(body, piece: 512, pause: 0.1, on: slow), "about 5 KiB/s is cut")
+        #expect(waited >= 0.9 && waited < 3, "answered after \(waited) s")
+        #expect(slow.readResponse()?.status == 408)
+    }
+
     @Test func anUploadBelowTheMinimumRateIsCutAfterItsGraceAndLeavesNoSpoolFile() throws {
         let spool = try UploadTests.SpoolDirectory()
         let server = try startServer(responder: TestResponder(uploadLimit: 1024 * 1024)) {
