@@ -145,6 +145,16 @@ final class APIResponder: HTTPResponder {
         }
     }
 
+    func requestTimeout(_ request: HTTPRequest) -> HTTPResponse {
+        within(request) {
+            var response = finish(
+                request, route: pattern(request), start: .now,
+                problem(.requestTimeout, "The request body did not arrive in time; send it again, faster.", request))
+            response.headers.add("Connection", "close")
+            return response
+        }
+    }
+
     func uriTooLong(_ request: HTTPRequest) -> HTTPResponse {
         within(request) {
             var short = request

@@ -7,9 +7,22 @@ struct AuthController {
     let accounts: AccountService
     let providers: ProviderSignInService
     let emailFlows: EmailFlowService
+    let clock: any Clock
 
-    static let refreshCookie = "gh_refresh"
-    static let clearedRefreshCookie = "\(refreshCookie)=; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=0"
+    /// The refresh cookie's name for one app: two web apps on one Gatehouse host keep their own.
+    static func refreshCookie(_ app: AppContext) -> String { "gh_refresh_\(app.id.rawValue)" }
+    /// The name every app shared before 2026-12-05; still read (and cleared) until
+    /// ``legacyRefreshCookieReadUntilMillis``, so browsers holding it are not signed out.
+    static let legacyRefreshCookie = "gh_refresh"
+    /// 2027-01-05T00:00:00Z: 30 days after the release that renamed the cookie.
+    static let legacyRefreshCookieReadUntilMillis: Int64 = 1_799_107_200_000
+    static func clearedCookie(_ name: String) -> String { "\(name)=; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=0" }
+
+    /// Clears the app's refresh cookie, and the old shared name too so that a browser stops sending it.
+    static func clearRefreshCookies(_ app: AppContext, on response: inout HTTPResponse) {
+        response.headers.add("Set-Cookie", clearedCookie(refreshCookie(app)))
+        response.headers.add("Set-Cookie", clearedCookie(legacyRefreshCookie))
+    }
 
     func register(_ routes: inout Routes) {
         routes.post("/v1/auth/signup", hashesPassword: true, signUp)
@@ -47,14 +60,28 @@ struct AuthController {
         // Any length: a token that is not one of ours is 401 auth/invalid-refresh-token (API.md), not a validation error.
         let given = body.optional("refresh_token", maxLength: 8192)
         try body.finish()
-        let cookie = app.settings.refreshCookie.setsCookie ? Cookies.parse(request.header("Cookie"))[Self.refreshCookie] : nil
-        guard let token = given ?? cookie else { throw GatehouseError.validation("refresh_token", "Required (or the gh_refresh cookie).") }
+        var cookie: String?
+        var fromLegacyCookie = false
+        if app.settings.refreshCookie.setsCookie {
+            let cookies = Cookies.parse(request.header("Cookie"))
+            cookie = cookies[Self.refreshCookie(app)]
+            if cookie == nil, clock.nowMillis() < Self.legacyRefreshCookieReadUntilMillis, let legacy = cookies[Self.legacyRefreshCookie] {
+                cookie = legacy
+                fromLegacyCookie = true
+            }
+        }
+        guard let token = given ?? cookie else {
+            throw GatehouseError.validation("refresh_token", "Required (or the \(Self.refreshCookie(app)) cookie).")
+        }
         do {
-            return sessionResponse(app, try accounts.refresh(app: app, refreshToken: token, origin: request.origin))
+            var response = sessionResponse(app, try accounts.refresh(app: app, refreshToken: token, origin: request.origin))
+            // The successor goes under the app's own name; the old shared one is dropped.
+            if fromLegacyCookie && given == nil { response.headers.add("Set-Cookie", Self.clearedCookie(Self.legacyRefreshCookie)) }
+            return response
         } catch let error as GatehouseError where error.status == 401 && app.settings.refreshCookie.setsCookie {
             // A cookie that no longer refreshes is dropped, or the browser would send it forever.
             var response = Problem.response(error, instance: request.http.path, requestID: request.requestID)
-            response.headers.add("Set-Cookie", Self.clearedRefreshCookie)
+            Self.clearRefreshCookies(app, on: &response)
             return response
         }
     }
@@ -70,7 +97,7 @@ struct AuthController {
         try accounts.signOut(app: app, claims: claims, scope: scope, origin: request.origin)
         var response = HTTPResponse.noContent
         if app.settings.refreshCookie.setsCookie && scope != .others {
-            response.headers.add("Set-Cookie", Self.clearedRefreshCookie)
+            Self.clearRefreshCookies(app, on: &response)
         }
         return response
     }
@@ -116,7 +143,7 @@ struct AuthController {
         if app.settings.refreshCookie.setsCookie {
             response.headers.add(
                 "Set-Cookie",
-                "\(Self.refreshCookie)=\(grant.refreshToken); HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=\(app.settings.refreshTokenTTLSeconds)")
+                "\(Self.refreshCookie(app))=\(grant.refreshToken); HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=\(app.settings.refreshTokenTTLSeconds)")
         }
         return response
     }

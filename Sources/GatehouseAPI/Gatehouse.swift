@@ -195,7 +195,7 @@ public final class Gatehouse: Sendable {
             auth: auth, apps: apps, auditLog: AuditLog(store: store), users: AdminUsers(store: store, accounts: accounts, clock: clock), deletion: deletion,
             clock: clock
         ).register(&routes)
-        let authController = AuthController(auth: auth, accounts: accounts, providers: providerSignIn, emailFlows: emailFlows)
+        let authController = AuthController(auth: auth, accounts: accounts, providers: providerSignIn, emailFlows: emailFlows, clock: clock)
         authController.register(&routes)
         EmailController(auth: auth, flows: emailFlows, sessions: authController).register(&routes)
         ProviderController(auth: auth, providers: providerSignIn, sessions: authController).register(&routes)
@@ -241,6 +241,9 @@ public final class Gatehouse: Sendable {
         http.perIPConnectionLimit = configuration.perIPConnectionLimit
         http.connectionTimeoutSeconds = configuration.connectionTimeoutSeconds
         http.headerTimeoutSeconds = Double(configuration.headerTimeoutSeconds)
+        http.jsonBodyTimeoutSeconds = configuration.jsonBodyTimeoutSeconds
+        http.uploadGraceSeconds = configuration.uploadGraceSeconds
+        http.uploadMinimumBytesPerSecond = configuration.uploadMinimumBytesPerSecond
         if let spool = configuration.uploadSpoolDirectory { http.uploadSpoolDirectory = spool }
         var routes = Routes(router: router)
         extraRoutes(&routes)

@@ -113,6 +113,7 @@ public final class AppService: Sendable {
             let merged = current.settings.json(secrets: .plain).merging(patch: .object(patchObject))
                 .keepingRemovals(of: .object(patchObject))
             let settings = try AppSettings.decode(merged, source: .admin(current: current.settings), allowPrivateOutbound: allowPrivateOutbound)
+                .keepingReplacedWebhookSecrets(of: current.settings, now: clock.nowMillis())
             if settings.signingAlgorithm != current.settings.signingAlgorithm {
                 throw GatehouseError.validation(
                     "signing_algorithm", "Set when the app is created; changing it needs a key rotation, which this version does not do.")
@@ -238,7 +239,7 @@ public final class AppService: Sendable {
                 throw GatehouseError.validation("signing_algorithm", "Cannot change after the app was created.")
             }
             let now = clock.nowMillis()
-            let json = sealed(settings, app: existing.id)
+            let json = sealed(settings.keepingReplacedWebhookSecrets(of: context.settings, now: now), app: existing.id)
             try store.app(existing.id).transaction { tx in
                 _ = try tx.updateSettings(json: json, allowedOrigins: settings.allowedOrigins, sourceChecksum: checksum, expectedVersion: nil, now: now)
                 try tx.record(Event(type: .appSettingsChanged, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "tenants"], createdAt: now))

@@ -90,11 +90,37 @@ public struct AppSettings: Sendable, Equatable {
         /// Webhook types (``EventType/webhookCatalogue``); `*` (every type) in a list stored by an
         /// earlier version.
         public var events: [String]
+        /// Secret: the secret `secret` replaced, kept (sealed, in storage only: never shown to an
+        /// admin) so that deliveries are signed with both for ``secretOverlapMillis`` after the
+        /// change (retries in flight, receivers mid-rotation).
+        public var previousSecret: String?
+        /// When (Unix milliseconds) `previousSecret` was replaced.
+        public var secretReplacedAt: Int64?
 
-        public init(url: String, secret: String, events: [String]) {
+        /// How long a replaced secret still signs deliveries: 24 hours.
+        public static let secretOverlapMillis: Int64 = 24 * 3600 * 1000
+
+        public init(url: String, secret: String, events: [String], previousSecret: String? = nil, secretReplacedAt: Int64? = nil) {
             self.url = url
             self.secret = secret
             self.events = events
+            self.previousSecret = previousSecret
+            self.secretReplacedAt = previousSecret == nil ? nil : secretReplacedAt
+        }
+
+        /// The keys a delivery at `now` is signed with: the current secret's, then the replaced
+        /// secret's within 24 hours of the change.
+        public func signingKeys(now: Int64) -> [[UInt8]] {
+            guard let previous = livePreviousSecret(now: now) else { return [signingKey] }
+            return [signingKey, Self.key(ofSecret: previous) ?? Array(previous.utf8)]
+        }
+
+        /// The replaced secret while it still signs (and differs from the current one), else nil.
+        func livePreviousSecret(now: Int64) -> String? {
+            guard let previousSecret, let secretReplacedAt, previousSecret != secret,
+                now >= secretReplacedAt, now - secretReplacedAt < Self.secretOverlapMillis
+            else { return nil }
+            return previousSecret
         }
 
         /// Whether this webhook is subscribed to `type` (a webhook type).
@@ -137,6 +163,32 @@ public enum SettingsSource {
     case tenantFile(directory: String, environment: [String: String])
     /// The database: secrets are `{"sealed": "<base64>"}`, opened with `unseal`.
     case storage(unseal: (_ sealed: String, _ field: String) throws -> String)
+}
+
+extension AppSettings {
+    /// These settings, about to replace `old` at `now`, with each webhook's replaced secret: a
+    /// webhook whose secret changed keeps the old one (and the time) for 24 hours of double
+    /// signatures; one whose secret did not change keeps what `old` had, while it lasts. Matched
+    /// by URL.
+    public func keepingReplacedWebhookSecrets(of old: AppSettings?, now: Int64) -> AppSettings {
+        var updated = self
+        for i in updated.webhooks.indices {
+            var hook = updated.webhooks[i]
+            hook.previousSecret = nil
+            hook.secretReplacedAt = nil
+            if let before = old?.webhooks.first(where: { $0.url == hook.url }) {
+                if before.secret != hook.secret {
+                    hook.previousSecret = before.secret
+                    hook.secretReplacedAt = now
+                } else if let previous = before.livePreviousSecret(now: now), previous != hook.secret {
+                    hook.previousSecret = previous
+                    hook.secretReplacedAt = before.secretReplacedAt
+                }
+            }
+            updated.webhooks[i] = hook
+        }
+        return updated
+    }
 }
 
 /// How secrets are written out.
@@ -378,10 +430,17 @@ extension AppSettings {
         } else if !storedBefore && !f.errors.contains(where: { $0.field == f.field("events") }) {
             f.fail("events", "Required: a non-empty list of event types.")
         }
+        // The replaced secret and when: stored only, sealed (an admin or a tenant file cannot set them).
+        var previousSecret: String?
+        var replacedAt: Int64?
+        if case .storage = source {
+            previousSecret = secret(&f, "previous_secret", source: source, current: nil)
+            replacedAt = f.int("secret_replaced_at", 0...Int64.max)
+        }
         f.rejectUnknown()
         r.absorb(f.errors)
         guard f.errors.isEmpty, let url, let secretValue else { return nil }
-        return Webhook(url: url, secret: secretValue, events: uniqued(events))
+        return Webhook(url: url, secret: secretValue, events: uniqued(events), previousSecret: previousSecret, secretReplacedAt: replacedAt)
     }
 
     /// Reads a secret field according to the source's rules.
@@ -489,7 +548,15 @@ extension AppSettings {
             ],
             "webhooks": .array(
                 webhooks.enumerated().map { i, w in
-                    ["url": .string(w.url), "secret": secret(w.secret, "webhooks[\(i)].secret"), "events": strings(w.events)]
+                    var hook: JSON = ["url": .string(w.url), "secret": secret(w.secret, "webhooks[\(i)].secret"), "events": strings(w.events)]
+                    // The replaced secret goes to the database only: admins never see it, and a
+                    // merge patch applied to the plain form would refuse it as unknown.
+                    if case .sealed = secrets, let previous = w.previousSecret, let at = w.secretReplacedAt, case .object(var o) = hook {
+                        o["previous_secret"] = secret(previous, "webhooks[\(i)].previous_secret")
+                        o["secret_replaced_at"] = .int(at)
+                        hook = .object(o)
+                    }
+                    return hook
                 }),
         ]
     }

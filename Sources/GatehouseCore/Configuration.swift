@@ -83,6 +83,12 @@ public struct Configuration: Sendable {
     public var connectionTimeoutSeconds = 30
     /// The total time a connection may take to send a request's headers.
     public var headerTimeoutSeconds = 30
+    /// The time a JSON body may take, from the end of its headers (408 `request/timeout` after).
+    public var jsonBodyTimeoutSeconds: Double = 10
+    /// Uploads: after this many seconds from the end of their headers, at least
+    /// `uploadMinimumBytesPerSecond` on average, else 408 `request/timeout`.
+    public var uploadGraceSeconds: Double = 10
+    public var uploadMinimumBytesPerSecond = 16 * 1024
     /// `json` (default) or `off`: one line per request on standard output.
     public var accessLog = true
     /// `GATEHOUSE_LOG_LEVEL`: the least severe line written besides the access log (`info` by default).

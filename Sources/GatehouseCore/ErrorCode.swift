@@ -24,6 +24,7 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
     public static let malformedRequest = ErrorCode("request/malformed", 400, "Malformed HTTP request")
     public static let notFound = ErrorCode("request/not-found", 404, "Not found")
     public static let methodNotAllowed = ErrorCode("request/method-not-allowed", 405, "Method not allowed")
+    public static let requestTimeout = ErrorCode("request/timeout", 408, "Request timeout")
     public static let payloadTooLarge = ErrorCode("request/payload-too-large", 413, "Payload too large")
     public static let uriTooLong = ErrorCode("request/uri-too-long", 414, "URI too long")
     public static let unsupportedMediaType = ErrorCode("request/unsupported-media-type", 415, "Unsupported media type")
@@ -75,7 +76,7 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
 
     /// Every code, for the documentation test.
     public static let all: [ErrorCode] = [
-        validationFailed, malformedRequest, notFound, methodNotAllowed, payloadTooLarge, uriTooLong, unsupportedMediaType,
+        validationFailed, malformedRequest, notFound, methodNotAllowed, requestTimeout, payloadTooLarge, uriTooLong, unsupportedMediaType,
         headersTooLarge, missingAppKey, invalidAppKey, appKeyTaken, missingToken, invalidToken, tokenExpired, sessionRevoked,
         invalidRefreshToken, refreshTokenReused, invalidCredential, emailAlreadyInUse, weakPassword, signupDisabled,
         requiresRecentLogin, tooManyRequests, signInMethodDisabled, credentialAlreadyInUse, accountExistsWithDifferentCredential,

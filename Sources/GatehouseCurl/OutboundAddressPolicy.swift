@@ -33,9 +33,11 @@ public struct OutboundAddressPolicy: Sendable, Equatable {
     }
 
     /// What kind of address `address` is (4 bytes IPv4, 16 bytes IPv6; anything else is
-    /// ``AddressClass/reserved``). IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`),
-    /// NAT64 (`64:ff9b::a.b.c.d`) and 6to4 (`2002:aabb:ccdd::/48`) addresses are classified by the
-    /// IPv4 address they carry, since that is where the packets end up.
+    /// ``AddressClass/reserved``). IPv4-mapped (`::ffff:a.b.c.d`), IPv4-translated (SIIT,
+    /// `::ffff:0:a.b.c.d`), IPv4-compatible (`::a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`; the local-use
+    /// `64:ff9b:1::/48` is private whatever it carries), 6to4 (`2002:aabb:ccdd::/48`) and Teredo
+    /// (`2001:0:…`, its client's IPv4 in the last 32 bits, inverted) addresses are classified by
+    /// the IPv4 address they carry, since that is where the packets end up.
     public static func classify(_ address: [UInt8]) -> AddressClass {
         switch address.count {
         case 4: return classifyV4(address)
@@ -74,11 +76,22 @@ public struct OutboundAddressPolicy: Sendable, Equatable {
             }
             return .reserved
         }
+        // ::ffff:0:0:0/96, SIIT's IPv4-translated form (`::ffff:0:a.b.c.d`, RFC 7915 / 2765).
+        if a[0..<8].allSatisfy({ $0 == 0 }) && a[8] == 0xFF && a[9] == 0xFF && a[10] == 0 && a[11] == 0 {
+            return classifyV4(v4)
+        }
         if a[0] == 0x00 && a[1] == 0x64 && a[2] == 0xFF && a[3] == 0x9B {
             if a[4..<12].allSatisfy({ $0 == 0 }) { return classifyV4(v4) }  // 64:ff9b::/96, NAT64
             if a[4] == 0 && a[5] == 1 { return .private }  // 64:ff9b:1::/48, local-use NAT64
         }
         if a[0] == 0x20 && a[1] == 0x02 { return classifyV4(Array(a[2..<6])) }  // 2002::/16, 6to4
+        if a[0] == 0x20 && a[1] == 0x01 && a[2] == 0 && a[3] == 0 {
+            // 2001::/32, Teredo (RFC 4380): the server's IPv4 in bits 32–63, the client's in the
+            // last 32 bits with every bit flipped. Packets reach the client through a relay; either
+            // address being internal makes the whole address so.
+            let client = classifyV4(v4.map { ~$0 })
+            return client != .global ? client : classifyV4(Array(a[4..<8]))
+        }
         if a[0] == 0x20 && a[1] == 0x01 && a[2] == 0x0D && a[3] == 0xB8 { return .reserved }  // 2001:db8::/32, documentation
         if a[0] == 0x01 && a[1] == 0x00 && a[2..<8].allSatisfy({ $0 == 0 }) { return .reserved }  // 100::/64, discard-only
         if a[0] == 0xFF { return .multicast }  // ff00::/8

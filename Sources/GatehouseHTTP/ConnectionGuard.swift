@@ -87,11 +87,85 @@ final class ConnectionRecord: Sendable {
         self.waitingForHeadersSince = Atomic(now)
     }
 
+    /// The body being read, under its time rule; nil while no body is awaited.
+    private let body = Mutex<BodyClock?>(nil)
+    /// Body bytes received of the request being read (the access handler adds, the sweep reads).
+    private let bodyBytes = Atomic<Int64>(0)
+
     /// The access handler has the request's headers.
     func headersReceived() { waitingForHeadersSince.store(0, ordering: .relaxed) }
 
     /// A request ended; the next one's headers are awaited from now.
-    func requestEnded(now: Int64) { waitingForHeadersSince.store(now, ordering: .relaxed) }
+    func requestEnded(now: Int64) {
+        body.withLock { $0 = nil }
+        waitingForHeadersSince.store(now, ordering: .relaxed)
+    }
+
+    /// The request's body is awaited from `now` under `rule`; `request` is what the answer to a
+    /// body that comes too slowly is made for.
+    func bodyStarted(_ rule: BodyRule, request: HTTPRequest, now: Int64) {
+        bodyBytes.store(0, ordering: .relaxed)
+        body.withLock { $0 = BodyClock(rule: rule, started: now, request: request) }
+    }
+
+    /// Body bytes arrived.
+    func bodyReceived(_ count: Int) { bodyBytes.add(Int64(count), ordering: .relaxed) }
+
+    /// The whole body is in: false when the sweep has cut the connection already (it answered,
+    /// so nothing more may be queued).
+    func bodyEnded() -> Bool {
+        body.withLock { clock in
+            defer { clock = nil }
+            return clock?.cut != true
+        }
+    }
+
+    /// When the body has come too slowly by `now`: marks it cut and returns its request.
+    fileprivate func bodyOverdue(now: Int64) -> HTTPRequest? {
+        body.withLock { clock -> HTTPRequest? in
+            guard let current = clock, !current.cut, current.rule.isOverdue(since: current.started, now: now, bytes: bodyBytes.load(ordering: .relaxed))
+            else { return nil }
+            clock?.cut = true
+            return current.request
+        }
+    }
+}
+
+/// How fast a request's body must arrive, counted from the end of its headers.
+public enum BodyRule: Sendable, Equatable {
+    /// The whole body within `millis` (JSON routes: 10 s).
+    case within(millis: Int64)
+    /// After `graceMillis`, at least `bytesPerSecond` on average since the body began (uploads:
+    /// 16 KiB/s after 10 s).
+    case atLeast(bytesPerSecond: Int64, graceMillis: Int64)
+
+    /// Whether a body begun at `since` with `bytes` in is too slow at `now`.
+    func isOverdue(since: Int64, now: Int64, bytes: Int64) -> Bool {
+        let elapsed = now - since
+        switch self {
+        case .within(let millis):
+            return millis > 0 && elapsed > millis
+        case .atLeast(let rate, let grace):
+            return rate > 0 && elapsed > grace && bytes * 1000 < rate * elapsed
+        }
+    }
+
+    /// How often the sweep must look for this rule to be kept within a quarter of its time.
+    var checkMillis: Int64 {
+        switch self {
+        case .within(let millis): return millis
+        case .atLeast(let rate, let grace): return rate > 0 ? grace : 0
+        }
+    }
+}
+
+/// A body being awaited.
+private struct BodyClock {
+    let rule: BodyRule
+    let started: Int64
+    let request: HTTPRequest
+    /// The sweep has answered 408 and shut the connection down.
+    var cut = false
 }
 
 /// What libmicrohttpd 0.9.75 cannot do itself: a connection limit per `ConnectionBucket` (its own
@@ -109,6 +183,11 @@ final class ConnectionGuard: Sendable {
     let perClientLimit: Int
     /// The header deadline in milliseconds; 0: none.
     let headerTimeoutMillis: Int64
+    /// The time rules of request bodies: `HeadDecision.readBody` and `.readMultipart`.
+    let jsonBodyRule: BodyRule
+    let uploadBodyRule: BodyRule
+    /// The bytes of the answer to a body that comes too slowly (HTTP/1.1, `Connection: close`).
+    private let timeoutAnswer: @Sendable (HTTPRequest) -> [UInt8]
 
     private struct State {
         var open: [ObjectIdentifier: ConnectionRecord] = [:]
@@ -117,9 +196,21 @@ final class ConnectionGuard: Sendable {
 
     private let state = Mutex(State())
 
-    init(perClientLimit: Int, headerTimeoutMillis: Int64) {
+    init(
+        perClientLimit: Int, headerTimeoutMillis: Int64, jsonBodyRule: BodyRule = .within(millis: 0),
+        uploadBodyRule: BodyRule = .atLeast(bytesPerSecond: 0, graceMillis: 0),
+        timeoutAnswer: @escaping @Sendable (HTTPRequest) -> [UInt8] = { _ in [] }
+    ) {
         self.perClientLimit = max(0, perClientLimit)
         self.headerTimeoutMillis = max(0, headerTimeoutMillis)
+        self.jsonBodyRule = jsonBodyRule
+        self.uploadBodyRule = uploadBodyRule
+        self.timeoutAnswer = timeoutAnswer
+    }
+
+    /// The shortest time a sweep must watch (a quarter of it between sweeps), 0 when nothing is timed.
+    var shortestDeadlineMillis: Int64 {
+        [headerTimeoutMillis, jsonBodyRule.checkMillis, uploadBodyRule.checkMillis].filter { $0 > 0 }.min() ?? 0
     }
 
     /// The accept-policy check: whether a client of `bucket` may open one more connection.
@@ -154,22 +245,41 @@ final class ConnectionGuard: Sendable {
     }
 
     /// Shuts down every connection that has waited longer than the deadline for a request's
-    /// headers; returns how many.
+    /// headers, and every one whose body comes too slowly (`jsonBodyRule`, `uploadBodyRule`)
+    /// after writing it a 408 answer; returns how many.
+    ///
+    /// The answer is written here, on the socket, because libmicrohttpd 0.9.75 cannot queue a
+    /// response while a body is being read. Nothing else writes then (a `100 Continue` goes out
+    /// right after the headers); the access handler learns of the cut at the body's end
+    /// (`ConnectionRecord.bodyEnded`) and queues nothing more.
     @discardableResult
     func sweep(now: Int64) -> Int {
-        guard headerTimeoutMillis > 0 else { return 0 }
-        return state.withLock { state in
+        var overdue: [(ConnectionRecord, HTTPRequest)] = []
+        let cut = state.withLock { state in
             var cut = 0
             for record in state.open.values {
                 let since = record.waitingForHeadersSince.load(ordering: .relaxed)
-                if since > 0, now - since > headerTimeoutMillis {
+                if headerTimeoutMillis > 0, since > 0, now - since > headerTimeoutMillis {
                     if record.socket >= 0 { _ = shutdown(record.socket, Int32(SHUT_RDWR)) }
                     record.waitingForHeadersSince.store(0, ordering: .relaxed)  // once is enough
                     cut += 1
+                } else if let request = record.bodyOverdue(now: now) {
+                    overdue.append((record, request))
                 }
             }
             return cut
         }
+        guard !overdue.isEmpty else { return cut }
+        // Made outside the lock (the responder may log); written under it, to a record still
+        // open, so the descriptor is still that connection's.
+        let answers = overdue.map { ($0.0, timeoutAnswer($0.1)) }
+        state.withLock { state in
+            for (record, answer) in answers where state.open[ObjectIdentifier(record)] != nil && record.socket >= 0 {
+                answer.withUnsafeBytes { _ = send(record.socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                _ = shutdown(record.socket, Int32(SHUT_RDWR))
+            }
+        }
+        return cut + answers.count
     }
 
     /// Open connections of `bucket` (for tests).
@@ -185,7 +295,7 @@ final class ConnectionGuard: Sendable {
     }
 }
 
-/// The thread that runs `ConnectionGuard.sweep` while the server runs.
+/// The thread that runs `ConnectionGuard.sweep` while the server runs (header and body deadlines).
 final class HeaderDeadlineSweeper: Sendable {
     private let connections: ConnectionGuard
     private let interval: Double
@@ -195,8 +305,8 @@ final class HeaderDeadlineSweeper: Sendable {
 
     init(_ connections: ConnectionGuard) {
         self.connections = connections
-        // A quarter of the deadline, at most 250 ms: a connection is cut at most that late.
-        self.interval = min(0.25, Double(connections.headerTimeoutMillis) / 4000)
+        // A quarter of the shortest deadline, at most 250 ms: a connection is cut at most that late.
+        self.interval = min(0.25, Double(connections.shortestDeadlineMillis) / 4000)
     }
 
     func start() {

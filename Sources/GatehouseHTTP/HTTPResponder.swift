@@ -74,6 +74,11 @@ public protocol HTTPResponder: Sendable {
     /// A request to be offloaded finds the offload queue full, or the server stopping.
     /// Answer with 503. The default answers 503 with an empty body.
     func busy(_ request: HTTPRequest) -> HTTPResponse
+    /// The body did not arrive in time (`HTTPServer.Configuration.jsonBodyTimeoutSeconds`,
+    /// `uploadMinimumBytesPerSecond`). Answer with 408; called on the server's sweep thread, not
+    /// a worker. The answer is written straight to the socket, `Connection: close`, and the
+    /// connection shut down; a streamed body is not sent. The default answers 408 with an empty body.
+    func requestTimeout(_ request: HTTPRequest) -> HTTPResponse
 }
 
 extension HTTPResponder {
@@ -91,6 +96,10 @@ extension HTTPResponder {
 
     public func busy(_ request: HTTPRequest) -> HTTPResponse {
         HTTPResponse(status: 503)
+    }
+
+    public func requestTimeout(_ request: HTTPRequest) -> HTTPResponse {
+        HTTPResponse(status: 408)
     }
 
     public func uploadTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse {

@@ -56,3 +56,27 @@ public final class ResponseStream: @unchecked Sendable {
 
     deinit { close() }
 }
+
+extension HTTPResponse {
+    /// The response as HTTP/1.1 bytes with `Connection: close`, for writing straight to a socket
+    /// when libmicrohttpd cannot queue it (a body that came too slowly). Headers pass
+    /// `ResponseHeaderPolicy` as for queued responses; a `stream` body is not included.
+    func closingWireBytes() -> [UInt8] {
+        let status = (200...599).contains(self.status) ? self.status : 500
+        var head = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
+        for (name, value) in headers where ResponseHeaderPolicy.allows(name: name, value: value) && !HTTPHeaders.namesMatch(name, "Connection") {
+            head += "\(name): \(value)\r\n"
+        }
+        for (name, value) in ResponseHeaderPolicy.always where !headers.contains(name) { head += "\(name): \(value)\r\n" }
+        head += "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+        return Array(head.utf8) + body
+    }
+
+    private static func reason(_ status: Int) -> String {
+        switch status {
+        case 408: "Request Timeout"
+        case 503: "Service Unavailable"
+        default: status < 400 ? "OK" : status < 500 ? "Client Error" : "Server Error"
+        }
+    }
+}

@@ -41,6 +41,19 @@ public final class HTTPServer: @unchecked Sendable {
         /// header line every few seconds never reaches. Checked about four times a second (at
         /// least every `headerTimeoutSeconds / 4`). 0: no deadline.
         public var headerTimeoutSeconds: Double = 30
+        /// Total time a `HeadDecision.readBody` body (the JSON routes; a limit over 1 MiB, a bulk
+        /// route, is timed like an upload instead) may take to arrive, from the
+        /// end of its request's headers to its last byte. Past it the server writes a 408
+        /// (`HTTPResponder.requestTimeout`, `Connection: close`) and closes the connection — a
+        /// client trickling one byte just under the idle timeout kept a worker's connection for
+        /// as long as it liked. 0: no deadline.
+        public var jsonBodyTimeoutSeconds: Double = 10
+        /// A `HeadDecision.readMultipart` body (uploads) gets this long from the end of its
+        /// headers before `uploadMinimumBytesPerSecond` applies.
+        public var uploadGraceSeconds: Double = 10
+        /// From `uploadGraceSeconds` on, an upload whose bytes so far, averaged over the time since
+        /// its headers ended, fall below this rate is answered 408 and closed as above. 0: no minimum.
+        public var uploadMinimumBytesPerSecond: Int = 16 * 1024
         /// Memory per connection for libmicrohttpd's buffers; bounds the request line and
         /// headers. Requests too big for it are answered by libmicrohttpd itself, not by the
         /// responder. 32 KiB holds a request at both `maxURLBytes` and `maxHeaderBytes`, with room
@@ -121,8 +134,13 @@ public final class HTTPServer: @unchecked Sendable {
                 ? OffloadPool(threadCount: configuration.networkOffloadThreads, queueLimit: configuration.networkOffloadQueueLimit) : nil,
             connections: ConnectionGuard(
                 perClientLimit: configuration.perIPConnectionLimit,
-                headerTimeoutMillis: Int64((max(0, configuration.headerTimeoutSeconds) * 1000).rounded())))
-        self.sweeper = context.connections.headerTimeoutMillis > 0 ? HeaderDeadlineSweeper(context.connections) : nil
+                headerTimeoutMillis: Self.millis(configuration.headerTimeoutSeconds),
+                jsonBodyRule: .within(millis: Self.millis(configuration.jsonBodyTimeoutSeconds)),
+                uploadBodyRule: .atLeast(
+                    bytesPerSecond: Int64(max(0, configuration.uploadMinimumBytesPerSecond)),
+                    graceMillis: max(1, Self.millis(configuration.uploadGraceSeconds))),
+                timeoutAnswer: { responder.requestTimeout($0).closingWireBytes() }))
+        self.sweeper = context.connections.shortestDeadlineMillis > 0 ? HeaderDeadlineSweeper(context.connections) : nil
     }
 
     deinit {
@@ -253,6 +271,8 @@ public final class HTTPServer: @unchecked Sendable {
         if let value = getenv("TMPDIR"), value.pointee != 0 { return String(cString: value) }
         return "/tmp"
     }
+
+    private static func millis(_ seconds: Double) -> Int64 { Int64((max(0, seconds) * 1000).rounded()) }
 
     static var coreCount: Int {
         max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))

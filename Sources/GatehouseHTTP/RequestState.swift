@@ -40,6 +40,8 @@ final class RequestState {
     /// What `head` answered a request that declares no body, queued at the final call of the
     /// access handler: queued at once, libmicrohttpd 0.9.75 closes the connection after it.
     var decided: HTTPResponse?
+    /// The connection's record while its body is timed (`ConnectionRecord.bodyStarted`).
+    var timedBody: ConnectionRecord?
 
     init(target: String, targetLength: Int) {
         self.target = target

@@ -56,10 +56,22 @@ final class ServerContext: Sendable {
             state.phase = .readingBody
             inFlight.add(1, ordering: .relaxed)
             state.counted = true
-            return handleHead(state, connection: connection, method: method, remoteAddress: record?.remoteAddress)
+            return handleHead(state, connection: connection, method: method, record: record)
 
         case .readingBody:
             let size = uploadSize.pointee
+            if let timed = state.timedBody {
+                if size > 0 {
+                    timed.bodyReceived(size)
+                } else {
+                    state.timedBody = nil
+                    // Too slow: the sweep has answered 408 and shut the connection down already.
+                    guard timed.bodyEnded() else {
+                        state.phase = .answered
+                        return .NO
+                    }
+                }
+            }
             if let reader = state.multipart {
                 return readMultipart(reader, state, connection: connection, upload: upload, size: size, uploadSize: uploadSize)
             }
@@ -157,10 +169,11 @@ final class ServerContext: Sendable {
         reader.exceededFileLimit ? reader.form.maxFileBytes : reader.form.maxBodyBytes
     }
 
-    /// `remoteAddress`: the connection's, formatted when it opened (nil: formatted here).
-    private func handleHead(_ state: RequestState, connection: OpaquePointer, method: UnsafePointer<CChar>?, remoteAddress: String?)
+    /// `record`: the connection's (its address formatted when it opened; nil: formatted here).
+    private func handleHead(_ state: RequestState, connection: OpaquePointer, method: UnsafePointer<CChar>?, record: ConnectionRecord?)
         -> MHD_Result
     {
+        let remoteAddress = record?.remoteAddress
         let collected = RequestReader.read(connection: connection)
         let request = HTTPRequest(
             method: method.map { String(cString: $0) } ?? "",
@@ -202,6 +215,8 @@ final class ServerContext: Sendable {
                 state.body.reserveCapacity(declared)
             }
             state.request = request
+            // A bulk body (over 1 MiB allowed: an NDJSON import) goes at an upload's pace, not in 10 s.
+            timeBody(state.limit > Self.bulkBodyBytes ? connections.uploadBodyRule : connections.jsonBodyRule, of: request, state, record: record)
             return .YES
         case .readMultipart(let form, let offload, let waitsOnNetwork):
             state.offload = offload
@@ -224,8 +239,19 @@ final class ServerContext: Sendable {
             }
             state.multipart = reader
             state.request = request
+            timeBody(connections.uploadBodyRule, of: request, state, record: record)
             return .YES
         }
+    }
+
+    /// A `readBody` limit above this marks a bulk route, timed like an upload (`uploadBodyRule`).
+    static let bulkBodyBytes = 1024 * 1024
+
+    /// Starts the clock of a body about to be read (none for a request that declares no body).
+    private func timeBody(_ rule: BodyRule, of request: HTTPRequest, _ state: RequestState, record: ConnectionRecord?) {
+        guard let record, rule.checkMillis > 0, !Self.declaresNoBody(request.headers) else { return }
+        record.bodyStarted(rule, request: request, now: ConnectionGuard.nowMillis())
+        state.timedBody = record
     }
 
     /// Whether the media type (parameters aside) is `multipart/form-data`.

@@ -551,25 +551,88 @@ struct AccountsAPITests {
         let server = try TestServer(kind)
         defer { server.stop() }
         let app = try server.createApp(["name": "Web", "refresh_cookie": true, "rate_limits": ["auth_per_minute_per_ip": 1000]])
+        let name = "gh_refresh_\(app.id)"
         let response = try server.request("POST", "/v1/auth/signup", appKey: app.appKey, json: ["email": "web@example.com", "password": "correct horse battery"])
         let cookie = try #require(response.header("Set-Cookie"))
         // It lives as long as the refresh token (30 days by default), not only until the browser closes.
         #expect(cookie.hasSuffix("; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=2592000"))
         let value = String(cookie.prefix { $0 != ";" })
-        #expect(value == "gh_refresh=\(response.data?["refresh_token"]?.stringValue ?? "")")
+        #expect(value == "\(name)=\(response.data?["refresh_token"]?.stringValue ?? "")")
         let refreshed = try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", value)])
         #expect(refreshed.status == 200)
-        #expect(refreshed.header("Set-Cookie")?.hasPrefix("gh_refresh=\(refreshed.data?["refresh_token"]?.stringValue ?? "-")") == true)
+        #expect(refreshed.header("Set-Cookie")?.hasPrefix("\(name)=\(refreshed.data?["refresh_token"]?.stringValue ?? "-")") == true)
         // A cookie that no longer refreshes (here: reused once its successor was used too, which
-        // ends the session) is cleared.
+        // ends the session) is cleared, under both names.
         let successor = try #require(refreshed.data?["refresh_token"]?.stringValue)
-        #expect(try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", "gh_refresh=\(successor)")]).status == 200)
+        #expect(try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", "\(name)=\(successor)")]).status == 200)
         let reused = try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", value)])
         #expect(reused.problemCode == "auth/refresh-token-reused")
-        #expect(reused.header("Set-Cookie") == "gh_refresh=; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=0")
-        let unknown = try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", "gh_refresh=not-a-token")])
+        #expect(reused.headerValues("Set-Cookie") == [
+            "\(name)=; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=0",
+            "gh_refresh=; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=0",
+        ])
+        let unknown = try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", "\(name)=not-a-token")])
         #expect(unknown.problemCode == "auth/invalid-refresh-token")
         #expect(unknown.header("Set-Cookie")?.hasSuffix("Max-Age=0") == true)
+    }
+
+    /// Two web apps on one Gatehouse host: each refresh cookie is named after its app, so signing
+    /// in to one does not overwrite the other's, and each refreshes its own session.
+    @Test(arguments: TestDatabase.kinds)
+    func twoAppsOnOneHostKeepTheirOwnRefreshCookies(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let first = try server.createApp(["name": "One", "refresh_cookie": true])
+        let second = try server.createApp(["name": "Two", "refresh_cookie": "only"])
+        var jar: [String: String] = [:]  // what a browser keeps for the host, by cookie name
+        func keep(_ response: TestResponse) {
+            for cookie in response.headerValues("Set-Cookie") {
+                let pair = cookie.prefix { $0 != ";" }
+                guard let equals = pair.firstIndex(of: "=") else { continue }
+                let value = String(pair[pair.index(after: equals)...])
+                jar[String(pair[..<equals])] = cookie.hasSuffix("Max-Age=0") ? nil : value
+            }
+        }
+        func cookieHeader() -> String { jar.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: "; ") }
+        keep(try server.request("POST", "/v1/auth/signup", appKey: first.appKey, json: ["email": "a@example.com", "password": "correct horse battery"]))
+        keep(try server.request("POST", "/v1/auth/signup", appKey: second.appKey, json: ["email": "b@example.com", "password": "correct horse battery"]))
+        #expect(Set(jar.keys) == ["gh_refresh_\(first.id)", "gh_refresh_\(second.id)"])
+        for _ in 0..<2 {
+            for (app, email) in [(first, "a@example.com"), (second, "b@example.com")] {
+                let refreshed = try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", cookieHeader())])
+                #expect(refreshed.status == 200, "\(app.id)")
+                #expect(refreshed.data?["user"]?["email"]?.stringValue == email)
+                keep(refreshed)
+            }
+        }
+        // Signing out of one clears only its own cookie (and the old shared name).
+        let token = try #require(try server.request("POST", "/v1/auth/refresh", appKey: first.appKey, headers: [("Cookie", cookieHeader())]).data?["access_token"]?.stringValue)
+        keep(try server.request("POST", "/v1/auth/signout", appKey: first.appKey, bearer: token))
+        #expect(Set(jar.keys) == ["gh_refresh_\(second.id)"])
+        #expect(try server.request("POST", "/v1/auth/refresh", appKey: second.appKey, headers: [("Cookie", cookieHeader())]).status == 200)
+    }
+
+    /// A browser that still holds the old shared `gh_refresh` cookie stays signed in: the old name
+    /// is read until 2027-01-05, and its successor moves to the app's own name.
+    @Test(arguments: TestDatabase.kinds)
+    func theOldRefreshCookieNameStillRefreshesForThirtyDays(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock(millis: 1_796_515_200_000)  // 2026-12-06
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Web", "refresh_cookie": true])
+        let token = try #require(try server.request(
+            "POST", "/v1/auth/signup", appKey: app.appKey, json: ["email": "web@example.com", "password": "correct horse battery"]
+        ).data?["refresh_token"]?.stringValue)
+        let refreshed = try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", "gh_refresh=\(token)")])
+        #expect(refreshed.status == 200)
+        let successor = try #require(refreshed.data?["refresh_token"]?.stringValue)
+        #expect(refreshed.headerValues("Set-Cookie").first?.hasPrefix("gh_refresh_\(app.id)=\(successor);") == true)
+        #expect(refreshed.headerValues("Set-Cookie").contains("gh_refresh=; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=0"))
+        // From 2027-01-05 the old name is no longer read.
+        clock.advance(seconds: 30 * 86400)  // 2027-01-05T00:00:00Z
+        let late = try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", "gh_refresh=\(successor)")])
+        #expect(late.status == 400)
+        #expect(late.problemCode == "request/validation-failed")
     }
 
     /// `refresh_cookie: "only"`: no script (XSS included) can read the refresh token, since no body carries it.
@@ -587,7 +650,7 @@ struct AccountsAPITests {
         let refreshed = try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", String(cookie.prefix { $0 != ";" }))])
         #expect(refreshed.status == 200)
         #expect(refreshed.data?["refresh_token"] == .null)
-        #expect(refreshed.header("Set-Cookie")?.hasPrefix("gh_refresh=") == true)
+        #expect(refreshed.header("Set-Cookie")?.hasPrefix("gh_refresh_\(app.id)=") == true)
         #expect(try server.request("GET", "/v1/admin/app", bearer: app.secretKey).data?["refresh_cookie"] == "only")
         // Anything else is refused, naming the three choices.
         let wrong = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["refresh_cookie": "yes"])

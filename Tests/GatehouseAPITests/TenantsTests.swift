@@ -55,6 +55,31 @@ struct TenantsTests {
         #expect(try server.request("GET", "/v1/app", appKey: "pk_tenant_demo_0123456789").data?["name"] == "Renamed Demo")
     }
 
+    /// A webhook secret changed in a Tenants file keeps the replaced one for 24 hours of double
+    /// signatures, as a change through the admin API does.
+    @Test(arguments: TestDatabase.kinds)
+    func aWebhookSecretChangedInATenantsFileSignsWithBothFor24Hours(_ kind: TestDatabaseKind) throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let old = "whsec_" + Data(repeating: 0x11, count: 32).base64EncodedString()
+        let new = "whsec_" + Data(repeating: 0x22, count: 32).base64EncodedString()
+        func file(_ secret: String) -> JSON {
+            ["app_key": "pk_tenant_hooks_0123456789", "name": "Hooks",
+             "webhooks": [["url": "https://hooks.example.com/in", "secret": .string(secret), "events": ["user.created"]]]]
+        }
+        try write("hooks.json", file(old))
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock) { $0.tenantsDirectory = folder }
+        defer { server.stop() }
+        let first = try #require(try server.gatehouse.directory.app(key: "pk_tenant_hooks_0123456789"))
+        #expect(first.settings.webhooks[0].signingKeys(now: clock.nowMillis()).count == 1)
+        try write("hooks.json", file(new))
+        #expect(try server.gatehouse.apps.applyTenants(folder: folder, environment: [:]) == ["hooks.json: updated \(first.id.rawValue)"])
+        let changed = try #require(try server.gatehouse.directory.app(key: "pk_tenant_hooks_0123456789"))
+        let hook = changed.settings.webhooks[0]
+        #expect(hook.signingKeys(now: clock.nowMillis()) == [AppSettings.Webhook.key(ofSecret: new)!, AppSettings.Webhook.key(ofSecret: old)!])
+        #expect(hook.signingKeys(now: clock.nowMillis() + 24 * 3600 * 1000) == [AppSettings.Webhook.key(ofSecret: new)!])
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func aBadTenantsFileStopsTheStartWithEveryProblem(_ kind: TestDatabaseKind) throws {
         defer { try? FileManager.default.removeItem(atPath: folder) }

@@ -139,6 +139,62 @@ struct WebhookTests {
         #expect(try row.optionalInt64("delivered_at") != nil)
     }
 
+    /// A secret change through `PATCH /v1/admin/app`: for 24 hours every delivery carries two
+    /// `v1,` signatures, the new secret's and the replaced one's, so a retry already in flight and a
+    /// receiver that has not switched yet both verify; after that, the new secret's only.
+    @Test(arguments: TestDatabase.kinds)
+    func aChangedSecretSignsWithBothSecretsFor24Hours(_ kind: TestDatabaseKind) throws {
+        let sink = try WebhookSink()
+        defer { sink.stop() }
+        let clock = ManualClock()
+        let (server, worker) = try world(kind, clock: clock)
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Hooks", "webhooks": [hook(sink.url(), ["user.created"])]])
+        func verifies(_ delivery: WebhookSink.Delivery, _ secret: String) throws -> Bool {
+            try IndependentWebhookVerifier.verify(
+                id: delivery.header("webhook-id") ?? "", timestamp: delivery.header("webhook-timestamp") ?? "", body: delivery.body,
+                secret: secret, signature: delivery.header("webhook-signature") ?? "")
+        }
+        // Queued (and failed once) under the old secret; the secret changes before the retry.
+        sink.answerNext(1, status: 500)
+        _ = try server.signUp(app, email: "first@example.com")
+        try worker.runOnce()
+        #expect(sink.deliveries.count == 1)
+        #expect(sink.deliveries[0].header("webhook-signature")?.split(separator: " ").count == 1, "one secret, one signature")
+        let changed = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["webhooks": [hook(sink.url(), ["user.created"], secret: Self.otherSecret)]])
+        #expect(changed.status == 200)
+        #expect(changed.data?["webhooks"] == [["url": .string(sink.url()), "secret": ["set": true], "events": ["user.created"]]], "the replaced secret is never shown")
+        clock.advance(seconds: 10)
+        try worker.runOnce()
+        let retried = try #require(sink.deliveries.last)
+        #expect(retried.status == 204)
+        let signatures = (retried.header("webhook-signature") ?? "").split(separator: " ")
+        #expect(signatures.count == 2 && signatures.allSatisfy { $0.hasPrefix("v1,") }, "\(signatures)")
+        #expect(try verifies(retried, Self.otherSecret), "the new secret verifies")
+        #expect(try verifies(retried, Self.secret), "the replaced secret verifies")
+        // Saving the settings again unchanged ({"set": true}) keeps the overlap.
+        let read = try server.request("GET", "/v1/admin/app", bearer: app.secretKey)
+        #expect(try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["webhooks": read.data?["webhooks"] ?? .null]).status == 200)
+        clock.advance(seconds: 23 * 3600)
+        _ = try server.signUp(app, email: "second@example.com")
+        try worker.runOnce()
+        let late = try #require(sink.deliveries.last)
+        #expect(late.header("webhook-signature")?.split(separator: " ").count == 2)
+        #expect(try verifies(late, Self.secret))
+        // 24 hours after the change, the replaced secret no longer signs.
+        clock.advance(seconds: 3600)
+        _ = try server.signUp(app, email: "third@example.com")
+        try worker.runOnce()
+        let after = try #require(sink.deliveries.last)
+        #expect(sink.deliveries.count == 4)
+        #expect(after.header("webhook-signature")?.split(separator: " ").count == 1)
+        #expect(try verifies(after, Self.otherSecret))
+        #expect(try !verifies(after, Self.secret))
+        // The database holds the replaced secret sealed only, never in clear.
+        let stored = try server.gatehouse.database.query("SELECT settings FROM apps WHERE id = \(app.id)")[0].string("settings")
+        #expect(!stored.contains("MfKQ9r8") && stored.contains("previous_secret"), "sealed at rest")
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func aRedirectIsNeverFollowedButRetried(_ kind: TestDatabaseKind) throws {
         let sink = try WebhookSink()

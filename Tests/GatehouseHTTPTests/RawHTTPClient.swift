@@ -144,6 +144,13 @@ final class RawConnection {
         }
     }
 
+    /// Whether the peer has sent something (or closed) within `seconds`; nothing is read.
+    func readable(within seconds: Double) -> Bool {
+        if !buffer.isEmpty { return true }
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, Int32(seconds * 1000)) > 0
+    }
+
     private func fill(untilFound marker: [UInt8]) -> Int? {
         var searchFrom = 0
         while true {

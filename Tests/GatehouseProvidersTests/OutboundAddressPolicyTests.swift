@@ -25,6 +25,22 @@ import Testing
         ("::ffff:8.8.8.8", .global), ("::10.0.0.1", .private),
         ("64:ff9b::10.0.0.1", .private), ("64:ff9b::7f00:1", .loopback), ("64:ff9b::8.8.8.8", .global),
         ("2002:a00:1::1", .private), ("2002:7f00:1::", .loopback), ("2002:808:808::1", .global),
+        // SIIT's IPv4-translated form, ::ffff:0:a.b.c.d.
+        ("::ffff:0:10.0.0.1", .private), ("::ffff:0:127.0.0.1", .loopback), ("::ffff:0:169.254.169.254", .metadata),
+        ("::ffff:0:192.168.0.1", .private), ("::ffff:0:8.8.8.8", .global),
+        // NAT64, well-known and local-use prefixes.
+        ("64:ff9b::192.168.1.1", .private), ("64:ff9b::a9fe:a9fe", .metadata), ("64:ff9b:1::8.8.8.8", .private),
+        // IPv4-compatible and 6to4 carrying other internal ranges.
+        ("::127.0.0.1", .loopback), ("::169.254.169.254", .metadata), ("2002:c0a8:101::1", .private),
+        ("2002:a9fe:a9fe::", .metadata), ("2002:6440:1::1", .sharedAddressSpace),
+        // Teredo 2001:0:<server v4>:<flags>:<port>:<client v4 with every bit flipped>.
+        ("2001:0:4136:e378:8000:63bf:f5ff:fffe", .private),  // client 10.0.0.1
+        ("2001:0:4136:e378:8000:63bf:80ff:fffe", .loopback),  // client 127.0.0.1
+        ("2001:0:4136:e378:8000:63bf:5601:5601", .metadata),  // client 169.254.169.254
+        ("2001:0:4136:e378:8000:63bf:3f57:57fe", .private),  // client 192.168.168.1
+        ("2001:0:a00:1:8000:63bf:f7f7:f7f7", .private),  // server 10.0.0.1, client 8.8.8.8
+        ("2001:0:4136:e378:8000:63bf:f7f7:f7f7", .global),  // server 65.54.227.120, client 8.8.8.8
+        ("2001:4860:4860::8888", .global),  // 2001::/23 outside Teredo's /32 is ordinary
         ("2606:4700:4700::1111", .global), ("2a00:1450:4001:80b::200e", .global),
     ]
 

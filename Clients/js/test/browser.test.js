@@ -98,8 +98,8 @@ test('Sign in with Apple, web flow: redirect to Apple, back with a login code, e
   assert.equal(storedUser.email, env.apple.nextUser.email);
   assert.ok(!(await tab.evaluate('document.cookie')).includes('gh_refresh'));
   const { cookies } = await browser.send('Storage.getCookies');
-  const refreshCookie = cookies.find((c) => c.name === 'gh_refresh');
-  assert.ok(refreshCookie, 'the browser keeps gh_refresh');
+  const refreshCookie = cookies.find((c) => c.name === `gh_refresh_${app.id}`);
+  assert.ok(refreshCookie, `the browser keeps gh_refresh_${app.id}`);
   assert.equal(refreshCookie.httpOnly, true);
   assert.equal(refreshCookie.path, '/v1/auth');
 });

@@ -50,15 +50,17 @@ public struct WebhookOutboxHandler: OutboxHandler {
         } catch {
             return .retry(reason: "the app's settings cannot be read now")
         }
-        // The secret as set now: a rotated secret signs the retries of earlier events too.
+        // The secret as set now: a rotated secret signs the retries of earlier events too, and for
+        // 24 hours after a change the replaced one signs as well (two `v1,` signatures).
         guard let hook = app.settings.webhooks.first(where: { $0.url == delivery.url }) else {
             return .dead(reason: "the webhook is no longer in the app's settings")
         }
         let body = Array(delivery.body.utf8)
-        let timestamp = clock.nowMillis() / 1000
+        let now = clock.nowMillis()
+        let timestamp = now / 1000
         let headers = [
             ("Content-Type", "application/json"), ("webhook-id", delivery.eventID), ("webhook-timestamp", String(timestamp)),
-            ("webhook-signature", WebhookSignature.sign(key: hook.signingKey, id: delivery.eventID, timestamp: timestamp, body: body)),
+            ("webhook-signature", WebhookSignature.sign(keys: hook.signingKeys(now: now), id: delivery.eventID, timestamp: timestamp, body: body)),
         ]
         switch transport.post(delivery.url, body: body, headers: headers) {
         case .answered(let status) where (200...299).contains(status): return .delivered

@@ -9,4 +9,10 @@ public enum WebhookSignature {
         let message = Array("\(id).\(timestamp).".utf8) + body
         return "v1," + Data(Digest.hmacSHA256(key: key, data: message)).base64EncodedString()
     }
+
+    /// The header value for several keys (a secret change): one `v1,` signature per key, in
+    /// order, separated by a space, as Standard Webhooks allows; a receiver accepts any that verifies.
+    public static func sign(keys: [[UInt8]], id: String, timestamp: Int64, body: [UInt8]) -> String {
+        keys.map { sign(key: $0, id: id, timestamp: timestamp, body: body) }.joined(separator: " ")
+    }
 }
