@@ -38,7 +38,7 @@ extension ExecutableTests {
     func usageErrorsSayWhatWasWrongAndExit2() throws {
         let cases: [([String], String)] = [
             (["frobnicate"], "unknown command 'frobnicate'"),
-            (["apps"], "apps needs a subcommand: list, apply, create, secret-key"),
+            (["apps"], "apps needs a subcommand: list, apply, create, secret-key, disable, enable"),
             (["apps", "crate"], "apps has no subcommand 'crate'"),
             (["apps", "create"], "apps create needs --name NAME or --settings FILE"),
             (["apps", "create", "--name", "A", "--settings", "f.json"], "apps create takes --name or --settings, not both"),
@@ -63,7 +63,7 @@ extension ExecutableTests {
     func everyCommandHasItsOwnHelpAndTheVersionIsPrinted() throws {
         let overview = try gatehouse(["--help"])
         #expect(overview.status == 0)
-        for command in ["serve", "migrate", "backup FILE", "apps list", "apps apply DIR", "apps create", "apps secret-key", "keys rotate"] {
+        for command in ["serve", "migrate", "backup FILE", "apps list", "apps apply DIR", "apps create", "apps secret-key", "apps disable APP", "apps enable APP", "keys rotate"] {
             #expect(overview.output.contains("gatehouse \(command)"), "\(command)")
             let words = command.split(separator: " ").map(String.init).filter { $0 == $0.lowercased() }
             let help = try gatehouse(["help"] + words)
