@@ -20,10 +20,15 @@ struct TenantSwitchTests {
         let access = try #require(session["access_token"]?.stringValue)
         let refresh = try #require(session["refresh_token"])
         func me() throws -> TestResponse { try server.request("GET", "/v1/me", appKey: app.appKey, bearer: access) }
+        let uploaded = try server.request(
+            "POST", "/v1/files", appKey: app.appKey, bearer: access, headers: [("Content-Type", "multipart/form-data; boundary=\(FilesAPITests.boundary)")],
+            body: FilesAPITests.multipart(fields: [("visibility", "public")], files: [("file", "a.png", TinyImages.png())]))
+        let fileURL = try #require(uploaded.data?["url"]?.stringValue, "\(uploaded.text)")
         let published = [
             "/v1/apps/\(app.id)/jwks.json", "/v1/apps/\(app.id)/.well-known/openid-configuration",
-            "/.well-known/oauth-authorization-server/v1/apps/\(app.id)",
+            "/.well-known/oauth-authorization-server/v1/apps/\(app.id)", String(fileURL.dropFirst(TestServer.publicURL.count)),
         ]
+        for path in published { #expect(try server.request("GET", path).status == 200, "\(path)") }
 
         // Only the platform token switches an app, and only an app that exists.
         #expect(try server.request("POST", "/v1/admin/apps/\(app.id)/disable", bearer: app.secretKey).problemCode == "auth/invalid-token")
