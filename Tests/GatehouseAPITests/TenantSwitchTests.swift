@@ -164,3 +164,23 @@ struct TenantSwitchTests {
         #expect(try server.request("GET", "/v1/app", appKey: "pk_tenant_switch_0123456789").data?["name"] == "Shop 3")
     }
 }
+
+extension TenantSwitchTests {
+    /// A web flow begun before the app was switched off ends at its callback with
+    /// `error=access_denied`: Apple is not asked to redeem the code, no login code is issued.
+    @Test(arguments: TestDatabase.kinds)
+    func aWebFlowUnderWayWhenTheAppIsDisabledEndsWithoutAskingApple(_ kind: TestDatabaseKind) throws {
+        let world = try ProviderWorld(kind)
+        defer { world.stop() }
+        let flows = AppleWebFlowTests()
+        let started = try #require(try flows.start(world).1)
+        #expect(try world.server.request("POST", "/v1/admin/apps/\(world.app.id)/disable", bearer: Self.platform).status == 200)
+        let code = world.apple.issueCode(
+            for: FakeAppleUser(sub: "001.apple.user", email: "pat@example.com", nonce: started.nonce), clientID: ProviderWorld.servicesID,
+            redirectURI: "\(TestServer.publicURL)/v1/auth/oauth/apple/callback")
+        let back = try flows.callback(world, [("state", started.state), ("code", code)], cookie: started.cookie)
+        let location = try #require(back.header("Location"))
+        #expect(location.hasPrefix(ProviderWorld.redirect) && location.contains("error=access_denied") && !location.contains("login_code"), "\(location)")
+        #expect(world.apple.tokenCalls.isEmpty)
+    }
+}
