@@ -159,12 +159,11 @@ public final class AppService: Sendable {
         let current = try latest(app)
         guard current.isDisabled != disabled else { return current }
         let now = clock.nowMillis()
-        let changed = try store.app(app.id).transaction { tx in
-            guard try tx.setDisabled(at: disabled ? now : nil, now: now) != nil else { return false }
+        try store.app(app.id).transaction { tx in
+            // Nothing changed: another switch to the same state came first, and recorded it.
+            guard try tx.setDisabled(at: disabled ? now : nil, now: now) != nil else { return }
             try tx.record(Event(type: disabled ? .appDisabled : .appEnabled, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: [:], createdAt: now))
-            return true
         }
-        guard changed else { throw GatehouseError(.notFound, "No such app.") }
         return try reloaded(app.id)
     }
 

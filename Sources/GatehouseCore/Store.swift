@@ -224,7 +224,8 @@ public protocol AppScopedStore: Sendable {
     /// (nil: whatever it is). Returns the updated record, or nil when another change came first.
     func updateSettings(json: String, allowedOrigins: [String], sourceChecksum: String?, expectedVersion: Int64?, now: Int64) throws -> AppRecord?
     /// Switches the app off (`disabledAt`) or on again (nil) and bumps the version, so that every
-    /// node's cache sees it; the record, or nil when the app does not exist.
+    /// node's cache sees it; the record, or nil when the app does not exist or is in that state
+    /// already (two switches at once: one changes it).
     func setDisabled(at disabledAt: Int64?, now: Int64) throws -> AppRecord?
     /// Stores the checksum of the `Tenants/` file the settings came from (and drops the legacy
     /// one), changing nothing else: the settings are already the file's.

@@ -164,8 +164,10 @@ struct SQLAppScopedStore: AppScopedStore {
     }
 
     func setDisabled(at disabledAt: Int64?, now: Int64) throws -> AppRecord? {
-        try database.query("""
-            UPDATE apps SET disabled_at = \(disabledAt), version = version + 1, updated_at = \(now) WHERE id = \(appID) RETURNING *
+        let otherState: SQL = disabledAt == nil ? "disabled_at IS NOT NULL" : "disabled_at IS NULL"
+        return try database.query("""
+            UPDATE apps SET disabled_at = \(disabledAt), version = version + 1, updated_at = \(now)
+            WHERE id = \(appID) AND \(otherState) RETURNING *
             """).first.map(appRecord)
     }
 
