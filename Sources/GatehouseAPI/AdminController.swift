@@ -13,6 +13,9 @@ struct AdminController {
 
     func register(_ routes: inout Routes) {
         routes.post("/v1/admin/apps", createApp)
+        routes.get("/v1/admin/apps", listApps)
+        routes.post("/v1/admin/apps/{app_id}/disable", body: .none, disableApp)
+        routes.post("/v1/admin/apps/{app_id}/enable", body: .none, enableApp)
         routes.get("/v1/admin/app", settings)
         routes.patch("/v1/admin/app", updateSettings)
         routes.post("/v1/admin/app/signing-keys/rotate", body: .none, rotateSigningKey)
@@ -33,6 +36,26 @@ struct AdminController {
             ["app": apps.adminView(created.app), "app_key": .string(created.app.record.appKey), "secret_key": .string(created.secretKey)],
             status: 201
         ).noStore()
+    }
+
+    /// Every app, oldest first, with `disabled` (platform token).
+    func listApps(_ request: Request) throws -> HTTPResponse {
+        try auth.platform(request)
+        let page = try Page(request)
+        return HTTPResponse.json(page.response(try apps.all(), apps.platformView)).noStore()
+    }
+
+    /// Switches a tenant off (platform token): nothing is deleted, nothing of it is served.
+    func disableApp(_ request: Request) throws -> HTTPResponse {
+        try auth.platform(request)
+        let app = try apps.app(id: request.parameters["app_id"] ?? "")
+        return HTTPResponse.data(apps.platformView(try apps.setDisabled(app, true))).noStore()
+    }
+
+    func enableApp(_ request: Request) throws -> HTTPResponse {
+        try auth.platform(request)
+        let app = try apps.app(id: request.parameters["app_id"] ?? "")
+        return HTTPResponse.data(apps.platformView(try apps.setDisabled(app, false))).noStore()
     }
 
     /// The app's audit log, newest first.

@@ -60,8 +60,9 @@ struct AppController {
         return response
     }
 
+    /// The app of the path; a disabled one is not found (its keys are not published).
     private func pathApp(_ request: Request) throws -> AppContext {
-        guard let id = request.parameters["app_id"].flatMap({ AppID(parsing: $0) }), let app = try directory.app(id: id) else {
+        guard let id = request.parameters["app_id"].flatMap({ AppID(parsing: $0) }), let app = try directory.app(id: id), !app.isDisabled else {
             throw GatehouseError(.notFound, "No such app.")
         }
         RequestLogContext.current?.appID = app.id.rawValue

@@ -87,9 +87,11 @@ struct FilesController {
     }
 
     /// Public content: no app key, no sign-in. The URL changes with the content, so it is cached
-    /// for a year by anyone.
+    /// for a year by anyone. A disabled app's files are not served.
     func publicContent(_ request: Request) throws -> HTTPResponse {
-        guard let app = AppID(parsing: request.parameters["app_id"] ?? "") else { throw GatehouseError(.notFound, "No such file.") }
+        guard let app = AppID(parsing: request.parameters["app_id"] ?? ""), try auth.directory.app(id: app)?.isDisabled != true else {
+            throw GatehouseError(.notFound, "No such file.")
+        }
         let stored = try files.publicFile(app: app, id: request.parameters["id"] ?? "", version: request.parameters["version"] ?? "")
         return try serve(request, stored, cacheControl: "public, max-age=31536000, immutable") { try files.open(stored, range: $0) }
     }

@@ -30,6 +30,9 @@ public final class AppContext: Sendable {
     let keysExpireAt: Int64?
 
     public var id: AppID { record.id }
+    /// Switched off by the platform operator (``AppRecord/disabledAt``): its key, secret keys,
+    /// tokens, JWKS and metadata are refused until it is enabled again.
+    public var isDisabled: Bool { record.disabledAt != nil }
 
     init(record: AppRecord, settings: AppSettings, keys: [SigningKeyRecord], sealer: SecretSealer, checkedAt: Int64) throws {
         self.record = record

@@ -28,8 +28,14 @@ public final class AppDirectory: Sendable {
         self.revalidateAfterMillis = revalidateAfterMillis
     }
 
-    /// The app using this public key, or nil.
+    /// The enabled app using this public key, or nil (also for a disabled app: its key is refused
+    /// like an unknown one, by this node once it has seen the change, see the type's comment).
     public func app(key: String) throws -> AppContext? {
+        guard let context = try anyApp(key: key), !context.isDisabled else { return nil }
+        return context
+    }
+
+    private func anyApp(key: String) throws -> AppContext? {
         let now = clock.nowMillis()
         let cached: AppContext?? = state.read { s in
             if let context = s.byKey[key] { return context }
@@ -51,7 +57,8 @@ public final class AppDirectory: Sendable {
         }
     }
 
-    /// The app with this id, or nil.
+    /// The app with this id, or nil; a disabled one too (``AppContext/isDisabled``): the outbox,
+    /// the purge and the operator still reach it, a request of its own must check.
     public func app(id: AppID) throws -> AppContext? {
         let now = clock.nowMillis()
         if let context = state.read({ $0.byID[id] }) { return try revalidated(context, now: now) }

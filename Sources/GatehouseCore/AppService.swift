@@ -40,10 +40,12 @@ public final class AppService: Sendable {
         return constantTimeEquals(Digest.sha256(Array(token.utf8)), adminTokenHash)
     }
 
-    /// The app whose unexpired secret key this is, or nil.
+    /// The enabled app whose unexpired secret key this is, or nil. The key is looked up in the
+    /// database on every call, so a disabled app's keys stop on every node at once.
     public func app(secretKey: String) throws -> AppContext? {
         guard secretKey.hasPrefix("sk_"), secretKey.utf8.count <= 128 else { return nil }
-        guard let record = try store.apps.find(secretKeyHash: Self.hash(secretKey: secretKey), now: clock.nowMillis()) else { return nil }
+        guard let record = try store.apps.find(secretKeyHash: Self.hash(secretKey: secretKey), now: clock.nowMillis()), record.disabledAt == nil
+        else { return nil }
         return try directory.app(id: record.id)
     }
 
@@ -133,6 +135,44 @@ public final class AppService: Sendable {
             return try reloaded(app.id)
         }
         throw GatehouseError(.busy, "The app's settings are changing too fast; retry shortly.", retryAfter: 1)
+    }
+
+    // MARK: - Switching an app off
+
+    /// Every app, oldest first, disabled ones too (the platform operator's list).
+    public func all() throws -> [AppContext] {
+        try store.apps.all().compactMap { try directory.app(id: $0.id) }
+    }
+
+    /// The app with this id as stored now, disabled or not (the platform operator's routes):
+    /// 404 `request/not-found` when there is none.
+    public func app(id rawID: String) throws -> AppContext {
+        guard let id = AppID(parsing: rawID), let app = try directory.current(id: id) else { throw GatehouseError(.notFound, "No such app.") }
+        return app
+    }
+
+    /// Switches the app off (`disabled`) or on again. Nothing is deleted: a disabled app's key,
+    /// secret keys, tokens, JWKS and metadata are refused and its outbox items wait until it is
+    /// enabled. Records `app.disabled` or `app.enabled`; switching it to the state it is in does
+    /// nothing. Every node sees the change within its cache's refresh interval (``AppDirectory``),
+    /// the secret keys at once.
+    public func setDisabled(_ app: AppContext, _ disabled: Bool) throws -> AppContext {
+        let current = try latest(app)
+        guard current.isDisabled != disabled else { return current }
+        let now = clock.nowMillis()
+        try store.app(app.id).transaction { tx in
+            // Nothing changed: another switch to the same state came first, and recorded it.
+            guard try tx.setDisabled(at: disabled ? now : nil, now: now) != nil else { return }
+            try tx.record(Event(type: disabled ? .appDisabled : .appEnabled, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: [:], createdAt: now))
+        }
+        return try reloaded(app.id)
+    }
+
+    /// What the platform operator sees of an app: the admin view and whether it is disabled.
+    public func platformView(_ app: AppContext) -> JSON {
+        guard case .object(var o) = adminView(app) else { return .null }
+        o["disabled"] = .bool(app.isDisabled)
+        return .object(o)
     }
 
     // MARK: - Keys

@@ -19,6 +19,9 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let appSettingsChanged = EventType(rawValue: "app.settings_changed")
     public static let appSecretKeyRotated = EventType(rawValue: "app.secret_key_rotated")
     public static let appSigningKeyRotated = EventType(rawValue: "app.signing_key_rotated")
+    /// The platform operator switched the app off, or on again (``AppService/setDisabled(_:_:)``).
+    public static let appDisabled = EventType(rawValue: "app.disabled")
+    public static let appEnabled = EventType(rawValue: "app.enabled")
     public static let outboxDeadLettered = EventType(rawValue: "outbox.dead_lettered")
 
     public static let userBanned = EventType(rawValue: "user.banned")

@@ -364,6 +364,8 @@ public final class ProviderSignInService: Sendable {
             return redirect([("error", error == "user_cancelled_authorize" ? "user_cancelled_authorize" : "access_denied")])
         }
         guard let app = try? directory.app(id: flow.appID) else { return redirect([("error", "server_error")]) }
+        // Switched off since the flow began: nothing is asked of Apple for it.
+        guard !app.isDisabled else { return redirect([("error", "access_denied")]) }
         do {
             guard let code = callback.code else { return redirect([("error", "access_denied")]) }
             // The app's own configuration is missing: the server's fault, not the user's.

@@ -17,11 +17,16 @@ public struct AppRecord: Sendable, Equatable {
     public var legacySourceChecksum: String?
     public var createdAt: Int64
     public var updatedAt: Int64
+    /// When the platform operator switched the app off (ms), or nil while it is enabled: then no
+    /// request of the app is served and its outbox items wait. Not a setting: no settings change
+    /// or `Tenants/` file touches it.
+    public var disabledAt: Int64?
 
     public init(
         id: AppID, appKey: String, settingsJSON: String, version: Int64 = 1, source: String, sourceChecksum: String? = nil,
-        legacySourceChecksum: String? = nil, createdAt: Int64, updatedAt: Int64
+        legacySourceChecksum: String? = nil, createdAt: Int64, updatedAt: Int64, disabledAt: Int64? = nil
     ) {
+        self.disabledAt = disabledAt
         self.legacySourceChecksum = legacySourceChecksum
         self.id = id
         self.appKey = appKey
@@ -218,6 +223,10 @@ public protocol AppScopedStore: Sendable {
     /// Replaces the settings and bumps the version, if the version is still `expectedVersion`
     /// (nil: whatever it is). Returns the updated record, or nil when another change came first.
     func updateSettings(json: String, allowedOrigins: [String], sourceChecksum: String?, expectedVersion: Int64?, now: Int64) throws -> AppRecord?
+    /// Switches the app off (`disabledAt`) or on again (nil) and bumps the version, so that every
+    /// node's cache sees it; the record, or nil when the app does not exist or is in that state
+    /// already (two switches at once: one changes it).
+    func setDisabled(at disabledAt: Int64?, now: Int64) throws -> AppRecord?
     /// Stores the checksum of the `Tenants/` file the settings came from (and drops the legacy
     /// one), changing nothing else: the settings are already the file's.
     func keepSourceChecksum(_ checksum: String) throws

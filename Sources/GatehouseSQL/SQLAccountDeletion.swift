@@ -42,6 +42,19 @@ struct SQLAccountDeletion: AccountDeletionStore {
             try db.execute("UPDATE email_codes SET user_id = NULL, code_hash = NULL WHERE app_id = \(store.appID) AND user_id = \(id)")
             // The ended sessions stay with the tombstone (every node's revocation poll reads them), without where they came from.
             try db.execute("UPDATE sessions SET ip = NULL, user_agent = NULL WHERE app_id = \(store.appID) AND user_id = \(id)")
+            // Its audit events stay (the app's record of what happened), without where they came
+            // from or the addresses they name: those recorded in this transaction too.
+            try db.execute("""
+                UPDATE events SET ip = NULL, user_agent = NULL
+                WHERE app_id = \(store.appID) AND user_id = \(id) AND (ip IS NOT NULL OR user_agent IS NOT NULL)
+                """)
+            for row in try db.query("SELECT id, data FROM events WHERE app_id = \(store.appID) AND user_id = \(id)") {
+                let text = try row.string("data")
+                // Unreadable data cannot be sifted: it goes whole rather than keep what it may hold.
+                let redacted = (try? JSON.parse(Array(text.utf8))).map(ErasedEventData.redacted) ?? [:]
+                let kept = redacted.serializedString
+                if kept != text { try db.execute("UPDATE events SET data = \(kept) WHERE app_id = \(store.appID) AND id = \(try row.string("id"))") }
+            }
             return tokens
         }
     }

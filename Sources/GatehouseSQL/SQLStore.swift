@@ -163,6 +163,14 @@ struct SQLAppScopedStore: AppScopedStore {
         }
     }
 
+    func setDisabled(at disabledAt: Int64?, now: Int64) throws -> AppRecord? {
+        let otherState: SQL = disabledAt == nil ? "disabled_at IS NOT NULL" : "disabled_at IS NULL"
+        return try database.query("""
+            UPDATE apps SET disabled_at = \(disabledAt), version = version + 1, updated_at = \(now)
+            WHERE id = \(appID) AND \(otherState) RETURNING *
+            """).first.map(appRecord)
+    }
+
     func keepSourceChecksum(_ checksum: String) throws {
         try database.execute("UPDATE apps SET source_checksum = \(checksum), legacy_source_checksum = NULL WHERE id = \(appID)")
     }
@@ -250,7 +258,7 @@ private func appRecord(_ row: SQLRow) throws -> AppRecord {
         id: AppID(unchecked: try row.string("id")), appKey: try row.string("app_key"), settingsJSON: try row.string("settings"),
         version: try row.int64("version"), source: try row.string("source"), sourceChecksum: try row.optionalString("source_checksum"),
         legacySourceChecksum: try row.optionalString("legacy_source_checksum"),
-        createdAt: try row.int64("created_at"), updatedAt: try row.int64("updated_at"))
+        createdAt: try row.int64("created_at"), updatedAt: try row.int64("updated_at"), disabledAt: try row.optionalInt64("disabled_at"))
 }
 
 private func signingKeyRecord(_ row: SQLRow) throws -> SigningKeyRecord {

@@ -88,6 +88,21 @@ func findApp(_ target: String, in gatehouse: Gatehouse) throws -> AppContext {
     return app
 }
 
+/// An app by id or app key, disabled ones too (a disabled app's key finds no app for requests).
+func findAnyApp(_ target: String, in gatehouse: Gatehouse) throws -> AppContext {
+    let id = try AppID(parsing: target) ?? gatehouse.store.apps.find(appKey: target)?.id
+    guard let id, let app = try gatehouse.directory.app(id: id) else { fail("gatehouse: no app with id or key \(target)") }
+    return app
+}
+
+/// `apps disable` and `apps enable`: prints {"app_id", "disabled"}.
+func switchApp(_ target: String, disabled: Bool) -> Never {
+    withGatehouse { gatehouse in
+        let app = try gatehouse.apps.setDisabled(try findAnyApp(target, in: gatehouse), disabled)
+        printJSON(["app_id": .string(app.id.rawValue), "disabled": .bool(app.isDisabled)])
+    }
+}
+
 // MARK: - Commands
 
 /// One command: its words, the shape of its arguments, and its help.
@@ -215,8 +230,9 @@ let commands: [Command] = [
     Command(
         words: ["apps", "list"], arguments: "", summary: "List every app: one JSON line each, oldest first.",
         details: """
-            Each line is {"app_id", "app_key", "name", "source", "created_at"}; source is api or tenants
-            (from a Tenants file). No secret is printed.
+            Each line is {"app_id", "app_key", "name", "source", "created_at", "disabled"}; source is api
+            or tenants (from a Tenants file); disabled is true for an app switched off with apps disable.
+            No secret is printed.
             """
     ) { _ in
         withGatehouse { gatehouse in
@@ -225,6 +241,7 @@ let commands: [Command] = [
                 printJSON([
                     "app_id": .string(record.id.rawValue), "app_key": .string(record.appKey), "name": name.map(JSON.string) ?? .null,
                     "source": .string(record.source), "created_at": .string(rfc3339(millis: record.createdAt)),
+                    "disabled": .bool(record.disabledAt != nil),
                 ])
             }
         }
@@ -282,6 +299,19 @@ let commands: [Command] = [
             printJSON(["app_id": .string(app.id.rawValue), "secret_key": .string(try gatehouse.apps.rotateSecretKey(app))])
         }
     },
+    Command(
+        words: ["apps", "disable"], arguments: "APP", summary: "Switch an app off (APP is an app id or app key); nothing is deleted.",
+        details: """
+            Its app key and secret keys are refused, its tokens too, its JWKS and discovery metadata
+            answer 404 and its outbox items wait, on every node within 5 seconds; apps enable undoes it.
+            A Tenants file applied later does not enable it. Prints {"app_id", "disabled"}.
+            """, positionals: 1...1
+    ) { parsed in switchApp(parsed.positionals[0], disabled: true) },
+    Command(
+        words: ["apps", "enable"], arguments: "APP", summary: "Switch a disabled app on again (APP is an app id or app key).",
+        details: "Everything the app had works again, and its waiting outbox items are sent. Prints {\"app_id\", \"disabled\"}.",
+        positionals: 1...1
+    ) { parsed in switchApp(parsed.positionals[0], disabled: false) },
     Command(
         words: ["keys", "rotate"], arguments: "--app APP [--revoke-previous]",
         summary: "Rotate an app's signing key (APP is an app id or app key); at most once a minute.",

@@ -38,7 +38,7 @@ extension ExecutableTests {
     func usageErrorsSayWhatWasWrongAndExit2() throws {
         let cases: [([String], String)] = [
             (["frobnicate"], "unknown command 'frobnicate'"),
-            (["apps"], "apps needs a subcommand: list, apply, create, secret-key"),
+            (["apps"], "apps needs a subcommand: list, apply, create, secret-key, disable, enable"),
             (["apps", "crate"], "apps has no subcommand 'crate'"),
             (["apps", "create"], "apps create needs --name NAME or --settings FILE"),
             (["apps", "create", "--name", "A", "--settings", "f.json"], "apps create takes --name or --settings, not both"),
@@ -63,7 +63,7 @@ extension ExecutableTests {
     func everyCommandHasItsOwnHelpAndTheVersionIsPrinted() throws {
         let overview = try gatehouse(["--help"])
         #expect(overview.status == 0)
-        for command in ["serve", "migrate", "backup FILE", "apps list", "apps apply DIR", "apps create", "apps secret-key", "keys rotate"] {
+        for command in ["serve", "migrate", "backup FILE", "apps list", "apps apply DIR", "apps create", "apps secret-key", "apps disable APP", "apps enable APP", "keys rotate"] {
             #expect(overview.output.contains("gatehouse \(command)"), "\(command)")
             let words = command.split(separator: " ").map(String.init).filter { $0 == $0.lowercased() }
             let help = try gatehouse(["help"] + words)
@@ -96,6 +96,34 @@ extension ExecutableTests {
         #expect(lines[0]["app_key"] == shop["app_key"])
         #expect(lines[0]["source"] == "api")
         #expect(!list.output.contains(try #require(shop["secret_key"]?.stringValue)))
+    }
+
+    /// `apps disable` and `apps enable` switch a tenant (by id or app key); `apps list` says which are off.
+    @Test
+    func appsDisableAndEnableSwitchATenantAndTheListSaysSo() throws {
+        let folder = NSTemporaryDirectory() + "gatehouse-cli-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let environment = ["GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/gatehouse.db"]
+        let shop = try JSON.parse(Array(try gatehouse(["apps", "create", "--name", "Shop"], environment: environment).output.utf8))
+        _ = try gatehouse(["apps", "create", "--name", "Blog"], environment: environment)
+        let id = try #require(shop["app_id"]?.stringValue)
+        func listed() throws -> [JSON?] {
+            try gatehouse(["apps", "list"], environment: environment).output.split(separator: "\n").map { try JSON.parse(Array($0.utf8))["disabled"] }
+        }
+        #expect(try listed() == [false, false])
+
+        let disabled = try gatehouse(["apps", "disable", id], environment: environment)
+        #expect(disabled.status == 0, "\(disabled.errors)")
+        #expect(try JSON.parse(Array(disabled.output.utf8)) == ["app_id": .string(id), "disabled": true])
+        #expect(try listed() == [true, false])
+        // A disabled app's key still names it for the operator.
+        let byKey = try gatehouse(["apps", "enable", try #require(shop["app_key"]?.stringValue)], environment: environment)
+        #expect(try JSON.parse(Array(byKey.output.utf8)) == ["app_id": .string(id), "disabled": false])
+        #expect(try listed() == [false, false])
+
+        let unknown = try gatehouse(["apps", "disable", "app_aaaaaaaaaaaaaaaaaaaaaaaa"], environment: environment)
+        #expect(unknown.status == 1 && unknown.errors.contains("no app with id or key"))
+        #expect(try gatehouse(["apps", "disable"], environment: environment).status == 2)
     }
 
     /// `gatehouse backup` copies the database while the server signs users up and rotates

@@ -72,6 +72,16 @@ struct DocumentationTests {
         try call("POST", "/v1/admin/apps", bearer: platform, headers: [("Content-Type", "text/plain")], body: Array("name".utf8))
         try call("POST", "/v1/admin/apps", bearer: platform, json: ["name": .string(String(repeating: "x", count: 2 << 20))])
         try call("POST", "/v1/admin/apps", json: ["name": "No token"])
+        // The platform's list and switch, on an app of their own (a disabled app answers nothing else).
+        let switched = try #require(try call("POST", "/v1/admin/apps", bearer: platform, json: ["name": "Switched"]).data?["app"]?["id"]?.stringValue)
+        try call("POST", "/v1/admin/apps/{app_id}/disable", "/v1/admin/apps/\(switched)/disable", bearer: platform)
+        try call("GET", "/v1/admin/apps", bearer: platform)
+        try call("GET", "/v1/admin/apps", "/v1/admin/apps?limit=1", bearer: platform)
+        try call("GET", "/v1/admin/apps", "/v1/admin/apps?limit=0", bearer: platform)
+        try call("GET", "/v1/admin/apps", bearer: secret)
+        try call("POST", "/v1/admin/apps/{app_id}/enable", "/v1/admin/apps/\(switched)/enable", bearer: platform)
+        try call("POST", "/v1/admin/apps/{app_id}/enable", "/v1/admin/apps/app_aaaaaaaaaaaaaaaaaaaaaaaa/enable", bearer: platform)
+        try call("POST", "/v1/admin/apps/{app_id}/disable", "/v1/admin/apps/\(switched)/disable")
 
         try call("GET", "/v1/app", appKey: appKey)
         try call("GET", "/v1/app")

@@ -56,24 +56,26 @@ public final class AccountDeletion: Sendable {
         try checks.finish()
         try accounts.requireRecentLogin(app: app, claims: claims)
         try delete(
-            app: app, user: claims.userID, reason: reason, appleAuthorizationCode: appleAuthorizationCode, by: "user",
-            sessionID: claims.sessionID, origin: origin, missing: GatehouseError(.sessionRevoked, "This account no longer exists."))
+            app: app, user: claims.userID, graceDays: app.settings.deletionGraceDays, reason: reason, appleAuthorizationCode: appleAuthorizationCode,
+            by: "user", sessionID: claims.sessionID, origin: origin, missing: GatehouseError(.sessionRevoked, "This account no longer exists."))
     }
 
-    /// `DELETE /v1/admin/users/{id}`: the same deletion, without a recent login. An account already
-    /// pending deletion stays as it is (204 again); an erased or unknown one, or another app's, is 404.
+    /// `DELETE /v1/admin/users/{id}`: the same deletion, without a recent login, and final: the
+    /// account is erased at once whatever `deletion_grace_days` says (the grace period protects a
+    /// user from their own mistake, not from an admin), also when its user had asked for its
+    /// deletion and it is pending. An erased or unknown one, or another app's, is 404.
     public func deleteByAdmin(app: AppContext, id rawID: String) throws {
         let notFound = GatehouseError(.notFound, "No such user in this app.")
         guard let id = UserID(parsing: rawID) else { throw notFound }
-        try delete(app: app, user: id, reason: nil, appleAuthorizationCode: nil, by: "admin", sessionID: nil, origin: nil, missing: notFound)
+        try delete(app: app, user: id, graceDays: 0, reason: nil, appleAuthorizationCode: nil, by: "admin", sessionID: nil, origin: nil, missing: notFound)
     }
 
+    /// - Parameter graceDays: 0 erases at once; else the account is pending deletion that long.
     private func delete(
-        app: AppContext, user id: UserID, reason: String?, appleAuthorizationCode: String?, by actor: String, sessionID: SessionID?,
+        app: AppContext, user id: UserID, graceDays: Int64, reason: String?, appleAuthorizationCode: String?, by actor: String, sessionID: SessionID?,
         origin: RequestOrigin?, missing: GatehouseError
     ) throws {
         let now = clock.nowMillis()
-        let graceDays = app.settings.deletionGraceDays
         let ended = try store.app(app.id).transaction { tx -> [SessionID] in
             // The user's row first, held to the end: a sign-in or a kept Apple token racing this
             // deletion either committed before (and is ended or revoked below) or finds it done.
@@ -84,8 +86,8 @@ public final class AccountDeletion: Sendable {
                     type: .sessionRevoked, userID: id, sessionID: session, ip: origin?.ip, userAgent: origin?.userAgent, data: ["reason": "deleted"],
                     createdAt: now))
             }
-            // Already pending (a second admin call): nothing more to do.
-            guard user.pendingDeletion == nil else { return ended }
+            // Already pending, and no erase asked for now: nothing more to do.
+            guard user.pendingDeletion == nil || graceDays == 0 else { return ended }
             var data: [String: JSON] = ["by": .string(actor), "reason": .optional(reason)]
             let tokens = try tx.providerTokens(id).filter { $0.provider == "apple" }
             if let code = appleAuthorizationCode, tokens.isEmpty {

@@ -8,7 +8,9 @@ public protocol AccountDeletionStore: Sendable {
     func cancel(_ id: UserID, now: Int64) throws -> Bool
     /// Erases the account, if it exists and (with `dueBy`) its deletion is pending and due by then:
     /// every personal column emptied, its identities, provider tokens and codes deleted, a
-    /// tombstone left (``Store/purgeErasedAccounts(before:limit:)``) that no lookup returns.
+    /// tombstone left (``Store/purgeErasedAccounts(before:limit:)``) that no lookup returns; its
+    /// sessions and audit events kept without `ip` and `user_agent`, the events' `data` without
+    /// email addresses (``ErasedEventData``).
     /// Returns the provider tokens deleted, to revoke; nil when there was nothing to erase (another
     /// node did it).
     func erase(_ id: UserID, dueBy: Int64?, now: Int64) throws -> [StoredProviderToken]?
