@@ -17,6 +17,7 @@ struct SQLOutbox: OutboxStore {
               AND (destination IS NULL OR NOT EXISTS (
                 SELECT 1 FROM outbox_destinations d
                 WHERE d.app_id = COALESCE(outbox.app_id, '') AND d.destination = outbox.destination AND d.paused_until > \(now)))
+              AND (app_id IS NULL OR NOT EXISTS (SELECT 1 FROM apps a WHERE a.id = outbox.app_id AND a.disabled_at IS NOT NULL))
             """
         if !excluding.isEmpty { due = "\(due) AND (app_id IS NULL OR app_id NOT IN (\(list: excluding.map(\.rawValue).sorted())))" }
         // Cheap and shared first: most polls find nothing due, and on SQLite a claim is a write.

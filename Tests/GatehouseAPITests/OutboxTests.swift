@@ -124,6 +124,28 @@ struct OutboxTests {
         #expect(try server.gatehouse.database.query("SELECT app_id FROM outbox_destinations").isEmpty, "a success closes the breaker")
     }
 
+    /// A disabled app's items wait, unattempted, and go out once it is enabled again; another
+    /// app's are delivered meanwhile.
+    @Test(arguments: TestDatabase.kinds)
+    func aDisabledAppsItemsWaitUntilItIsEnabled(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock()
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let (off, on) = (try server.createApp(), try server.createApp())
+        let outbox = server.gatehouse.store.outbox
+        _ = try outbox.enqueue(item("off", app: off.id), now: clock.nowMillis())
+        _ = try outbox.enqueue(item("on", app: on.id), now: clock.nowMillis())
+        #expect(try server.request("POST", "/v1/admin/apps/\(off.id)/disable", bearer: TestServer.adminToken).status == 200)
+        let handler = ScriptedHandler()
+        let worker = worker(server, handler, node: "n", clock: clock)
+        #expect(try worker.runOnce() == 1)
+        #expect(try worker.runOnce() == 0, "the disabled app's item waits")
+        #expect(try server.gatehouse.database.query("SELECT attempts FROM outbox WHERE idempotency_key = 'off'")[0].int64("attempts") == 0)
+        #expect(try server.request("POST", "/v1/admin/apps/\(off.id)/enable", bearer: TestServer.adminToken).status == 200)
+        #expect(try worker.runOnce() == 1)
+        #expect(try outbox.statistics(now: clock.nowMillis()).queued == 0)
+    }
+
     /// An item queued without its destination is claimed; when its handler then names a paused
     /// destination, it goes back unattempted, due when the pause ends, and remembers where it goes.
     @Test(arguments: TestDatabase.kinds)

@@ -251,8 +251,8 @@ public protocol OutboxStore: Sendable {
     /// Leases to `node` until `now + leaseMillis` the next due item of `kind` (not delivered, not
     /// dead, next attempt reached, lease free or run out) in round-robin order of apps: the
     /// oldest due item of the first app after `after` that has one (wrapping around), skipping the
-    /// apps in `excluding` (at their in-flight cap on this node), disabled apps, and items whose
-    /// destination is paused. Each item is this node's alone. nil when there is none.
+    /// apps in `excluding` (at their in-flight cap on this node), disabled apps (their items wait
+    /// until the app is enabled again), and items whose destination is paused. Each item is this node's alone. nil when there is none.
     func claimNext(kind: OutboxKind, after: AppID?, excluding: Set<AppID>, leaseMillis: Int64, node: String, now: Int64) throws -> OutboxItem?
     /// Records the delivery; a success also closes the breaker of the item's app and `destination`.
     func markDelivered(_ id: String, node: String, now: Int64, destination: String?) throws
