@@ -87,6 +87,114 @@ struct EmailFlowsAPITests {
         #expect(claims["amr"] == ["otp"])
     }
 
+    /// A code that is not `code`.
+    static func wrong(_ code: String, _ n: Int = 1) -> String {
+        let value = (Int(code)! + n) % 1_000_000
+        return String(repeating: "0", count: 6 - String(value).count) + String(value)
+    }
+
+    /// Moves the clock to one second past the next full hour, so that a test's guesses all fall
+    /// in one fixed hour.
+    static func startOfAnHour(_ world: World) {
+        let now = world.clock.nowMillis()
+        world.clock.advance(seconds: (3_600_000 - now % 3_600_000) / 1000 + 1)
+    }
+
+    /// Wrong codes count per address across codes and purposes: fresh codes every minute, each
+    /// under its 5 tries, do not buy more guesses. The 11th check in the hour is 429, even with
+    /// the right code, until the hour ends.
+    @Test(arguments: TestDatabase.kinds)
+    func tenWrongCodesForAnAddressInAnHourStopEveryCheckOfItWhateverTheCodeAndPurpose(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        _ = try world.server.signUp(world.app, email: "ada@example.com")
+        Self.startOfAnHour(world)
+        _ = try world.deliver()
+        world.seen = try world.sink.messages().count
+        var failures = 0
+        func guess(_ path: String, _ body: JSON) throws {
+            let answer = try world.post(path, body)
+            #expect(answer.status == 400 && answer.problemCode == "auth/invalid-code", "guess \(failures + 1): \(answer.status)")
+            failures += 1
+        }
+        // Two sign-in codes, four and three wrong tries each (none burnt), then a reset code.
+        for tries in [4, 3] {
+            #expect(try world.post("/v1/auth/email-code/send", ["email": "ada@example.com"]).status == 202)
+            let code = try world.code(to: "ada@example.com").code
+            for n in 1...tries { try guess("/v1/auth/email-code/verify", ["email": "ada@example.com", "code": .string(Self.wrong(code, n))]) }
+            world.clock.advance(seconds: 61)
+        }
+        #expect(try world.post("/v1/auth/password-reset/send", ["email": "ada@example.com"]).status == 202)
+        let reset = try world.code(to: "ada@example.com").code
+        for n in 1...3 {
+            try guess("/v1/auth/password-reset/confirm", ["email": "ada@example.com", "code": .string(Self.wrong(reset, n)), "password": "a new password 1"])
+        }
+        #expect(failures == 10)
+        let right = try world.post("/v1/auth/password-reset/confirm", ["email": "ada@example.com", "code": .string(reset), "password": "a new password 1"])
+        #expect(right.status == 429 && right.problemCode == "auth/too-many-attempts")
+        #expect(Int(right.header("Retry-After") ?? "") ?? 0 > 3000, "until the hour ends")
+        #expect(try world.post("/v1/auth/email-code/send", ["email": "ada@example.com"]).status == 202)
+        let fresh = try world.code(to: "ada@example.com").code
+        let signIn = try world.post("/v1/auth/email-code/verify", ["email": "ada@example.com", "code": .string(fresh)])
+        #expect(signIn.status == 429 && signIn.problemCode == "auth/too-many-attempts")
+        // Another address of the app is not held back.
+        #expect(try world.post("/v1/auth/email-code/send", ["email": "bob@example.com"]).status == 202)
+        let bob = try world.code(to: "bob@example.com").code
+        #expect(try world.post("/v1/auth/email-code/verify", ["email": "bob@example.com", "code": .string(bob)]).status == 201)
+        // The next hour, the address's checks are answered again.
+        Self.startOfAnHour(world)
+        #expect(try world.post("/v1/auth/email-code/send", ["email": "ada@example.com"]).status == 202)
+        let later = try world.code(to: "ada@example.com").code
+        #expect(try world.post("/v1/auth/email-code/verify", ["email": "ada@example.com", "code": .string(later)]).status == 200)
+    }
+
+    /// An address without an account is held to the same count (guesses with no code out
+    /// included), and the right code then makes no account.
+    @Test(arguments: TestDatabase.kinds)
+    func anAddressWithoutAnAccountIsHeldToTheSameCountAndGetsNoAccount(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        Self.startOfAnHour(world)
+        let address = "stranger@example.com"
+        for n in 1...3 {
+            let answer = try world.post("/v1/auth/email-code/verify", ["email": .string(address), "code": .string(Self.wrong("000000", n))])
+            #expect(answer.status == 400 && answer.problemCode == "auth/invalid-code")
+        }
+        var code = ""
+        for tries in [4, 3] {
+            #expect(try world.post("/v1/auth/email-code/send", ["email": .string(address)]).status == 202)
+            code = try world.code(to: address).code
+            for n in 1...tries {
+                let answer = try world.post("/v1/auth/email-code/verify", ["email": .string(address), "code": .string(Self.wrong(code, n))])
+                #expect(answer.status == 400 && answer.problemCode == "auth/invalid-code")
+            }
+            if tries == 4 { world.clock.advance(seconds: 61) }
+        }
+        let right = try world.post("/v1/auth/email-code/verify", ["email": .string(address), "code": .string(code)])
+        #expect(right.status == 429 && right.problemCode == "auth/too-many-attempts")
+        let users = try world.server.request("GET", "/v1/admin/users", bearer: world.app.secretKey)
+        #expect(users.status == 200 && users.data?.arrayValue?.isEmpty == true, "no account was made")
+    }
+
+    /// Twenty failures in a day stop the address until the day ends, even across hours.
+    @Test(arguments: TestDatabase.kinds)
+    func twentyWrongCodesInADayStopTheAddressUntilTheDayEnds(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        // The start of a day, so that the three hours below fall in it.
+        let now = world.clock.nowMillis()
+        world.clock.advance(seconds: (86_400_000 - now % 86_400_000) / 1000 + 1)
+        let address = "carol@example.com"
+        for hour in 0..<3 {
+            for n in 1...(hour < 2 ? 10 : 1) {
+                let answer = try world.post("/v1/auth/email-code/verify", ["email": .string(address), "code": .string(Self.wrong("000000", n))])
+                #expect(answer.status == (hour < 2 ? 400 : 429), "hour \(hour), guess \(n)")
+                if hour == 2 { #expect(Int(answer.header("Retry-After") ?? "") ?? 0 > 3 * 3600) }
+            }
+            Self.startOfAnHour(world)
+        }
+    }
+
     /// Someone signed up with another's address, and holds a login code from the Apple web flow
     /// for that account. When the address's owner proves it by code, every way in goes: the
     /// login code no longer opens a session either.
