@@ -195,6 +195,47 @@ struct EmailFlowsAPITests {
         }
     }
 
+    /// Past `rate_limits.mail_per_hour` a send answers as any other (202) and its mail is not
+    /// queued; the operator sees it in the metrics and the app's audit log (once an hour).
+    @Test(arguments: TestDatabase.kinds)
+    func pastItsMailCapAnAppsSendsAnswerTheSameAndQueueNoMail(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind, settings: ["rate_limits": ["auth_per_minute_per_ip": 1000, "mail_per_hour": 3]])
+        defer { world.stop() }
+        Self.startOfAnHour(world)
+        for n in 1...5 {
+            let send = try world.post("/v1/auth/email-code/send", ["email": .string("user\(n)@example.com")])
+            #expect(send.status == 202 && send.body.isEmpty, "send \(n)")
+        }
+        let mails = try world.deliver()
+        #expect(mails.flatMap(\.recipients).sorted() == ["user1@example.com", "user2@example.com", "user3@example.com"])
+        #expect(try MetricsScrape(world.server)["gatehouse_mail_capped_total"] == 2)
+        let events = try world.server.gatehouse.database.query(
+            "SELECT data FROM events WHERE type = 'app.mail_capped' AND app_id = \(world.app.id)")
+        #expect(events.count == 1, "once in the hour")
+        #expect(try events.first?.string("data").contains("\"mail_per_hour\":3") == true)
+        // The next hour the app sends again.
+        Self.startOfAnHour(world)
+        #expect(try world.post("/v1/auth/email-code/send", ["email": "user4@example.com"]).status == 202)
+        #expect(try world.deliver(after: 3).flatMap(\.recipients) == ["user4@example.com"])
+    }
+
+    /// An admin sets the cap up to the server's maximum (`GATEHOUSE_MAX_MAIL_PER_HOUR`), no higher.
+    @Test(arguments: TestDatabase.kinds)
+    func theMailCapIsSetUpToThePlatformsMaximum(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind) { $0.maxMailPerHour = 800 }
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Capped"])
+        #expect(try server.request("GET", "/v1/admin/app", bearer: app.secretKey).data?["rate_limits"]?["mail_per_hour"] == 500)
+        let over = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["rate_limits": ["mail_per_hour": 801]])
+        #expect(over.status == 400 && over.problemCode == "request/validation-failed" && over.text.contains("rate_limits.mail_per_hour"))
+        let created = try server.request("POST", "/v1/admin/apps", bearer: TestServer.adminToken, json: ["name": "Big", "rate_limits": ["mail_per_hour": 801]])
+        #expect(created.status == 400 && created.problemCode == "request/validation-failed")
+        let most = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["rate_limits": ["mail_per_hour": 800]])
+        #expect(most.status == 200 && most.data?["rate_limits"]?["mail_per_hour"] == 800)
+        let unknown = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["rate_limits": ["mails_per_hour": 1]])
+        #expect(unknown.status == 400)
+    }
+
     /// Someone signed up with another's address, and holds a login code from the Apple web flow
     /// for that account. When the address's owner proves it by code, every way in goes: the
     /// login code no longer opens a session either.
