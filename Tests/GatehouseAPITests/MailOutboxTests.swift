@@ -1,7 +1,9 @@
 import Foundation
 import GatehouseCore
+import GatehouseAPI
 import GatehouseMail
 import GatehouseTesting
+import Synchronization
 import Testing
 
 /// Mail through the outbox to a real SMTP server (the aiosmtpd sink), on both databases.
@@ -105,6 +107,47 @@ struct MailOutboxTests {
         #expect(try IndependentMailParser.parse(message.raw).from == [["Shop", "hello@shop.example"]])
         #expect(message.header("Reply-To") == nil)
         #expect(try platform.messages().isEmpty)
+    }
+
+    /// A code is in no log line but the `log:` mailer's own: not the access log, not the outbox's
+    /// retries or dead letters, at the most verbose level.
+    @Test(arguments: TestDatabase.kinds)
+    func codesStayOutOfLogs(_ kind: TestDatabaseKind) throws {
+        let sink = try SMTPSink()
+        defer { sink.stop() }
+        let lines = Mutex<[String]>([])
+        let log = Log(level: .debug) { bytes in lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) } }
+        let clock = ManualClock()
+        let url = sink.url
+        let server = try TestServer(kind, clock: clock, log: log) {
+            $0.smtpURL = url
+            $0.accessLog = true
+        }
+        defer { server.stop() }
+        server.gatehouse.stopBackgroundWork()
+        let app = try server.createApp(["name": "Quiet", "sign_in_methods": ["password", "email_code"]])
+        #expect(try server.request("POST", "/v1/auth/email-code/send", appKey: app.appKey, json: ["email": "ada@example.com"]).status == 202)
+        try sink.setMode(.refuseTemporarily)
+        #expect(try server.gatehouse.outboxWorker.runOnce() == 1)
+        try sink.setMode(.accept)
+        clock.advance(seconds: 5)
+        #expect(try server.gatehouse.outboxWorker.runOnce() == 1)
+        let mail = try #require(try sink.messages().first)
+        let text = try IndependentMailParser.parse(mail.raw).parts.first { $0.contentType == "text/plain" }?.content ?? ""
+        let code = try #require(text.range(of: #"\b[0-9]{6}\b"#, options: .regularExpression).map { String(text[$0]) })
+        let wrong = String((Int(code)! + 1) % 1_000_000)
+        for tried in [wrong, code] {
+            _ = try server.request("POST", "/v1/auth/email-code/verify", appKey: app.appKey, json: ["email": "ada@example.com", "code": .string(tried)])
+        }
+        // A mail refused for good, its reason in the log and the audit log.
+        try sink.setMode(.refusePermanently)
+        clock.advance(seconds: 61)
+        #expect(try server.request("POST", "/v1/auth/email-code/send", appKey: app.appKey, json: ["email": "ada@example.com"]).status == 202)
+        #expect(try server.gatehouse.outboxWorker.runOnce() == 1)
+        let logged = lines.withLock { $0 }
+        #expect(logged.contains { $0.contains("outbox delivery failed") } && logged.contains { $0.contains("dead-lettered") })
+        #expect(logged.contains { $0.contains("/v1/auth/email-code/verify") }, "the access log was on")
+        #expect(!logged.contains { $0.contains(code) }, "\(logged.filter { $0.contains(code) })")
     }
 
     /// The handler keeps its mailer, and the mailer its connections, from one batch to the next.
