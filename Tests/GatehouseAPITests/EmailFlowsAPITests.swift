@@ -219,6 +219,32 @@ struct EmailFlowsAPITests {
         #expect(try world.deliver(after: 3).flatMap(\.recipients) == ["user4@example.com"])
     }
 
+    /// Both counts are the cluster's, not a node's: guesses and mails spread over two nodes of
+    /// one database add up.
+    @Test(arguments: TestDatabase.kinds)
+    func theGuessAndMailCountsAreSharedByEveryNode(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind, settings: ["rate_limits": ["auth_per_minute_per_ip": 1000, "mail_per_hour": 3]])
+        defer { world.stop() }
+        let other = try TestServer(anotherNodeOf: world.server, clock: world.clock)
+        defer { other.stop() }
+        other.gatehouse.stopBackgroundWork()
+        Self.startOfAnHour(world)
+        let nodes = [world.server, other]
+        for n in 1...10 {
+            let answer = try nodes[n % 2].request(
+                "POST", "/v1/auth/email-code/verify", appKey: world.app.appKey, json: ["email": "dan@example.com", "code": .string(Self.wrong("000000", n))])
+            #expect(answer.status == 400, "guess \(n)")
+        }
+        let eleventh = try world.server.request(
+            "POST", "/v1/auth/email-code/verify", appKey: world.app.appKey, json: ["email": "dan@example.com", "code": "123456"])
+        #expect(eleventh.status == 429 && eleventh.problemCode == "auth/too-many-attempts")
+        for n in 1...4 {
+            let send = try nodes[n % 2].request("POST", "/v1/auth/email-code/send", appKey: world.app.appKey, json: ["email": .string("node\(n)@example.com")])
+            #expect(send.status == 202)
+        }
+        #expect(try world.deliver().count == 3)
+    }
+
     /// An admin sets the cap up to the server's maximum (`GATEHOUSE_MAX_MAIL_PER_HOUR`), no higher.
     @Test(arguments: TestDatabase.kinds)
     func theMailCapIsSetUpToThePlatformsMaximum(_ kind: TestDatabaseKind) throws {

@@ -152,8 +152,9 @@ public struct EmailCodes: Sendable {
     /// Queues a mail that carries no code (the notice to an old address), with the change it tells of.
     public func notify(_ tx: any AppScopedStore, app: AppContext, mail: EmailToSend, idempotencyKey: String) throws {
         let item = try composer.outboxItem(mail, app: app.id, idempotencyKey: idempotencyKey)
-        guard try underMailCap(tx, app: app, now: clock.nowMillis()) else { return }
-        _ = try tx.enqueue(item, now: clock.nowMillis())
+        let now = clock.nowMillis()
+        guard try underMailCap(tx, app: app, now: now) else { return }
+        _ = try tx.enqueue(item, now: now)
     }
 
     /// Counts one mail of the app in this fixed hour and says whether it may be queued: at most
