@@ -87,14 +87,13 @@ public final class Gatehouse: Sendable {
         // transaction (bound here: the fan-out reads the directory, which is built on the store).
         store.bindEventFanOut(WebhookFanOut(directory: directory, sealer: sealer))
         apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken, masterKey: masterKey,
-            allowPrivateOutbound: configuration.allowPrivateOutbound)
+            allowPrivateOutbound: configuration.allowPrivateOutbound, maxMailPerHour: Int64(configuration.maxMailPerHour))
 
         // The outbox and its kinds, mail and webhooks; the mail flows below wake it after they commit.
         let mail = MailOutboxHandler(
             directory: directory, sealer: sealer, platformSMTPURL: configuration.smtpURL,
-            // An IP literal public URL makes no mail domain: then localhost.
-            platformSender: try (try? MailAddress("no-reply@" + (URLComponents(string: configuration.publicURL)?.host ?? "localhost")))
-                ?? MailAddress("no-reply@localhost"),
+            // GATEHOUSE_SMTP_FROM, else no-reply@ the public host (checked by the configuration).
+            platformSender: try (try? MailAddress(configuration.platformSenderAddress)) ?? MailAddress("no-reply@localhost"),
             allowPrivateOutbound: configuration.allowPrivateOutbound, clock: clock, log: { [log] text in log.info("mail", ["message": .string(text)]) })
         let outbound = OutboundHTTPClient(
             observer: metrics.providerCallObserver(
@@ -140,7 +139,7 @@ public final class Gatehouse: Sendable {
         // change it belongs to; the outbox worker delivers it.
         let emailCodes = EmailCodes(
             masterKey: masterKey, composer: TemplatedMailComposer(templates: try MailTemplates.bundled(), sealer: sealer), clock: clock,
-            wakeOutbox: outboxWorker.wake)
+            wakeOutbox: outboxWorker.wake, maxMailPerHour: Int64(configuration.maxMailPerHour), metrics: metrics)
         accounts = AccountService(store: store, cache: accountCache, tokens: tokens, hasher: hasher, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds,
             masterKey: masterKey, emailCodes: emailCodes, log: log, metrics: metrics)
         emailFlows = EmailFlowService(store: store, accounts: accounts, codes: emailCodes, hasher: hasher, clock: clock)

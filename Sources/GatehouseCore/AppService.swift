@@ -11,6 +11,8 @@ public final class AppService: Sendable {
     private let checksumKey: [UInt8]
     /// `GATEHOUSE_ALLOW_PRIVATE_OUTBOUND`: webhook URLs may be `http` or name private addresses.
     private let allowPrivateOutbound: Bool
+    /// `GATEHOUSE_MAX_MAIL_PER_HOUR`: the highest `rate_limits.mail_per_hour` an admin may set.
+    private let maxMailPerHour: Int64
 
     /// A retired signing key stays published this long: the longest access-token lifetime an app
     /// can set, plus five minutes of clock skew, so no token in flight loses its key.
@@ -21,15 +23,25 @@ public final class AppService: Sendable {
     /// - Parameter masterKey: for the key of `Tenants/` checksums (``MasterKeyDerivation``).
     public init(
         store: any Store, sealer: SecretSealer, directory: AppDirectory, clock: any Clock, adminToken: String?, masterKey: [UInt8],
-        allowPrivateOutbound: Bool = false
+        allowPrivateOutbound: Bool = false, maxMailPerHour: Int64 = 10_000
     ) {
         self.allowPrivateOutbound = allowPrivateOutbound
+        self.maxMailPerHour = maxMailPerHour
         self.checksumKey = MasterKeyDerivation.key(for: .tenantChecksum, from: masterKey)
         self.store = store
         self.sealer = sealer
         self.directory = directory
         self.clock = clock
         self.adminTokenHash = adminToken.map { Digest.sha256(Array($0.utf8)) }
+    }
+
+    /// A setting above what this server allows (``maxMailPerHour``), unless it is the value the
+    /// app had (`before`, or the default for a new app): lowering the maximum leaves apps working,
+    /// capped at it when they send (``EmailCodes``), and their admins free to change other fields.
+    private func platformMaximumProblem(_ settings: AppSettings, before: AppSettings?) -> FieldError? {
+        let mail = settings.rateLimits.mailPerHour
+        guard mail > maxMailPerHour, mail != (before ?? AppSettings(name: "")).rateLimits.mailPerHour else { return nil }
+        return FieldError("rate_limits.mail_per_hour", "Must be at most \(maxMailPerHour) on this server (GATEHOUSE_MAX_MAIL_PER_HOUR).")
     }
 
     // MARK: - Credentials
@@ -60,6 +72,7 @@ public final class AppService: Sendable {
     /// Creates an app from a settings object (admin API and CLI).
     public func create(settings json: JSON) throws -> Created {
         let settings = try AppSettings.decode(json, source: .admin(current: nil), allowPrivateOutbound: allowPrivateOutbound)
+        if let problem = platformMaximumProblem(settings, before: nil) { throw GatehouseError.validation([problem]) }
         return try insert(settings: settings, appKey: Self.generateAppKey(), source: "api", sourceChecksum: nil)
     }
 
@@ -116,6 +129,7 @@ public final class AppService: Sendable {
                 .keepingRemovals(of: .object(patchObject))
             let settings = try AppSettings.decode(merged, source: .admin(current: current.settings), allowPrivateOutbound: allowPrivateOutbound)
                 .keepingReplacedWebhookSecrets(of: current.settings, now: clock.nowMillis())
+            if let problem = platformMaximumProblem(settings, before: current.settings) { throw GatehouseError.validation([problem]) }
             if settings.signingAlgorithm != current.settings.signingAlgorithm {
                 throw GatehouseError.validation(
                     "signing_algorithm", "Set when the app is created; changing it needs a key rotation, which this version does not do.")
@@ -256,6 +270,7 @@ public final class AppService: Sendable {
             if error.fieldErrors.isEmpty { throw error }
             problems += error.fieldErrors
         }
+        if let decoded, let problem = platformMaximumProblem(decoded, before: nil) { problems.append(problem) }
         guard let appKey, let settings = decoded, problems.isEmpty else { throw GatehouseError.validation(problems) }
         // The checksum covers the resolved settings, so a changed key file or variable counts as a
         // change. They hold secrets in clear: keyed, so a dump cannot test guesses against it.

@@ -47,6 +47,11 @@ public struct AppSettings: Sendable, Equatable {
         /// The highest either may be set to: each sign-in costs an argon2id hash or a provider
         /// check on CPU that every app shares.
         public static let maxPerMinutePerIP: Int64 = 1000
+        /// Mail the app may queue in a fixed hour (codes and notices); past it, mail is not queued.
+        /// `GATEHOUSE_MAX_MAIL_PER_HOUR` bounds what an admin may set (``AppService``).
+        public var mailPerHour: Int64 = 500
+        /// The most `mail_per_hour` can ever be read as, whatever the platform's maximum.
+        public static let mailPerHourCeiling: Int64 = 1_000_000
     }
     /// Where token responses put the refresh token (`refresh_cookie`: `false`, `true` or `"only"`).
     public enum RefreshCookie: Sendable, Equatable {
@@ -312,6 +317,7 @@ extension AppSettings {
             let storedCeiling: Int64 = if case .storage = source { 10000 } else { RateLimits.maxPerMinutePerIP }
             if let v = f.int("auth_per_minute_per_ip", 1...storedCeiling) { s.rateLimits.authPerMinutePerIP = min(v, RateLimits.maxPerMinutePerIP) }
             if let v = f.int("web_flow_per_minute_per_ip", 1...RateLimits.maxPerMinutePerIP) { s.rateLimits.webFlowPerMinutePerIP = v }
+            if let v = f.int("mail_per_hour", 1...RateLimits.mailPerHourCeiling) { s.rateLimits.mailPerHour = v }
             f.rejectUnknown()
             r.absorb(f.errors)
         }
@@ -533,6 +539,7 @@ extension AppSettings {
             "files": ["max_bytes": .int(files.maxBytes), "photo_types": strings(files.photoTypes)],
             "rate_limits": [
                 "auth_per_minute_per_ip": .int(rateLimits.authPerMinutePerIP), "web_flow_per_minute_per_ip": .int(rateLimits.webFlowPerMinutePerIP),
+                "mail_per_hour": .int(rateLimits.mailPerHour),
             ],
             "apple": [
                 "client_ids": strings(apple.clientIDs), "services_id": .optional(apple.servicesID), "team_id": .optional(apple.teamID),

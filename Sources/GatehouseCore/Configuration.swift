@@ -50,6 +50,11 @@ public struct Configuration: Sendable {
     public var adminToken: String?
     public var tenantsDirectory: String?
     public var smtpURL = "log:"
+    /// `GATEHOUSE_SMTP_FROM`: the address the platform's mailer sends every app's mail from (the
+    /// app's name as the display name); nil: `no-reply@` the public URL's host.
+    public var smtpFrom: String?
+    /// `GATEHOUSE_MAX_MAIL_PER_HOUR`: the highest `rate_limits.mail_per_hour` an app may set.
+    public var maxMailPerHour: Int = 10_000
     public var trustedProxies: [String] = []
     /// `GATEHOUSE_ALLOW_PRIVATE_OUTBOUND`: whether connections to URLs a tenant admin sets (an
     /// app's SMTP server, its webhooks) may reach loopback, private, link-local and metadata
@@ -288,6 +293,18 @@ public struct Configuration: Sendable {
             } else {
                 problems.append("GATEHOUSE_SMTP_URL must be log:, smtp://… or smtps://….")
             }
+        } else if config.publicURL.lowercased().hasPrefix("https://") {
+            // The default prints every mail, codes included, to the log: fine on a laptop, not
+            // behind a real https address unless the operator says so.
+            problems.append(
+                "GATEHOUSE_SMTP_URL is required when GATEHOUSE_PUBLIC_URL is https: the default, log:, writes every mail (sign-in codes included) to the log. Set smtp://… or smtps://…, or GATEHOUSE_SMTP_URL=log: to print mail on purpose.")
+        }
+        if let from = value("GATEHOUSE_SMTP_FROM") {
+            if isMailAddress(from) {
+                config.smtpFrom = from
+            } else {
+                problems.append("GATEHOUSE_SMTP_FROM must be an address such as no-reply@auth.example.com (ASCII, one @, no name or spaces).")
+            }
         }
         if let allow = value("GATEHOUSE_ALLOW_PRIVATE_OUTBOUND") {
             switch allow {
@@ -335,6 +352,7 @@ public struct Configuration: Sendable {
         integer("GATEHOUSE_ARGON2_PARALLELISM", 1...16, into: &config.argon2Parallelism)
         integer("GATEHOUSE_HASH_CONCURRENCY", 1...256, into: &config.hashConcurrency)
         integer("GATEHOUSE_PROVIDER_THREADS", 1...1024, into: &config.providerThreads)
+        integer("GATEHOUSE_MAX_MAIL_PER_HOUR", 1...1_000_000, into: &config.maxMailPerHour)
         if let log = value("GATEHOUSE_ACCESS_LOG") {
             switch log {
             case "json": config.accessLog = true
@@ -365,8 +383,31 @@ public struct Configuration: Sendable {
         "GATEHOUSE_ARGON2_MEMORY_KIB", "GATEHOUSE_ARGON2_ITERATIONS", "GATEHOUSE_ARGON2_PARALLELISM", "GATEHOUSE_HASH_CONCURRENCY",
         "GATEHOUSE_PROVIDER_THREADS", "GATEHOUSE_ACCESS_LOG", "GATEHOUSE_LOG_LEVEL", "GATEHOUSE_DB_STATEMENT_TIMEOUT_MS",
         "GATEHOUSE_DB_CONNECT_TIMEOUT_SECONDS", "GATEHOUSE_MAINTENANCE_INTERVAL_SECONDS",
-        "GATEHOUSE_OUTBOX_PER_APP_IN_FLIGHT",
+        "GATEHOUSE_OUTBOX_PER_APP_IN_FLIGHT", "GATEHOUSE_SMTP_FROM", "GATEHOUSE_MAX_MAIL_PER_HOUR",
     ]
+
+    /// The platform mailer's sender address: `GATEHOUSE_SMTP_FROM`, else `no-reply@` the public
+    /// URL's host (`localhost` for an IP address, which makes no mail domain).
+    public var platformSenderAddress: String {
+        if let smtpFrom { return smtpFrom }
+        let host = URLComponents(string: publicURL)?.host ?? ""
+        let isName = !host.isEmpty && IPRange(host) == nil && !host.contains(":") && host.contains(where: \.isLetter)
+        return "no-reply@" + (isName ? host : "localhost")
+    }
+
+    /// What the server warns about when it starts: settings that are for development only and
+    /// must not be left on by mistake. (Never a value that could be a secret.)
+    public var startWarnings: [String] {
+        var warnings: [String] = []
+        if smtpURL == "log:" {
+            warnings.append("mail is printed to the log, not sent (GATEHOUSE_SMTP_URL=log:): for development only; every code is in the log")
+        }
+        if allowPrivateOutbound {
+            warnings.append(
+                "GATEHOUSE_ALLOW_PRIVATE_OUTBOUND=true: tenants' webhooks and SMTP servers may reach loopback, private and metadata addresses; for development only")
+        }
+        return warnings
+    }
 
     /// The `GATEHOUSE_*` variables of `environment` that the server does not read, sorted, each
     /// with the known variable it most likely misspells (nil when none is close). Their values
@@ -426,6 +467,16 @@ func s3EndpointProblem(_ endpoint: String) -> String? {
         return loopback ? nil : "GATEHOUSE_S3_ENDPOINT: http:// is allowed only to a loopback address; use https://."
     default: return message
     }
+}
+
+/// A bare ASCII mail address: one `@`, both sides non-empty, no space, control character or
+/// the characters that delimit addresses.
+func isMailAddress(_ text: String) -> Bool {
+    let bytes = Array(text.utf8)
+    let specials = Set("<>()[],;:\\\"".utf8)
+    guard bytes.count <= 254, bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F && !specials.contains($0) }) else { return false }
+    let parts = text.split(separator: "@", omittingEmptySubsequences: false)
+    return parts.count == 2 && !parts[0].isEmpty && !parts[1].isEmpty
 }
 
 /// An S3 bucket name (the DNS-compatible rules; no `/`, so it is one path segment).

@@ -23,6 +23,9 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let appDisabled = EventType(rawValue: "app.disabled")
     public static let appEnabled = EventType(rawValue: "app.enabled")
     public static let outboxDeadLettered = EventType(rawValue: "outbox.dead_lettered")
+    /// The app sent its `rate_limits.mail_per_hour`; mail past it this hour is not queued (at
+    /// most one such event an hour; `data.mail_per_hour`).
+    public static let appMailCapped = EventType(rawValue: "app.mail_capped")
 
     public static let userBanned = EventType(rawValue: "user.banned")
     public static let userUnbanned = EventType(rawValue: "user.unbanned")

@@ -159,8 +159,9 @@ public struct RateLimiter: Sendable {
     /// nothing. Failures, not tries, so that no success (however many at once) is ever refused.
     public static let accountGuesses = (limit: Int64(10), windowSeconds: Int64(15 * 60))
 
-    /// The longest window any bucket counts in: older counters can go.
-    static let longestWindowMillis: Int64 = 15 * 60 * 1000
+    /// The longest window any bucket counts in (the day of ``EmailCodes/guessLimits``): older
+    /// counters can go.
+    static let longestWindowMillis: Int64 = 24 * 3600 * 1000
 
     /// Counts a hit for `subject` (e.g. the client IP) in `bucket`; throws 429 with `Retry-After`
     /// past `limit` in the fixed window of `windowSeconds` (a minute by default).

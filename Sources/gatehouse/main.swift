@@ -39,6 +39,7 @@ func serve() -> Never {
     do { try server.start() } catch { fail("gatehouse: cannot listen on \(configuration.listenHost):\(configuration.listenPort): \(error)") }
     gatehouse.startBackgroundWork()
     warnAboutUnknownVariables(gatehouse.log)
+    for warning in configuration.startWarnings { gatehouse.log.warning(warning) }
     gatehouse.log.info(
         "listening",
         ["address": .string("\(configuration.listenHost):\(server.port)"), "public_url": .string(configuration.publicURL),

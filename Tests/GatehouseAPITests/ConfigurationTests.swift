@@ -71,6 +71,32 @@ struct ConfigurationTests {
         }
     }
 
+    /// The default mailer prints codes to the log: warned about always, and behind an https
+    /// address refused unless asked for by name.
+    @Test
+    func theLogMailerIsForDevelopmentAndRefusedByDefaultBehindHTTPS() throws {
+        let local = try Configuration.fromEnvironment([:])
+        #expect(local.startWarnings.contains { $0.contains("mail is printed to the log") })
+        let https = ["GATEHOUSE_PUBLIC_URL": "https://auth.example.com"]
+        let refused = #expect(throws: ConfigurationError.self) { try Configuration.fromEnvironment(https) }
+        #expect(refused?.problems.contains { $0.contains("GATEHOUSE_SMTP_URL is required when GATEHOUSE_PUBLIC_URL is https") } == true)
+        let explicit = try Configuration.fromEnvironment(https.merging(["GATEHOUSE_SMTP_URL": "log:"]) { $1 })
+        #expect(explicit.smtpURL == "log:" && explicit.startWarnings.contains { $0.contains("mail is printed to the log") })
+        let real = try Configuration.fromEnvironment(https.merging(["GATEHOUSE_SMTP_URL": "smtps://smtp.example.com"]) { $1 })
+        #expect(real.startWarnings.isEmpty)
+        let open = try Configuration.fromEnvironment(["GATEHOUSE_SMTP_URL": "smtp://127.0.0.1:25", "GATEHOUSE_ALLOW_PRIVATE_OUTBOUND": "true"])
+        #expect(open.startWarnings.count == 1 && open.startWarnings[0].contains("GATEHOUSE_ALLOW_PRIVATE_OUTBOUND=true"))
+    }
+
+    @Test
+    func theMailCapMaximumIsTenThousandAndSettable() throws {
+        #expect(try Configuration.fromEnvironment([:]).maxMailPerHour == 10_000)
+        #expect(try Configuration.fromEnvironment(["GATEHOUSE_MAX_MAIL_PER_HOUR": "50"]).maxMailPerHour == 50)
+        for wrong in ["0", "-1", "lots", "1000001"] {
+            #expect(throws: ConfigurationError.self, "\(wrong)") { try Configuration.fromEnvironment(["GATEHOUSE_MAX_MAIL_PER_HOUR": wrong]) }
+        }
+    }
+
     @Test
     func theMaintenanceIntervalIsFiveMinutesAndRefusesNonsense() throws {
         #expect(try Configuration.fromEnvironment([:]).maintenanceIntervalSeconds == 300)
@@ -137,7 +163,9 @@ struct ConfigurationTests {
         let v6 = try Configuration.fromEnvironment(["GATEHOUSE_LISTEN": "[::1]:9000"])
         #expect(v6.listenHost == "::1")
         #expect(v6.publicURL == "http://[::1]:9000")
-        let explicit = try Configuration.fromEnvironment(["GATEHOUSE_LISTEN": "0.0.0.0:80", "GATEHOUSE_PUBLIC_URL": "https://auth.example.com//"])
+        let explicit = try Configuration.fromEnvironment([
+            "GATEHOUSE_LISTEN": "0.0.0.0:80", "GATEHOUSE_PUBLIC_URL": "https://auth.example.com//", "GATEHOUSE_SMTP_URL": "smtp://127.0.0.1:25",
+        ])
         #expect(explicit.publicURL == "https://auth.example.com")
         for bad in ["::1:9000", "127.0.0.1:0", "127.0.0.1:65536", "[::1]9000"] {
             #expect(throws: ConfigurationError.self, "\(bad)") { try Configuration.fromEnvironment(["GATEHOUSE_LISTEN": bad]) }

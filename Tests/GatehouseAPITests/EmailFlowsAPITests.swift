@@ -87,6 +87,181 @@ struct EmailFlowsAPITests {
         #expect(claims["amr"] == ["otp"])
     }
 
+    /// A code that is not `code`.
+    static func wrong(_ code: String, _ n: Int = 1) -> String {
+        let value = (Int(code)! + n) % 1_000_000
+        return String(repeating: "0", count: 6 - String(value).count) + String(value)
+    }
+
+    /// Moves the clock to one second past the next full hour, so that a test's guesses all fall
+    /// in one fixed hour.
+    static func startOfAnHour(_ world: World) {
+        let now = world.clock.nowMillis()
+        world.clock.advance(seconds: (3_600_000 - now % 3_600_000) / 1000 + 1)
+    }
+
+    /// Wrong codes count per address across codes and purposes: fresh codes every minute, each
+    /// under its 5 tries, do not buy more guesses. The 11th check in the hour is 429, even with
+    /// the right code, until the hour ends.
+    @Test(arguments: TestDatabase.kinds)
+    func tenWrongCodesForAnAddressInAnHourStopEveryCheckOfItWhateverTheCodeAndPurpose(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        _ = try world.server.signUp(world.app, email: "ada@example.com")
+        Self.startOfAnHour(world)
+        _ = try world.deliver()
+        world.seen = try world.sink.messages().count
+        var failures = 0
+        func guess(_ path: String, _ body: JSON) throws {
+            let answer = try world.post(path, body)
+            #expect(answer.status == 400 && answer.problemCode == "auth/invalid-code", "guess \(failures + 1): \(answer.status)")
+            failures += 1
+        }
+        // Two sign-in codes, four and three wrong tries each (none burnt), then a reset code.
+        for tries in [4, 3] {
+            #expect(try world.post("/v1/auth/email-code/send", ["email": "ada@example.com"]).status == 202)
+            let code = try world.code(to: "ada@example.com").code
+            for n in 1...tries { try guess("/v1/auth/email-code/verify", ["email": "ada@example.com", "code": .string(Self.wrong(code, n))]) }
+            world.clock.advance(seconds: 61)
+        }
+        #expect(try world.post("/v1/auth/password-reset/send", ["email": "ada@example.com"]).status == 202)
+        let reset = try world.code(to: "ada@example.com").code
+        for n in 1...3 {
+            try guess("/v1/auth/password-reset/confirm", ["email": "ada@example.com", "code": .string(Self.wrong(reset, n)), "password": "a new password 1"])
+        }
+        #expect(failures == 10)
+        let right = try world.post("/v1/auth/password-reset/confirm", ["email": "ada@example.com", "code": .string(reset), "password": "a new password 1"])
+        #expect(right.status == 429 && right.problemCode == "auth/too-many-attempts")
+        #expect(Int(right.header("Retry-After") ?? "") ?? 0 > 3000, "until the hour ends")
+        #expect(try world.post("/v1/auth/email-code/send", ["email": "ada@example.com"]).status == 202)
+        let fresh = try world.code(to: "ada@example.com").code
+        let signIn = try world.post("/v1/auth/email-code/verify", ["email": "ada@example.com", "code": .string(fresh)])
+        #expect(signIn.status == 429 && signIn.problemCode == "auth/too-many-attempts")
+        // Another address of the app is not held back.
+        #expect(try world.post("/v1/auth/email-code/send", ["email": "bob@example.com"]).status == 202)
+        let bob = try world.code(to: "bob@example.com").code
+        #expect(try world.post("/v1/auth/email-code/verify", ["email": "bob@example.com", "code": .string(bob)]).status == 201)
+        // The next hour, the address's checks are answered again.
+        Self.startOfAnHour(world)
+        #expect(try world.post("/v1/auth/email-code/send", ["email": "ada@example.com"]).status == 202)
+        let later = try world.code(to: "ada@example.com").code
+        #expect(try world.post("/v1/auth/email-code/verify", ["email": "ada@example.com", "code": .string(later)]).status == 200)
+    }
+
+    /// An address without an account is held to the same count (guesses with no code out
+    /// included), and the right code then makes no account.
+    @Test(arguments: TestDatabase.kinds)
+    func anAddressWithoutAnAccountIsHeldToTheSameCountAndGetsNoAccount(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        Self.startOfAnHour(world)
+        let address = "stranger@example.com"
+        for n in 1...3 {
+            let answer = try world.post("/v1/auth/email-code/verify", ["email": .string(address), "code": .string(Self.wrong("000000", n))])
+            #expect(answer.status == 400 && answer.problemCode == "auth/invalid-code")
+        }
+        var code = ""
+        for tries in [4, 3] {
+            #expect(try world.post("/v1/auth/email-code/send", ["email": .string(address)]).status == 202)
+            code = try world.code(to: address).code
+            for n in 1...tries {
+                let answer = try world.post("/v1/auth/email-code/verify", ["email": .string(address), "code": .string(Self.wrong(code, n))])
+                #expect(answer.status == 400 && answer.problemCode == "auth/invalid-code")
+            }
+            if tries == 4 { world.clock.advance(seconds: 61) }
+        }
+        let right = try world.post("/v1/auth/email-code/verify", ["email": .string(address), "code": .string(code)])
+        #expect(right.status == 429 && right.problemCode == "auth/too-many-attempts")
+        let users = try world.server.request("GET", "/v1/admin/users", bearer: world.app.secretKey)
+        #expect(users.status == 200 && users.data?.arrayValue?.isEmpty == true, "no account was made")
+    }
+
+    /// Twenty failures in a day stop the address until the day ends, even across hours.
+    @Test(arguments: TestDatabase.kinds)
+    func twentyWrongCodesInADayStopTheAddressUntilTheDayEnds(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        // The start of a day, so that the three hours below fall in it.
+        let now = world.clock.nowMillis()
+        world.clock.advance(seconds: (86_400_000 - now % 86_400_000) / 1000 + 1)
+        let address = "carol@example.com"
+        for hour in 0..<3 {
+            for n in 1...(hour < 2 ? 10 : 1) {
+                let answer = try world.post("/v1/auth/email-code/verify", ["email": .string(address), "code": .string(Self.wrong("000000", n))])
+                #expect(answer.status == (hour < 2 ? 400 : 429), "hour \(hour), guess \(n)")
+                if hour == 2 { #expect(Int(answer.header("Retry-After") ?? "") ?? 0 > 3 * 3600) }
+            }
+            Self.startOfAnHour(world)
+        }
+    }
+
+    /// Past `rate_limits.mail_per_hour` a send answers as any other (202) and its mail is not
+    /// queued; the operator sees it in the metrics and the app's audit log (once an hour).
+    @Test(arguments: TestDatabase.kinds)
+    func pastItsMailCapAnAppsSendsAnswerTheSameAndQueueNoMail(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind, settings: ["rate_limits": ["auth_per_minute_per_ip": 1000, "mail_per_hour": 3]])
+        defer { world.stop() }
+        Self.startOfAnHour(world)
+        for n in 1...5 {
+            let send = try world.post("/v1/auth/email-code/send", ["email": .string("user\(n)@example.com")])
+            #expect(send.status == 202 && send.body.isEmpty, "send \(n)")
+        }
+        let mails = try world.deliver()
+        #expect(mails.flatMap(\.recipients).sorted() == ["user1@example.com", "user2@example.com", "user3@example.com"])
+        #expect(try MetricsScrape(world.server)["gatehouse_mail_capped_total"] == 2)
+        let events = try world.server.gatehouse.database.query(
+            "SELECT data FROM events WHERE type = 'app.mail_capped' AND app_id = \(world.app.id)")
+        #expect(events.count == 1, "once in the hour")
+        #expect(try events.first?.string("data").contains("\"mail_per_hour\":3") == true)
+        // The next hour the app sends again.
+        Self.startOfAnHour(world)
+        #expect(try world.post("/v1/auth/email-code/send", ["email": "user4@example.com"]).status == 202)
+        #expect(try world.deliver(after: 3).flatMap(\.recipients) == ["user4@example.com"])
+    }
+
+    /// Both counts are the cluster's, not a node's: guesses and mails spread over two nodes of
+    /// one database add up.
+    @Test(arguments: TestDatabase.kinds)
+    func theGuessAndMailCountsAreSharedByEveryNode(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind, settings: ["rate_limits": ["auth_per_minute_per_ip": 1000, "mail_per_hour": 3]])
+        defer { world.stop() }
+        let other = try TestServer(anotherNodeOf: world.server, clock: world.clock)
+        defer { other.stop() }
+        other.gatehouse.stopBackgroundWork()
+        Self.startOfAnHour(world)
+        let nodes = [world.server, other]
+        for n in 1...10 {
+            let answer = try nodes[n % 2].request(
+                "POST", "/v1/auth/email-code/verify", appKey: world.app.appKey, json: ["email": "dan@example.com", "code": .string(Self.wrong("000000", n))])
+            #expect(answer.status == 400, "guess \(n)")
+        }
+        let eleventh = try world.server.request(
+            "POST", "/v1/auth/email-code/verify", appKey: world.app.appKey, json: ["email": "dan@example.com", "code": "123456"])
+        #expect(eleventh.status == 429 && eleventh.problemCode == "auth/too-many-attempts")
+        for n in 1...4 {
+            let send = try nodes[n % 2].request("POST", "/v1/auth/email-code/send", appKey: world.app.appKey, json: ["email": .string("node\(n)@example.com")])
+            #expect(send.status == 202)
+        }
+        #expect(try world.deliver().count == 3)
+    }
+
+    /// An admin sets the cap up to the server's maximum (`GATEHOUSE_MAX_MAIL_PER_HOUR`), no higher.
+    @Test(arguments: TestDatabase.kinds)
+    func theMailCapIsSetUpToThePlatformsMaximum(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind) { $0.maxMailPerHour = 800 }
+        defer { server.stop() }
+        let app = try server.createApp(["name": "Capped"])
+        #expect(try server.request("GET", "/v1/admin/app", bearer: app.secretKey).data?["rate_limits"]?["mail_per_hour"] == 500)
+        let over = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["rate_limits": ["mail_per_hour": 801]])
+        #expect(over.status == 400 && over.problemCode == "request/validation-failed" && over.text.contains("rate_limits.mail_per_hour"))
+        let created = try server.request("POST", "/v1/admin/apps", bearer: TestServer.adminToken, json: ["name": "Big", "rate_limits": ["mail_per_hour": 801]])
+        #expect(created.status == 400 && created.problemCode == "request/validation-failed")
+        let most = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["rate_limits": ["mail_per_hour": 800]])
+        #expect(most.status == 200 && most.data?["rate_limits"]?["mail_per_hour"] == 800)
+        let unknown = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["rate_limits": ["mails_per_hour": 1]])
+        #expect(unknown.status == 400)
+    }
+
     /// Someone signed up with another's address, and holds a login code from the Apple web flow
     /// for that account. When the address's owner proves it by code, every way in goes: the
     /// login code no longer opens a session either.

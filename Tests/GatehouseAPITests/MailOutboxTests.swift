@@ -1,7 +1,9 @@
 import Foundation
 import GatehouseCore
+import GatehouseAPI
 import GatehouseMail
 import GatehouseTesting
+import Synchronization
 import Testing
 
 /// Mail through the outbox to a real SMTP server (the aiosmtpd sink), on both databases.
@@ -37,10 +39,115 @@ struct MailOutboxTests {
         let messages = try sink.messages()
         #expect(messages.count == 1)
         #expect(messages.first?.recipients == ["ada@example.com"])
-        #expect(messages.first?.header("From")?.contains("no-reply@mail.example.com") == true)
+        #expect(messages.first?.header("Reply-To")?.contains("no-reply@mail.example.com") == true)
         let body = String(decoding: messages.first?.raw ?? [], as: UTF8.self)
         #expect(body.contains("918273"))
         #expect(try server.gatehouse.database.query("SELECT payload FROM outbox")[0].string("payload") == "", "erased once delivered")
+    }
+
+    /// Over the platform's mailer an app sends from `GATEHOUSE_SMTP_FROM` under its own name,
+    /// envelope and header alike; its `email.from`, however it reads, is only where replies go.
+    @Test(arguments: TestDatabase.kinds)
+    func theFromOfATenantIsOnlyItsReplyToOverThePlatformsMailer(_ kind: TestDatabaseKind) throws {
+        let sink = try SMTPSink()
+        defer { sink.stop() }
+        let clock = ManualClock()
+        let url = sink.url
+        let server = try TestServer(kind, clock: clock) {
+            $0.smtpURL = url
+            $0.smtpFrom = "mail@gatehouse.example"
+        }
+        defer { server.stop() }
+        server.gatehouse.stopBackgroundWork()
+        let hostile = try server.createApp(["name": "Caf\u{00E9} Shop", "email": ["from": "PayPal Security <service@paypal.com>"]])
+        try queue(server, app: hostile.id, to: "ada@example.com", key: "hostile")
+        #expect(try server.gatehouse.outboxWorker.runOnce() == 1)
+        let message = try #require(try sink.messages().first)
+        #expect(message.mailFrom == "mail@gatehouse.example")
+        let parsed = try IndependentMailParser.parse(message.raw)
+        #expect(parsed.from == [["Caf\u{00E9} Shop", "mail@gatehouse.example"]], "the app's name, encoded, beside the platform's address")
+        #expect(parsed.defects.isEmpty, "\(parsed.defects)")
+        #expect(parsed.longestLine <= 78)
+        #expect(parsed.headers["Reply-To"] == "PayPal Security <service@paypal.com>")
+        #expect(!(message.header("From") ?? "").contains("paypal"), "never the sender over the platform's mailer")
+        #expect(!(message.header("Message-ID") ?? "").contains("paypal.com"))
+    }
+
+    /// Without `GATEHOUSE_SMTP_FROM` the platform sends from `no-reply@` its public host.
+    @Test
+    func thePlatformSendsFromNoReplyAtItsPublicHostByDefault() throws {
+        #expect(try Configuration.fromEnvironment(["GATEHOUSE_PUBLIC_URL": "http://auth.example.com"]).platformSenderAddress == "no-reply@auth.example.com")
+        #expect(try Configuration.fromEnvironment(["GATEHOUSE_PUBLIC_URL": "http://127.0.0.1:8080"]).platformSenderAddress == "no-reply@localhost")
+        #expect(try Configuration.fromEnvironment(["GATEHOUSE_SMTP_FROM": "mail@example.org"]).platformSenderAddress == "mail@example.org")
+        for wrong in ["Shop <mail@example.org>", "no at sign", "a@b@c", "caf\u{00E9}@example.org"] {
+            #expect(throws: ConfigurationError.self, "\(wrong)") { try Configuration.fromEnvironment(["GATEHOUSE_SMTP_FROM": wrong]) }
+        }
+    }
+
+    /// Over its own SMTP server an app's `email.from` is its sender.
+    @Test(arguments: TestDatabase.kinds)
+    func anAppsOwnSMTPServerSendsFromItsOwnAddress(_ kind: TestDatabaseKind) throws {
+        let sink = try SMTPSink()
+        defer { sink.stop() }
+        let platform = try SMTPSink()
+        defer { platform.stop() }
+        let clock = ManualClock()
+        let platformURL = platform.url
+        let server = try TestServer(kind, clock: clock) {
+            $0.smtpURL = platformURL
+            $0.allowPrivateOutbound = true
+        }
+        defer { server.stop() }
+        server.gatehouse.stopBackgroundWork()
+        let app = try server.createApp(["name": "Shop", "email": ["from": "Shop <hello@shop.example>", "smtp_url": .string(sink.url)]])
+        try queue(server, app: app.id, to: "ada@example.com", key: "own")
+        #expect(try server.gatehouse.outboxWorker.runOnce() == 1)
+        let message = try #require(try sink.messages().first)
+        #expect(message.mailFrom == "hello@shop.example")
+        #expect(try IndependentMailParser.parse(message.raw).from == [["Shop", "hello@shop.example"]])
+        #expect(message.header("Reply-To") == nil)
+        #expect(try platform.messages().isEmpty)
+    }
+
+    /// A code is in no log line but the `log:` mailer's own: not the access log, not the outbox's
+    /// retries or dead letters, at the most verbose level.
+    @Test(arguments: TestDatabase.kinds)
+    func codesStayOutOfLogs(_ kind: TestDatabaseKind) throws {
+        let sink = try SMTPSink()
+        defer { sink.stop() }
+        let lines = Mutex<[String]>([])
+        let log = Log(level: .debug) { bytes in lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) } }
+        let clock = ManualClock()
+        let url = sink.url
+        let server = try TestServer(kind, clock: clock, log: log) {
+            $0.smtpURL = url
+            $0.accessLog = true
+        }
+        defer { server.stop() }
+        server.gatehouse.stopBackgroundWork()
+        let app = try server.createApp(["name": "Quiet", "sign_in_methods": ["password", "email_code"]])
+        #expect(try server.request("POST", "/v1/auth/email-code/send", appKey: app.appKey, json: ["email": "ada@example.com"]).status == 202)
+        try sink.setMode(.refuseTemporarily)
+        #expect(try server.gatehouse.outboxWorker.runOnce() == 1)
+        try sink.setMode(.accept)
+        clock.advance(seconds: 5)
+        #expect(try server.gatehouse.outboxWorker.runOnce() == 1)
+        let mail = try #require(try sink.messages().first)
+        let text = try IndependentMailParser.parse(mail.raw).parts.first { $0.contentType == "text/plain" }?.content ?? ""
+        let code = try #require(text.range(of: #"\b[0-9]{6}\b"#, options: .regularExpression).map { String(text[$0]) })
+        let wrong = String((Int(code)! + 1) % 1_000_000)
+        for tried in [wrong, code] {
+            _ = try server.request("POST", "/v1/auth/email-code/verify", appKey: app.appKey, json: ["email": "ada@example.com", "code": .string(tried)])
+        }
+        // A mail refused for good, its reason in the log and the audit log.
+        try sink.setMode(.refusePermanently)
+        clock.advance(seconds: 61)
+        #expect(try server.request("POST", "/v1/auth/email-code/send", appKey: app.appKey, json: ["email": "ada@example.com"]).status == 202)
+        #expect(try server.gatehouse.outboxWorker.runOnce() == 1)
+        let logged = lines.withLock { $0 }
+        #expect(logged.contains { $0.contains("outbox delivery failed") } && logged.contains { $0.contains("dead-lettered") })
+        #expect(logged.contains { $0.contains("/v1/auth/email-code/verify") }, "the access log was on")
+        #expect(!logged.contains { $0.contains(code) }, "\(logged.filter { $0.contains(code) })")
     }
 
     /// The handler keeps its mailer, and the mailer its connections, from one batch to the next.

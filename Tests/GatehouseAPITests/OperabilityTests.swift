@@ -173,7 +173,7 @@ extension ExecutableTests {
         process.environment = [
             "GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/gatehouse.db", "GATEHOUSE_LISTEN": "127.0.0.1:\(port)",
             "GATEHOUSE_ADMIN_TOKEN_FILE": folder + "/admin.token", "GATEHOUSE_ACCESS_LOG": "off",
-            "GATEHOUSE_SMTP_PASWORD": "misspelt-secret-value", "GATEHOUSE_LOG_LEVEL": "info",
+            "GATEHOUSE_SMTP_PASWORD": "misspelt-secret-value", "GATEHOUSE_LOG_LEVEL": "info", "GATEHOUSE_ALLOW_PRIVATE_OUTBOUND": "true",
         ]
         let output = Pipe()
         process.standardOutput = output
@@ -197,5 +197,32 @@ extension ExecutableTests {
         #expect(warning.contains("\"level\":\"warn\""))
         #expect(!log.contains("misspelt-secret-value"))
         #expect(!log.contains(token))
+        // Development settings are said out loud at start.
+        let lines = log.split(separator: "\n").filter { $0.contains("\"level\":\"warn\"") }
+        #expect(lines.contains { $0.contains("mail is printed to the log") })
+        #expect(lines.contains { $0.contains("GATEHOUSE_ALLOW_PRIVATE_OUTBOUND=true") })
+    }
+
+    /// Behind an https address the server does not start on the log mailer it was not told to use.
+    @Test
+    func theServerRefusesToPrintMailBehindHTTPSUnlessToldTo() throws {
+        let folder = NSTemporaryDirectory() + "gatehouse-exe-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve"]
+        process.environment = [
+            "GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/gatehouse.db", "GATEHOUSE_LISTEN": "127.0.0.1:\(freePort())",
+            "GATEHOUSE_PUBLIC_URL": "https://auth.example.com",
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus != 0)
+        #expect(text.contains("GATEHOUSE_SMTP_URL is required when GATEHOUSE_PUBLIC_URL is https"))
     }
 }

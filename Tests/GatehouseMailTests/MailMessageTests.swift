@@ -129,3 +129,37 @@ import Testing
         #expect(a.messageID.hasPrefix("<") && a.messageID.hasSuffix("@shop.example>"))
     }
 }
+
+/// Who a message says it is from, by the mailer it goes through.
+@Suite struct MailAddressingTests {
+    static let platform = try! MailAddress("no-reply@auth.example.com")
+
+    @Test func overThePlatformsMailerTheAppsFromIsOnlyTheReplyTo() throws {
+        var email = AppSettings(name: "Shop").email
+        email.from = "PayPal Security <service@paypal.com>"
+        let (from, replyTo) = try MailerSelection.addressing(for: email, appName: "가게 Shop", platformSender: Self.platform)
+        #expect(from == (try MailAddress("no-reply@auth.example.com", displayName: "가게 Shop")))
+        #expect(replyTo == (try MailAddress("service@paypal.com", displayName: "PayPal Security")))
+        let long = String(repeating: "가게", count: 30)
+        let message = MailMessage(
+            from: from, to: try MailAddress("ada@example.com"), replyTo: try MailAddress("a@shop.example", displayName: long),
+            subject: try HeaderText("Code"), textBody: "1", htmlBody: "1")
+        let parsed = try IndependentMailParser.parse(message.rendered())
+        #expect(parsed.defects.isEmpty, "\(parsed.defects)")
+        #expect(parsed.longestLine <= 78)
+        #expect(parsed.from == [["가게 Shop", "no-reply@auth.example.com"]])
+        // (Python's header value keeps the folding space between encoded words; a reader drops it.)
+        #expect(parsed.headers["Reply-To"]?.replacingOccurrences(of: " ", with: "") == "\(long)<a@shop.example>")
+    }
+
+    @Test func overItsOwnServerAnAppSendsAsItsFrom() throws {
+        var email = AppSettings(name: "Shop").email
+        email.smtpURL = "smtps://smtp.shop.example"
+        email.from = "Shop <hello@shop.example>"
+        let (from, replyTo) = try MailerSelection.addressing(for: email, appName: "Shop", platformSender: Self.platform)
+        #expect(from == (try MailAddress("hello@shop.example", displayName: "Shop")) && replyTo == nil)
+        email.from = nil
+        let (fallback, none) = try MailerSelection.addressing(for: email, appName: "Shop", platformSender: Self.platform)
+        #expect(fallback == (try MailAddress("no-reply@auth.example.com", displayName: "Shop")) && none == nil)
+    }
+}

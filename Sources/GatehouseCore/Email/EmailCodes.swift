@@ -3,7 +3,8 @@ import GatehouseCrypto
 /// Emailed codes (API.md, "Choices"): 6 digits from the CSPRNG, alive 10 minutes, one live code
 /// per address and purpose, stored only as an HMAC; the 5th wrong try burns the code; a second
 /// send to an address within 60 s, or the 11th in an hour, is 429 whether or not the address has
-/// an account.
+/// an account. Failed checks also count per address across codes and purposes (``guessLimits``),
+/// and an app's mail per hour is capped (`rate_limits.mail_per_hour`).
 ///
 /// Each operation runs in the caller's unit of work, so a code row and its mail commit together.
 public struct EmailCodes: Sendable {
@@ -12,6 +13,14 @@ public struct EmailCodes: Sendable {
     public static let resendMillis: Int64 = 60_000
     public static let windowMillis: Int64 = 3_600_000
     public static let sendsPerWindow = 10
+    /// Failed code checks per (app, address), whatever the code or purpose, known address or not:
+    /// at 10 in a fixed hour or 20 in a fixed day, every check of the address is 429
+    /// `auth/too-many-attempts` until that window ends, the right code too. A new code every minute
+    /// with 4 guesses each would otherwise try hundreds of codes an hour; this holds it to 10.
+    /// Counted in the shared rate-limit table, so every node sees the same count.
+    public static let guessLimits: [(bucket: String, failures: Int64, windowMillis: Int64)] = [
+        ("code_guess_hour", 10, 3_600_000), ("code_guess_day", 20, 86_400_000),
+    ]
 
     private let key: HMACKey
     private let composer: any EmailComposer
@@ -19,10 +28,18 @@ public struct EmailCodes: Sendable {
     /// Tells this node's outbox worker that mail was queued: called by the flows after their
     /// transaction commits (before, the worker would find nothing and sleep until its next poll).
     public let wakeOutbox: @Sendable () -> Void
+    /// `GATEHOUSE_MAX_MAIL_PER_HOUR`: no app's cap is above it, whatever its settings say.
+    private let maxMailPerHour: Int64
+    private let metrics: any DomainMetrics
 
     /// - Parameter masterKey: for the key the HMACs use (``MasterKeyDerivation``).
-    public init(masterKey: [UInt8], composer: any EmailComposer, clock: any Clock, wakeOutbox: @escaping @Sendable () -> Void = {}) {
+    public init(
+        masterKey: [UInt8], composer: any EmailComposer, clock: any Clock, wakeOutbox: @escaping @Sendable () -> Void = {},
+        maxMailPerHour: Int64 = 10_000, metrics: any DomainMetrics = NoDomainMetrics()
+    ) {
         self.wakeOutbox = wakeOutbox
+        self.maxMailPerHour = maxMailPerHour
+        self.metrics = metrics
         self.key = HMACKey(MasterKeyDerivation.key(for: .emailCodes, from: masterKey))
         self.composer = composer
         self.clock = clock
@@ -105,7 +122,7 @@ public struct EmailCodes: Sendable {
         record.failures = 0
         record.expiresAt = now + Self.lifetimeMillis
         let item = try composer.outboxItem(mail, app: app.id, idempotencyKey: "code/\(app.id.rawValue)/\(purpose.rawValue)/\(subject)/\(now)/\(window.windowSends)")
-        if deliver { _ = try tx.enqueue(item, now: now) }
+        if deliver, try underMailCap(tx, app: app, now: now) { _ = try tx.enqueue(item, now: now) }
         try tx.emailCodes.save(record)
         // Rows of addresses nobody sends to any more are dead weight: now and then, drop this app's.
         if SecureRandom.bytes(1)[0] < 4 { try tx.emailCodes.purge(before: now - Self.windowMillis) }
@@ -134,7 +151,26 @@ public struct EmailCodes: Sendable {
 
     /// Queues a mail that carries no code (the notice to an old address), with the change it tells of.
     public func notify(_ tx: any AppScopedStore, app: AppContext, mail: EmailToSend, idempotencyKey: String) throws {
-        _ = try tx.enqueue(try composer.outboxItem(mail, app: app.id, idempotencyKey: idempotencyKey), now: clock.nowMillis())
+        let item = try composer.outboxItem(mail, app: app.id, idempotencyKey: idempotencyKey)
+        let now = clock.nowMillis()
+        guard try underMailCap(tx, app: app, now: now) else { return }
+        _ = try tx.enqueue(item, now: now)
+    }
+
+    /// Counts one mail of the app in this fixed hour and says whether it may be queued: at most
+    /// `rate_limits.mail_per_hour` (and the platform's maximum). One over is dropped in silence
+    /// (the caller answers as it would have: a cap must not tell a stranger anything), counted in
+    /// the metrics, and audited as `app.mail_capped` once in the hour.
+    private func underMailCap(_ tx: any AppScopedStore, app: AppContext, now: Int64) throws -> Bool {
+        let cap = min(app.settings.rateLimits.mailPerHour, maxMailPerHour)
+        let hour = now - now % 3_600_000
+        guard try tx.hitRateLimit(bucket: "mail_hour", windowStart: hour) > cap else { return true }
+        metrics.mailCapped()
+        if try tx.hitRateLimit(bucket: "mail_capped_event", windowStart: hour) == 1 {
+            try tx.record(Event(
+                type: .appMailCapped, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["mail_per_hour": .int(cap)], createdAt: now))
+        }
+        return false
     }
 
     /// Checks `code` for `address` and `purpose` and, if right, uses it up and runs `then` in the
@@ -149,18 +185,26 @@ public struct EmailCodes: Sendable {
         try InputRules.emailCode(code)
         let subject = rowSubject(purpose, address, userID)
         let presented = hash(code: code, app: app.id, purpose: purpose, subject: subject)
+        let guesses = self.subject(of: address)
         let outcome: Result<T, GatehouseError> = try data.transaction { tx in
             let now = clock.nowMillis()
+            if let refusal = try guessRefusal(tx, guesses, now: now) { return .failure(refusal) }
             guard var record = try tx.emailCodes.lock(purpose: purpose, subject: subject, create: false), let stored = record.codeHash else {
+                try countGuess(tx, guesses, now: now)
                 return .failure(GatehouseError(.invalidCode, "The code is not valid."))
             }
             if record.failures >= Self.maxFailures {
+                try countGuess(tx, guesses, now: now)
                 return .failure(GatehouseError(.tooManyAttempts, "Too many wrong codes: ask for a new one."))
             }
-            if record.expiresAt <= now { return .failure(GatehouseError(.codeExpired, "The code has expired: ask for a new one.")) }
+            if record.expiresAt <= now {
+                try countGuess(tx, guesses, now: now)
+                return .failure(GatehouseError(.codeExpired, "The code has expired: ask for a new one."))
+            }
             guard constantTimeEquals(Array(stored.utf8), Array(presented.utf8)), record.userID == userID else {
                 record.failures += 1
                 try tx.emailCodes.save(record)
+                try countGuess(tx, guesses, now: now)
                 return .failure(GatehouseError(.invalidCode, "The code is not valid."))
             }
             record.codeHash = nil
@@ -169,6 +213,24 @@ public struct EmailCodes: Sendable {
             return .success(try then(tx))
         }
         return try outcome.get()
+    }
+
+    /// 429 `auth/too-many-attempts` while the address has used up a window of ``guessLimits``.
+    private func guessRefusal(_ tx: any AppScopedStore, _ guesses: String, now: Int64) throws -> GatehouseError? {
+        for limit in Self.guessLimits {
+            let start = now - now % limit.windowMillis
+            guard try tx.rateLimitHits(bucket: "\(limit.bucket):\(guesses)", windowStart: start) >= limit.failures else { continue }
+            let seconds = Int(max(1, (start + limit.windowMillis - now + 999) / 1000))
+            return GatehouseError(.tooManyAttempts, "Too many wrong codes for this address; retry in \(seconds) s.", retryAfter: seconds)
+        }
+        return nil
+    }
+
+    /// Counts a failed check of the address in each window of ``guessLimits``.
+    private func countGuess(_ tx: any AppScopedStore, _ guesses: String, now: Int64) throws {
+        for limit in Self.guessLimits {
+            _ = try tx.hitRateLimit(bucket: "\(limit.bucket):\(guesses)", windowStart: now - now % limit.windowMillis)
+        }
     }
 
     private static func tooMany(retryAfterMillis: Int64) -> GatehouseError {

@@ -30,4 +30,19 @@ public enum MailerSelection {
         guard let from = app.from else { return nil }
         return try MailAddress.parse(from)
     }
+
+    /// Who a message of the app is from, and where replies go. The platform's mailer speaks for
+    /// the platform: over it every app sends from `platformSender`'s address (`GATEHOUSE_SMTP_FROM`,
+    /// envelope and `From` alike) under the app's name, and its own `email.from`, if any, is only
+    /// the `Reply-To`; no tenant can send as someone else's domain from the platform's IP and
+    /// reputation. Over the app's own SMTP server its `email.from` is the sender.
+    public static func addressing(
+        for app: AppSettings.Email, appName: String, platformSender: MailAddress
+    ) throws(MailFieldError) -> (from: MailAddress, replyTo: MailAddress?) {
+        let own = try sender(for: app)
+        if app.smtpURL != nil, let own { return (own, nil) }
+        // A name that cannot be a display name (a control character) leaves the address alone.
+        let platform = (try? MailAddress(platformSender.address, displayName: appName)) ?? platformSender
+        return (platform, app.smtpURL == nil ? own : nil)
+    }
 }

@@ -41,8 +41,9 @@ enum MIMEEncoding {
             && bytes.first != 0x20 && bytes.last != 0x20
     }
 
-    /// A display name as a quoted string when it is printable ASCII, else as encoded words.
-    static func displayName(_ name: String) -> String {
+    /// A display name as a quoted string when it is printable ASCII, else as encoded words that
+    /// fit after `fieldName` and its colon.
+    static func displayName(_ name: String, fieldName: String = "From") -> String {
         let bytes = Array(name.utf8)
         if bytes.count <= 60, bytes.allSatisfy({ (0x20...0x7E).contains($0) }), !name.contains("=?") {
             var quoted = "\""
@@ -52,7 +53,7 @@ enum MIMEEncoding {
             }
             return quoted + "\""
         }
-        return encodedWords(name, firstLineUsed: "From: ".count)
+        return encodedWords(name, firstLineUsed: fieldName.utf8.count + 2)
     }
 
     /// `text` as quoted-printable (RFC 2045 §6.7): its line breaks (CRLF, CR or LF) become CRLF,

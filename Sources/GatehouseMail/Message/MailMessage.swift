@@ -8,6 +8,9 @@ import GatehouseCrypto
 public struct MailMessage: Sendable {
     public let from: MailAddress
     public let to: MailAddress
+    /// Where replies go when that is not ``from`` (an app's own `email.from` over the platform's
+    /// mailer, ``MailerSelection/addressing(for:appName:platformSender:)``).
+    public let replyTo: MailAddress?
     public let subject: HeaderText
     /// The plain-text part.
     public let textBody: String
@@ -22,11 +25,12 @@ public struct MailMessage: Sendable {
 
     /// A message dated by `clock`, with a fresh `Message-ID` and MIME boundary.
     public init(
-        from: MailAddress, to: MailAddress, subject: HeaderText, textBody: String, htmlBody: String,
+        from: MailAddress, to: MailAddress, replyTo: MailAddress? = nil, subject: HeaderText, textBody: String, htmlBody: String,
         clock: any Clock = SystemClock()
     ) {
         self.from = from
         self.to = to
+        self.replyTo = replyTo
         self.subject = subject
         self.textBody = textBody
         self.htmlBody = htmlBody
@@ -44,6 +48,7 @@ public struct MailMessage: Sendable {
             "Date: \(Self.rfc5322Date(millis: dateMillis))",
             "From: \(Self.mailbox(from))",
             "To: \(Self.mailbox(to))",
+        ] + (replyTo.map { ["Reply-To: \(Self.mailbox($0, fieldName: "Reply-To"))"] } ?? []) + [
             "Subject: \(Self.unstructured(subject.text, fieldName: "Subject"))",
             "Message-ID: \(messageID)",
             "MIME-Version: 1.0",
@@ -65,10 +70,10 @@ public struct MailMessage: Sendable {
         return Array((lines.joined(separator: "\r\n") + "\r\n").utf8)
     }
 
-    static func mailbox(_ mailbox: MailAddress) -> String {
+    static func mailbox(_ mailbox: MailAddress, fieldName: String = "From") -> String {
         guard let name = mailbox.displayName else { return "<\(mailbox.address)>" }
-        // The name starts its own folded line ("From: " is at most 6 characters before it).
-        return "\(MIMEEncoding.displayName(name))\r\n <\(mailbox.address)>"
+        // The name follows the field's name; the address starts its own folded line.
+        return "\(MIMEEncoding.displayName(name, fieldName: fieldName))\r\n <\(mailbox.address)>"
     }
 
     static func unstructured(_ text: String, fieldName: String) -> String {

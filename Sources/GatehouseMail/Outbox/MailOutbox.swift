@@ -55,7 +55,8 @@ public struct MailOutboxHandler: OutboxHandler {
     /// reused (``SMTPMailer``).
     private let mailers = MailerCache()
 
-    /// - Parameter platformSender: the `From` of apps that set no `email.from`.
+    /// - Parameter platformSender: the sender of every app over the platform's mailer
+    ///   (`GATEHOUSE_SMTP_FROM`), and of an app with its own server that sets no `email.from`.
     public init(
         directory: AppDirectory, sealer: SecretSealer, platformSMTPURL: String, platformSender: MailAddress, allowPrivateOutbound: Bool,
         clock: any Clock, log: @escaping @Sendable (String) -> Void
@@ -89,8 +90,10 @@ public struct MailOutboxHandler: OutboxHandler {
         else { return .dead(reason: "the payload cannot be opened with this master key") }
         let message: MailMessage
         do {
-            let from = try MailerSelection.sender(for: app.settings.email) ?? platformSender
-            message = MailMessage(from: from, to: try MailAddress(mail.to), subject: try HeaderText(mail.subject), textBody: mail.text, htmlBody: mail.html, clock: clock)
+            let (from, replyTo) = try MailerSelection.addressing(for: app.settings.email, appName: app.settings.name, platformSender: platformSender)
+            message = MailMessage(
+                from: from, to: try MailAddress(mail.to), replyTo: replyTo, subject: try HeaderText(mail.subject), textBody: mail.text, htmlBody: mail.html,
+                clock: clock)
         } catch {
             return .dead(reason: "the message cannot be written: \(error)")
         }
