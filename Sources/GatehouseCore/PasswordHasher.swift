@@ -160,7 +160,7 @@ public struct RateLimiter: Sendable {
     public static let accountGuesses = (limit: Int64(10), windowSeconds: Int64(15 * 60))
 
     /// The longest window any bucket counts in: older counters can go.
-    static let longestWindowMillis: Int64 = 15 * 60 * 1000
+    static let longestWindowMillis: Int64 = 60 * 60 * 1000  // uploads per hour per user
 
     /// Counts a hit for `subject` (e.g. the client IP) in `bucket`; throws 429 with `Retry-After`
     /// past `limit` in the fixed window of `windowSeconds` (a minute by default).
