@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import GatehouseCore
 import GatehouseCrypto
 import GatehouseImaging
@@ -165,6 +166,55 @@ extension FilesAPITests {
         } catch {
             #expect(error.problems.contains { $0.hasPrefix("GATEHOUSE_MAX_BYTES_PER_USER must be") }, "\(error.problems)")
         }
+    }
+}
+
+extension FilesAPITests {
+    /// Decoding runs on the processor's own threads with a bounded queue: past it, 503
+    /// `server/busy` at once. Two photos are held by named pipes nobody writes to yet (one on the
+    /// photo thread, one waiting), so the third finds the queue full whatever the machine's speed.
+    @Test func photosBeyondTheQueueAreRefusedBusyAtOnce() throws {
+        let processor = PhotoProcessor(threads: 1, maxQueued: 1)
+        defer { processor.shutdown() }
+        let folder = NSTemporaryDirectory() + "gh-photo-\(UInt64.random(in: 0...UInt64.max))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let pipes = ["\(folder)/a", "\(folder)/b"]
+        for pipe in pipes { #expect(mkfifo(pipe, 0o600) == 0) }
+        let answers = Mutex<[String]>([])
+        let group = DispatchGroup()
+        for pipe in pipes {
+            DispatchQueue.global().async(group: group) {
+                let answer: String
+                do { _ = try processor.process(path: pipe); answer = "stored" } catch let error as GatehouseError { answer = error.code.rawValue } catch { answer = "\(error)" }
+                answers.withLock { $0.append(answer) }
+            }
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while processor.inFlight < 2, Date() < deadline { usleep(1000) }
+        #expect(processor.inFlight == 2)
+
+        let photo = NSTemporaryDirectory() + "gh-photo-\(UInt64.random(in: 0...UInt64.max)).png"
+        #expect(FileManager.default.createFile(atPath: photo, contents: Data(TinyImages.png())))
+        defer { try? FileManager.default.removeItem(atPath: photo) }
+        do {
+            _ = try processor.process(path: photo)
+            Issue.record("a third photo was admitted")
+        } catch let error as GatehouseError {
+            #expect(error.code == .busy && error.retryAfter == 1)
+        }
+
+        // Let the two go (empty: not images), then the queue has room again.
+        for pipe in pipes {
+            // Each on its own thread: opening a pipe to write waits for its reader, whichever goes first.
+            DispatchQueue.global().async(group: group) {
+                let fd = open(pipe, O_WRONLY)
+                if fd >= 0 { close(fd) }
+            }
+        }
+        #expect(group.wait(timeout: .now() + 30) == .success)
+        #expect(answers.withLock { $0 } == ["files/unsupported-type", "files/unsupported-type"])
+        #expect(try processor.process(path: photo).contentType == "image/png")
     }
 }
 

@@ -125,8 +125,8 @@ import Testing
             for (key, expires) in [("nonce_old", now - 1), ("nonce_new", now + minute)] {
                 try f.database.execute("INSERT INTO provider_nonces (nonce_key, expires_at) VALUES (\(key), \(expires))")
             }
-            // The longest rate-limit window is 15 minutes; a minute's margin.
-            for (bucket, start) in [("stale", now - 17 * minute), ("current", now - 10 * minute)] {
+            // The longest rate-limit window is an hour (uploads per user); a minute's margin.
+            for (bucket, start) in [("stale", now - 62 * minute), ("current", now - 50 * minute)] {
                 try f.database.execute("INSERT INTO rate_limits (app_id, bucket, window_start, hits) VALUES ('app_m', \(bucket), \(start), 3)")
             }
             for (id, delivered, dead) in [

@@ -76,6 +76,9 @@ public final class PhotoProcessor: Sendable {
         return try job.result!.get()
     }
 
+    /// Photos being decoded or waiting for a photo thread now.
+    public var inFlight: Int { admitted.load(ordering: .relaxed) }
+
     /// Ends the threads once the photos queued before it are done, and waits for them.
     public func shutdown() {
         let stops = jobs.withLock { state -> Int in
