@@ -131,6 +131,11 @@ extension FilesAPITests {
         #expect(try world.server.request("PATCH", "/v1/admin/app", bearer: world.app.secretKey, json: ["files": ["public_types": ["image/png"]]]).status == 200)
         #expect(try world.upload("/v1/files", fields: [("visibility", "public")], files: [("file", "a.gif", TinyImages.gif)]).problemCode == "files/unsupported-type")
         #expect(try world.upload("/v1/files", fields: [("visibility", "public")], files: [("file", "a.png", TinyImages.png())]).status == 201)
+        // Nor does choosing a private GIF as the photo make it public.
+        let gif = try #require(try world.upload("/v1/files", files: [("file", "a.gif", TinyImages.gif)]).data?["id"]?.stringValue)
+        let chosen = try world.server.request("PATCH", "/v1/me", appKey: world.app.appKey, bearer: world.token, json: ["photo_file_id": .string(gif)])
+        #expect(chosen.status == 415 && chosen.problemCode == "files/unsupported-type")
+        #expect(try world.get("/v1/files/\(gif)").data?["visibility"] == "private")
     }
 
     /// The caps are app settings with their defaults, each bounded by the platform's ceiling.

@@ -201,6 +201,8 @@ public final class FilesService: Sendable {
                 guard var file = try tx.files.file(id, of: user) else { throw Self.notFound }
                 guard app.settings.files.photoTypes.contains(file.contentType) else { throw Self.unsupportedPhoto(app) }
                 if file.visibility != .public {
+                    // Made public: it must be one of the types a public file may have, too.
+                    guard app.settings.files.publicTypes.contains(file.contentType) else { throw Self.unsupportedPhoto(app) }
                     guard let updated = try tx.files.setVisibility(id, of: user, .public) else { throw Self.notFound }
                     file = updated
                 }
