@@ -85,6 +85,8 @@ public final class FilesService: Sendable {
             throw GatehouseError(
                 .unsupportedFileType, "A public file must be one of: \(app.settings.files.publicTypes.joined(separator: ", ")) (judged by its content).")
         }
+        // Checked again in the unit of work; here it spares writing a blob that cannot be kept.
+        try Self.requireQuota(store.app(app.id), app: app, user: user, adding: incoming.size, replacingPhoto: false)
         let file = try newFile(app: app, user: user, incoming, contentType: contentType, visibility: visibility, purpose: .file)
         return try storing(file, of: app, write: { try blobs.put(file.blobKey, contentsOf: incoming.path) }) { tx, now in
             guard try tx.lockUser(user) != nil else { throw Self.accountGone }
@@ -171,6 +173,8 @@ public final class FilesService: Sendable {
         try countUpload(app: app, user: user)
         let contentType = try check(app: app, incoming, field: "photo")
         guard app.settings.files.photoTypes.contains(contentType) else { throw Self.unsupportedPhoto(app) }
+        // Checked again in the unit of work with the photo's final size; here it spares decoding.
+        try Self.requireQuota(store.app(app.id), app: app, user: user, adding: 0, replacingPhoto: true)
         let photo = try photos.process(path: incoming.path)
         let processed = IncomingFile(path: incoming.path, size: Int64(photo.bytes.count), sha256: Digest.sha256(photo.bytes), name: incoming.name)
         let file = try newFile(app: app, user: user, processed, contentType: photo.contentType, visibility: .public, purpose: .photo)
@@ -225,6 +229,7 @@ public final class FilesService: Sendable {
     // MARK: -
 
     static let notFound = GatehouseError(.notFound, "No such file of yours.")
+    static let accountGone = AccountService.accountGone
 
     /// Before an upload's body is read: 429 when the user has used up this hour's uploads
     /// (counts nothing; ``countUpload(app:user:)`` does).
@@ -243,8 +248,8 @@ public final class FilesService: Sendable {
     /// 403 `files/quota-exceeded` when one more file of `size` bytes would take the user past the
     /// app's `files.max_files_per_user` or `files.max_bytes_per_user`. Run in the unit of work
     /// that inserts the file, the user's row locked, so concurrent uploads of one user (on any
-    /// node) are counted one after the other. `replacingPhoto`: the uploaded photo the new one
-    /// replaces is not counted.
+    /// node) are counted one after the other (and before the upload is stored or decoded, as an
+    /// early refusal). `replacingPhoto`: the uploaded photo the new one replaces is not counted.
     private static func requireQuota(_ tx: any AppScopedStore, app: AppContext, user: UserID, adding size: Int64, replacingPhoto: Bool) throws {
         let usage = try tx.files.usage(of: user, excludingPhotos: replacingPhoto)
         let caps = app.settings.files
@@ -255,7 +260,6 @@ public final class FilesService: Sendable {
             throw GatehouseError(.quotaExceeded, "Your files may take at most \(caps.maxBytesPerUser) bytes in all; delete some first.")
         }
     }
-    static let accountGone = AccountService.accountGone
 
     static func unsupportedPhoto(_ app: AppContext) -> GatehouseError {
         GatehouseError(.unsupportedFileType, "A photo must be one of: \(app.settings.files.photoTypes.joined(separator: ", ")) (judged by its content).")
