@@ -25,9 +25,12 @@ let package = Package(
         system("CSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
         system("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: "libmicrohttpd-dev"),
         system("CArgon2", pkgConfig: "libargon2", apt: "libargon2-dev"),
+        system("CVips", pkgConfig: "vips", apt: "libvips-dev"),
 
         .target(name: "GatehouseCrypto", dependencies: ["COpenSSL", "CArgon2"], swiftSettings: strict),
-        .target(name: "GatehouseCore", dependencies: ["GatehouseCrypto"], swiftSettings: strict),
+        // Photos decoded and encoded anew (ADR 0025).
+        .target(name: "GatehouseImaging", dependencies: ["CVips"], swiftSettings: strict),
+        .target(name: "GatehouseCore", dependencies: ["GatehouseCrypto", "GatehouseImaging"], swiftSettings: strict),
         .target(
             name: "GatehouseMigrations", path: "Migrations",
             exclude: [], resources: [.copy("sql")], swiftSettings: strict),
@@ -56,7 +59,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "GatehouseTesting",
-            dependencies: ["GatehouseAPI", "CCurl"],
+            dependencies: ["GatehouseAPI", "GatehouseImaging", "CCurl"],
             swiftSettings: strict),
 
         .testTarget(name: "GatehouseCryptoTests", dependencies: ["GatehouseCrypto", "CArgon2"], swiftSettings: strict),
@@ -72,7 +75,7 @@ let package = Package(
         .testTarget(
             name: "GatehouseKitTests", dependencies: [.product(name: "GatehouseKit", package: "swift"), "GatehouseTesting", "GatehouseAPI"],
             swiftSettings: strict),
-        .testTarget(name: "GatehouseAPITests", dependencies: ["GatehouseAPI", "GatehouseTesting", "GatehouseMail", "GatehouseProviders"], swiftSettings: strict),
+        .testTarget(name: "GatehouseAPITests", dependencies: ["GatehouseAPI", "GatehouseTesting", "GatehouseMail", "GatehouseProviders", "GatehouseImaging"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

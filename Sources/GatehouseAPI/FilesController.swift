@@ -18,11 +18,12 @@ struct FilesController {
         routes.get("/v1/apps/{app_id}/files/{id}/{version}", doesFileIO: true, publicContent)
     }
 
-    /// Before an upload's body is read: the app key, the access token and, where the app asks for
-    /// it, a verified email. Nobody else gets to fill the spool.
+    /// Before an upload's body is read: the app key, the access token, where the app asks for it a
+    /// verified email, and an upload left this hour. Nobody else gets to fill the spool.
     func mayUpload(_ request: Request) throws {
         let (app, claims) = try auth.user(request)
         try files.requireVerifiedEmail(app: app, user: claims.userID)
+        try files.requireUploadAllowance(app: app, user: claims.userID)
     }
 
     func upload(_ request: Request) throws -> HTTPResponse {
@@ -60,11 +61,11 @@ struct FilesController {
         return HTTPResponse.data(json(app.id, try files.file(app: app, user: claims.userID, id: request.parameters["id"] ?? ""))).noStore()
     }
 
-    /// The user's own file's bytes: never stored by a shared cache.
+    /// The user's own file's bytes: never stored by any cache, the browser's included.
     func content(_ request: Request) throws -> HTTPResponse {
         let (app, claims) = try auth.user(request)
         let stored = try files.file(app: app, user: claims.userID, id: request.parameters["id"] ?? "")
-        return try serve(request, stored, cacheControl: "private, no-cache") { try files.open(stored, range: $0) }
+        return try serve(request, stored, cacheControl: "private, no-store") { try files.open(stored, range: $0) }
     }
 
     func delete(_ request: Request) throws -> HTTPResponse {

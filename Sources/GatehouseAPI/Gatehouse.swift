@@ -19,6 +19,7 @@ public final class Gatehouse: Sendable {
     public let apps: AppService
     public let accounts: AccountService
     private let hasher: PasswordHasher
+    private let photos: PhotoProcessor
     public let emailFlows: EmailFlowService
     public let tokens: TokenService
     public let providerSignIn: ProviderSignInService
@@ -151,7 +152,11 @@ public final class Gatehouse: Sendable {
             store: store, directory: directory, accounts: accounts, sealer: sealer, clock: clock, erasers: [FileEraser()], wakeOutbox: outboxWorker.wake,
             log: log)
         self.deletion = deletion
-        files = FilesService(store: store, blobs: blobs, clock: clock, publicURL: configuration.publicURL, wakeOutbox: outboxWorker.wake, log: log)
+        // Photo uploads run on the offload threads; as many may wait as decode.
+        let photos = PhotoProcessor(threads: configuration.photoConcurrency, maxQueued: configuration.photoConcurrency)
+        self.photos = photos
+        files = FilesService(
+            store: store, blobs: blobs, clock: clock, publicURL: configuration.publicURL, wakeOutbox: outboxWorker.wake, log: log, photos: photos)
 
         let maintenance = Maintenance(
             store: store,
@@ -274,6 +279,7 @@ public final class Gatehouse: Sendable {
     public func close() {
         stopBackgroundWork()
         hasher.shutdown()
+        photos.shutdown()
         database.close()
     }
 

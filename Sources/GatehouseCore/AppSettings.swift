@@ -39,6 +39,49 @@ public struct AppSettings: Sendable, Equatable {
         public static let maxBytesCeiling: Int64 = 100 * 1024 * 1024
         public var photoTypes: [String] = Files.allPhotoTypes
         public static let allPhotoTypes = ["image/jpeg", "image/png", "image/webp", "image/gif"]
+        /// Files (photo included) one user may hold, and their bytes in all: over either an
+        /// upload is 403 `files/quota-exceeded`. At most ``PlatformCaps/current``'s.
+        public var maxFilesPerUser: Int64 = 200
+        public var maxBytesPerUser: Int64 = 100 * 1024 * 1024
+        /// The sniffed types a file uploaded `public` may have (else 415 `files/unsupported-type`).
+        public var publicTypes: [String] = Files.allPhotoTypes
+    }
+    /// The platform's ceilings on the per-app upload caps, from the server's environment
+    /// (`GATEHOUSE_MAX_UPLOADS_PER_HOUR_PER_USER`, `GATEHOUSE_MAX_FILES_PER_USER`,
+    /// `GATEHOUSE_MAX_BYTES_PER_USER`; checked at start by ``Configuration``). A setting above its
+    /// ceiling is refused when saved and lowered to it when read from storage.
+    public struct PlatformCaps: Sendable, Equatable {
+        public var uploadsPerHourPerUser: Int64 = 1000
+        public var filesPerUser: Int64 = 10_000
+        public var bytesPerUser: Int64 = 10 * 1024 * 1024 * 1024
+
+        public init() {}
+
+        /// The variables and the bounds each may be set within.
+        static var variables: [(name: String, range: ClosedRange<Int64>, keyPath: WritableKeyPath<PlatformCaps, Int64>)] { [
+            ("GATEHOUSE_MAX_UPLOADS_PER_HOUR_PER_USER", 1...1_000_000, \.uploadsPerHourPerUser),
+            ("GATEHOUSE_MAX_FILES_PER_USER", 1...100_000_000, \.filesPerUser),
+            ("GATEHOUSE_MAX_BYTES_PER_USER", 1024...(1 << 50), \.bytesPerUser),
+        ] }
+
+        /// The ceilings an environment sets, and the problems of the values that are not numbers
+        /// in their bounds (those keep their defaults).
+        public static func read(_ environment: [String: String]) -> (caps: PlatformCaps, problems: [String]) {
+            var caps = PlatformCaps()
+            var problems: [String] = []
+            for (name, range, keyPath) in variables {
+                guard let text = environment[name], !text.isEmpty else { continue }
+                if let value = Int64(text), range.contains(value) {
+                    caps[keyPath: keyPath] = value
+                } else {
+                    problems.append("\(name) must be an integer from \(range.lowerBound) to \(range.upperBound).")
+                }
+            }
+            return (caps, problems)
+        }
+
+        /// This process's ceilings, read once from its environment.
+        public static let current = read(ProcessInfo.processInfo.environment).caps
     }
     public struct RateLimits: Sendable, Equatable {
         public var authPerMinutePerIP: Int64 = 10
@@ -52,6 +95,9 @@ public struct AppSettings: Sendable, Equatable {
         public var mailPerHour: Int64 = 500
         /// The most `mail_per_hour` can ever be read as, whatever the platform's maximum.
         public static let mailPerHourCeiling: Int64 = 1_000_000
+        /// Uploads (`POST /v1/files`, `POST /v1/me/photo`) one user may make an hour, refused or
+        /// not; over it 429 `auth/too-many-requests`. At most ``PlatformCaps/current``'s.
+        public var uploadsPerHourPerUser: Int64 = 60
     }
     /// Where token responses put the refresh token (`refresh_cookie`: `false`, `true` or `"only"`).
     public enum RefreshCookie: Sendable, Equatable {
@@ -307,6 +353,15 @@ extension AppSettings {
                 }
                 s.files.photoTypes = uniqued(v)
             }
+            let caps = PlatformCaps.current
+            if let v = f.int("max_files_per_user", 1...ceiling(caps.filesPerUser, source)) { s.files.maxFilesPerUser = min(v, caps.filesPerUser) }
+            if let v = f.int("max_bytes_per_user", 1024...ceiling(caps.bytesPerUser, source)) { s.files.maxBytesPerUser = min(v, caps.bytesPerUser) }
+            if let v = f.stringArray("public_types", maxCount: 4) {
+                for t in v where !Files.allPhotoTypes.contains(t) {
+                    f.fail("public_types", "Unknown type \(t); use \(Files.allPhotoTypes.joined(separator: ", ")).")
+                }
+                s.files.publicTypes = uniqued(v)
+            }
             f.rejectUnknown()
             r.absorb(f.errors)
         }
@@ -318,6 +373,8 @@ extension AppSettings {
             if let v = f.int("auth_per_minute_per_ip", 1...storedCeiling) { s.rateLimits.authPerMinutePerIP = min(v, RateLimits.maxPerMinutePerIP) }
             if let v = f.int("web_flow_per_minute_per_ip", 1...RateLimits.maxPerMinutePerIP) { s.rateLimits.webFlowPerMinutePerIP = v }
             if let v = f.int("mail_per_hour", 1...RateLimits.mailPerHourCeiling) { s.rateLimits.mailPerHour = v }
+            let uploadCeiling = PlatformCaps.current.uploadsPerHourPerUser
+            if let v = f.int("uploads_per_hour_per_user", 1...ceiling(uploadCeiling, source)) { s.rateLimits.uploadsPerHourPerUser = min(v, uploadCeiling) }
             f.rejectUnknown()
             r.absorb(f.errors)
         }
@@ -536,10 +593,14 @@ extension AppSettings {
             "refresh_cookie": refreshCookie == .only ? "only" : .bool(refreshCookie == .alongside),
             "require_pkce": .bool(requirePKCE),
             "signing_algorithm": .string(signingAlgorithm.rawValue),
-            "files": ["max_bytes": .int(files.maxBytes), "photo_types": strings(files.photoTypes)],
+            "files": [
+                "max_bytes": .int(files.maxBytes), "photo_types": strings(files.photoTypes), "max_files_per_user": .int(files.maxFilesPerUser),
+                "max_bytes_per_user": .int(files.maxBytesPerUser), "public_types": strings(files.publicTypes),
+            ],
             "rate_limits": [
                 "auth_per_minute_per_ip": .int(rateLimits.authPerMinutePerIP), "web_flow_per_minute_per_ip": .int(rateLimits.webFlowPerMinutePerIP),
                 "mail_per_hour": .int(rateLimits.mailPerHour),
+                "uploads_per_hour_per_user": .int(rateLimits.uploadsPerHourPerUser),
             ],
             "apple": [
                 "client_ids": strings(apple.clientIDs), "services_id": .optional(apple.servicesID), "team_id": .optional(apple.teamID),
@@ -570,6 +631,13 @@ extension AppSettings {
 }
 
 // MARK: - Field rules
+
+/// The highest value a cap may be given: the platform's ceiling, but any value for one read from
+/// storage (saved under a higher ceiling; the caller lowers it to the ceiling).
+private func ceiling(_ platform: Int64, _ source: SettingsSource) -> Int64 {
+    if case .storage = source { return Int64.max }
+    return platform
+}
 
 private func uniqued(_ values: [String]) -> [String] {
     var seen = Set<String>()

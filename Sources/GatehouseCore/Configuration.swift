@@ -109,6 +109,12 @@ public struct Configuration: Sendable {
     /// Threads that answer the routes calling an identity provider (they may wait on its network).
     /// Each one used keeps 2–3 MiB resident (measured: 16 cost 38 MiB idle on 2 cores).
     public var providerThreads = max(4, 4 * ProcessInfo.processInfo.activeProcessorCount)
+    /// `GATEHOUSE_PHOTO_CONCURRENCY`: photos decoded at once, each on its own thread (1 by
+    /// default); as many uploads again may wait, beyond that 503 `server/busy` (``PhotoProcessor``).
+    public var photoConcurrency = 1
+    /// The platform's ceilings on the apps' upload caps (``AppSettings/PlatformCaps``): checked
+    /// here so that a wrong value stops the server; the settings read them from the environment.
+    public var platformCaps = AppSettings.PlatformCaps()
 
     /// Where uploads are written while they arrive, before their handler runs; each spool
     /// file is removed when its request ends. The system's temporary directory by default.
@@ -353,6 +359,10 @@ public struct Configuration: Sendable {
         integer("GATEHOUSE_HASH_CONCURRENCY", 1...256, into: &config.hashConcurrency)
         integer("GATEHOUSE_PROVIDER_THREADS", 1...1024, into: &config.providerThreads)
         integer("GATEHOUSE_MAX_MAIL_PER_HOUR", 1...1_000_000, into: &config.maxMailPerHour)
+        integer("GATEHOUSE_PHOTO_CONCURRENCY", 1...64, into: &config.photoConcurrency)
+        let caps = AppSettings.PlatformCaps.read(environment)
+        config.platformCaps = caps.caps
+        problems += caps.problems
         if let log = value("GATEHOUSE_ACCESS_LOG") {
             switch log {
             case "json": config.accessLog = true
@@ -384,6 +394,7 @@ public struct Configuration: Sendable {
         "GATEHOUSE_PROVIDER_THREADS", "GATEHOUSE_ACCESS_LOG", "GATEHOUSE_LOG_LEVEL", "GATEHOUSE_DB_STATEMENT_TIMEOUT_MS",
         "GATEHOUSE_DB_CONNECT_TIMEOUT_SECONDS", "GATEHOUSE_MAINTENANCE_INTERVAL_SECONDS",
         "GATEHOUSE_OUTBOX_PER_APP_IN_FLIGHT", "GATEHOUSE_SMTP_FROM", "GATEHOUSE_MAX_MAIL_PER_HOUR",
+        "GATEHOUSE_PHOTO_CONCURRENCY", "GATEHOUSE_MAX_UPLOADS_PER_HOUR_PER_USER", "GATEHOUSE_MAX_FILES_PER_USER", "GATEHOUSE_MAX_BYTES_PER_USER",
     ]
 
     /// The platform mailer's sender address: `GATEHOUSE_SMTP_FROM`, else `no-reply@` the public

@@ -68,6 +68,7 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
 
     // MARK: files/
     public static let unsupportedFileType = ErrorCode("files/unsupported-type", 415, "Unsupported file type")
+    public static let quotaExceeded = ErrorCode("files/quota-exceeded", 403, "File quota exceeded")
 
     // MARK: server/
     public static let internalError = ErrorCode("server/internal", 500, "Internal server error")
@@ -81,7 +82,7 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
         invalidRefreshToken, refreshTokenReused, invalidCredential, emailAlreadyInUse, weakPassword, signupDisabled,
         requiresRecentLogin, tooManyRequests, signInMethodDisabled, credentialAlreadyInUse, accountExistsWithDifferentCredential,
         providerNotConfigured, lastSignInMethod, providerUnavailable, invalidRedirectURI, invalidFlow, invalidLoginCode,
-        invalidCode, codeExpired, tooManyAttempts, userDisabled, emailNotVerified, unsupportedFileType,
+        invalidCode, codeExpired, tooManyAttempts, userDisabled, emailNotVerified, unsupportedFileType, quotaExceeded,
         internalError, unavailable, busy,
     ]
 }

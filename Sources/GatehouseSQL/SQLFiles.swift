@@ -40,6 +40,15 @@ struct SQLFiles: FileStore {
             """).first.map(Self.record)
     }
 
+    func usage(of user: UserID, excludingPhotos: Bool) throws -> (count: Int64, bytes: Int64) {
+        let purpose: SQL = excludingPhotos ? "AND purpose <> \(FilePurpose.photo.rawValue)" : ""
+        guard let row = try database.query("""
+            SELECT COUNT(*) AS files, COALESCE(SUM(size), 0) AS bytes FROM files WHERE app_id = \(appID) AND user_id = \(user) \(purpose)
+            """).first
+        else { return (0, 0) }
+        return (try row.int64("files"), try row.int64("bytes"))
+    }
+
     func delete(_ id: FileID, of user: UserID) throws -> StoredFile? {
         try database.query("DELETE FROM files WHERE app_id = \(appID) AND id = \(id.rawValue) AND user_id = \(user) RETURNING *").first.map(Self.record)
     }

@@ -69,7 +69,7 @@ struct FilesAPITests {
         #expect(try world.get("/v1/files/\(id)").data?["id"]?.stringValue == id)
         let content = try world.get("/v1/files/\(id)/content")
         #expect(content.status == 200 && content.body == text)
-        #expect(content.header("Cache-Control") == "private, no-cache" && content.header("X-Content-Type-Options") == "nosniff")
+        #expect(content.header("Cache-Control") == "private, no-store" && content.header("X-Content-Type-Options") == "nosniff")
         #expect(content.header("Content-Disposition")?.hasPrefix("attachment; filename=\"notes.txt\"") == true)
         #expect(content.header("ETag") == "\"\(Digest.hex(Digest.sha256(text)))\"")
         #expect(try world.get("/v1/files/\(id)/content", headers: [("If-None-Match", content.header("ETag")!)]).status == 304)
@@ -130,13 +130,14 @@ struct FilesAPITests {
     func photosByContentWithANewURLEachTimeAndThePictureClaim(_ kind: TestDatabaseKind, _ blobs: BlobStoreTests.Kind) throws {
         let world = try World(kind, blobs: blobs)
         defer { world.server.stop() }
-        // A polyglot: a GIF header, then HTML. Served as image/gif, never as HTML.
+        // A polyglot: a GIF header, then HTML. Decoded and stored as a PNG: the HTML is gone.
         let polyglot = TinyImages.gif + Array("<html><script>alert(1)</script></html>".utf8)
         let first = try world.upload("/v1/me/photo", files: [("photo", "me.html", polyglot)])
         #expect(first.status == 200)
         let firstURL = try #require(first.data?["photo_url"]?.stringValue)
         let served = try world.get(String(firstURL.dropFirst(TestServer.publicURL.count)), appKey: false)
-        #expect(served.header("Content-Type") == "image/gif" && served.header("X-Content-Type-Options") == "nosniff")
+        #expect(served.header("Content-Type") == "image/png" && served.header("X-Content-Type-Options") == "nosniff")
+        #expect(!served.body.contains(subsequence: Array("<html>".utf8)))
         #expect(served.header("Content-Disposition")?.hasPrefix("inline") == true)
 
         let second = try world.upload("/v1/me/photo", files: [("photo", "me.png", TinyImages.png())])

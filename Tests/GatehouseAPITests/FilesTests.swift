@@ -391,7 +391,7 @@ struct FilesServiceTests {
         let otherApp = try world.server.createApp(["name": "Other"])
         let otherAppID = try #require(AppID(parsing: otherApp.id))
         let otherUser = try World.userID(try world.server.signUp(otherApp))
-        let mine = try world.upload(Array("mine".utf8), visibility: .public)
+        let mine = try world.upload(TinyImages.png(), visibility: .public)
         // The same file id in the other app, for its own user.
         var theirs = mine
         theirs.userID = otherUser

@@ -38,6 +38,8 @@ public final class FilesService: Sendable {
     private let publicURL: String
     private let wakeOutbox: @Sendable () -> Void
     private let log: any LogSink
+    private let photos: PhotoProcessor
+    private let limiter: RateLimiter
 
     /// Characters of the SHA-256 (hex) in a public URL: a new content is a new file and a new URL,
     /// and a URL guessed from a file id alone finds nothing.
@@ -45,7 +47,7 @@ public final class FilesService: Sendable {
 
     public init(
         store: any Store, blobs: any BlobStore, clock: any Clock, publicURL: String, wakeOutbox: @escaping @Sendable () -> Void,
-        log: any LogSink = DiscardingLog()
+        log: any LogSink = DiscardingLog(), photos: PhotoProcessor = .shared
     ) {
         self.store = store
         self.blobs = blobs
@@ -53,6 +55,8 @@ public final class FilesService: Sendable {
         self.publicURL = publicURL
         self.wakeOutbox = wakeOutbox
         self.log = log
+        self.photos = photos
+        self.limiter = RateLimiter(clock: clock)
     }
 
     /// A place in a user's file list.
@@ -68,14 +72,25 @@ public final class FilesService: Sendable {
 
     // MARK: - Files
 
-    /// `POST /v1/files`: stores the file with its sniffed type. Empty → 400
-    /// `request/validation-failed` (field `file`); over the app's `files.max_bytes` → 413.
+    /// `POST /v1/files`: stores the file with its sniffed type. Over the app's
+    /// `rate_limits.uploads_per_hour_per_user` → 429; empty → 400 `request/validation-failed`
+    /// (field `file`); over the app's `files.max_bytes` → 413; `public` and not one of
+    /// `files.public_types` → 415 `files/unsupported-type`; over `files.max_files_per_user` or
+    /// `files.max_bytes_per_user` → 403 `files/quota-exceeded`.
     public func upload(app: AppContext, user: UserID, session: SessionID?, file incoming: IncomingFile, visibility: FileVisibility, origin: RequestOrigin) throws -> StoredFile {
         try requireVerifiedEmail(app: app, user: user)
+        try countUpload(app: app, user: user)
         let contentType = try check(app: app, incoming, field: "file")
+        if visibility == .public, !app.settings.files.publicTypes.contains(contentType) {
+            throw GatehouseError(
+                .unsupportedFileType, "A public file must be one of: \(app.settings.files.publicTypes.joined(separator: ", ")) (judged by its content).")
+        }
+        // Checked again in the unit of work; here it spares writing a blob that cannot be kept.
+        try Self.requireQuota(store.app(app.id), app: app, user: user, adding: incoming.size, replacingPhoto: false)
         let file = try newFile(app: app, user: user, incoming, contentType: contentType, visibility: visibility, purpose: .file)
-        return try storing(file, of: app, from: incoming) { tx, now in
+        return try storing(file, of: app, write: { try blobs.put(file.blobKey, contentsOf: incoming.path) }) { tx, now in
             guard try tx.lockUser(user) != nil else { throw Self.accountGone }
+            try Self.requireQuota(tx, app: app, user: user, adding: file.size, replacingPhoto: false)
             try tx.files.insert(file)
             try tx.record(uploadedEvent(file, session: session, origin: origin, now: now))
             return (file, [])
@@ -147,15 +162,25 @@ public final class FilesService: Sendable {
     // MARK: - The profile photo
 
     /// `POST /v1/me/photo`: the upload must be one of the app's `files.photo_types` by its bytes
-    /// (else 415 `files/unsupported-type`). It becomes a public photo-purpose file, the user's
+    /// (else 415 `files/unsupported-type`). It is decoded and encoded anew (``PhotoProcessor``:
+    /// at most 40 megapixels, else 415; no metadata; the longest side at most 1024 px; a GIF
+    /// becomes a PNG) and what that gave becomes a public photo-purpose file, the user's
     /// `photo_url` its URL, and the previous uploaded photo is deleted, all in one unit of work.
+    /// Counted and capped as ``upload(app:user:session:file:visibility:origin:)`` is (the photo
+    /// it replaces is not counted against the quota).
     public func uploadPhoto(app: AppContext, user: UserID, session: SessionID?, file incoming: IncomingFile, origin: RequestOrigin) throws -> (User, [Identity]) {
         try requireVerifiedEmail(app: app, user: user)
+        try countUpload(app: app, user: user)
         let contentType = try check(app: app, incoming, field: "photo")
         guard app.settings.files.photoTypes.contains(contentType) else { throw Self.unsupportedPhoto(app) }
-        let file = try newFile(app: app, user: user, incoming, contentType: contentType, visibility: .public, purpose: .photo)
-        return try storing(file, of: app, from: incoming) { tx, now in
+        // Checked again in the unit of work with the photo's final size; here it spares decoding.
+        try Self.requireQuota(store.app(app.id), app: app, user: user, adding: 0, replacingPhoto: true)
+        let photo = try photos.process(path: incoming.path)
+        let processed = IncomingFile(path: incoming.path, size: Int64(photo.bytes.count), sha256: Digest.sha256(photo.bytes), name: incoming.name)
+        let file = try newFile(app: app, user: user, processed, contentType: photo.contentType, visibility: .public, purpose: .photo)
+        return try storing(file, of: app, write: { try blobs.put(file.blobKey, from: BytesBlobReader(photo.bytes)) }) { tx, now in
             guard let account = try tx.lockUser(user) else { throw Self.accountGone }
+            try Self.requireQuota(tx, app: app, user: user, adding: file.size, replacingPhoto: true)
             try tx.files.insert(file)
             try tx.record(uploadedEvent(file, session: session, origin: origin, now: now))
             let removed = try Self.givingUpPhotos(tx, of: user, except: file.id, now: now)
@@ -180,6 +205,8 @@ public final class FilesService: Sendable {
                 guard var file = try tx.files.file(id, of: user) else { throw Self.notFound }
                 guard app.settings.files.photoTypes.contains(file.contentType) else { throw Self.unsupportedPhoto(app) }
                 if file.visibility != .public {
+                    // Made public: it must be one of the types a public file may have, too.
+                    guard app.settings.files.publicTypes.contains(file.contentType) else { throw Self.unsupportedPhoto(app) }
                     guard let updated = try tx.files.setVisibility(id, of: user, .public) else { throw Self.notFound }
                     file = updated
                 }
@@ -203,6 +230,36 @@ public final class FilesService: Sendable {
 
     static let notFound = GatehouseError(.notFound, "No such file of yours.")
     static let accountGone = AccountService.accountGone
+
+    /// Before an upload's body is read: 429 when the user has used up this hour's uploads
+    /// (counts nothing; ``countUpload(app:user:)`` does).
+    public func requireUploadAllowance(app: AppContext, user: UserID) throws {
+        try limiter.requireUnder(
+            store.app(app.id), bucket: "uploads", subject: user.rawValue, limit: app.settings.rateLimits.uploadsPerHourPerUser, windowSeconds: 3600)
+    }
+
+    /// Counts an upload against the app's `rate_limits.uploads_per_hour_per_user` (in the
+    /// database, so every node shares it); 429 with `Retry-After` past it.
+    private func countUpload(app: AppContext, user: UserID) throws {
+        try limiter.hit(
+            store.app(app.id), bucket: "uploads", subject: user.rawValue, limit: app.settings.rateLimits.uploadsPerHourPerUser, windowSeconds: 3600)
+    }
+
+    /// 403 `files/quota-exceeded` when one more file of `size` bytes would take the user past the
+    /// app's `files.max_files_per_user` or `files.max_bytes_per_user`. Run in the unit of work
+    /// that inserts the file, the user's row locked, so concurrent uploads of one user (on any
+    /// node) are counted one after the other (and before the upload is stored or decoded, as an
+    /// early refusal). `replacingPhoto`: the uploaded photo the new one replaces is not counted.
+    private static func requireQuota(_ tx: any AppScopedStore, app: AppContext, user: UserID, adding size: Int64, replacingPhoto: Bool) throws {
+        let usage = try tx.files.usage(of: user, excludingPhotos: replacingPhoto)
+        let caps = app.settings.files
+        guard usage.count < caps.maxFilesPerUser else {
+            throw GatehouseError(.quotaExceeded, "You may keep at most \(caps.maxFilesPerUser) files; delete some first.")
+        }
+        guard usage.bytes + size <= caps.maxBytesPerUser else {
+            throw GatehouseError(.quotaExceeded, "Your files may take at most \(caps.maxBytesPerUser) bytes in all; delete some first.")
+        }
+    }
 
     static func unsupportedPhoto(_ app: AppContext) -> GatehouseError {
         GatehouseError(.unsupportedFileType, "A photo must be one of: \(app.settings.files.photoTypes.joined(separator: ", ")) (judged by its content).")
@@ -243,15 +300,15 @@ public final class FilesService: Sendable {
             blobKey: StoredFile.blobKey(app: app.id, file: id))
     }
 
-    /// Reserves the blob (``BlobDeletion``), writes it, then runs the unit of work that records it
-    /// and withdraws the reservation; the blob is removed when the unit fails. After the commit,
-    /// removes the blobs the unit gave up.
+    /// Reserves the blob (``BlobDeletion``), writes it (`write`), then runs the unit of work that
+    /// records it and withdraws the reservation; the blob is removed when the unit fails. After
+    /// the commit, removes the blobs the unit gave up.
     private func storing<T>(
-        _ file: StoredFile, of app: AppContext, from incoming: IncomingFile, _ body: (any AppScopedStore, Int64) throws -> (T, [BlobKey])
+        _ file: StoredFile, of app: AppContext, write: () throws -> Void, _ body: (any AppScopedStore, Int64) throws -> (T, [BlobKey])
     ) throws -> T {
         let reservation = BlobDeletion.reservation(app: app.id, key: file.blobKey, now: clock.nowMillis())
         guard try store.app(app.id).enqueue(reservation, now: clock.nowMillis()) else { throw BlobStoreError("the blob \(file.blobKey) is reserved already") }
-        try blobs.put(file.blobKey, contentsOf: incoming.path)
+        try write()
         let now = clock.nowMillis()
         let result: T
         let removed: [BlobKey]
@@ -327,4 +384,23 @@ public final class FilesService: Sendable {
         }
         wakeOutbox()
     }
+}
+
+/// Bytes in memory read as a blob source (a re-encoded photo, at most a few MiB).
+final class BytesBlobReader: BlobReader {
+    private var bytes: ArraySlice<UInt8>
+    let size: Int64
+
+    init(_ bytes: [UInt8]) {
+        self.bytes = bytes[...]
+        size = Int64(bytes.count)
+    }
+
+    func read(upTo maxBytes: Int) throws -> [UInt8] {
+        let piece = bytes.prefix(maxBytes)
+        bytes = bytes.dropFirst(piece.count)
+        return Array(piece)
+    }
+
+    func close() { bytes = [] }
 }

@@ -71,6 +71,9 @@ public protocol FileStore: Sendable {
     func files(of user: UserID, after: (createdAt: Int64, id: FileID)?, limit: Int) throws -> [StoredFile]
     /// Sets the visibility of the user's file; the file, or nil when it is not theirs.
     func setVisibility(_ id: FileID, of user: UserID, _ visibility: FileVisibility) throws -> StoredFile?
+    /// How many files the user holds and their bytes in all, photo-purpose files left out when
+    /// `excludingPhotos` (a new photo replaces them).
+    func usage(of user: UserID, excludingPhotos: Bool) throws -> (count: Int64, bytes: Int64)
     /// Deletes the user's file; the row deleted (its blob is the caller's to remove after the
     /// commit), or nil when it was not theirs.
     func delete(_ id: FileID, of user: UserID) throws -> StoredFile?

@@ -78,6 +78,8 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
     case tooManyRequests
     /// `files/unsupported-type`
     case unsupportedFileType
+    /// `files/quota-exceeded`
+    case quotaExceeded
     /// `server/internal`
     case serverInternal
     /// `server/unavailable`
@@ -127,6 +129,7 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
         .tooManyAttempts,
         .tooManyRequests,
         .unsupportedFileType,
+        .quotaExceeded,
         .serverInternal,
         .serverUnavailable,
         .serverBusy,
@@ -173,6 +176,7 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
         case .tooManyAttempts: "auth/too-many-attempts"
         case .tooManyRequests: "auth/too-many-requests"
         case .unsupportedFileType: "files/unsupported-type"
+        case .quotaExceeded: "files/quota-exceeded"
         case .serverInternal: "server/internal"
         case .serverUnavailable: "server/unavailable"
         case .serverBusy: "server/busy"
