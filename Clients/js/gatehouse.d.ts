@@ -3,7 +3,7 @@
 /** Every `code` the server answers (docs/errors.md). */
 export type ServerErrorCode =
   | 'request/validation-failed' | 'request/malformed' | 'request/not-found' | 'request/method-not-allowed'
-  | 'request/payload-too-large' | 'request/uri-too-long' | 'request/unsupported-media-type' | 'request/headers-too-large'
+  | 'request/payload-too-large' | 'request/uri-too-long' | 'request/unsupported-media-type' | 'request/headers-too-large' | 'request/timeout'
   | 'app/missing-key' | 'app/invalid-key' | 'admin/app-key-taken'
   | 'auth/missing-token' | 'auth/invalid-token' | 'auth/token-expired' | 'auth/session-revoked'
   | 'auth/invalid-refresh-token' | 'auth/refresh-token-reused' | 'auth/invalid-credential' | 'auth/email-already-in-use'

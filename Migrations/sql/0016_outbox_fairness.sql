@@ -19,6 +19,8 @@ CREATE TABLE outbox_destinations (
     updated_at   BIGINT NOT NULL,
     PRIMARY KEY (app_id, destination)
 );
+-- The maintenance job removes rows no failure has touched for 30 days.
+CREATE INDEX outbox_destinations_updated ON outbox_destinations (updated_at);
 
 -- Claims walk the due items of one kind app by app (round robin), oldest first within an app.
 CREATE INDEX outbox_fair_claim ON outbox (kind, app_id, next_attempt_at) WHERE delivered_at IS NULL AND dead_at IS NULL;

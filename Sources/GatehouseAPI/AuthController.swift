@@ -11,17 +11,19 @@ struct AuthController {
 
     /// The refresh cookie's name for one app: two web apps on one Gatehouse host keep their own.
     static func refreshCookie(_ app: AppContext) -> String { "gh_refresh_\(app.id.rawValue)" }
-    /// The name every app shared before 2026-12-05; still read (and cleared) until
+    /// The name every app shared before 2026-12-05; still read until
     /// ``legacyRefreshCookieReadUntilMillis``, so browsers holding it are not signed out.
     static let legacyRefreshCookie = "gh_refresh"
     /// 2027-01-05T00:00:00Z: 30 days after the release that renamed the cookie.
     static let legacyRefreshCookieReadUntilMillis: Int64 = 1_799_107_200_000
     static func clearedCookie(_ name: String) -> String { "\(name)=; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=0" }
 
-    /// Clears the app's refresh cookie, and the old shared name too so that a browser stops sending it.
+    /// Clears the app's refresh cookie. Never the old shared name: it may hold another app's
+    /// token (whichever app of the host set it last), which this app's failure says nothing about.
+    /// It is cleared only by a refresh that used it and succeeded (its successor moves to the
+    /// app's own name), and is no longer read after ``legacyRefreshCookieReadUntilMillis``.
     static func clearRefreshCookies(_ app: AppContext, on response: inout HTTPResponse) {
         response.headers.add("Set-Cookie", clearedCookie(refreshCookie(app)))
-        response.headers.add("Set-Cookie", clearedCookie(legacyRefreshCookie))
     }
 
     func register(_ routes: inout Routes) {

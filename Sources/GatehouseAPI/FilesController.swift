@@ -23,7 +23,7 @@ struct FilesController {
     func mayUpload(_ request: Request) throws {
         let (app, claims) = try auth.user(request)
         try files.requireVerifiedEmail(app: app, user: claims.userID)
-        try files.requireUploadAllowance(app: app, user: claims.userID)
+        try files.countUpload(app: app, user: claims.userID)
     }
 
     func upload(_ request: Request) throws -> HTTPResponse {

@@ -43,7 +43,8 @@ public final class Metrics: Sendable, DomainMetrics {
     /// Sign-ins by method and outcome, in `SignInMethod.allCases` order, success then failure.
     private let signIns = Mutex<[UInt64]>(Array(repeating: 0, count: 2 * SignInMethod.allCases.count))
     private let refreshReuses = Atomic<UInt64>(0)
-    private let mailsCapped = Atomic<UInt64>(0)
+    /// Mails not queued past their app's hourly cap, by app (only apps that hit it have a series).
+    private let mailsCapped = Mutex<[String: UInt64]>([:])
     /// 429 answers by route and error code.
     private let rateLimited = Mutex<[String: UInt64]>([:])
 
@@ -66,7 +67,7 @@ public final class Metrics: Sendable, DomainMetrics {
 
     public func refreshTokenReused() { refreshReuses.add(1, ordering: .relaxed) }
 
-    public func mailCapped() { mailsCapped.add(1, ordering: .relaxed) }
+    public func mailCapped(app: AppID) { mailsCapped.withLock { $0[app.rawValue, default: 0] += 1 } }
 
     /// Counts a 429 answer on `route` with its error `code`.
     func recordRateLimited(route: String, code: String) {
@@ -165,7 +166,10 @@ public final class Metrics: Sendable, DomainMetrics {
         out += "# HELP gatehouse_refresh_reuse_total Rotated refresh tokens presented again past the grace window (each ended its session).\n"
         out += "# TYPE gatehouse_refresh_reuse_total counter\ngatehouse_refresh_reuse_total \(refreshReuses.load(ordering: .relaxed))\n"
         out += "# HELP gatehouse_mail_capped_total Mails not queued because their app had sent its rate_limits.mail_per_hour this hour.\n"
-        out += "# TYPE gatehouse_mail_capped_total counter\ngatehouse_mail_capped_total \(mailsCapped.load(ordering: .relaxed))\n"
+        out += "# TYPE gatehouse_mail_capped_total counter\n"
+        for (app, count) in mailsCapped.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
+            out += "gatehouse_mail_capped_total{app_id=\"\(escape(app))\"} \(count)\n"
+        }
         out += "# HELP gatehouse_rate_limited_total Requests answered 429, by route and error code.\n# TYPE gatehouse_rate_limited_total counter\n"
         for (key, count) in rateLimited.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
             let parts = key.split(separator: "\u{0}", maxSplits: 1).map(String.init)

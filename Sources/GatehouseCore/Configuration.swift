@@ -417,6 +417,10 @@ public struct Configuration: Sendable {
             warnings.append(
                 "GATEHOUSE_ALLOW_PRIVATE_OUTBOUND=true: tenants' webhooks and SMTP servers may reach loopback, private and metadata addresses; for development only")
         }
+        if outboxPerAppInFlight >= outboxConcurrency {
+            warnings.append(
+                "GATEHOUSE_OUTBOX_PER_APP_IN_FLIGHT (\(outboxPerAppInFlight)) is not below GATEHOUSE_OUTBOX_CONCURRENCY (\(outboxConcurrency)): one app's stalled destinations can hold every outbox lane of a kind")
+        }
         return warnings
     }
 

@@ -5,8 +5,8 @@ public protocol DomainMetrics: Sendable {
     func signIn(_ method: SignInMethod, succeeded: Bool)
     /// A rotated refresh token was presented again past its grace window, and its session ended.
     func refreshTokenReused()
-    /// A mail was not queued: its app had sent its `rate_limits.mail_per_hour` this hour.
-    func mailCapped()
+    /// A mail of `app` was not queued: the app had sent its `rate_limits.mail_per_hour` this hour.
+    func mailCapped(app: AppID)
 }
 
 /// Counts nothing.
@@ -14,7 +14,7 @@ public struct NoDomainMetrics: DomainMetrics {
     public init() {}
     public func signIn(_ method: SignInMethod, succeeded: Bool) {}
     public func refreshTokenReused() {}
-    public func mailCapped() {}
+    public func mailCapped(app: AppID) {}
 }
 
 extension DomainMetrics {

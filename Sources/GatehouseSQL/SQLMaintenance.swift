@@ -78,6 +78,8 @@ extension SQLStore: MaintenanceStore {
         case .deliveredOutbox:
             return batch("outbox", by: "delivered_at", "delivered_at IS NOT NULL AND delivered_at >= \(from) AND delivered_at < \(to)")
         case .events: return batch("events", by: "created_at", "created_at >= \(from) AND created_at < \(to)")
+        case .outboxDestinations:
+            return batch("outbox_destinations", by: "updated_at", "updated_at >= \(from) AND updated_at < \(to)", othersWrite: true)
         }
     }
 }

@@ -62,12 +62,14 @@ struct SQLOutbox: OutboxStore {
         _ id: String, node: String, nextAttemptAt: Int64, error: String, now: Int64, destination: String?, breaker: OutboxBreakerPolicy?
     ) throws -> Int64? {
         try database.transaction { db in
-            try db.execute("""
+            // A node whose lease ran out changes nothing, the breaker included: the item's new
+            // holder reports its own attempt.
+            guard try db.execute("""
                 UPDATE outbox SET attempts = attempts + 1, next_attempt_at = \(nextAttemptAt), last_error = \(String(error.prefix(1000))),
                                   lease_until = NULL, leased_by = NULL, destination = COALESCE(\(destination), destination)
                 WHERE id = \(id) AND leased_by = \(node)
-                """)
-            guard let breaker, let destination else { return nil }
+                """) == 1, let breaker, let destination
+            else { return nil }
             let app = try db.query("SELECT COALESCE(app_id, '') AS app FROM outbox WHERE id = \(id)").first?.string("app") ?? ""
             let failures = try db.query("""
                 INSERT INTO outbox_destinations (app_id, destination, failures, paused_until, updated_at) VALUES (\(app), \(destination), 1, NULL, \(now))

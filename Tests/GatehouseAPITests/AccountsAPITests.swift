@@ -562,15 +562,12 @@ struct AccountsAPITests {
         #expect(refreshed.status == 200)
         #expect(refreshed.header("Set-Cookie")?.hasPrefix("\(name)=\(refreshed.data?["refresh_token"]?.stringValue ?? "-")") == true)
         // A cookie that no longer refreshes (here: reused once its successor was used too, which
-        // ends the session) is cleared, under both names.
+        // ends the session) is cleared; the old shared name is left alone (it may be another app's).
         let successor = try #require(refreshed.data?["refresh_token"]?.stringValue)
         #expect(try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", "\(name)=\(successor)")]).status == 200)
         let reused = try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", value)])
         #expect(reused.problemCode == "auth/refresh-token-reused")
-        #expect(reused.headerValues("Set-Cookie") == [
-            "\(name)=; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=0",
-            "gh_refresh=; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=0",
-        ])
+        #expect(reused.headerValues("Set-Cookie") == ["\(name)=; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=0"])
         let unknown = try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", "\(name)=not-a-token")])
         #expect(unknown.problemCode == "auth/invalid-refresh-token")
         #expect(unknown.header("Set-Cookie")?.hasSuffix("Max-Age=0") == true)
@@ -605,7 +602,7 @@ struct AccountsAPITests {
                 keep(refreshed)
             }
         }
-        // Signing out of one clears only its own cookie (and the old shared name).
+        // Signing out of one clears only its own cookie.
         let token = try #require(try server.request("POST", "/v1/auth/refresh", appKey: first.appKey, headers: [("Cookie", cookieHeader())]).data?["access_token"]?.stringValue)
         keep(try server.request("POST", "/v1/auth/signout", appKey: first.appKey, bearer: token))
         #expect(Set(jar.keys) == ["gh_refresh_\(second.id)"])
@@ -633,6 +630,32 @@ struct AccountsAPITests {
         let late = try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, headers: [("Cookie", "gh_refresh=\(successor)")])
         #expect(late.status == 400)
         #expect(late.problemCode == "request/validation-failed")
+    }
+
+    /// The old shared `gh_refresh` cookie holds the token of whichever app of the host set it
+    /// last: another app that falls back to it and fails must not clear it, nor must its sign-out,
+    /// or that app would sign the user out of the first one.
+    @Test(arguments: TestDatabase.kinds)
+    func anotherAppNeverClearsTheOldSharedCookie(_ kind: TestDatabaseKind) throws {
+        let clock = ManualClock(millis: 1_796_515_200_000)  // 2026-12-06
+        let server = try TestServer(kind, clock: clock)
+        defer { server.stop() }
+        let first = try server.createApp(["name": "One", "refresh_cookie": true])
+        let second = try server.createApp(["name": "Two", "refresh_cookie": true])
+        let firstToken = try #require(try server.request(
+            "POST", "/v1/auth/signup", appKey: first.appKey, json: ["email": "web@example.com", "password": "correct horse battery"]
+        ).data?["refresh_token"]?.stringValue)
+        let legacy = ("Cookie", "gh_refresh=\(firstToken)")
+        let failed = try server.request("POST", "/v1/auth/refresh", appKey: second.appKey, headers: [legacy])
+        #expect(failed.status == 401)
+        #expect(!failed.headerValues("Set-Cookie").contains { $0.hasPrefix("gh_refresh=") }, "the other app's token stays")
+        let secondSession = try server.request(
+            "POST", "/v1/auth/signup", appKey: second.appKey, json: ["email": "web@example.com", "password": "correct horse battery"])
+        let signedOut = try server.request(
+            "POST", "/v1/auth/signout", appKey: second.appKey, bearer: secondSession.data?["access_token"]?.stringValue, headers: [legacy])
+        #expect(signedOut.status == 204)
+        #expect(signedOut.headerValues("Set-Cookie") == ["gh_refresh_\(second.id)=; HttpOnly; Secure; SameSite=Lax; Path=/v1/auth; Max-Age=0"])
+        #expect(try server.request("POST", "/v1/auth/refresh", appKey: first.appKey, headers: [legacy]).status == 200, "still signed in to the first app")
     }
 
     /// `refresh_cookie: "only"`: no script (XSS included) can read the refresh token, since no body carries it.

@@ -88,6 +88,16 @@ struct ConfigurationTests {
         #expect(open.startWarnings.count == 1 && open.startWarnings[0].contains("GATEHOUSE_ALLOW_PRIVATE_OUTBOUND=true"))
     }
 
+    /// A per-app outbox cap as large as the lanes lets one app hold them all: warned about at start.
+    @Test
+    func aPerAppOutboxCapAsLargeAsTheLanesIsWarnedAbout() throws {
+        let smtp = ["GATEHOUSE_SMTP_URL": "smtp://mail.example.com"]
+        let fair = try Configuration.fromEnvironment(smtp)
+        #expect(fair.outboxConcurrency == 4 && fair.outboxPerAppInFlight == 2 && fair.startWarnings.isEmpty)
+        let unfair = try Configuration.fromEnvironment(smtp.merging(["GATEHOUSE_OUTBOX_PER_APP_IN_FLIGHT": "4"]) { $1 })
+        #expect(unfair.startWarnings.count == 1 && unfair.startWarnings[0].contains("GATEHOUSE_OUTBOX_PER_APP_IN_FLIGHT (4)"))
+    }
+
     @Test
     func theMailCapMaximumIsTenThousandAndSettable() throws {
         #expect(try Configuration.fromEnvironment([:]).maxMailPerHour == 10_000)

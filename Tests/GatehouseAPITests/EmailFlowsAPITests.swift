@@ -208,7 +208,7 @@ struct EmailFlowsAPITests {
         }
         let mails = try world.deliver()
         #expect(mails.flatMap(\.recipients).sorted() == ["user1@example.com", "user2@example.com", "user3@example.com"])
-        #expect(try MetricsScrape(world.server)["gatehouse_mail_capped_total"] == 2)
+        #expect(try MetricsScrape(world.server)[#"gatehouse_mail_capped_total{app_id="\#(world.app.id)"}"#] == 2, "by app: the operator sees who")
         let events = try world.server.gatehouse.database.query(
             "SELECT data FROM events WHERE type = 'app.mail_capped' AND app_id = \(world.app.id)")
         #expect(events.count == 1, "once in the hour")

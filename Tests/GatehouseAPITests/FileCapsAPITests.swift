@@ -68,10 +68,13 @@ extension FilesAPITests {
 
     @Test(arguments: TestDatabase.kinds)
     func uploadsAnHourAreCappedPerUser(_ kind: TestDatabaseKind) throws {
-        let world = try World(kind, blobs: .database, settings: ["rate_limits": ["auth_per_minute_per_ip": 1000, "uploads_per_hour_per_user": 3]])
+        let world = try World(
+            kind, blobs: .database,
+            settings: ["rate_limits": ["auth_per_minute_per_ip": 1000, "uploads_per_hour_per_user": 4], "files": ["max_bytes": 2048]])
         defer { world.server.stop() }
         #expect(try world.upload("/v1/files", files: [("file", "a", [1])]).status == 201)
         #expect(try world.upload("/v1/files", files: [("file", "b", [])]).status == 400, "a refused upload counts too")
+        #expect(try world.upload("/v1/files", files: [("file", "big", Array(repeating: 7, count: 3000))]).status == 413, "and one too large")
         #expect(try world.upload("/v1/me/photo", files: [("photo", "p.png", TinyImages.png())]).status == 200)
         for (path, field) in [("/v1/files", "file"), ("/v1/me/photo", "photo")] {
             let capped = try world.upload(path, files: [(field, "c.png", TinyImages.png())])

@@ -53,6 +53,8 @@ import Testing
         let temporary = expectFailure(mailer, try Self.message())
         #expect(temporary?.isTransient == true, "\(String(describing: temporary))")
         #expect(temporary?.reason.contains("451") == true, "\(String(describing: temporary))")
+        // A recipient deferred is not the server's failure: its circuit breaker does not count it.
+        #expect(temporary?.blamesServer == false, "\(String(describing: temporary))")
 
         try sink.setMode(.refusePermanently)
         let permanent = expectFailure(mailer, try Self.message())
@@ -71,6 +73,7 @@ import Testing
         let started = ContinuousClock.now
         let error = expectFailure(try SMTPMailer(url: url), try Self.message())
         #expect(error?.isTransient == true, "\(String(describing: error))")
+        #expect(error?.blamesServer == true, "\(String(describing: error))")
         #expect(ContinuousClock.now - started < .seconds(5))
     }
 
@@ -97,7 +100,7 @@ import Testing
         let started = ContinuousClock.now
         let error = expectFailure(mailer, try Self.message())
         let elapsed = ContinuousClock.now - started
-        #expect(error?.isTransient == true, "\(String(describing: error))")
+        #expect(error?.isTransient == true && error?.blamesServer == true, "\(String(describing: error))")
         #expect(elapsed >= .milliseconds(1900) && elapsed < .seconds(8), "\(elapsed)")
         #expect(sink.connectionCount == 1)
         #expect(try sink.messages().isEmpty)

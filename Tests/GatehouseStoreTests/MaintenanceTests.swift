@@ -138,6 +138,13 @@ import Testing
                     VALUES (\(id), 'mail', \(id), '', \(now - 9 * day), \(now - 9 * day), \(delivered), \(dead))
                     """)
             }
+            // A breaker row no failure touched for 30 days goes; a recent one stays.
+            for (destination, updated) in [("old.example:443", now - 31 * day), ("new.example:443", now - 29 * day)] {
+                try f.database.execute("""
+                    INSERT INTO outbox_destinations (app_id, destination, failures, paused_until, updated_at)
+                    VALUES ('app_m', \(destination), 7, \(updated + 60_000), \(updated))
+                    """)
+            }
             // Five events past the 400 days (more than one batch of two), one inside.
             for age in [401, 402, 403, 404, 405, 399] {
                 try f.app.record(Event(type: .userSignInFailed, userID: nil, sessionID: nil, ip: nil, userAgent: nil, createdAt: now - Int64(age) * day))
@@ -155,6 +162,7 @@ import Testing
             #expect(report.deleted[.rateLimits] == 1)
             #expect(report.deleted[.deliveredOutbox] == 1)
             #expect(report.deleted[.events] == 5)
+            #expect(report.deleted[.outboxDestinations] == 1)
 
             // A live session keeps every token (reuse detection), and one that just ended keeps them for the grace margin.
             #expect(try f.tokens(of: live) == 6)
@@ -230,6 +238,7 @@ import Testing
                 .loginCodes: ("login_codes", "expires_at"), .emailCodes: ("email_codes", "last_sent_at"),
                 .providerNonces: ("provider_nonces", "expires_at"), .rateLimits: ("rate_limits", "window_start"),
                 .deliveredOutbox: ("outbox", "delivered_at"), .events: ("events", "created_at"),
+                .outboxDestinations: ("outbox_destinations", "updated_at"),
             ]
             for task in MaintenanceTask.allCases {
                 let (table, column) = try #require(columns[task], "\(task) has no expected index")
@@ -299,7 +308,7 @@ import Testing
         let job = Maintenance(store: Store(round: round), policy: MaintenancePolicy(intervalSeconds: 300, refreshGraceSeconds: 10, eventRetentionDays: 400))
         #expect(throws: SetupError.self) { try job.run(now: Self.now) }
         #expect(Set(round.tried) == Set(MaintenanceTask.allCases))
-        #expect(round.tried.last == .events)
+        #expect(round.tried.last == .outboxDestinations, "the failure stopped nothing after it")
     }
 
     /// A round stops at its time limit, at a batch's end, and the next goes on from there.

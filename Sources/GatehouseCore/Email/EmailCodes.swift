@@ -165,7 +165,7 @@ public struct EmailCodes: Sendable {
         let cap = min(app.settings.rateLimits.mailPerHour, maxMailPerHour)
         let hour = now - now % 3_600_000
         guard try tx.hitRateLimit(bucket: "mail_hour", windowStart: hour) > cap else { return true }
-        metrics.mailCapped()
+        metrics.mailCapped(app: app.id)
         if try tx.hitRateLimit(bucket: "mail_capped_event", windowStart: hour) == 1 {
             try tx.record(Event(
                 type: .appMailCapped, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["mail_per_hour": .int(cap)], createdAt: now))
@@ -188,6 +188,9 @@ public struct EmailCodes: Sendable {
         let guesses = self.subject(of: address)
         let outcome: Result<T, GatehouseError> = try data.transaction { tx in
             let now = clock.nowMillis()
+            // Checks of one address wait for each other (its row, locked), so that concurrent wrong
+            // codes cannot all pass the count before any of them has added to it.
+            try lockAddress(tx, address)
             if let refusal = try guessRefusal(tx, guesses, now: now) { return .failure(refusal) }
             guard var record = try tx.emailCodes.lock(purpose: purpose, subject: subject, create: false), let stored = record.codeHash else {
                 try countGuess(tx, guesses, now: now)

@@ -79,7 +79,6 @@ public final class FilesService: Sendable {
     /// `files.max_bytes_per_user` → 403 `files/quota-exceeded`.
     public func upload(app: AppContext, user: UserID, session: SessionID?, file incoming: IncomingFile, visibility: FileVisibility, origin: RequestOrigin) throws -> StoredFile {
         try requireVerifiedEmail(app: app, user: user)
-        try countUpload(app: app, user: user)
         let contentType = try check(app: app, incoming, field: "file")
         if visibility == .public, !app.settings.files.publicTypes.contains(contentType) {
             throw GatehouseError(
@@ -170,7 +169,6 @@ public final class FilesService: Sendable {
     /// it replaces is not counted against the quota).
     public func uploadPhoto(app: AppContext, user: UserID, session: SessionID?, file incoming: IncomingFile, origin: RequestOrigin) throws -> (User, [Identity]) {
         try requireVerifiedEmail(app: app, user: user)
-        try countUpload(app: app, user: user)
         let contentType = try check(app: app, incoming, field: "photo")
         guard app.settings.files.photoTypes.contains(contentType) else { throw Self.unsupportedPhoto(app) }
         // Checked again in the unit of work with the photo's final size; here it spares decoding.
@@ -231,16 +229,11 @@ public final class FilesService: Sendable {
     static let notFound = GatehouseError(.notFound, "No such file of yours.")
     static let accountGone = AccountService.accountGone
 
-    /// Before an upload's body is read: 429 when the user has used up this hour's uploads
-    /// (counts nothing; ``countUpload(app:user:)`` does).
-    public func requireUploadAllowance(app: AppContext, user: UserID) throws {
-        try limiter.requireUnder(
-            store.app(app.id), bucket: "uploads", subject: user.rawValue, limit: app.settings.rateLimits.uploadsPerHourPerUser, windowSeconds: 3600)
-    }
-
-    /// Counts an upload against the app's `rate_limits.uploads_per_hour_per_user` (in the
-    /// database, so every node shares it); 429 with `Retry-After` past it.
-    private func countUpload(app: AppContext, user: UserID) throws {
+    /// Counts an upload against the app's `rate_limits.uploads_per_hour_per_user` before its body
+    /// is read (in the database, so every node shares it); 429 with `Retry-After` past it. Every
+    /// upload started counts, whatever becomes of it (too large, cut off, malformed, refused),
+    /// so nobody streams bodies into the spool past the cap.
+    public func countUpload(app: AppContext, user: UserID) throws {
         try limiter.hit(
             store.app(app.id), bucket: "uploads", subject: user.rawValue, limit: app.settings.rateLimits.uploadsPerHourPerUser, windowSeconds: 3600)
     }

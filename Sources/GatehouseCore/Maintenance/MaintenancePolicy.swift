@@ -17,6 +17,8 @@ public struct MaintenancePolicy: Sendable {
     public var endedSessionTokenLookBackMillis: Int64
     /// Delivered outbox items are kept this long (to see what was sent), then deleted.
     public var deliveredOutboxRetentionMillis: Int64 = 7 * day
+    /// A destination's breaker row that no failure has touched for this long goes.
+    public var outboxDestinationRetentionMillis: Int64 = 30 * day
     /// Audit events are kept this long (`GATEHOUSE_EVENT_RETENTION_DAYS`).
     public var eventRetentionMillis: Int64
     /// A rate-limit counter whose window started this long ago counts nothing any more.
@@ -60,6 +62,7 @@ public struct MaintenancePolicy: Sendable {
             (.rateLimits, MaintenanceWindow(to: now - rateLimitRetentionMillis)),
             (.deliveredOutbox, MaintenanceWindow(to: now - deliveredOutboxRetentionMillis)),
             (.events, MaintenanceWindow(to: now - eventRetentionMillis)),
+            (.outboxDestinations, MaintenanceWindow(to: now - outboxDestinationRetentionMillis)),
         ]
     }
 }

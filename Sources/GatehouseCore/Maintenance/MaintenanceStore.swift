@@ -24,6 +24,9 @@ public enum MaintenanceTask: String, CaseIterable, Sendable {
     case deliveredOutbox = "delivered_outbox"
     /// Audit events recorded before the cutoff.
     case events
+    /// Circuit-breaker rows of destinations that have not failed since the cutoff (their items
+    /// were delivered, dead or removed long ago).
+    case outboxDestinations = "outbox_destinations"
 }
 
 /// The rows of one task that a batch may delete: the task's time column in `[from, to)`

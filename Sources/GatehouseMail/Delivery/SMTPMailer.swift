@@ -169,6 +169,8 @@ public final class SMTPMailer: Mailer {
         let reason = response > 0 ? "\(url) answered \(response): \(detail)" : "\(url): \(detail)"
         switch response {
         case 500...599: throw .permanent(reason)
+        // libcurl says "RCPT failed: <code>" when the server refused a recipient.
+        case 400...499 where detail.contains("RCPT failed"): throw .recipientDeferred(reason)
         case 400...499: throw .transient(reason)
         default: break
         }

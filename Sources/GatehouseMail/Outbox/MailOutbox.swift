@@ -104,7 +104,8 @@ public struct MailOutboxHandler: OutboxHandler {
             try mailer.send(message)
             return .delivered
         } catch {
-            return error.isTransient ? .unreachable(reason: error.reason) : .dead(reason: error.reason)
+            if error.blamesServer { return .unreachable(reason: error.reason) }
+            return error.isTransient ? .retry(reason: error.reason) : .dead(reason: error.reason)
         }
     }
 }

@@ -18,6 +18,8 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
     case unsupportedMediaType
     /// `request/headers-too-large`
     case headersTooLarge
+    /// `request/timeout`: the request's body came too slowly and the server closed the connection.
+    case requestTimeout
     /// `app/missing-key`
     case missingAppKey
     /// `app/invalid-key`
@@ -98,7 +100,7 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
         .payloadTooLarge,
         .uriTooLong,
         .unsupportedMediaType,
-        .headersTooLarge,
+        .headersTooLarge, .requestTimeout,
         .missingAppKey,
         .invalidAppKey,
         .appKeyTaken,
@@ -146,6 +148,7 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
         case .uriTooLong: "request/uri-too-long"
         case .unsupportedMediaType: "request/unsupported-media-type"
         case .headersTooLarge: "request/headers-too-large"
+        case .requestTimeout: "request/timeout"
         case .missingAppKey: "app/missing-key"
         case .invalidAppKey: "app/invalid-key"
         case .appKeyTaken: "admin/app-key-taken"
