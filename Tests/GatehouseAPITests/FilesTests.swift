@@ -259,7 +259,7 @@ struct FilesServiceTests {
         @discardableResult
         func choosePhoto(_ fileID: String?, firstName: String?? = nil) throws -> User {
             try server.gatehouse.accounts.updateProfile(
-                app: app, user: user, session: nil, firstName: firstName, lastName: nil, photo: try files.photoChange(app: app, fileID: fileID),
+                app: app, user: user, session: nil, firstName: firstName, lastName: nil, photo: try files.photoChange(app: app, user: user, session: nil, fileID: fileID, origin: origin),
                 origin: origin
             ).0
         }
@@ -429,8 +429,8 @@ struct FilesServiceTests {
         #expect(try world.server.gatehouse.blobs.open(try #require(BlobKey(parsing: world.app.id.rawValue + "/" + firstID))) == nil)
         #expect(try world.files.list(app: world.app, user: world.user, after: nil, limit: 10).files.isEmpty)
 
-        // A private image file of the user becomes the (public) photo; a text file cannot.
-        let file = try world.upload(TinyImages.webp(), name: "pic.webp")
+        // A private image file of the user gives the (public) photo; a text file cannot.
+        let file = try world.upload(TinyImages.image(width: 8, height: 6, type: "image/webp"), name: "pic.webp")
         let text = try world.upload(Array("no".utf8))
         #expect(Self.code { try world.choosePhoto(text.id.rawValue) } == "files/unsupported-type")
         let mine = try world.upload(TinyImages.gif, user: world.other)
@@ -444,17 +444,23 @@ struct FilesServiceTests {
         let named = try world.server.gatehouse.database.query("SELECT data FROM events WHERE type = 'user.updated' AND user_id = \(world.user.rawValue)")
             .map { try $0.string("data") }.filter { $0.contains("first_name") }
         #expect(named.count == 1 && named.first?.contains("photo_url") == true)
-        #expect(third.photoURL == world.files.url(app: world.app.id, try world.files.file(app: world.app, user: world.user, id: file.id.rawValue)))
-        #expect(try world.files.file(app: world.app, user: world.user, id: file.id.rawValue).visibility == .public)
+        // The photo is a photo-purpose file made from it; the file stays private.
+        let thirdURL = try #require(third.photoURL)
+        let thirdID = String(thirdURL.split(separator: "/").dropLast().last!)
+        let made = try #require(try world.files.publicFile(app: world.app.id, id: thirdID, version: String(thirdURL.split(separator: "/").last!)))
+        #expect(made.purpose == .photo && made.id != file.id && third.photoURL == world.files.url(app: world.app.id, made))
+        #expect(try world.files.file(app: world.app, user: world.user, id: file.id.rawValue).visibility == .private)
         #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.photoURL == third.photoURL)
 
-        // Removing the photo keeps the chosen file; deleting a file that is the photo clears it.
+        // Removing the photo deletes the photo made, keeps the chosen file; deleting the chosen
+        // file leaves a photo made from it.
         let (cleared, _) = try world.files.removePhoto(app: world.app, user: world.user, session: nil, origin: world.origin)
         #expect(cleared.photoURL == nil)
-        #expect(try world.blobExists(file))
-        try world.choosePhoto(file.id.rawValue)
+        #expect(try world.blobExists(file) && !world.blobExists(made))
+        let fourth = try world.choosePhoto(file.id.rawValue)
         try world.files.delete(app: world.app, user: world.user, session: nil, id: file.id.rawValue, origin: world.origin)
-        #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.photoURL == nil)
+        #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.photoURL == fourth.photoURL)
+        #expect(fourth.photoURL != nil)
     }
 
     /// Public content of an account pending deletion answers 404, and is served again once a
