@@ -473,7 +473,10 @@ struct FilesServiceTests {
         let version = String(gif.sha256.prefix(FilesService.urlVersionLength))
         let others = try world.upload(TinyImages.gif, visibility: .public, user: world.other)
         #expect(try world.files.publicFile(app: world.app.id, id: gif.id.rawValue, version: version) == gif)
-        try world.server.gatehouse.deletion.deleteByAdmin(app: world.app, id: world.user.rawValue)
+        // The user's own deletion (an admin's is final, with no grace period).
+        let session = try world.server.request("POST", "/v1/auth/signin", appKey: world.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"])
+        let token = try #require(session.data?["access_token"]?.stringValue)
+        #expect(try world.server.request("DELETE", "/v1/me", appKey: world.appKey, bearer: token).status == 204)
         #expect(Self.code { _ = try world.files.publicFile(app: world.app.id, id: gif.id.rawValue, version: version) } == "request/not-found")
         #expect(try world.files.publicFile(app: world.app.id, id: others.id.rawValue, version: version) == others, "another user's stays served")
         let restored = try world.server.request(
