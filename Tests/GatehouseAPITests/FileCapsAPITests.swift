@@ -70,7 +70,7 @@ extension FilesAPITests {
     func uploadsAnHourAreCappedPerUser(_ kind: TestDatabaseKind) throws {
         let world = try World(kind, blobs: .database, settings: ["rate_limits": ["auth_per_minute_per_ip": 1000, "uploads_per_hour_per_user": 3]])
         defer { world.server.stop() }
-        #expect(try world.upload("/v1/files", files: [("file", "a", [1])]).status == 201)
+        let image = try #require(try world.upload("/v1/files", files: [("file", "a.png", TinyImages.png())]).data?["id"]?.stringValue)
         #expect(try world.upload("/v1/files", files: [("file", "b", [])]).status == 400, "a refused upload counts too")
         #expect(try world.upload("/v1/me/photo", files: [("photo", "p.png", TinyImages.png())]).status == 200)
         for (path, field) in [("/v1/files", "file"), ("/v1/me/photo", "photo")] {
@@ -79,6 +79,9 @@ extension FilesAPITests {
             let retryAfter = try #require(capped.header("Retry-After").flatMap { Int($0) })
             #expect((1...3600).contains(retryAfter) && capped.json?["retry_after"] == .int(Int64(retryAfter)))
         }
+        // A file chosen as the photo is decoded as an upload is, and counted as one.
+        let chosen = try world.server.request("PATCH", "/v1/me", appKey: world.app.appKey, bearer: world.token, json: ["photo_file_id": .string(image)])
+        #expect(chosen.status == 429 && chosen.problemCode == "auth/too-many-requests")
         // Another user of the app has their own hour.
         let other = try world.server.signUp(world.app, email: "grace@example.com")
         #expect(try world.upload("/v1/files", files: [("file", "a", [1])], token: other["access_token"]?.stringValue).status == 201)
