@@ -384,6 +384,28 @@ struct FilesServiceTests {
         }
     }
 
+    /// A photo made from a chosen file is written before `PATCH /v1/me`'s unit of work; a change
+    /// refused after it (a bad name) leaves neither its row, nor its blob, nor its reservation.
+    @Test(arguments: TestDatabase.kinds)
+    func aRefusedProfileChangeLeavesNoPhotoMadeFromAFile(database: TestDatabaseKind) throws {
+        let world = try World(database, .database)
+        defer { world.server.stop() }
+        let file = try world.upload(TinyImages.image(width: 40, height: 30, type: "image/png"), name: "me.png")
+        func count(_ sql: SQL) throws -> Int64? { try world.server.gatehouse.database.query(sql).first?.int64("n") }
+        let blobsBefore = try count("SELECT COUNT(*) AS n FROM blobs")
+        let outboxBefore = try count("SELECT COUNT(*) AS n FROM outbox")
+        #expect(Self.code { try world.choosePhoto(file.id.rawValue, firstName: "tab\tname") } == "request/validation-failed")
+        #expect(try count("SELECT COUNT(*) AS n FROM files") == 1)
+        #expect(try count("SELECT COUNT(*) AS n FROM blobs") == blobsBefore)
+        #expect(try count("SELECT COUNT(*) AS n FROM outbox") == outboxBefore, "the reservation is withdrawn")
+        #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.photoURL == nil)
+        // The same choice with a good name commits both.
+        let chosen = try world.choosePhoto(file.id.rawValue, firstName: "Ada")
+        #expect(chosen.firstName == "Ada" && chosen.photoURL != nil)
+        #expect(try count("SELECT COUNT(*) AS n FROM files") == 2)
+        #expect(try count("SELECT COUNT(*) AS n FROM outbox") == outboxBefore)
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func tenantsAreIsolatedEvenWithCollidingIDs(database: TestDatabaseKind) throws {
         let world = try World(database, .database)
