@@ -657,7 +657,7 @@ export class Gatehouse {
     return user;
   }
 
-  /** `firstName`/`lastName`: a string, or null to clear; `photoFileId`: a public file of the user. */
+  /** `firstName`/`lastName`: a string, or null to clear; `photoFileId`: one of the user's image files (the photo is made from it; the file stays as it was). */
   async updateUser({ firstName, lastName, photoFileId }) {
     const json = body({ first_name: firstName, last_name: lastName, photo_file_id: photoFileId });
     return this.#userAnswer(this.#authorized('PATCH', '/v1/me', { json }));

@@ -10,7 +10,7 @@ struct MeController {
 
     func register(_ routes: inout Routes) {
         routes.get("/v1/me", me)
-        routes.patch("/v1/me", updateMe)
+        routes.patch("/v1/me", doesFileIO: true, updateMe)
         routes.delete("/v1/me", deleteMe)
         routes.get("/v1/me/sessions", sessions)
         routes.delete("/v1/me/sessions/{id}", endSession)
@@ -33,7 +33,8 @@ struct MeController {
         let last = body.nullable("last_name", maxLength: 200)
         let photo = body.nullable("photo_file_id", maxLength: 64)
         try body.finish()
-        let photoChange = try photo.map { try files.photoChange(app: app, fileID: $0) }
+        // A chosen file is decoded here (on the network offload threads: the route does file I/O).
+        let photoChange = try photo.map { try files.photoChange(app: app, user: claims.userID, session: claims.sessionID, fileID: $0, origin: request.origin) }
         let (user, identities) = try accounts.updateProfile(
             app: app, user: claims.userID, session: claims.sessionID, firstName: first, lastName: last, photo: photoChange, origin: request.origin)
         return HTTPResponse.data(UserObject.json(user, identities)).noStore()

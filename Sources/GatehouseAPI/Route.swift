@@ -75,7 +75,9 @@ public struct Routes {
             "POST", pattern,
             Route(body: body, hashesPassword: hashesPassword, callsProvider: callsProvider, doesFileIO: fileIO, beforeBody: beforeBody, handler: handler))
     }
-    public mutating func patch(_ pattern: String, _ handler: @escaping Handler) { router.add("PATCH", pattern, Route(body: .json, handler: handler)) }
+    public mutating func patch(_ pattern: String, doesFileIO: Bool = false, _ handler: @escaping Handler) {
+        router.add("PATCH", pattern, Route(body: .json, doesFileIO: doesFileIO, handler: handler))
+    }
     public mutating func put(_ pattern: String, hashesPassword: Bool = false, _ handler: @escaping Handler) {
         router.add("PUT", pattern, Route(body: .json, hashesPassword: hashesPassword, handler: handler))
     }

@@ -329,14 +329,17 @@ public final class AccountService: Sendable {
     }
 
     /// `PATCH /v1/me`: names (absent keeps, null or empty clears) and, through Files, the photo
-    /// (``FilesService/photoChange(app:fileID:)``). Every field is checked before anything is
-    /// written; the change, its `user.updated` event (naming the fields it changed) and the photo's
-    /// files commit in one unit of work, the user's row locked. Nothing changed: no change and no
-    /// event recorded (with a photo field the row is still locked, which marks it changed).
+    /// (``FilesService/photoChange(app:user:session:fileID:origin:)``). Every field is checked
+    /// before anything is written; the change, its `user.updated` event (naming the fields it
+    /// changed) and the photo's files commit in one unit of work, the user's row locked (a photo
+    /// not committed is abandoned). Nothing changed: no change and no event recorded (with a photo
+    /// field the row is still locked, which marks it changed).
     public func updateProfile(
         app: AppContext, user id: UserID, session: SessionID?, firstName: String??, lastName: String??, photo: PhotoChange? = nil,
         origin: RequestOrigin
     ) throws -> (User, [Identity]) {
+        var committed = false
+        defer { if !committed { photo?.abandoned() } }
         func checked(_ change: String??, _ field: String) throws(GatehouseError) -> String?? {
             guard case .some(.some(let value)) = change else { return change }
             return .some(try InputRules.name(value, field: field))
@@ -364,6 +367,7 @@ public final class AccountService: Sendable {
                 createdAt: now))
             return (updated, removed)
         }
+        committed = true
         photo?.committed(removed)
         // A profile change leaves the identities as they were.
         return (updated, identities)

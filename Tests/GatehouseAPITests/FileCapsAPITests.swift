@@ -72,7 +72,7 @@ extension FilesAPITests {
             kind, blobs: .database,
             settings: ["rate_limits": ["auth_per_minute_per_ip": 1000, "uploads_per_hour_per_user": 4], "files": ["max_bytes": 2048]])
         defer { world.server.stop() }
-        #expect(try world.upload("/v1/files", files: [("file", "a", [1])]).status == 201)
+        let image = try #require(try world.upload("/v1/files", files: [("file", "a.png", TinyImages.png())]).data?["id"]?.stringValue)
         #expect(try world.upload("/v1/files", files: [("file", "b", [])]).status == 400, "a refused upload counts too")
         #expect(try world.upload("/v1/files", files: [("file", "big", Array(repeating: 7, count: 3000))]).status == 413, "and one too large")
         #expect(try world.upload("/v1/me/photo", files: [("photo", "p.png", TinyImages.png())]).status == 200)
@@ -82,6 +82,9 @@ extension FilesAPITests {
             let retryAfter = try #require(capped.header("Retry-After").flatMap { Int($0) })
             #expect((1...3600).contains(retryAfter) && capped.json?["retry_after"] == .int(Int64(retryAfter)))
         }
+        // A file chosen as the photo is decoded as an upload is, and counted as one.
+        let chosen = try world.server.request("PATCH", "/v1/me", appKey: world.app.appKey, bearer: world.token, json: ["photo_file_id": .string(image)])
+        #expect(chosen.status == 429 && chosen.problemCode == "auth/too-many-requests")
         // Another user of the app has their own hour.
         let other = try world.server.signUp(world.app, email: "grace@example.com")
         #expect(try world.upload("/v1/files", files: [("file", "a", [1])], token: other["access_token"]?.stringValue).status == 201)
@@ -134,11 +137,52 @@ extension FilesAPITests {
         #expect(try world.server.request("PATCH", "/v1/admin/app", bearer: world.app.secretKey, json: ["files": ["public_types": ["image/png"]]]).status == 200)
         #expect(try world.upload("/v1/files", fields: [("visibility", "public")], files: [("file", "a.gif", TinyImages.gif)]).problemCode == "files/unsupported-type")
         #expect(try world.upload("/v1/files", fields: [("visibility", "public")], files: [("file", "a.png", TinyImages.png())]).status == 201)
-        // Nor does choosing a private GIF as the photo make it public.
+        // Nor does choosing a private GIF as the photo make it public: the photo is a PNG made from it.
         let gif = try #require(try world.upload("/v1/files", files: [("file", "a.gif", TinyImages.gif)]).data?["id"]?.stringValue)
         let chosen = try world.server.request("PATCH", "/v1/me", appKey: world.app.appKey, bearer: world.token, json: ["photo_file_id": .string(gif)])
-        #expect(chosen.status == 415 && chosen.problemCode == "files/unsupported-type")
+        #expect(chosen.status == 200)
         #expect(try world.get("/v1/files/\(gif)").data?["visibility"] == "private")
+        #expect(try Self.publicBytes(world, try #require(chosen.data?["photo_url"]?.stringValue)).header("Content-Type") == "image/png")
+    }
+
+    /// A file chosen as the photo (`PATCH /v1/me` `photo_file_id`) is decoded as an uploaded photo
+    /// is: the photo is a new image without metadata, at most 1024 px; the file stays as it was.
+    @Test(arguments: TestDatabase.kinds)
+    func aFileChosenAsThePhotoIsDecodedAndLeftAsItWas(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind, blobs: .database)
+        defer { world.server.stop() }
+        let marker = "GATEHOUSE-SECRET-PLACE-51.5N"
+        let tagged = TinyImages.withEXIF(TinyImages.image(width: 2000, height: 1500, type: "image/jpeg"), marker: marker)
+        let file = try #require(try world.upload("/v1/files", files: [("file", "holiday.jpg", tagged)]).data)
+        let id = try #require(file["id"]?.stringValue)
+        #expect(file["visibility"] == "private")
+
+        func choose(_ id: String) throws -> TestResponse {
+            try world.server.request("PATCH", "/v1/me", appKey: world.app.appKey, bearer: world.token, json: ["photo_file_id": .string(id)])
+        }
+        let chosen = try choose(id)
+        #expect(chosen.status == 200 && chosen.data?["email"] != nil)
+        let url = try #require(chosen.data?["photo_url"]?.stringValue)
+        #expect(!url.contains(id), "the photo is a file of its own")
+        let served = try Self.publicBytes(world, url)
+        #expect(served.status == 200 && served.header("Content-Type") == "image/jpeg")
+        #expect(!served.body.contains(subsequence: Array("Exif".utf8)), "no EXIF")
+        #expect(!served.body.contains(subsequence: Array(marker.utf8)), "no description, no comment")
+        #expect(!served.body.contains(subsequence: Array("GatehouseCam".utf8)))
+        #expect(PhotoCodec.dimensions(served.body).map { [$0.width, $0.height] } == [1024, 768])
+
+        // The chosen file is unchanged and still private; the photo is not listed among the files.
+        let kept = try world.get("/v1/files/\(id)")
+        #expect(kept.data?["visibility"] == "private" && kept.data?["url"] == nil && kept.data?["size"] == .int(Int64(tagged.count)))
+        #expect(try world.get("/v1/files/\(id)/content").body == tagged)
+        #expect(try world.get("/v1/files").data?.arrayValue?.compactMap { $0["id"]?.stringValue } == [id])
+
+        // Choosing again replaces the photo made before; an image over 40 megapixels is refused.
+        #expect(try choose(id).status == 200)
+        #expect(try Self.publicBytes(world, url).status == 404)
+        let bomb = try #require(try world.upload("/v1/files", files: [("file", "bomb.png", TinyImages.png(width: 50_000, height: 50_000))]).data?["id"]?.stringValue)
+        let refused = try choose(bomb)
+        #expect(refused.status == 415 && refused.problemCode == "files/unsupported-type")
     }
 
     /// The caps are app settings with their defaults, each bounded by the platform's ceiling.

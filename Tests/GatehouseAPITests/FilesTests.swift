@@ -259,7 +259,7 @@ struct FilesServiceTests {
         @discardableResult
         func choosePhoto(_ fileID: String?, firstName: String?? = nil) throws -> User {
             try server.gatehouse.accounts.updateProfile(
-                app: app, user: user, session: nil, firstName: firstName, lastName: nil, photo: try files.photoChange(app: app, fileID: fileID),
+                app: app, user: user, session: nil, firstName: firstName, lastName: nil, photo: try files.photoChange(app: app, user: user, session: nil, fileID: fileID, origin: origin),
                 origin: origin
             ).0
         }
@@ -384,6 +384,28 @@ struct FilesServiceTests {
         }
     }
 
+    /// A photo made from a chosen file is written before `PATCH /v1/me`'s unit of work; a change
+    /// refused after it (a bad name) leaves neither its row, nor its blob, nor its reservation.
+    @Test(arguments: TestDatabase.kinds)
+    func aRefusedProfileChangeLeavesNoPhotoMadeFromAFile(database: TestDatabaseKind) throws {
+        let world = try World(database, .database)
+        defer { world.server.stop() }
+        let file = try world.upload(TinyImages.image(width: 40, height: 30, type: "image/png"), name: "me.png")
+        func count(_ sql: SQL) throws -> Int64? { try world.server.gatehouse.database.query(sql).first?.int64("n") }
+        let blobsBefore = try count("SELECT COUNT(*) AS n FROM blobs")
+        let outboxBefore = try count("SELECT COUNT(*) AS n FROM outbox")
+        #expect(Self.code { try world.choosePhoto(file.id.rawValue, firstName: "tab\tname") } == "request/validation-failed")
+        #expect(try count("SELECT COUNT(*) AS n FROM files") == 1)
+        #expect(try count("SELECT COUNT(*) AS n FROM blobs") == blobsBefore)
+        #expect(try count("SELECT COUNT(*) AS n FROM outbox") == outboxBefore, "the reservation is withdrawn")
+        #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.photoURL == nil)
+        // The same choice with a good name commits both.
+        let chosen = try world.choosePhoto(file.id.rawValue, firstName: "Ada")
+        #expect(chosen.firstName == "Ada" && chosen.photoURL != nil)
+        #expect(try count("SELECT COUNT(*) AS n FROM files") == 2)
+        #expect(try count("SELECT COUNT(*) AS n FROM outbox") == outboxBefore)
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func tenantsAreIsolatedEvenWithCollidingIDs(database: TestDatabaseKind) throws {
         let world = try World(database, .database)
@@ -429,8 +451,8 @@ struct FilesServiceTests {
         #expect(try world.server.gatehouse.blobs.open(try #require(BlobKey(parsing: world.app.id.rawValue + "/" + firstID))) == nil)
         #expect(try world.files.list(app: world.app, user: world.user, after: nil, limit: 10).files.isEmpty)
 
-        // A private image file of the user becomes the (public) photo; a text file cannot.
-        let file = try world.upload(TinyImages.webp(), name: "pic.webp")
+        // A private image file of the user gives the (public) photo; a text file cannot.
+        let file = try world.upload(TinyImages.image(width: 8, height: 6, type: "image/webp"), name: "pic.webp")
         let text = try world.upload(Array("no".utf8))
         #expect(Self.code { try world.choosePhoto(text.id.rawValue) } == "files/unsupported-type")
         let mine = try world.upload(TinyImages.gif, user: world.other)
@@ -444,17 +466,23 @@ struct FilesServiceTests {
         let named = try world.server.gatehouse.database.query("SELECT data FROM events WHERE type = 'user.updated' AND user_id = \(world.user.rawValue)")
             .map { try $0.string("data") }.filter { $0.contains("first_name") }
         #expect(named.count == 1 && named.first?.contains("photo_url") == true)
-        #expect(third.photoURL == world.files.url(app: world.app.id, try world.files.file(app: world.app, user: world.user, id: file.id.rawValue)))
-        #expect(try world.files.file(app: world.app, user: world.user, id: file.id.rawValue).visibility == .public)
+        // The photo is a photo-purpose file made from it; the file stays private.
+        let thirdURL = try #require(third.photoURL)
+        let thirdID = String(thirdURL.split(separator: "/").dropLast().last!)
+        let made = try #require(try world.files.publicFile(app: world.app.id, id: thirdID, version: String(thirdURL.split(separator: "/").last!)))
+        #expect(made.purpose == .photo && made.id != file.id && third.photoURL == world.files.url(app: world.app.id, made))
+        #expect(try world.files.file(app: world.app, user: world.user, id: file.id.rawValue).visibility == .private)
         #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.photoURL == third.photoURL)
 
-        // Removing the photo keeps the chosen file; deleting a file that is the photo clears it.
+        // Removing the photo deletes the photo made, keeps the chosen file; deleting the chosen
+        // file leaves a photo made from it.
         let (cleared, _) = try world.files.removePhoto(app: world.app, user: world.user, session: nil, origin: world.origin)
         #expect(cleared.photoURL == nil)
-        #expect(try world.blobExists(file))
-        try world.choosePhoto(file.id.rawValue)
+        #expect(try world.blobExists(file) && !world.blobExists(made))
+        let fourth = try world.choosePhoto(file.id.rawValue)
         try world.files.delete(app: world.app, user: world.user, session: nil, id: file.id.rawValue, origin: world.origin)
-        #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.photoURL == nil)
+        #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.photoURL == fourth.photoURL)
+        #expect(fourth.photoURL != nil)
     }
 
     /// Public content of an account pending deletion answers 404, and is served again once a
@@ -467,10 +495,10 @@ struct FilesServiceTests {
         let version = String(gif.sha256.prefix(FilesService.urlVersionLength))
         let others = try world.upload(TinyImages.gif, visibility: .public, user: world.other)
         #expect(try world.files.publicFile(app: world.app.id, id: gif.id.rawValue, version: version) == gif)
-        // The user deletes their own account (an admin's deletion is final, with no grace period).
-        let signedIn = try world.server.request(
-            "POST", "/v1/auth/signin", appKey: world.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"])
-        #expect(try world.server.request("DELETE", "/v1/me", appKey: world.appKey, bearer: signedIn.data?["access_token"]?.stringValue).status == 204)
+        // The user's own deletion (an admin's is final, with no grace period).
+        let session = try world.server.request("POST", "/v1/auth/signin", appKey: world.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"])
+        let token = try #require(session.data?["access_token"]?.stringValue)
+        #expect(try world.server.request("DELETE", "/v1/me", appKey: world.appKey, bearer: token).status == 204)
         #expect(Self.code { _ = try world.files.publicFile(app: world.app.id, id: gif.id.rawValue, version: version) } == "request/not-found")
         #expect(try world.files.publicFile(app: world.app.id, id: others.id.rawValue, version: version) == others, "another user's stays served")
         let restored = try world.server.request(

@@ -16,20 +16,23 @@ public struct IncomingFile: Sendable {
     }
 }
 
-/// The photo part of a profile change (``FilesService/photoChange(app:fileID:)``), which
-/// `AccountService.updateProfile` applies in its unit of work.
+/// The photo part of a profile change (``FilesService/photoChange(app:user:session:fileID:origin:)``),
+/// which `AccountService.updateProfile` applies in its unit of work.
 public struct PhotoChange: Sendable {
     /// In the unit of work, the user's row locked: the new photo URL, and the blobs given up.
     let apply: @Sendable (_ tx: any AppScopedStore, _ user: UserID, _ now: Int64) throws -> (photoURL: String?, removed: [BlobKey])
     /// After the commit: removes the blobs given up.
     let committed: @Sendable (_ removed: [BlobKey]) -> Void
+    /// When the change is not committed (refused, or its unit of work failed): removes the new
+    /// photo's blob, written before the unit of work, unless its row committed after all.
+    let abandoned: @Sendable () -> Void
 }
 
 /// Users' files and profile photos (API.md, "Files"; `POST`/`DELETE /v1/me/photo`, `PATCH /v1/me`
 /// `photo_file_id`). Content types come from the bytes (``ContentSniffer``); contents live in a
 /// ``BlobStore``, written before the row commits and removed when the commit fails; a removed
 /// row's blob goes after its commit (``BlobDeletion``). Another user's or app's file is 404,
-/// never 403. With the app's `require_verified_email`, every call but ``photoChange`` and
+/// never 403. With the app's `require_verified_email`, every call but ``photoChange(app:user:session:fileID:origin:)`` and
 /// ``publicContent`` is 403 `auth/email-not-verified` until the user's email is verified.
 public final class FilesService: Sendable {
     private let store: any Store
@@ -188,28 +191,44 @@ public final class FilesService: Sendable {
 
     /// `PATCH /v1/me` `photo_file_id`, applied by `AccountService.updateProfile` in its unit of
     /// work: one of the user's own files (else 404) whose sniffed type is one of the app's
-    /// `files.photo_types` (else 415 `files/unsupported-type`) becomes the photo; null removes the
-    /// photo. A private file chosen is made public (a photo is public by nature, and the user chose
-    /// it) and stays one of the user's files; an uploaded photo given up is deleted. Not gated by
-    /// `require_verified_email`: choosing needs a file, which needed the verified email.
-    public func photoChange(app: AppContext, fileID rawID: String?) throws -> PhotoChange {
+    /// `files.photo_types` (else 415 `files/unsupported-type`) is read, decoded and encoded anew
+    /// as an upload to `/v1/me/photo` is (``PhotoProcessor``, before the unit of work: 415 when it
+    /// cannot be decoded or is over 40 megapixels; counted and capped as such an upload), and
+    /// what that gave becomes a new public photo-purpose file, the user's `photo_url` its URL; the
+    /// chosen file itself stays as it was (a private file stays private). null removes the photo.
+    /// Either way an uploaded photo given up is deleted. Not gated by `require_verified_email`:
+    /// choosing needs a file, which needed the verified email.
+    public func photoChange(app: AppContext, user: UserID, session: SessionID?, fileID rawID: String?, origin: RequestOrigin) throws -> PhotoChange {
         let committed: @Sendable ([BlobKey]) -> Void = { [self] in removeBlobs($0) }
         guard let rawID else {
-            return PhotoChange(apply: { tx, user, now in (nil, try Self.givingUpPhotos(tx, of: user, except: nil, now: now)) }, committed: committed)
+            return PhotoChange(
+                apply: { tx, user, now in (nil, try Self.givingUpPhotos(tx, of: user, except: nil, now: now)) }, committed: committed, abandoned: {})
         }
-        guard let id = FileID(parsing: rawID) else { throw Self.notFound }
+        guard let id = FileID(parsing: rawID), let chosen = try store.app(app.id).files.file(id, of: user) else { throw Self.notFound }
+        guard app.settings.files.photoTypes.contains(chosen.contentType) else { throw Self.unsupportedPhoto(app) }
+        try countUpload(app: app, user: user)
+        // Checked again in the unit of work with the photo's final size; here it spares decoding.
+        try Self.requireQuota(store.app(app.id), app: app, user: user, adding: 0, replacingPhoto: true)
+        let photo = try photos.process(reading: { [self] in
+            let reader = try open(chosen, range: nil)
+            defer { reader.close() }
+            return try reader.readAll()
+        })
+        let processed = IncomingFile(path: "", size: Int64(photo.bytes.count), sha256: Digest.sha256(photo.bytes), name: chosen.name)
+        let file = try newFile(app: app, user: user, processed, contentType: photo.contentType, visibility: .public, purpose: .photo)
+        let reservation = try reserve(file, of: app)
+        do { try blobs.put(file.blobKey, from: BytesBlobReader(photo.bytes)) } catch {
+            discardUncommitted(file, of: app, reservation)
+            throw error
+        }
         return PhotoChange(
             apply: { [self] tx, user, now in
-                guard var file = try tx.files.file(id, of: user) else { throw Self.notFound }
-                guard app.settings.files.photoTypes.contains(file.contentType) else { throw Self.unsupportedPhoto(app) }
-                if file.visibility != .public {
-                    // Made public: it must be one of the types a public file may have, too.
-                    guard app.settings.files.publicTypes.contains(file.contentType) else { throw Self.unsupportedPhoto(app) }
-                    guard let updated = try tx.files.setVisibility(id, of: user, .public) else { throw Self.notFound }
-                    file = updated
-                }
-                return (url(app: tx.appID, file), try Self.givingUpPhotos(tx, of: user, except: id, now: now))
-            }, committed: committed)
+                guard try tx.withdraw(idempotencyKey: reservation.idempotencyKey) else { throw BlobStoreError("the upload outlived its reservation") }
+                try Self.requireQuota(tx, app: app, user: user, adding: file.size, replacingPhoto: true)
+                try tx.files.insert(file)
+                try tx.record(uploadedEvent(file, session: session, origin: origin, now: now))
+                return (url(app: tx.appID, file), try Self.givingUpPhotos(tx, of: user, except: file.id, now: now))
+            }, committed: committed, abandoned: { [self] in discardUncommitted(file, of: app, reservation) })
     }
 
     /// `DELETE /v1/me/photo`: no photo; an uploaded photo is deleted (a file chosen as the photo stays).
@@ -299,8 +318,7 @@ public final class FilesService: Sendable {
     private func storing<T>(
         _ file: StoredFile, of app: AppContext, write: () throws -> Void, _ body: (any AppScopedStore, Int64) throws -> (T, [BlobKey])
     ) throws -> T {
-        let reservation = BlobDeletion.reservation(app: app.id, key: file.blobKey, now: clock.nowMillis())
-        guard try store.app(app.id).enqueue(reservation, now: clock.nowMillis()) else { throw BlobStoreError("the blob \(file.blobKey) is reserved already") }
+        let reservation = try reserve(file, of: app)
         try write()
         let now = clock.nowMillis()
         let result: T
@@ -312,22 +330,35 @@ public final class FilesService: Sendable {
                 return try body(tx, now)
             }
         } catch {
-            // A COMMIT whose answer was lost may have committed: the row decides. When it cannot be
-            // read, or the blob cannot be removed, the reservation stays and removes the blob later
-            // (it was withdrawn with the row if the row committed).
-            let row: Result<StoredFile?, any Error> = Result { try store.app(app.id).files.file(file.id, of: file.userID) }
-            if case .success(nil) = row {
-                do {
-                    try blobs.delete(file.blobKey)
-                    _ = try? store.app(app.id).withdraw(idempotencyKey: reservation.idempotencyKey)
-                } catch let failure {
-                    log.warning("the blob of an upload that did not commit is left to its reservation", ["key": .string(file.blobKey.rawValue), "error": .string("\(failure)")])
-                }
-            }
+            discardUncommitted(file, of: app, reservation)
             throw error
         }
         removeBlobs(removed)
         return result
+    }
+
+    /// Reserves the blob of a new file (``BlobDeletion``): removed later unless the file's row
+    /// commits and withdraws the reservation.
+    private func reserve(_ file: StoredFile, of app: AppContext) throws -> NewOutboxItem {
+        let reservation = BlobDeletion.reservation(app: app.id, key: file.blobKey, now: clock.nowMillis())
+        guard try store.app(app.id).enqueue(reservation, now: clock.nowMillis()) else { throw BlobStoreError("the blob \(file.blobKey) is reserved already") }
+        return reservation
+    }
+
+    /// After a unit of work that was to record `file` failed: removes its blob and reservation
+    /// unless the row is there after all.
+    private func discardUncommitted(_ file: StoredFile, of app: AppContext, _ reservation: NewOutboxItem) {
+        // A COMMIT whose answer was lost may have committed: the row decides. When it cannot be
+        // read, or the blob cannot be removed, the reservation stays and removes the blob later
+        // (it was withdrawn with the row if the row committed).
+        let row: Result<StoredFile?, any Error> = Result { try store.app(app.id).files.file(file.id, of: file.userID) }
+        guard case .success(nil) = row else { return }
+        do {
+            try blobs.delete(file.blobKey)
+            _ = try? store.app(app.id).withdraw(idempotencyKey: reservation.idempotencyKey)
+        } catch {
+            log.warning("the blob of an upload that did not commit is left to its reservation", ["key": .string(file.blobKey.rawValue), "error": .string("\(error)")])
+        }
     }
 
     /// Deletes the user's uploaded photos but `except`, their blobs queued for removal; their keys.

@@ -19,10 +19,11 @@ public final class PhotoProcessor: Sendable {
     /// One photo to decode. `@unchecked Sendable`: `result` is written by the worker before it
     /// signals `done`, and read by the caller only after waiting on `done`.
     private final class Job: @unchecked Sendable {
-        let path: String?
+        /// Reads the photo's bytes, on the photo thread; nil: a stop.
+        let load: (@Sendable () throws -> [UInt8])?
         var result: Result<Photo, any Error>?
         let done = DispatchSemaphore(value: 0)
-        init(path: String?) { self.path = path }
+        init(load: (@Sendable () throws -> [UInt8])?) { self.load = load }
     }
 
     private let jobs = Mutex<(queued: [Job], closed: Bool)>(([], false))
@@ -46,8 +47,8 @@ public final class PhotoProcessor: Sendable {
                 while true {
                     pending.wait()
                     guard let job = jobs.withLock({ $0.queued.isEmpty ? nil : $0.queued.removeFirst() }) else { continue }
-                    guard let path = job.path else { break }  // a stop
-                    job.result = Result { try decode(path) }
+                    guard let load = job.load else { break }  // a stop
+                    job.result = Result { try decode(load()) }
                     job.done.signal()
                 }
                 ended.signal()
@@ -60,12 +61,22 @@ public final class PhotoProcessor: Sendable {
     /// The photo spooled at `path`, decoded and encoded anew. An image that is not a readable
     /// photo, or of more than 40 megapixels, is 415 `files/unsupported-type`.
     public func process(path: String) throws -> Photo {
+        try process {
+            let reader = try FileBlobReader(path: path)
+            defer { reader.close() }
+            return try reader.readAll()
+        }
+    }
+
+    /// The photo whose bytes `load` reads (on the photo thread, so that only the photos being
+    /// decoded are in memory), decoded and encoded anew; refused as ``process(path:)`` is.
+    public func process(reading load: @escaping @Sendable () throws -> [UInt8]) throws -> Photo {
         guard admitted.add(1, ordering: .acquiring).newValue <= maxAdmitted else {
             admitted.subtract(1, ordering: .releasing)
             throw GatehouseError(.busy, "Too many photos at once; retry shortly.", retryAfter: 1)
         }
         defer { admitted.subtract(1, ordering: .releasing) }
-        let job = Job(path: path)
+        let job = Job(load: load)
         guard jobs.withLock({ state in
             if state.closed { return false }
             state.queued.append(job)
@@ -84,17 +95,14 @@ public final class PhotoProcessor: Sendable {
         let stops = jobs.withLock { state -> Int in
             if state.closed { return 0 }
             state.closed = true
-            state.queued += (0..<threadCount).map { _ in Job(path: nil) }
+            state.queued += (0..<threadCount).map { _ in Job(load: nil) }
             return threadCount
         }
         for _ in 0..<stops { pending.signal() }
         for _ in 0..<stops { ended.wait() }
     }
 
-    private func decode(_ path: String) throws -> Photo {
-        let reader = try FileBlobReader(path: path)
-        defer { reader.close() }
-        let bytes = try reader.readAll()
+    private func decode(_ bytes: [UInt8]) throws -> Photo {
         do {
             let photo = try PhotoCodec.normalise(bytes, maxPixels: maxPixels)
             return Photo(bytes: photo.bytes, contentType: photo.contentType)

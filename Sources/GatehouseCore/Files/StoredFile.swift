@@ -10,10 +10,10 @@ public enum FileVisibility: String, Sendable, CaseIterable {
     case `private`, `public`
 }
 
-/// What a file is for. A `photo` is the public file `POST /v1/me/photo` made: it belongs to the
-/// profile, not to the user's files (`GET /v1/files` does not list it), and it is deleted when
-/// another photo replaces it or the photo is removed. A `file` chosen as the photo
-/// (`PATCH /v1/me` `photo_file_id`) stays a file.
+/// What a file is for. A `photo` is the public file `POST /v1/me/photo` (or `PATCH /v1/me`
+/// `photo_file_id`, from a file) made: it belongs to the profile, not to the user's files
+/// (`GET /v1/files` does not list it), and it is deleted when another photo replaces it or the
+/// photo is removed. A `file` chosen as the photo stays a file, as it was.
 public enum FilePurpose: String, Sendable {
     case file, photo
 }
