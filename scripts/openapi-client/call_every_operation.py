@@ -136,8 +136,9 @@ class Walk:
         from gatehouse_client.api.account import (add_password, change_password, confirm_email_change, delete_me, delete_photo, end_session, get_me,
                                                   link_apple, link_google, list_identities, list_sessions, patch_me, request_email_change,
                                                   unlink_identity, upload_photo)
-        from gatehouse_client.api.admin import (ban_user, create_app, delete_user, end_user_sessions, get_app_settings, get_user, list_events,
-                                                list_users, patch_app_settings, rotate_secret_key, rotate_signing_key, unban_user)
+        from gatehouse_client.api.admin import (ban_user, create_app, delete_user, disable_app, enable_app, end_user_sessions, get_app_settings,
+                                                get_user, list_apps, list_events, list_users, patch_app_settings, rotate_secret_key,
+                                                rotate_signing_key, unban_user)
         from gatehouse_client.api.apps import get_app, get_authorization_server_metadata, get_discovery, get_jwks
         from gatehouse_client.api.auth import reauthenticate, refresh, sign_in, sign_out, sign_up
         from gatehouse_client.api.email_codes import (confirm_password_reset, confirm_verification, send_password_reset, send_reauthentication_code,
@@ -162,6 +163,11 @@ class Walk:
         self.app_key = created.parsed.data.app_key
         self.secret_key = created.parsed.data.secret_key
         app_id = created.parsed.data.app.id
+        # The operator's switch, on an app of its own (switched off and on again).
+        spare = self.call("createApp", create_app, 201, client=self.platform(), body=m.AppSettingsFields.from_dict({"name": "Switched"}))
+        self.call("disableApp", disable_app, 200, spare.parsed.data.app.id, client=self.platform())
+        self.call("listApps", list_apps, 200, client=self.platform())
+        self.call("enableApp", enable_app, 200, spare.parsed.data.app.id, client=self.platform())
 
         # The tenant admin configures the providers.
         self.call("getAppSettings", get_app_settings, 200, client=self.tenant_admin())
