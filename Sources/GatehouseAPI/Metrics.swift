@@ -199,7 +199,10 @@ public final class Metrics: Sendable, DomainMetrics {
         "method=\"\(key.method)\",route=\"\(escape(key.route))\",status=\"\(key.status)\""
     }
 
-    private func escape(_ s: String) -> String {
+    private func escape(_ s: String) -> String { Self.escape(s) }
+
+    /// A label value as the Prometheus text format writes it.
+    static func escape(_ s: String) -> String {
         s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
     }
 }

@@ -29,7 +29,5 @@ enum OutboxMetrics {
         return out
     }
 
-    private static func escape(_ s: String) -> String {
-        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
-    }
+    private static func escape(_ s: String) -> String { Metrics.escape(s) }
 }
