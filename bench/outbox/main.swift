@@ -19,9 +19,13 @@ let environment = ProcessInfo.processInfo.environment
 let itemCount = Int(environment["BENCH_OUTBOX_ITEMS"] ?? "") ?? 20_000
 let appCount = Int(environment["BENCH_OUTBOX_APPS"] ?? "") ?? 100
 let ceilingSeconds = Double(environment["BENCH_OUTBOX_CEILING_SECONDS"] ?? "") ?? 3
-let lanes = 4, perAppInFlight = 2  // the defaults (GATEHOUSE_OUTBOX_CONCURRENCY, GATEHOUSE_OUTBOX_PER_APP_IN_FLIGHT)
+let lanes = Int(environment["BENCH_OUTBOX_LANES"] ?? "") ?? 4  // the default (GATEHOUSE_OUTBOX_CONCURRENCY)
+let perAppInFlight = Int(environment["BENCH_OUTBOX_PER_APP"] ?? "") ?? 2  // the default (GATEHOUSE_OUTBOX_PER_APP_IN_FLIGHT)
 let kind = OutboxKind(rawValue: "bench")
 let destination = "sink.bench.example:25"
+
+/// One line per figure, written at once (also through `tee`, where `print` would buffer).
+func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("outbox-bench: \(message)\n".utf8))
@@ -101,9 +105,9 @@ let ceiling = ceilings.map(\.rate).max() ?? 1
 func f0(_ value: Double) -> String { String(format: "%.0f", value) }
 func f1(_ value: Double) -> String { String(format: "%.1f", value) }
 for (threads, value) in ceilings {
-    print("\(arguments[1]) ceiling: single-row UPDATE transactions/s, \(threads) thread\(threads == 1 ? "" : "s"): \(f0(value))")
+    say("\(arguments[1]) ceiling: single-row UPDATE transactions/s, \(threads) thread\(threads == 1 ? "" : "s"): \(f0(value))")
 }
-print("\(arguments[1]) ceiling for the ratios (the best of those): \(f0(ceiling)) tx/s; an item costs two write transactions (claim, outcome): 50 % is the bound")
+say("\(arguments[1]) ceiling for the ratios (the best of those): \(f0(ceiling)) tx/s; an item costs two write transactions (claim, outcome): 50 % is the bound")
 
 /// Queues `itemCount` items over `appsUsed` apps (round robin), all due, in one transaction.
 func fill(appsUsed: Int) throws {
@@ -158,7 +162,7 @@ func run(appsUsed: Int, nodes: Int) throws {
     }
     let items = rate(itemCount, seconds)
     let split = nodes > 1 ? " (per node: " + workers.map { String($0.delivered.load(ordering: .relaxed)) }.joined(separator: " / ") + ")" : ""
-    print(
+    say(
         "\(arguments[1]), \(nodes) node\(nodes == 1 ? "" : "s"), \(appsUsed == 1 ? "1 app" : "\(appsUsed) apps"): \(f0(items)) items/s"
             + " (\(f1(seconds)) s for \(itemCount)) = \(f1(100 * items / ceiling)) % of the ceiling\(split)")
 }
