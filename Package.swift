@@ -57,6 +57,10 @@ let package = Package(
         .executableTarget(
             name: "maintenance-bench", dependencies: ["GatehouseAPI", "GatehouseSQL", "SQLiteDriver", "PostgresDriver"], path: "bench/maintenance",
             swiftSettings: strict),
+        // bench/run's BENCH_ONLY=outbox: the outbox worker's items/s with a no-op handler, against single-row write transactions/s.
+        .executableTarget(
+            name: "outbox-bench", dependencies: ["GatehouseAPI", "GatehouseCore", "GatehouseSQL", "SQLiteDriver", "PostgresDriver"], path: "bench/outbox",
+            swiftSettings: strict),
         .target(
             name: "GatehouseTesting",
             dependencies: ["GatehouseAPI", "GatehouseImaging", "CCurl"],
