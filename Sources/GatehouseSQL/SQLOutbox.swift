@@ -10,25 +10,36 @@ struct SQLOutbox: OutboxStore {
     }
 
     func claimNext(kind: OutboxKind, after: AppID?, excluding: Set<AppID>, leaseMillis: Int64, node: String, now: Int64) throws -> OutboxItem? {
-        // Due, free, of an app that may have one more in flight here, for a destination not paused.
-        var due: SQL = """
+        let free: SQL = """
             delivered_at IS NULL AND dead_at IS NULL AND next_attempt_at <= \(now) AND (lease_until IS NULL OR lease_until <= \(now))
               AND kind = \(kind.rawValue)
+            """
+        // Cheap and shared first: most polls find nothing due, and on SQLite a claim is a write.
+        // (Apps at their cap and paused destinations are left to the claim itself: filtering them
+        // here would walk their whole backlog, on every poll.)
+        guard try !database.query("SELECT id FROM outbox WHERE \(free) LIMIT 1").isEmpty else { return nil }
+        // Of an app that may have one more in flight here, for a destination not paused, of an app not disabled.
+        var due: SQL = """
+            \(free)
               AND (destination IS NULL OR NOT EXISTS (
                 SELECT 1 FROM outbox_destinations d
                 WHERE d.app_id = COALESCE(outbox.app_id, '') AND d.destination = outbox.destination AND d.paused_until > \(now)))
               AND (app_id IS NULL OR NOT EXISTS (SELECT 1 FROM apps a WHERE a.id = outbox.app_id AND a.disabled_at IS NOT NULL))
             """
         if !excluding.isEmpty { due = "\(due) AND (app_id IS NULL OR app_id NOT IN (\(list: excluding.map(\.rawValue).sorted())))" }
-        // Cheap and shared first: most polls find nothing due, and on SQLite a claim is a write.
-        guard try !database.query("SELECT id FROM outbox WHERE \(due) LIMIT 1").isEmpty else { return nil }
+        // Round robin: the first app after the last one served that has a due item, then from the
+        // start up to it, then that app itself again; within an app, the oldest due first. Each
+        // pass is a range of the index (kind, app_id, next_attempt_at), so the backlog of the app
+        // served last, often at its cap, is not walked unless it may be claimed.
+        var passes: [SQL] = [due]
+        if let after {
+            passes = ["\(due) AND app_id > \(after.rawValue)", "\(due) AND (app_id IS NULL OR app_id < \(after.rawValue))"]
+            if !excluding.contains(after) { passes.append("\(due) AND app_id = \(after.rawValue)") }
+        }
         // PostgreSQL: rows another node is claiming are skipped, not waited for. SQLite: the
         // transaction is BEGIN IMMEDIATE, so one claim runs at a time.
         let skipLocked: SQL = database.dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
         return try database.transaction { db in
-            // Round robin: the first app after the last one served that has a due item, else
-            // from the start; within an app, the oldest due first.
-            let passes: [SQL] = after.map { ["\(due) AND app_id > \($0.rawValue)", due] } ?? [due]
             for condition in passes {
                 if let item = try db.query("""
                     UPDATE outbox SET lease_until = \(now + leaseMillis), leased_by = \(node)

@@ -114,14 +114,21 @@ public final class OutboxWorker: Sendable {
     /// already at its cap here. Claims of one kind are made one at a time on a node, so that the
     /// cap holds.
     private func claim(_ kind: KindLanes) throws -> OutboxItem? {
+        try claimNoting(kind)?.item
+    }
+
+    /// ``claim(_:)``, and whether the item's app may have more in flight here after it: if not,
+    /// another lane would most likely find only that app's items, which it may not take.
+    private func claimNoting(_ kind: KindLanes) throws -> (item: OutboxItem, appHasRoom: Bool)? {
         try kind.claims.withLock { state in
             let capped = Set(state.inFlight.filter { $0.value >= perAppInFlight }.keys.compactMap { $0.isEmpty ? nil : AppID(unchecked: $0) })
             guard let item = try outbox.claimNext(
                 kind: kind.handler.kind, after: state.lastApp, excluding: capped, leaseMillis: Self.leaseMillis, node: node, now: clock.nowMillis())
             else { return nil }
             state.lastApp = item.appID
-            state.inFlight[item.appID?.rawValue ?? "", default: 0] += 1
-            return item
+            let count = state.inFlight[item.appID?.rawValue ?? "", default: 0] + 1
+            state.inFlight[item.appID?.rawValue ?? ""] = count
+            return (item, count < perAppInFlight)
         }
     }
 
@@ -230,17 +237,20 @@ public final class OutboxWorker: Sendable {
     }
 
     /// A lane: claims and delivers until nothing is due, then waits to be woken or for the next
-    /// poll. Only a kind's first lane polls; the others wait for a wake, which every claim passes
-    /// on (more may be due) — an idle node makes one look a second per kind, not one per lane.
+    /// poll. Only a kind's first lane polls; the others wait for a wake, which a claim passes on
+    /// (more may be due) — an idle node makes one look a second per kind, not one per lane.
     private func run(_ kind: KindLanes, lane: Int) {
         let signal = kind.signals[lane]
         while running.load(ordering: .acquiring) {
             signal.pending.store(false, ordering: .releasing)
             var claimed = false
             do {
-                if let item = try claim(kind) {
+                if let (item, appHasRoom) = try claimNoting(kind) {
                     claimed = true
-                    kind.wakeOne(besides: lane)
+                    // More may be due: another lane looks too, unless this app just reached its
+                    // cap (its other items must wait; other apps' are found by the next poll or
+                    // wake, or by this lane's next claim, which goes on round the apps).
+                    if appHasRoom { kind.wakeOne(besides: lane) }
                     _ = try finish(item, of: kind)
                 }
             } catch {
