@@ -9,48 +9,59 @@ struct SQLOutbox: OutboxStore {
         try database.withConnection { db in try insertOutboxItem(db, item, now: now) }
     }
 
+    /// Apps a claim looks at, at most, before it gives up for this time: a bound on one claim's
+    /// cost when many apps have items waiting and none due (ADR 0026).
+    static let appsPerClaim = 256
+
     func claimNext(kind: OutboxKind, after: AppID?, excluding: Set<AppID>, leaseMillis: Int64, node: String, now: Int64) throws -> OutboxItem? {
         let free: SQL = """
             delivered_at IS NULL AND dead_at IS NULL AND next_attempt_at <= \(now) AND (lease_until IS NULL OR lease_until <= \(now))
               AND kind = \(kind.rawValue)
             """
-        // Cheap and shared first: most polls find nothing due, and on SQLite a claim is a write.
-        // (Apps at their cap and paused destinations are left to the claim itself: filtering them
-        // here would walk their whole backlog, on every poll.)
+        // Cheap and shared first: most polls find nothing due.
         guard try !database.query("SELECT id FROM outbox WHERE \(free) LIMIT 1").isEmpty else { return nil }
-        // Of an app that may have one more in flight here, for a destination not paused, of an app not disabled.
-        var due: SQL = """
-            \(free)
-              AND (destination IS NULL OR NOT EXISTS (
-                SELECT 1 FROM outbox_destinations d
-                WHERE d.app_id = COALESCE(outbox.app_id, '') AND d.destination = outbox.destination AND d.paused_until > \(now)))
-              AND (app_id IS NULL OR NOT EXISTS (SELECT 1 FROM apps a WHERE a.id = outbox.app_id AND a.disabled_at IS NOT NULL))
-            """
-        if !excluding.isEmpty { due = "\(due) AND (app_id IS NULL OR app_id NOT IN (\(list: excluding.map(\.rawValue).sorted())))" }
-        // Round robin: the first app after the last one served that has a due item, then from the
-        // start up to it, then that app itself again; within an app, the oldest due first. Each
-        // pass is a range of the index (kind, app_id, next_attempt_at), so the backlog of the app
-        // served last, often at its cap, is not walked unless it may be claimed.
-        var passes: [SQL] = [due]
-        if let after {
-            passes = ["\(due) AND app_id > \(after.rawValue)", "\(due) AND (app_id IS NULL OR app_id < \(after.rawValue))"]
-            if !excluding.contains(after) { passes.append("\(due) AND app_id = \(after.rawValue)") }
-        }
-        // PostgreSQL: rows another node is claiming are skipped, not waited for. SQLite: the
-        // transaction is BEGIN IMMEDIATE, so one claim runs at a time.
-        let skipLocked: SQL = database.dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
-        return try database.transaction { db in
-            for condition in passes {
-                if let item = try db.query("""
-                    UPDATE outbox SET lease_until = \(now + leaseMillis), leased_by = \(node)
-                    WHERE id IN (SELECT id FROM outbox WHERE \(condition) ORDER BY app_id, next_attempt_at LIMIT 1\(skipLocked))
-                    RETURNING *
-                    """).first {
-                    return try outboxItem(item)
-                }
+        // Apps whose items may not be claimed: at their cap on this node, or disabled.
+        let skipped = excluding.union(
+            try database.query("SELECT id FROM apps WHERE disabled_at IS NOT NULL").map { AppID(unchecked: try $0.string("id")) })
+        // Round robin: app after app, in app id order, from the one after the last served, round to
+        // it. Each step and each attempt is a range of the index (kind, app_id, next_attempt_at),
+        // so the backlog of an app at its cap or disabled is never walked, whatever its size.
+        var cursor = after
+        var wrapped = after == nil
+        for _ in 0..<Self.appsPerClaim {
+            let bound: SQL = cursor.map { " AND app_id > \($0.rawValue)" } ?? " AND app_id IS NOT NULL"
+            guard let next = try database.query("""
+                SELECT app_id FROM outbox WHERE kind = \(kind.rawValue) AND delivered_at IS NULL AND dead_at IS NULL\(bound) ORDER BY app_id LIMIT 1
+                """).first.map({ AppID(unchecked: try $0.string("app_id")) })
+            else {
+                if wrapped { break }
+                (wrapped, cursor) = (true, nil)
+                continue
             }
-            return nil
+            if wrapped, let after, next.rawValue > after.rawValue { break }  // all the way round
+            cursor = next
+            if skipped.contains(next) { continue }
+            if let item = try claim("\(free) AND app_id = \(next.rawValue)", leaseMillis: leaseMillis, node: node, now: now) { return item }
         }
+        // Items of no app (none is queued today) come last.
+        return try claim("\(free) AND app_id IS NULL", leaseMillis: leaseMillis, node: node, now: now)
+    }
+
+    /// Leases the oldest item matching `condition` whose destination is not paused. One
+    /// statement: on PostgreSQL rows another node is claiming are skipped, not waited for.
+    private func claim(_ condition: SQL, leaseMillis: Int64, node: String, now: Int64) throws -> OutboxItem? {
+        let skipLocked: SQL = database.dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
+        return try database.query("""
+            UPDATE outbox SET lease_until = \(now + leaseMillis), leased_by = \(node)
+            WHERE id IN (
+              SELECT id FROM outbox
+              WHERE \(condition)
+                AND (destination IS NULL OR NOT EXISTS (
+                  SELECT 1 FROM outbox_destinations d
+                  WHERE d.app_id = COALESCE(outbox.app_id, '') AND d.destination = outbox.destination AND d.paused_until > \(now)))
+              ORDER BY next_attempt_at LIMIT 1\(skipLocked))
+            RETURNING *
+            """).first.map(outboxItem)
     }
 
     func markDelivered(_ id: String, node: String, now: Int64, destination: String?) throws {
@@ -88,10 +99,19 @@ struct SQLOutbox: OutboxStore {
                 RETURNING failures
                 """).first?.int64("failures") ?? 1
             guard let pause = breaker.pauseMillis(afterFailures: Int(failures)) else { return nil }
+            let until = now + pause
             try db.execute("""
-                UPDATE outbox_destinations SET paused_until = \(now + pause) WHERE app_id = \(app) AND destination = \(destination)
+                UPDATE outbox_destinations SET paused_until = \(until) WHERE app_id = \(app) AND destination = \(destination)
                 """)
-            return now + pause
+            // The app's waiting items for it are due when the pause ends, not before: claims then
+            // never walk them meanwhile (an app's due range holds what may go now).
+            try db.execute("""
+                UPDATE outbox SET next_attempt_at = \(until)
+                WHERE kind = (SELECT kind FROM outbox WHERE id = \(id)) AND \(app.isEmpty ? "app_id IS NULL" : "app_id = \(app)" as SQL)
+                  AND destination = \(destination) AND delivered_at IS NULL AND dead_at IS NULL
+                  AND next_attempt_at < \(until) AND (lease_until IS NULL OR lease_until <= \(now))
+                """)
+            return until
         }
     }
 

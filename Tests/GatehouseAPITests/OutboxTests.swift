@@ -103,6 +103,10 @@ struct OutboxTests {
         #expect(try outbox.pausedUntil(app: AppID(unchecked: a), destination: host, now: clock.nowMillis()) != nil)
         #expect(try outbox.pausedUntil(app: AppID(unchecked: b), destination: host, now: clock.nowMillis()) == nil)
         #expect(worker.breakerOpened.load(ordering: .relaxed) >= 1)
+        // Its items wait out of the due range until the pause ends, so no claim walks them meanwhile.
+        let until = try #require(try outbox.pausedUntil(app: AppID(unchecked: a), destination: host, now: clock.nowMillis()))
+        let early = try server.gatehouse.database.query("SELECT id FROM outbox WHERE app_id = \(a) AND next_attempt_at < \(until)")
+        #expect(early.isEmpty)
         let breakdown = try outbox.breakdown(now: clock.nowMillis())
         #expect(breakdown.pausedCount == 1 && breakdown.paused.first?.destination == host && breakdown.paused.first?.appID?.rawValue == a)
         #expect(breakdown.counts.contains(.init(kind: ScriptedHandler.testKind, state: "paused", count: 8)))
