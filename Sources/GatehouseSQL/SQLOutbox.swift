@@ -20,38 +20,43 @@ struct SQLOutbox: OutboxStore {
             """
         // Cheap and shared first: most polls find nothing due.
         guard try !database.query("SELECT id FROM outbox WHERE \(free) LIMIT 1").isEmpty else { return nil }
-        // Apps whose items may not be claimed: at their cap on this node, or disabled.
-        let skipped = excluding.union(
-            try database.query("SELECT id FROM apps WHERE disabled_at IS NOT NULL").map { AppID(unchecked: try $0.string("id")) })
-        // Round robin: app after app, in app id order, from the one after the last served, round to
-        // it. Each step and each attempt is a range of the index (kind, app_id, next_attempt_at),
-        // so the backlog of an app at its cap or disabled is never walked, whatever its size.
-        var cursor = after
-        var wrapped = after == nil
-        for _ in 0..<Self.appsPerClaim {
-            let bound: SQL = cursor.map { " AND app_id > \($0.rawValue)" } ?? " AND app_id IS NOT NULL"
-            guard let next = try database.query("""
-                SELECT app_id FROM outbox WHERE kind = \(kind.rawValue) AND delivered_at IS NULL AND dead_at IS NULL\(bound) ORDER BY app_id LIMIT 1
-                """).first.map({ AppID(unchecked: try $0.string("app_id")) })
-            else {
-                if wrapped { break }
-                (wrapped, cursor) = (true, nil)
-                continue
+        // One transaction, as the claims of the outbox's first version: on SQLite it commits with
+        // the other writers of its group (ADR 0019) instead of on its own.
+        return try database.transaction { db in
+            // Apps whose items may not be claimed: at their cap on this node, or disabled.
+            let skipped = excluding.union(
+                try db.query("SELECT id FROM apps WHERE disabled_at IS NOT NULL").map { AppID(unchecked: try $0.string("id")) })
+            // Round robin: app after app, in app id order, from the one after the last served, round
+            // to it. Each step and each attempt is a range of the index (kind, app_id,
+            // next_attempt_at), so the backlog of an app at its cap or disabled is never walked,
+            // whatever its size.
+            var cursor = after
+            var wrapped = after == nil
+            for _ in 0..<Self.appsPerClaim {
+                let bound: SQL = cursor.map { " AND app_id > \($0.rawValue)" } ?? " AND app_id IS NOT NULL"
+                guard let next = try db.query("""
+                    SELECT app_id FROM outbox WHERE kind = \(kind.rawValue) AND delivered_at IS NULL AND dead_at IS NULL\(bound) ORDER BY app_id LIMIT 1
+                    """).first.map({ AppID(unchecked: try $0.string("app_id")) })
+                else {
+                    if wrapped { break }
+                    (wrapped, cursor) = (true, nil)
+                    continue
+                }
+                if wrapped, let after, next.rawValue > after.rawValue { break }  // all the way round
+                cursor = next
+                if skipped.contains(next) { continue }
+                if let item = try claim(db, "\(free) AND app_id = \(next.rawValue)", leaseMillis: leaseMillis, node: node, now: now) { return item }
             }
-            if wrapped, let after, next.rawValue > after.rawValue { break }  // all the way round
-            cursor = next
-            if skipped.contains(next) { continue }
-            if let item = try claim("\(free) AND app_id = \(next.rawValue)", leaseMillis: leaseMillis, node: node, now: now) { return item }
+            // Items of no app (none is queued today) come last.
+            return try claim(db, "\(free) AND app_id IS NULL", leaseMillis: leaseMillis, node: node, now: now)
         }
-        // Items of no app (none is queued today) come last.
-        return try claim("\(free) AND app_id IS NULL", leaseMillis: leaseMillis, node: node, now: now)
     }
 
-    /// Leases the oldest item matching `condition` whose destination is not paused. One
-    /// statement: on PostgreSQL rows another node is claiming are skipped, not waited for.
-    private func claim(_ condition: SQL, leaseMillis: Int64, node: String, now: Int64) throws -> OutboxItem? {
-        let skipLocked: SQL = database.dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
-        return try database.query("""
+    /// Leases the oldest item matching `condition` whose destination is not paused. On PostgreSQL
+    /// rows another node is claiming are skipped, not waited for.
+    private func claim(_ db: any SQLConnection, _ condition: SQL, leaseMillis: Int64, node: String, now: Int64) throws -> OutboxItem? {
+        let skipLocked: SQL = db.dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
+        return try db.query("""
             UPDATE outbox SET lease_until = \(now + leaseMillis), leased_by = \(node)
             WHERE id IN (
               SELECT id FROM outbox

@@ -210,7 +210,8 @@ public final class FilesService: Sendable {
         // Checked again in the unit of work with the photo's final size; here it spares decoding.
         try Self.requireQuota(store.app(app.id), app: app, user: user, adding: 0, replacingPhoto: true)
         let photo = try photos.process(reading: { [self] in
-            let reader = try open(chosen, range: nil)
+            // Deleted since it was looked up (its row, then its blob): as if it had never been.
+            guard let reader = try blobs.open(chosen.blobKey, range: nil) else { throw Self.notFound }
             defer { reader.close() }
             return try reader.readAll()
         })

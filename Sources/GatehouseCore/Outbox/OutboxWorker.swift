@@ -83,11 +83,20 @@ public final class OutboxWorker: Sendable {
     @discardableResult
     public func runOnce() throws -> Int {
         var claimed: [(KindLanes, OutboxItem)] = []
-        for kind in lanes {
-            for _ in 0..<kind.laneCount {
-                guard let item = try claim(kind) else { break }
-                claimed.append((kind, item))
+        do {
+            for kind in lanes {
+                for _ in 0..<kind.laneCount {
+                    guard let item = try claim(kind) else { break }
+                    claimed.append((kind, item))
+                }
             }
+        } catch {
+            // What was claimed before the failure goes back, and frees its place under the cap.
+            for (kind, item) in claimed {
+                try? outbox.release([item.id], node: node)
+                settle(item, of: kind)
+            }
+            throw error
         }
         guard !claimed.isEmpty else { return 0 }
         let handled = Atomic(0)
@@ -135,13 +144,7 @@ public final class OutboxWorker: Sendable {
     /// Delivers a claimed item (or postpones it when its destination is paused) and frees its
     /// place under the app's cap; whether it was attempted.
     private func finish(_ item: OutboxItem, of kind: KindLanes) throws -> Bool {
-        defer {
-            kind.claims.withLock { state in
-                let app = item.appID?.rawValue ?? ""
-                state.inFlight[app, default: 1] -= 1
-                if state.inFlight[app] == 0 { state.inFlight[app] = nil }
-            }
-        }
+        defer { settle(item, of: kind) }
         if stopping.load(ordering: .acquiring) {
             try outbox.release([item.id], node: node)  // stopping: another node or the next start takes it
             return false
@@ -157,6 +160,15 @@ public final class OutboxWorker: Sendable {
         }
         try deliver(item, handler: kind.handler, destination: destination)
         return true
+    }
+
+    /// Frees a claimed item's place under its app's cap.
+    private func settle(_ item: OutboxItem, of kind: KindLanes) {
+        kind.claims.withLock { state in
+            let app = item.appID?.rawValue ?? ""
+            state.inFlight[app, default: 1] -= 1
+            if state.inFlight[app] == 0 { state.inFlight[app] = nil }
+        }
     }
 
     private func deliver(_ item: OutboxItem, handler: any OutboxHandler, destination: String?) throws {
@@ -237,8 +249,8 @@ public final class OutboxWorker: Sendable {
     }
 
     /// A lane: claims and delivers until nothing is due, then waits to be woken or for the next
-    /// poll. Only a kind's first lane polls; the others wait for a wake, which a claim passes on
-    /// (more may be due) — an idle node makes one look a second per kind, not one per lane.
+    /// poll (a second). Every idle lane polls: lanes held by a stalled destination must not leave
+    /// items queued by another node, or retries coming due, waiting for them.
     private func run(_ kind: KindLanes, lane: Int) {
         let signal = kind.signals[lane]
         while running.load(ordering: .acquiring) {
@@ -257,7 +269,7 @@ public final class OutboxWorker: Sendable {
                 log.warning("outbox worker failed", ["kind": .string(kind.handler.kind.rawValue), "error": .string(String(describing: error))])
             }
             if !claimed {
-                _ = signal.semaphore.wait(timeout: .now() + (lane == 0 ? pollInterval : pollInterval * 10))
+                _ = signal.semaphore.wait(timeout: .now() + pollInterval)
             }
         }
     }
