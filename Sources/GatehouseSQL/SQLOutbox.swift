@@ -23,28 +23,28 @@ struct SQLOutbox: OutboxStore {
         // One transaction, as the claims of the outbox's first version: on SQLite it commits with
         // the other writers of its group (ADR 0019) instead of on its own.
         return try database.transaction { db in
-            // Apps whose items may not be claimed: at their cap on this node, or disabled.
-            let skipped = excluding.union(
-                try db.query("SELECT id FROM apps WHERE disabled_at IS NOT NULL").map { AppID(unchecked: try $0.string("id")) })
             // Round robin: app after app, in app id order, from the one after the last served, round
             // to it. Each step and each attempt is a range of the index (kind, app_id,
-            // next_attempt_at), so the backlog of an app at its cap or disabled is never walked,
-            // whatever its size.
+            // next_attempt_at), so the backlog of an app at its cap (`excluding`) or disabled is
+            // never walked, whatever its size. A step also says whether its app is disabled.
             var cursor = after
             var wrapped = after == nil
             for _ in 0..<Self.appsPerClaim {
-                let bound: SQL = cursor.map { " AND app_id > \($0.rawValue)" } ?? " AND app_id IS NOT NULL"
-                guard let next = try db.query("""
-                    SELECT app_id FROM outbox WHERE kind = \(kind.rawValue) AND delivered_at IS NULL AND dead_at IS NULL\(bound) ORDER BY app_id LIMIT 1
-                    """).first.map({ AppID(unchecked: try $0.string("app_id")) })
+                let bound: SQL = cursor.map { " AND o.app_id > \($0.rawValue)" } ?? " AND o.app_id IS NOT NULL"
+                guard let step = try db.query("""
+                    SELECT o.app_id AS app_id, a.disabled_at AS disabled_at FROM outbox o LEFT JOIN apps a ON a.id = o.app_id
+                    WHERE o.kind = \(kind.rawValue) AND o.delivered_at IS NULL AND o.dead_at IS NULL\(bound) ORDER BY o.app_id LIMIT 1
+                    """).first
                 else {
                     if wrapped { break }
                     (wrapped, cursor) = (true, nil)
                     continue
                 }
+                let next = AppID(unchecked: try step.string("app_id"))
                 if wrapped, let after, next.rawValue > after.rawValue { break }  // all the way round
                 cursor = next
-                if skipped.contains(next) { continue }
+                let disabled = try step.optionalInt64("disabled_at") != nil
+                if disabled || excluding.contains(next) { continue }
                 if let item = try claim(db, "\(free) AND app_id = \(next.rawValue)", leaseMillis: leaseMillis, node: node, now: now) { return item }
             }
             // Items of no app (none is queued today) come last.
