@@ -112,9 +112,6 @@ public struct Configuration: Sendable {
     /// `GATEHOUSE_PHOTO_CONCURRENCY`: photos decoded at once, each on its own thread (1 by
     /// default); as many uploads again may wait, beyond that 503 `server/busy` (``PhotoProcessor``).
     public var photoConcurrency = 1
-    /// The platform's ceilings on the apps' upload caps (``AppSettings/PlatformCaps``): checked
-    /// here so that a wrong value stops the server; the settings read them from the environment.
-    public var platformCaps = AppSettings.PlatformCaps()
 
     /// Where uploads are written while they arrive, before their handler runs; each spool
     /// file is removed when its request ends. The system's temporary directory by default.
@@ -360,9 +357,9 @@ public struct Configuration: Sendable {
         integer("GATEHOUSE_PROVIDER_THREADS", 1...1024, into: &config.providerThreads)
         integer("GATEHOUSE_MAX_MAIL_PER_HOUR", 1...1_000_000, into: &config.maxMailPerHour)
         integer("GATEHOUSE_PHOTO_CONCURRENCY", 1...64, into: &config.photoConcurrency)
-        let caps = AppSettings.PlatformCaps.read(environment)
-        config.platformCaps = caps.caps
-        problems += caps.problems
+        // The upload ceilings are read by the settings themselves (``AppSettings/PlatformCaps/current``);
+        // here a bad value is reported with the other problems at start.
+        problems += AppSettings.PlatformCaps.read(environment).problems
         if let log = value("GATEHOUSE_ACCESS_LOG") {
             switch log {
             case "json": config.accessLog = true

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What an outbox item is for; each kind has one handler (``OutboxHandler``). A string only at
 /// the SQL edge.
 public struct OutboxKind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -105,37 +107,10 @@ extension OutboxHandler {
 /// when the URL has none.
 public enum OutboxDestination {
     public static func of(url: String) -> String? {
-        guard let components = URLParts(url) else { return nil }
-        return "\(components.host):\(components.port)"
-    }
-
-    /// Scheme, host and port of an absolute URL, without Foundation (Core stays small).
-    private struct URLParts {
-        let host: String
-        let port: Int
-
-        init?(_ url: String) {
-            guard let schemeEnd = url.range(of: "://") else { return nil }
-            let scheme = url[..<schemeEnd.lowerBound].lowercased()
-            var rest = url[schemeEnd.upperBound...]
-            if let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) { rest = rest[..<end] }
-            if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
-            var host = Substring(rest)
-            var port: Int?
-            if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
-                let after = host[host.index(after: close)...]
-                if after.hasPrefix(":") { port = Int(after.dropFirst()) }
-                host = host[...close]
-            } else if let colon = host.lastIndex(of: ":") {
-                port = Int(host[host.index(after: colon)...])
-                host = host[..<colon]
-            }
-            guard !host.isEmpty else { return nil }
-            let defaults = ["http": 80, "https": 443, "smtp": 25, "smtps": 465]
-            guard let resolved = port ?? defaults[scheme] else { return nil }
-            self.host = host.lowercased()
-            self.port = resolved
-        }
+        guard let parts = URLComponents(string: url), let host = parts.host, !host.isEmpty else { return nil }
+        let defaults = ["http": 80, "https": 443, "smtp": 25, "smtps": 465]
+        guard let port = parts.port ?? parts.scheme.flatMap({ defaults[$0.lowercased()] }) else { return nil }
+        return "\(host.lowercased()):\(port)"
     }
 }
 

@@ -9,7 +9,7 @@ import Synchronization
 /// no kind: a new kind is a new ``OutboxHandler``.
 ///
 /// Fair to every app (API.md, "Tenants share one server safely"):
-/// - each kind has lanes of its own (``lanesPerKind`` threads), so stalled webhooks never hold a mail;
+/// - each kind has lanes of its own (`lanes` threads), so stalled webhooks never hold a mail;
 /// - a lane claims one item, delivers it and claims the next: nothing waits for a slower item;
 /// - claims go round the apps (round robin), and at most ``perAppInFlight`` items of one app and
 ///   kind are in flight on this node, so one app's slow destinations occupy that many lanes at most;
@@ -19,12 +19,11 @@ import Synchronization
 /// One per node (``start()``/``stop()``). Several nodes on one database share the work: a claim
 /// is exclusive, and a node that dies holding items loses them to the others when their lease runs out.
 public final class OutboxWorker: Sendable {
-    /// How long a claim holds an item. A delivery starts as soon as its item is claimed and ends
-    /// within ``deliveryBudgetMillis``, well inside the lease, so no other node retakes it meanwhile.
+    /// How long a claim holds an item. A delivery starts as soon as its item is claimed, and a
+    /// handler must end within 35 s (the mailer gives up after 30 s and waits 3 s at most for the
+    /// server's goodbye; a webhook after 10 s), well inside the lease, so no other node retakes
+    /// an item while it is being delivered.
     public static let leaseMillis: Int64 = 60_000
-    /// The longest one delivery may take: a handler must end within it (the mailer gives up
-    /// after 30 s, and waits 3 s more at most for the server's goodbye).
-    public static let deliveryBudgetMillis: Int64 = 35_000
 
     public let node: String
     private let outbox: any OutboxStore
@@ -33,8 +32,6 @@ public final class OutboxWorker: Sendable {
     private let breaker: OutboxBreakerPolicy
     private let clock: any Clock
     private let pollInterval: Double
-    /// Deliveries of one kind under way at once on this node.
-    public let lanesPerKind: Int
     /// Items of one app and kind in flight at once on this node (`GATEHOUSE_OUTBOX_PER_APP_IN_FLIGHT`).
     public let perAppInFlight: Int
     private let log: any LogSink
@@ -72,7 +69,6 @@ public final class OutboxWorker: Sendable {
         self.breaker = breaker ?? OutboxBreakerPolicy(maxPauseSeconds: Int(policy.maxBackoffMillis / 1000))
         self.clock = clock
         self.pollInterval = pollInterval
-        self.lanesPerKind = max(1, lanes)
         self.perAppInFlight = max(1, perAppInFlight)
         self.node = node
         self.log = log
