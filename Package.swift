@@ -38,32 +38,41 @@ let package = Package(
         .target(name: "SQLiteDriver", dependencies: ["GatehouseCore", "GatehouseSQL", "CSQLite"], swiftSettings: strict),
         .target(name: "PostgresDriver", dependencies: ["GatehouseSQL", "CPostgres"], swiftSettings: strict),
         .target(name: "GatehouseHTTP", dependencies: ["GatehouseCore", "GatehouseCrypto", "CMicroHTTPD"], swiftSettings: strict),
-        .target(name: "GatehouseCurl", dependencies: ["CCurl"], swiftSettings: strict),
+        // Everything that leaves the process over libcurl: the HTTP client and its address policy, the
+        // webhook transport, and the blob stores that are not SQL (S3, a folder).
+        .target(name: "GatehouseOutbound", dependencies: ["GatehouseCore", "GatehouseCrypto", "CCurl"], swiftSettings: strict),
         .target(
-            name: "GatehouseProviders", dependencies: ["GatehouseCore", "GatehouseCrypto", "GatehouseCurl", "CCurl"],
+            name: "GatehouseProviders", dependencies: ["GatehouseCore", "GatehouseCrypto", "GatehouseOutbound", "CCurl"],
             swiftSettings: strict),
         .target(
-            name: "GatehouseMail", dependencies: ["GatehouseCore", "GatehouseCrypto", "GatehouseCurl", "CCurl"],
+            name: "GatehouseMail", dependencies: ["GatehouseCore", "GatehouseCrypto", "GatehouseOutbound", "CCurl"],
             resources: [.copy("Templates")], swiftSettings: strict),
+        // The HTTP API: thin handlers over the domain; no driver, no outbound client.
+        .target(name: "GatehouseAPI", dependencies: ["GatehouseCore", "GatehouseCrypto", "GatehouseHTTP"], swiftSettings: strict),
+        // The composition root: builds the whole application from its configuration (drivers, stores,
+        // providers, mail, outbox, API), with its logs, metrics and backup.
         .target(
-            name: "GatehouseAPI",
-            dependencies: ["GatehouseCore", "GatehouseHTTP", "GatehouseSQL", "SQLiteDriver", "PostgresDriver", "GatehouseProviders", "GatehouseMail"],
+            name: "GatehouseApp",
+            dependencies: [
+                "GatehouseCore", "GatehouseCrypto", "GatehouseHTTP", "GatehouseSQL", "GatehouseMigrations", "SQLiteDriver", "PostgresDriver",
+                "GatehouseOutbound", "GatehouseProviders", "GatehouseMail", "GatehouseAPI",
+            ],
             swiftSettings: strict),
-        .executableTarget(name: "gatehouse", dependencies: ["GatehouseAPI"], swiftSettings: strict),
+        .executableTarget(name: "gatehouse", dependencies: ["GatehouseApp"], swiftSettings: strict),
         // bench/upload-rss.py's server: the HTTP layer alone, streamed against buffered uploads.
         .executableTarget(
             name: "upload-bench-server", dependencies: ["GatehouseHTTP", "GatehouseCrypto"], path: "bench/upload-server", swiftSettings: strict),
         // bench/run's BENCH_ONLY=maintenance: bounded storage after 200,000 refreshes, through the store.
         .executableTarget(
-            name: "maintenance-bench", dependencies: ["GatehouseAPI", "GatehouseSQL", "SQLiteDriver", "PostgresDriver"], path: "bench/maintenance",
+            name: "maintenance-bench", dependencies: ["GatehouseApp", "GatehouseSQL", "SQLiteDriver", "PostgresDriver"], path: "bench/maintenance",
             swiftSettings: strict),
         // bench/run's BENCH_ONLY=outbox: the outbox worker's items/s with a no-op handler, against single-row write transactions/s.
         .executableTarget(
-            name: "outbox-bench", dependencies: ["GatehouseAPI", "GatehouseCore", "GatehouseSQL", "SQLiteDriver", "PostgresDriver"], path: "bench/outbox",
+            name: "outbox-bench", dependencies: ["GatehouseApp", "GatehouseCore", "GatehouseSQL", "SQLiteDriver", "PostgresDriver"], path: "bench/outbox",
             swiftSettings: strict),
         .target(
             name: "GatehouseTesting",
-            dependencies: ["GatehouseAPI", "GatehouseImaging", "CCurl"],
+            dependencies: ["GatehouseApp", "GatehouseAPI", "GatehouseImaging", "CCurl"],
             swiftSettings: strict),
 
         .testTarget(name: "GatehouseCryptoTests", dependencies: ["GatehouseCrypto", "CArgon2"], swiftSettings: strict),
@@ -73,13 +82,15 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "GatehouseHTTPTests", dependencies: ["GatehouseHTTP", "GatehouseTesting"], swiftSettings: strict),
         .testTarget(
-            name: "GatehouseProvidersTests", dependencies: ["GatehouseProviders", "GatehouseCurl", "GatehouseTesting"],
+            name: "GatehouseProvidersTests", dependencies: ["GatehouseProviders", "GatehouseOutbound", "GatehouseTesting"],
             swiftSettings: strict),
-        .testTarget(name: "GatehouseMailTests", dependencies: ["GatehouseMail", "GatehouseTesting"], swiftSettings: strict),
+        .testTarget(name: "GatehouseMailTests", dependencies: ["GatehouseMail", "GatehouseOutbound", "GatehouseTesting"], swiftSettings: strict),
         .testTarget(
-            name: "GatehouseKitTests", dependencies: [.product(name: "GatehouseKit", package: "swift"), "GatehouseTesting", "GatehouseAPI"],
+            name: "GatehouseKitTests", dependencies: [.product(name: "GatehouseKit", package: "swift"), "GatehouseTesting", "GatehouseApp"],
             swiftSettings: strict),
-        .testTarget(name: "GatehouseAPITests", dependencies: ["GatehouseAPI", "GatehouseTesting", "GatehouseMail", "GatehouseProviders", "GatehouseImaging"], swiftSettings: strict),
+        .testTarget(
+            name: "GatehouseAPITests",
+            dependencies: ["GatehouseAPI", "GatehouseApp", "GatehouseTesting", "GatehouseMail", "GatehouseProviders", "GatehouseOutbound", "GatehouseImaging"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

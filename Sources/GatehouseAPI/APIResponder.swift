@@ -12,12 +12,16 @@ final class APIResponder: HTTPResponder {
     /// The apps, for the upload limit of the calling app.
     private let directory: AppDirectory
     private let cors: CORSPolicy
-    private let metrics: Metrics
-    private let log: Log
-    private let accessLog: Bool
+    private let metrics: any RequestMetrics
+    private let log: any LogSink
+    /// Writes an access-log line (`GATEHOUSE_ACCESS_LOG`); nil when off.
+    private let accessLog: (@Sendable ([String: JSON]) -> Void)?
     private let trustedProxies: [IPRange]
 
-    init(router: Router<Route>, directory: AppDirectory, cors: CORSPolicy, metrics: Metrics, log: Log, accessLog: Bool, trustedProxies: [IPRange]) {
+    init(
+        router: Router<Route>, directory: AppDirectory, cors: CORSPolicy, metrics: any RequestMetrics, log: any LogSink,
+        accessLog: (@Sendable ([String: JSON]) -> Void)?, trustedProxies: [IPRange]
+    ) {
         self.trustedProxies = trustedProxies
         self.router = router
         self.directory = directory
@@ -214,7 +218,7 @@ final class APIResponder: HTTPResponder {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         metrics.record(method: request.method, route: route, status: response.status, seconds: seconds)
         if response.status == 429 { metrics.recordRateLimited(route: route, code: RequestLogContext.current?.errorCode ?? "none") }
-        if accessLog {
+        if let accessLog {
             var fields: [String: JSON] = [
                 "request_id": .string(id), "method": .string(String(request.method.prefix(16))), "route": .string(route),
                 "path": .string(String(request.path.prefix(256))), "status": .int(Int64(response.status)),
@@ -223,7 +227,7 @@ final class APIResponder: HTTPResponder {
             ]
             if let agent = request.headers["User-Agent"] { fields["user_agent"] = .string(String(agent.prefix(256))) }
             if let code = RequestLogContext.current?.errorCode { fields["code"] = .string(code) }
-            log.access(fields)
+            accessLog(fields)
         }
         return response
     }

@@ -5,7 +5,7 @@ import GatehouseHTTP
 /// code, title and detail; anything else is logged with the request id and answered as a bare 500
 /// whose body says nothing about the cause.
 enum Problem {
-    static func response(for error: any Error, instance: String, requestID: String, log: Log) -> HTTPResponse {
+    static func response(for error: any Error, instance: String, requestID: String, log: any LogSink) -> HTTPResponse {
         if let error = error as? GatehouseError { return response(error, instance: instance, requestID: requestID) }
         if let error = error as? any StoreFailure, error.isInvalidValue {
             return response(GatehouseError(.validationFailed, "A value holds a NUL character (U+0000), which is never valid."), instance: instance, requestID: requestID)

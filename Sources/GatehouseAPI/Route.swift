@@ -50,13 +50,13 @@ public struct Route: Sendable {
 }
 
 /// Builds the route table; controllers add their routes to it.
-public struct Routes {
+public struct Routes: Sendable {
     public private(set) var router = Router<Route>()
 
     public init() {}
 
     /// Adds to an existing table.
-    init(router: Router<Route>) {
+    public init(router: Router<Route>) {
         self.router = router
     }
 

@@ -1,9 +1,11 @@
 import Foundation
+import GatehouseAPI
 import GatehouseCore
 import GatehouseCrypto
 import GatehouseHTTP
 import GatehouseMail
 import GatehouseMigrations
+import GatehouseOutbound
 import GatehouseProviders
 import GatehouseSQL
 import PostgresDriver
@@ -45,7 +47,9 @@ public final class Gatehouse: Sendable {
     public let metrics: Metrics
     public let log: Log
     public let clock: any Clock
-    let router: Router<Route>
+    /// What the API counts, and its `GET /metrics` page.
+    let requestMetrics: NodeMetrics
+    let routes: Routes
 
     /// Opens (and migrates) the database, loads the master key, applies `Tenants/` files and
     /// builds the route table. Nothing listens yet.
@@ -191,21 +195,12 @@ public final class Gatehouse: Sendable {
                 clock: clock, log: log, threadName: "gatehouse-apps"),
         ]
 
-        let auth = Authenticator(directory: directory, apps: apps, tokens: tokens)
-        var routes = Routes()
-        OperationsController(auth: auth, store: store, metrics: metrics, outbox: outboxWorker, hasher: hasher, clock: clock).register(&routes)
-        AppController(auth: auth, directory: directory).register(&routes)
-        AdminController(
-            auth: auth, apps: apps, auditLog: AuditLog(store: store), users: AdminUsers(store: store, accounts: accounts, clock: clock), deletion: deletion,
-            clock: clock
-        ).register(&routes)
-        let authController = AuthController(auth: auth, accounts: accounts, providers: providerSignIn, emailFlows: emailFlows, clock: clock)
-        authController.register(&routes)
-        EmailController(auth: auth, flows: emailFlows, sessions: authController).register(&routes)
-        ProviderController(auth: auth, providers: providerSignIn, sessions: authController).register(&routes)
-        MeController(auth: auth, accounts: accounts, deletion: deletion, files: files).register(&routes)
-        FilesController(auth: auth, files: files).register(&routes)
-        router = routes.router
+        let requestMetrics = NodeMetrics(registry: metrics, store: store, hasher: hasher, outbox: outboxWorker, clock: clock)
+        self.requestMetrics = requestMetrics
+        routes = API.routes(
+            API.Services(
+                store: store, directory: directory, apps: apps, tokens: tokens, accounts: accounts, emailFlows: emailFlows, providerSignIn: providerSignIn,
+                deletion: deletion, files: files, metrics: requestMetrics, clock: clock))
     }
 
     /// A bucket that is missing or refuses the credentials stops the start (uploads could only
@@ -220,7 +215,7 @@ public final class Gatehouse: Sendable {
     }
 
     /// Every operation of the route table, for the OpenAPI drift test.
-    public var operations: [(method: String, pattern: String)] { router.operations }
+    public var operations: [(method: String, pattern: String)] { routes.router.operations }
 
     /// An HTTP server for this application (not yet started).
     ///
@@ -249,10 +244,13 @@ public final class Gatehouse: Sendable {
         http.uploadGraceSeconds = configuration.uploadGraceSeconds
         http.uploadMinimumBytesPerSecond = configuration.uploadMinimumBytesPerSecond
         if let spool = configuration.uploadSpoolDirectory { http.uploadSpoolDirectory = spool }
-        var routes = Routes(router: router)
+        var routes = routes
         extraRoutes(&routes)
-        let cors = CORSPolicy(directory: directory, catalog: store.apps, clock: clock)
-        let responder = APIResponder(router: routes.router, directory: directory, cors: cors, metrics: metrics, log: log, accessLog: configuration.accessLog,
+        let log = log
+        var accessLog: (@Sendable ([String: JSON]) -> Void)?
+        if configuration.accessLog { accessLog = { @Sendable fields in log.access(fields) } }
+        let responder = API.responder(
+            routes: routes, directory: directory, catalog: store.apps, clock: clock, metrics: requestMetrics, log: log, accessLog: accessLog,
             trustedProxies: configuration.trustedProxies.compactMap(IPRange.init))
         return HTTPServer(configuration: http, responder: responder)
     }

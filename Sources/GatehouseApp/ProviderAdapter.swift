@@ -1,27 +1,28 @@
 import GatehouseCore
+import GatehouseOutbound
 import GatehouseProviders
 
 /// The domain's `IdentityProviders` over the HTTP providers, with their errors mapped to the
-/// contract: a token or code that does not verify → 401 `auth/invalid-credential`; a provider
-/// that cannot be reached → 503 `provider/unavailable`.
+/// domain's ``ProviderFailure``: a token that does not verify → `invalidToken`, a request the
+/// provider refuses → `rejected`, a provider that cannot be reached → `unreachable` (logged here).
 struct ProviderAdapter: IdentityProviders {
     let verifier: ProviderVerifier
     let apple: AppleClient
     let log: Log
 
-    func verifyApple(_ token: String, audiences: [String], expectedNonceHash: String?) throws -> ExternalIdentity {
+    func verifyApple(_ token: String, audiences: [String], expectedNonceHash: String?) throws(ProviderFailure) -> ExternalIdentity {
         do { return external(try verifier.verifyApple(token, audiences: audiences, expectedNonceHash: expectedNonceHash)) } catch { throw map(error) }
     }
 
-    func verifyGoogle(_ token: String, audiences: [String], nonce: String?) throws -> ExternalIdentity {
+    func verifyGoogle(_ token: String, audiences: [String], nonce: String?) throws(ProviderFailure) -> ExternalIdentity {
         do { return external(try verifier.verifyGoogle(token, audiences: audiences, nonce: nonce)) } catch { throw map(error) }
     }
 
-    func verifyFirebase(_ token: String, projectID: String, expectedProvider: String) throws -> ExternalIdentity {
+    func verifyFirebase(_ token: String, projectID: String, expectedProvider: String) throws(ProviderFailure) -> ExternalIdentity {
         do { return external(try verifier.verifyFirebase(token, projectID: projectID, expectedProvider: expectedProvider)) } catch { throw map(error) }
     }
 
-    func exchangeAppleCode(_ code: String, clientID: String, redirectURI: String?, credentials: AppleCredentials) throws -> (idToken: String, refreshToken: String?) {
+    func exchangeAppleCode(_ code: String, clientID: String, redirectURI: String?, credentials: AppleCredentials) throws(ProviderFailure) -> (idToken: String, refreshToken: String?) {
         do {
             return try apple.exchange(code: code, clientID: clientID, redirectURI: redirectURI, credentials: credentials)
         } catch {
@@ -29,7 +30,7 @@ struct ProviderAdapter: IdentityProviders {
         }
     }
 
-    func revokeAppleToken(_ refreshToken: String, clientID: String, credentials: AppleCredentials) throws {
+    func revokeAppleToken(_ refreshToken: String, clientID: String, credentials: AppleCredentials) throws(ProviderFailure) {
         do { try apple.revoke(refreshToken: refreshToken, clientID: clientID, credentials: credentials) } catch { throw map(error) }
     }
 
@@ -46,16 +47,16 @@ struct ProviderAdapter: IdentityProviders {
         return external
     }
 
-    private func map(_ error: ProviderError) -> GatehouseError {
+    private func map(_ error: ProviderError) -> ProviderFailure {
         switch error {
         case .unavailable(let why), .addressRefused(let why):  // providers' URLs are the server's own: never refused
             log.warning("identity provider unavailable", ["reason": .string(why)])
-            return GatehouseError(.providerUnavailable, "The identity provider cannot be reached; retry later.", retryAfter: 5)
-        case .invalidToken:
+            return .unreachable(reason: why)
+        case .invalidToken(let why):
             // The Firebase provider pin's text is part of the contract; other reasons stay out of answers.
-            return GatehouseError(.invalidCredential, error.clientDetail ?? "The token could not be verified.", status: 401)
-        case .rejected:
-            return GatehouseError(.invalidCredential, "The provider refused the authorization code.", status: 401)
+            return .invalidToken(reason: why, clientDetail: error.clientDetail)
+        case .rejected(let why):
+            return .rejected(reason: why)
         }
     }
 }

@@ -96,11 +96,11 @@ public final class ProviderSignInService: Sendable {
         case .firebase(let token):
             try checkLength(token, field: "firebase_id_token")
             guard let project = app.settings.firebase.projectID else { throw notConfigured("Firebase") }
-            return (try providers.verifyFirebase(token, projectID: project, expectedProvider: provider.firebaseName), nil)
+            return (try answering(providers.verifyFirebase(token, projectID: project, expectedProvider: provider.firebaseName)), nil)
         case .google(let token, let nonce):
             try checkLength(token, field: "id_token")
             guard !app.settings.google.clientIDs.isEmpty else { throw notConfigured("Google") }
-            return (try providers.verifyGoogle(token, audiences: app.settings.google.clientIDs, nonce: nonce), nil)
+            return (try answering(providers.verifyGoogle(token, audiences: app.settings.google.clientIDs, nonce: nonce)), nil)
         case .apple(let token, let nonce, let code):
             try checkLength(token, field: "identity_token")
             let apple = app.settings.apple
@@ -108,7 +108,7 @@ public final class ProviderSignInService: Sendable {
             guard !audiences.isEmpty else { throw notConfigured("Sign in with Apple") }
             if nonce == nil && apple.requireNonce { throw GatehouseError.validation("nonce", "Required: the raw nonce whose SHA-256 the app gave Apple.") }
             if let nonce, nonce.isEmpty || nonce.utf8.count > 512 { throw GatehouseError.validation("nonce", "Must be 1 to 512 characters.") }
-            let identity = try providers.verifyApple(token, audiences: audiences, expectedNonceHash: nonce.map { Digest.hex(Digest.sha256(Array($0.utf8))) })
+            let identity = try answering(providers.verifyApple(token, audiences: audiences, expectedNonceHash: nonce.map { Digest.hex(Digest.sha256(Array($0.utf8))) }))
             if let code { try checkLength(code, field: "authorization_code") }
             return (identity, code)
         }
@@ -120,8 +120,8 @@ public final class ProviderSignInService: Sendable {
     /// deletes theirs).
     func redeemAppleCode(_ code: String?, app: AppContext, identity: ExternalIdentity) throws -> String? {
         guard let code, let credentials = appleCredentials(app) else { return nil }
-        let exchanged = try providers.exchangeAppleCode(code, clientID: identity.audience, redirectURI: nil, credentials: credentials)
-        let redeemed = try providers.verifyApple(exchanged.idToken, audiences: [identity.audience], expectedNonceHash: nil)
+        let exchanged = try answering(providers.exchangeAppleCode(code, clientID: identity.audience, redirectURI: nil, credentials: credentials))
+        let redeemed = try answering(providers.verifyApple(exchanged.idToken, audiences: [identity.audience], expectedNonceHash: nil))
         guard constantTimeEquals(Array(redeemed.subject.utf8), Array(identity.subject.utf8)) else {
             throw GatehouseError(.invalidCredential, "The authorization code is not of the Apple account of identity_token.", status: 401)
         }
@@ -283,6 +283,11 @@ public final class ProviderSignInService: Sendable {
         }
     }
 
+    /// Runs a provider call; its failure becomes the client's answer (``ProviderFailure/clientError``).
+    private func answering<T>(_ call: @autoclosure () throws(ProviderFailure) -> T) throws(GatehouseError) -> T {
+        do { return try call() } catch { throw error.clientError }
+    }
+
     // MARK: - Apple web flow
 
     /// Starts the web flow: checks the redirect URI, stores a single-use flow, and answers the
@@ -372,8 +377,8 @@ public final class ProviderSignInService: Sendable {
             guard let servicesID = app.settings.apple.servicesID, let credentials = appleCredentials(app) else {
                 return redirect([("error", "server_error")])
             }
-            let exchanged = try providers.exchangeAppleCode(code, clientID: servicesID, redirectURI: callbackURL, credentials: credentials)
-            let identity = try providers.verifyApple(exchanged.idToken, audiences: [servicesID], expectedNonceHash: flow.nonce)
+            let exchanged = try answering(providers.exchangeAppleCode(code, clientID: servicesID, redirectURI: callbackURL, credentials: credentials))
+            let identity = try answering(providers.verifyApple(exchanged.idToken, audiences: [servicesID], expectedNonceHash: flow.nonce))
             // Apple also posted this token through the browser: it must not sign in a second time
             // at /v1/auth/oauth/apple (where the Services ID is an audience too).
             try useNonce(of: identity)

@@ -83,17 +83,16 @@ extension AppSettings.Apple {
 }
 
 /// What the domain needs from Apple, Google and Firebase. Implemented over HTTP in
-/// `GatehouseProviders`; every failure is a `GatehouseError`: 401 `auth/invalid-credential`
-/// when a token or code does not verify, 503 `provider/unavailable` when the provider cannot be reached.
+/// `GatehouseProviders` (adapted in `GatehouseApp`); every failure is a ``ProviderFailure``.
 public protocol IdentityProviders: Sendable {
-    func verifyApple(_ token: String, audiences: [String], expectedNonceHash: String?) throws -> ExternalIdentity
-    func verifyGoogle(_ token: String, audiences: [String], nonce: String?) throws -> ExternalIdentity
-    func verifyFirebase(_ token: String, projectID: String, expectedProvider: String) throws -> ExternalIdentity
-    func exchangeAppleCode(_ code: String, clientID: String, redirectURI: String?, credentials: AppleCredentials) throws -> (idToken: String, refreshToken: String?)
-    /// Revokes a refresh token at Apple's `/auth/revoke` for `clientID`: 401 `auth/invalid-credential`
-    /// when Apple refuses the request about the token, 503 `provider/unavailable` when it cannot be
-    /// reached or refuses our credentials (worth a retry).
-    func revokeAppleToken(_ refreshToken: String, clientID: String, credentials: AppleCredentials) throws
+    func verifyApple(_ token: String, audiences: [String], expectedNonceHash: String?) throws(ProviderFailure) -> ExternalIdentity
+    func verifyGoogle(_ token: String, audiences: [String], nonce: String?) throws(ProviderFailure) -> ExternalIdentity
+    func verifyFirebase(_ token: String, projectID: String, expectedProvider: String) throws(ProviderFailure) -> ExternalIdentity
+    func exchangeAppleCode(_ code: String, clientID: String, redirectURI: String?, credentials: AppleCredentials) throws(ProviderFailure) -> (idToken: String, refreshToken: String?)
+    /// Revokes a refresh token at Apple's `/auth/revoke` for `clientID`: ``ProviderFailure/rejected(reason:)``
+    /// when Apple refuses the request about the token, ``ProviderFailure/unreachable(reason:)`` when it
+    /// cannot be reached or refuses our credentials (worth a retry).
+    func revokeAppleToken(_ refreshToken: String, clientID: String, credentials: AppleCredentials) throws(ProviderFailure)
     func appleAuthorizeURL(servicesID: String, redirectURI: String, state: String, nonce: String) -> String
 }
 

@@ -1,5 +1,4 @@
 import CCurl
-import GatehouseCurl
 
 /// A response from ``OutboundHTTPClient``, whatever its status.
 public struct OutboundResponse: Sendable {
@@ -183,7 +182,7 @@ public final class OutboundHTTPClient: Sendable {
     }
 
     /// Scheme, host and port only: paths and queries may carry codes or tokens, so they stay out of logs.
-    static func origin(_ url: String) -> String {
+    public static func origin(_ url: String) -> String {
         guard let colon = url.firstIndex(of: ":") else { return "?" }
         let rest = url[colon...].drop { $0 == ":" || $0 == "/" }
         let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }

@@ -1,5 +1,4 @@
 import GatehouseCore
-import GatehouseCurl
 
 /// Webhook deliveries over ``OutboundHTTPClient``: 10 s per attempt, no redirect followed, and
 /// the address policy for URLs a tenant sets, checked after DNS resolution.

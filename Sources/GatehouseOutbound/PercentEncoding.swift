@@ -1,10 +1,10 @@
 /// Strict percent-encoding for URL query and form values: everything but RFC 3986's unreserved
 /// characters (`A–Z a–z 0–9 - . _ ~`) is encoded as `%XX` of its UTF-8 bytes, so `&`, `=`, `+`,
 /// `/`, `?`, `#` and space (`%20`) can never change the meaning of the surrounding query.
-enum PercentEncoding {
+public enum PercentEncoding {
     private static let hexDigits = Array("0123456789ABCDEF".utf8)
 
-    static func encode(_ value: String) -> String {
+    public static func encode(_ value: String) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(value.utf8.count)
         for byte in value.utf8 {
@@ -20,7 +20,7 @@ enum PercentEncoding {
     }
 
     /// `name=value&name=value` with both sides encoded.
-    static func form(_ fields: [(String, String)]) -> String {
+    public static func form(_ fields: [(String, String)]) -> String {
         fields.map { "\(encode($0.0))=\(encode($0.1))" }.joined(separator: "&")
     }
 

@@ -31,13 +31,3 @@ extension ProviderError: CustomStringConvertible {
         }
     }
 }
-
-extension ProviderError {
-    /// The text that may be shown to the client as the problem `detail`, or `nil` when only a
-    /// generic detail should be shown. Today only the Firebase provider pin has one:
-    /// `"Expected a apple.com token but received google.com"`.
-    public var clientDetail: String? {
-        guard case .invalidToken(let reason) = self, reason.hasPrefix(ProviderVerifier.providerPinPrefix) else { return nil }
-        return reason
-    }
-}

@@ -1,5 +1,6 @@
 import GatehouseCore
 import GatehouseCrypto
+import GatehouseOutbound
 
 /// Apple's Sign in with Apple REST endpoints at one base URL (`GATEHOUSE_APPLE_URL`, by default
 /// `https://appleid.apple.com`): code exchange, revocation, the web authorization URL, and the

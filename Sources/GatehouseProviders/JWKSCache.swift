@@ -1,5 +1,6 @@
 import GatehouseCore
 import GatehouseCrypto
+import GatehouseOutbound
 import Synchronization
 
 /// Provider signing keys, fetched from JWKS URLs and cached per URL.

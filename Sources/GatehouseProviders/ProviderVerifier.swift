@@ -1,5 +1,6 @@
 import GatehouseCore
 import GatehouseCrypto
+import GatehouseOutbound
 
 /// Verifies ID tokens from Apple, Google and Firebase against their published keys.
 ///
@@ -202,5 +203,15 @@ public final class ProviderVerifier: Sendable {
         case .string(let text): text.lowercased() == "true"
         default: false
         }
+    }
+}
+
+extension ProviderError {
+    /// The text that may be shown to the client as the problem `detail`, or `nil` when only a
+    /// generic detail should be shown. Today only the Firebase provider pin has one:
+    /// `"Expected a apple.com token but received google.com"`.
+    public var clientDetail: String? {
+        guard case .invalidToken(let reason) = self, reason.hasPrefix(ProviderVerifier.providerPinPrefix) else { return nil }
+        return reason
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import GatehouseAPI
+import GatehouseApp
 import GatehouseCore
 
 func fail(_ message: String, code: Int32 = 1) -> Never {

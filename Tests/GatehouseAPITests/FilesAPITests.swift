@@ -2,6 +2,7 @@ import Foundation
 import GatehouseCore
 import GatehouseCrypto
 @testable import GatehouseAPI
+import GatehouseApp
 import GatehouseTesting
 import Testing
 

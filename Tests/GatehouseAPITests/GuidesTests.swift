@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseAPI
+import GatehouseApp
 import GatehouseCore
 import GatehouseCrypto
 import GatehouseHTTP

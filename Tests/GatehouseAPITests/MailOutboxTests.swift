@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseCore
 import GatehouseAPI
+import GatehouseApp
 import GatehouseMail
 import GatehouseTesting
 import Synchronization

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import GatehouseOutbound
 import GatehouseProviders
 import GatehouseTesting
 import Testing

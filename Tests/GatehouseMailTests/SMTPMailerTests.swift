@@ -1,7 +1,7 @@
 import Foundation
 import GatehouseCore
-import GatehouseCurl
 import GatehouseMail
+import GatehouseOutbound
 import GatehouseTesting
 import Synchronization
 import Testing

@@ -1,5 +1,6 @@
 import GatehouseCore
 import GatehouseCrypto
+import GatehouseOutbound
 import GatehouseProviders
 import GatehouseTesting
 import Testing

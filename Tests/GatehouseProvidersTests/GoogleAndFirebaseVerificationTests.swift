@@ -1,4 +1,5 @@
 import GatehouseCore
+import GatehouseOutbound
 import GatehouseProviders
 import GatehouseTesting
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseCore
 import GatehouseHTTP
+import GatehouseOutbound
 @testable import GatehouseProviders
 import GatehouseTesting
 import Synchronization

@@ -1,7 +1,7 @@
 import Foundation
 import GatehouseCore
-import GatehouseCurl
 import GatehouseHTTP
+import GatehouseOutbound
 import GatehouseProviders
 import GatehouseTesting
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseCore
 import GatehouseHTTP
+import GatehouseOutbound
 import GatehouseProviders
 import GatehouseTesting
 import Testing

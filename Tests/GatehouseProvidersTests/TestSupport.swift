@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseCore
 import GatehouseCrypto
+import GatehouseOutbound
 import GatehouseProviders
 import GatehouseTesting
 import Testing

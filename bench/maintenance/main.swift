@@ -5,7 +5,7 @@
 //
 //   maintenance-bench sqlite PATH | postgres URL
 import Foundation
-import GatehouseAPI
+import GatehouseApp
 import GatehouseCore
 import GatehouseSQL
 import PostgresDriver

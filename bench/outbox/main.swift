@@ -8,7 +8,7 @@
 //
 // BENCH_OUTBOX_ITEMS (20,000), BENCH_OUTBOX_APPS (100), BENCH_OUTBOX_CEILING_SECONDS (3 per thread count).
 import Foundation
-import GatehouseAPI
+import GatehouseApp
 import GatehouseCore
 import GatehouseSQL
 import PostgresDriver

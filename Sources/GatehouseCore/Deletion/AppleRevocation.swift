@@ -118,10 +118,11 @@ public struct AppleRevocationHandler: OutboxHandler {
         do {
             try providers.revokeAppleToken(token, clientID: clientID, credentials: credentials)
             return .delivered
-        } catch let error as GatehouseError where error.code == .invalidCredential {
-            return .dead(reason: "Apple refused to revoke the token for \(clientID)")
         } catch {
-            return .unreachable(reason: "Apple /auth/revoke cannot be reached")
+            switch error {
+            case .rejected, .invalidToken: return .dead(reason: "Apple refused to revoke the token for \(clientID)")
+            case .unreachable: return .unreachable(reason: "Apple /auth/revoke cannot be reached")
+            }
         }
     }
 
@@ -136,11 +137,13 @@ public struct AppleRevocationHandler: OutboxHandler {
             do {
                 exchanged = try providers.exchangeAppleCode(
                     code, clientID: clientID, redirectURI: clientID == servicesID ? webCallbackURL : nil, credentials: credentials)
-            } catch let error as GatehouseError where error.code == .invalidCredential {
-                continue  // not this client id's code (or expired): try the next
             } catch {
-                unreachable = true  // this client id may still be the code's: try the others, then retry
-                continue
+                switch error {
+                case .rejected, .invalidToken: continue  // not this client id's code (or expired): try the next
+                case .unreachable:
+                    unreachable = true  // this client id may still be the code's: try the others, then retry
+                    continue
+                }
             }
             // The code must be of the user's own Apple account: another's token is not ours to revoke.
             guard let identity = try? providers.verifyApple(exchanged.idToken, audiences: [clientID], expectedNonceHash: nil),

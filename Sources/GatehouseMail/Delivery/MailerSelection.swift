@@ -1,5 +1,5 @@
 import GatehouseCore
-import GatehouseCurl
+import GatehouseOutbound
 
 /// Chooses the mailer for an app: its own SMTP server when its `email.smtp_url` is set, else the
 /// platform's `GATEHOUSE_SMTP_URL`.

@@ -1,6 +1,6 @@
 import CCurl
 import Foundation
-import GatehouseCurl
+import GatehouseOutbound
 import Synchronization
 
 /// Sends mail over SMTP with libcurl: `smtp://host[:port]` (STARTTLS required, unless the host

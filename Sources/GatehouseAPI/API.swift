@@ -1,0 +1,71 @@
+import GatehouseCore
+import GatehouseHTTP
+
+/// The HTTP API over the domain's services: its route table and the responder that serves it.
+/// The composition root (GatehouseApp) builds the services and hands them here; nothing of the
+/// API knows a database driver or an outbound client.
+public enum API {
+    /// The services the handlers call.
+    public struct Services: Sendable {
+        public var store: any Store
+        public var directory: AppDirectory
+        public var apps: AppService
+        public var tokens: TokenService
+        public var accounts: AccountService
+        public var emailFlows: EmailFlowService
+        public var providerSignIn: ProviderSignInService
+        public var deletion: AccountDeletion
+        public var files: FilesService
+        public var metrics: any RequestMetrics
+        public var clock: any Clock
+
+        public init(
+            store: any Store, directory: AppDirectory, apps: AppService, tokens: TokenService, accounts: AccountService, emailFlows: EmailFlowService,
+            providerSignIn: ProviderSignInService, deletion: AccountDeletion, files: FilesService, metrics: any RequestMetrics, clock: any Clock
+        ) {
+            self.store = store
+            self.directory = directory
+            self.apps = apps
+            self.tokens = tokens
+            self.accounts = accounts
+            self.emailFlows = emailFlows
+            self.providerSignIn = providerSignIn
+            self.deletion = deletion
+            self.files = files
+            self.metrics = metrics
+            self.clock = clock
+        }
+    }
+
+    /// Every operation of the API.
+    public static func routes(_ services: Services) -> Routes {
+        let s = services
+        let auth = Authenticator(directory: s.directory, apps: s.apps, tokens: s.tokens)
+        var routes = Routes()
+        OperationsController(auth: auth, store: s.store, metrics: s.metrics).register(&routes)
+        AppController(auth: auth, directory: s.directory).register(&routes)
+        AdminController(
+            auth: auth, apps: s.apps, auditLog: AuditLog(store: s.store), users: AdminUsers(store: s.store, accounts: s.accounts, clock: s.clock),
+            deletion: s.deletion, clock: s.clock
+        ).register(&routes)
+        let authController = AuthController(auth: auth, accounts: s.accounts, providers: s.providerSignIn, emailFlows: s.emailFlows, clock: s.clock)
+        authController.register(&routes)
+        EmailController(auth: auth, flows: s.emailFlows, sessions: authController).register(&routes)
+        ProviderController(auth: auth, providers: s.providerSignIn, sessions: authController).register(&routes)
+        MeController(auth: auth, accounts: s.accounts, deletion: s.deletion, files: s.files).register(&routes)
+        FilesController(auth: auth, files: s.files).register(&routes)
+        return routes
+    }
+
+    /// What the HTTP server calls for `routes`: request ids, CORS (the origins of `catalog`'s
+    /// apps), limits, the one mapping of errors to problem+json, `metrics` and the access log.
+    /// `accessLog` writes one access-log line; nil when `GATEHOUSE_ACCESS_LOG` is off.
+    public static func responder(
+        routes: Routes, directory: AppDirectory, catalog: any AppCatalog, clock: any Clock, metrics: any RequestMetrics, log: any LogSink,
+        accessLog: (@Sendable ([String: JSON]) -> Void)?, trustedProxies: [IPRange]
+    ) -> any HTTPResponder {
+        APIResponder(
+            router: routes.router, directory: directory, cors: CORSPolicy(directory: directory, catalog: catalog, clock: clock), metrics: metrics,
+            log: log, accessLog: accessLog, trustedProxies: trustedProxies)
+    }
+}
