@@ -31,11 +31,13 @@ final class APIResponder: HTTPResponder {
         self.accessLog = accessLog
     }
 
-    func head(_ request: HTTPRequest) -> HeadDecision {
-        within(request) { decideHead(request) }
+    /// Matches the route (the only match of the request: the later calls read it from the
+    /// request's context) and decides how to read the body.
+    func head(_ request: inout HTTPRequest) -> HeadDecision {
+        within(request) { decideHead(&request) }
     }
 
-    private func decideHead(_ request: HTTPRequest) -> HeadDecision {
+    private func decideHead(_ request: inout HTTPRequest) -> HeadDecision {
         switch router.match(method: request.method, path: request.path) {
         case .notFound:
             return .respond(finish(request, route: "unmatched", start: .now, problem(.notFound, "No such route.", request)))
@@ -47,6 +49,8 @@ final class APIResponder: HTTPResponder {
             response.headers.set("Allow", allowed.joined(separator: ", "))
             return .respond(finish(request, route: "unmatched", start: .now, response))
         case .matched(let route, let parameters, let pattern):
+            let context = RequestContext(route: route, parameters: parameters, pattern: pattern, directory: directory)
+            request.context = context
             if let field = Self.fieldWithNUL(request) {
                 let error = GatehouseError.validation(field, "Must not contain U+0000.")
                 return .respond(finish(request, route: pattern, start: .now, Problem.response(error, instance: request.path, requestID: requestID(request))))
@@ -54,7 +58,7 @@ final class APIResponder: HTTPResponder {
             if let check = route.beforeBody {
                 let requestID = requestID(request)
                 do {
-                    try check(Request(http: request, parameters: parameters, requestID: requestID, clientIP: clientIP(request)))
+                    try check(Request(http: request, parameters: parameters, requestID: requestID, clientIP: clientIP(request), context: context))
                 } catch {
                     return .respond(finish(request, route: pattern, start: .now, Problem.response(for: error, instance: request.path, requestID: requestID, log: log)))
                 }
@@ -82,19 +86,19 @@ final class APIResponder: HTTPResponder {
 
     private func answer(_ request: HTTPRequest) -> HTTPResponse {
         let start = ContinuousClock.now
-        guard case .matched(let route, let parameters, let pattern) = router.match(method: request.method, path: request.path) else {
-            // `head` answered every other case; a route table cannot change in between.
+        guard let context = RequestContext.of(request) else {
+            // `head` answered every request it matched no route for.
             return finish(request, route: "unmatched", start: start, problem(.notFound, nil, request))
         }
         let requestID = requestID(request)
         let ip = clientIP(request)
         var response: HTTPResponse
         do {
-            response = try route.handler(Request(http: request, parameters: parameters, requestID: requestID, clientIP: ip))
+            response = try context.route.handler(Request(http: request, parameters: context.parameters, requestID: requestID, clientIP: ip, context: context))
         } catch {
             response = Problem.response(for: error, instance: request.path, requestID: requestID, log: log)
         }
-        return finish(request, route: pattern, start: start, response, requestID: requestID, clientIP: ip)
+        return finish(request, route: context.pattern, start: start, response, requestID: requestID, clientIP: ip)
     }
 
     func bodyTooLarge(_ request: HTTPRequest) -> HTTPResponse {
@@ -143,9 +147,7 @@ final class APIResponder: HTTPResponder {
     func busy(_ request: HTTPRequest) -> HTTPResponse {
         within(request) {
             let error = GatehouseError(.busy, "Too many sign-ins are waiting; retry shortly.", retryAfter: 1)
-            var pattern = "unmatched"
-            if case .matched(_, _, let matched) = router.match(method: request.method, path: request.path) { pattern = matched }
-            return finish(request, route: pattern, start: .now, Problem.response(error, instance: request.path, requestID: requestID(request)))
+            return finish(request, route: pattern(request), start: .now, Problem.response(error, instance: request.path, requestID: requestID(request)))
         }
     }
 
@@ -172,16 +174,17 @@ final class APIResponder: HTTPResponder {
     /// The calling app's `files.max_bytes`; when `X-App-Key` names no app, the highest any app
     /// may set, and the handler answers (401 for the key) once the body is in.
     private func uploadLimit(_ request: HTTPRequest) -> Int {
-        guard let key = request.headers["X-App-Key"], !key.isEmpty, key.utf8.count <= 128, let app = try? directory.app(key: key) else {
+        guard let key = request.headers["X-App-Key"], !key.isEmpty, key.utf8.count <= 128,
+            let app = try? RequestContext.app(key: key, of: request, directory: directory)
+        else {
             return Int(AppSettings.Files.maxBytesCeiling)
         }
         return Int(clamping: app.settings.files.maxBytes)
     }
 
-    /// The route pattern for metrics and the log, or `unmatched`.
+    /// The route pattern `head` matched, for metrics and the log, or `unmatched`.
     private func pattern(_ request: HTTPRequest) -> String {
-        if case .matched(_, _, let pattern) = router.match(method: request.method, path: request.path) { return pattern }
-        return "unmatched"
+        RequestContext.of(request)?.pattern ?? "unmatched"
     }
 
     /// `5 MiB`, `2 KiB`, or `1500 bytes`.

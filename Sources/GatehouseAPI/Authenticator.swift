@@ -18,7 +18,7 @@ struct Authenticator: Sendable {
         guard let key = request.header("X-App-Key"), !key.isEmpty else {
             throw GatehouseError(.missingAppKey, "Send the app's public key in the X-App-Key header.")
         }
-        guard key.utf8.count <= 128, let app = try directory.app(key: key) else {
+        guard key.utf8.count <= 128, let app = try request.context.app(key: key) else {
             throw GatehouseError(.invalidAppKey, "The X-App-Key is not a key of any active app.")
         }
         RequestLogContext.current?.appID = app.id.rawValue

@@ -55,8 +55,8 @@ final class CORSPolicy: Sendable {
     func decorate(_ response: inout HTTPResponse, for request: HTTPRequest) {
         guard Self.covers(path: request.path) else { return }
         if !response.headers.values("Vary").contains("Origin") { response.headers.add("Vary", "Origin") }
-        guard let origin = request.headers["Origin"]?.lowercased(), let key = request.headers["X-App-Key"], let app = try? directory.app(key: key),
-            app.settings.allowedOrigins.contains(origin)
+        guard let origin = request.headers["Origin"]?.lowercased(), let key = request.headers["X-App-Key"],
+            let app = try? RequestContext.app(key: key, of: request, directory: directory), app.settings.allowedOrigins.contains(origin)
         else { return }
         response.headers.set("Access-Control-Allow-Origin", origin)
         response.headers.set("Access-Control-Allow-Credentials", "true")

@@ -8,6 +8,8 @@ public struct Request: Sendable {
     public let requestID: String
     /// The client's address, through `GATEHOUSE_TRUSTED_PROXIES` (see `ClientAddress`).
     public let clientIP: String
+    /// The route and the app, resolved once for the whole request.
+    let context: RequestContext
 
     public func header(_ name: String) -> String? { http.headers[name] }
 

@@ -21,6 +21,10 @@ public struct HTTPRequest: Sendable {
     /// it is 1–128 characters of `A–Z a–z 0–9 . _ -`, else `req_` and 24 random hex digits. Made
     /// once, when the server reads the head, so every phase of one request shares it.
     public var requestID: String
+    /// What the responder's `head` attached for the later calls about this request (`respond`,
+    /// `busy`, the refusals of its body): what it matched and resolved once, so that no later
+    /// phase does it again. Nil until `head` has run, and for requests `head` never saw.
+    public var context: (any Sendable)?
 
     /// Creates a request; the server builds these, tests may too. `requestID` nil makes one from
     /// the headers (see ``requestID``).

@@ -32,8 +32,9 @@ public enum HeadDecision: Sendable {
 /// methods is called for them.
 public protocol HTTPResponder: Sendable {
     /// Headers are in, no body byte has been read. Decide the body limit, or answer right away
-    /// (the body is then not read).
-    func head(_ request: HTTPRequest) -> HeadDecision
+    /// (the body is then not read). What `head` stores in `request.context` reaches every later
+    /// call about the request (`respond`, `busy`, `bodyTooLarge`, `uploadTooLarge`, …).
+    func head(_ request: inout HTTPRequest) -> HeadDecision
     /// The whole body is in (for `readMultipart`, parsed into `request.upload`, whose spool
     /// files are removed once the response has been sent: see `SpooledFile`).
     func respond(to request: HTTPRequest) -> HTTPResponse

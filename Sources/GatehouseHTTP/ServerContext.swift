@@ -175,7 +175,7 @@ final class ServerContext: Sendable {
     {
         let remoteAddress = record?.remoteAddress
         let collected = RequestReader.read(connection: connection)
-        let request = HTTPRequest(
+        var request = HTTPRequest(
             method: method.map { String(cString: $0) } ?? "",
             path: state.path,
             query: collected.query,
@@ -193,7 +193,7 @@ final class ServerContext: Sendable {
             state.phase = .answered
             return queue(responder.badRequest(request, reason: reason), on: connection)
         }
-        switch responder.head(request) {
+        switch responder.head(&request) {
         case .respond(let response):
             // A response queued before the end of the request makes libmicrohttpd close the
             // connection after it, body or not; a request without one ends at the next call.

@@ -142,7 +142,7 @@ private struct Responder: HTTPResponder {
     let recorder: FakeHTTPServer.Recorder
     let handler: FakeHTTPServer.Handler
 
-    func head(_ request: HTTPRequest) -> HeadDecision { .readBody(limit: 1 << 20) }
+    func head(_ request: inout HTTPRequest) -> HeadDecision { .readBody(limit: 1 << 20) }
 
     func respond(to request: HTTPRequest) -> HTTPResponse {
         let injected: Int? = recorder.state.withLock { state in

@@ -48,6 +48,17 @@ struct HTTPServerTests {
         #expect(answered[2].hasPrefix("req_") && answered[2] != answered[0])
     }
 
+    /// What `head` attaches to the request reaches `respond`, on a worker or an offload thread:
+    /// the API matches its route once a request and carries the match.
+    @Test func whatHeadAttachesReachesTheAnswer() throws {
+        let responder = TestResponder()
+        let server = try startServer(responder: responder)
+        defer { server.shutdown() }
+        let response = try #require(exchange(port: server.port, "POST /context HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}"))
+        #expect(response.status == 200)
+        #expect(response.text == "seen by head: POST /context")
+    }
+
     @Test func echoesAJSONPostBody() throws {
         let server = try startServer()
         defer { server.shutdown() }

@@ -51,6 +51,7 @@ final class TestResponder: HTTPResponder {
             return .text(200, "slow done")
         }
         router.add("POST", "/request-id") { request, _ in .text(200, request.requestID) }
+        router.add("POST", "/context") { request, _ in .text(200, request.context as? String ?? "no context") }
         router.add("GET", "/unsafe-header") { _, _ in
             var headers = HTTPHeaders()
             headers.add("X-Safe", "yes")
@@ -62,8 +63,9 @@ final class TestResponder: HTTPResponder {
         self.router = router
     }
 
-    func head(_ request: HTTPRequest) -> HeadDecision {
+    func head(_ request: inout HTTPRequest) -> HeadDecision {
         headRequestIDs.withLock { $0.append(request.requestID) }
+        request.context = "seen by head: \(request.method) \(request.path)"
         if request.path == "/forbidden" { return .respond(.text(403, "forbidden early")) }
         if request.path == "/upload" || request.path == "/upload-offloaded" || request.path == "/upload-keep" {
             return .readMultipart(MultipartForm(fileFields: ["file"], maxFileBytes: uploadLimit), offload: request.path == "/upload-offloaded")
@@ -115,7 +117,7 @@ final class TestResponder: HTTPResponder {
     }
 
     func uploadTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
-        .text(413, "upload over \(limit)")
+        .text(413, "upload over \(limit)" + (request.context == nil ? " (no context)" : ""))
     }
 
     func unsupportedMediaType(_ request: HTTPRequest, expected: String) -> HTTPResponse {

@@ -14,7 +14,7 @@ import Glibc
 final class UploadBenchResponder: HTTPResponder {
     static let limit = 8 * 1024 * 1024
 
-    func head(_ request: HTTPRequest) -> HeadDecision {
+    func head(_ request: inout HTTPRequest) -> HeadDecision {
         switch request.path {
         case "/streamed": .readMultipart(MultipartForm(fileFields: ["file"], maxFileBytes: Self.limit))
         case "/buffered": .readBody(limit: Self.limit + 64 * 1024)
