@@ -31,7 +31,7 @@ public struct Log: LogSink {
     }
 
     /// An access-log line: written whatever the level (`GATEHOUSE_ACCESS_LOG` decides).
-    public func access(_ fields: [String: JSON]) {
+    func access(_ fields: [String: JSON]) {
         guard enabled else { return }
         write(LogLevel.info.rawValue, "request", fields)
     }
