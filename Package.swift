@@ -63,9 +63,11 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "GatehouseTesting",
-            dependencies: ["GatehouseAPI", "GatehouseImaging", "CCurl"],
+            dependencies: ["GatehouseAPI", "GatehouseMail", "GatehouseImaging", "CCurl"],
             swiftSettings: strict),
 
+        // The domain's services in process, below HTTP, on both databases (GatehouseTesting's CoreWorld).
+        .testTarget(name: "GatehouseCoreTests", dependencies: ["GatehouseCore", "GatehouseTesting"], swiftSettings: strict),
         .testTarget(name: "GatehouseCryptoTests", dependencies: ["GatehouseCrypto", "CArgon2"], swiftSettings: strict),
         .testTarget(
             name: "GatehouseStoreTests",
