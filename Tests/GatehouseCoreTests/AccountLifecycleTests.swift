@@ -52,7 +52,7 @@ import Testing
     }
 
     @Test(arguments: TestDatabase.kinds)
-    func duringTheGracePeriodSigningInRestoresTheAccountAfterItThePurgeErasesIt(kind: TestDatabaseKind) throws {
+    func signingInDuringTheGracePeriodRestoresTheAccountAndLaterThePurgeErasesIt(kind: TestDatabaseKind) throws {
         try CoreWorld.with(kind) { world in
             let app = try world.createApp(["name": "Grace", "deletion_grace_days": 7])
             let grant = try world.signUp(app)
