@@ -72,9 +72,11 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "GatehouseTesting",
-            dependencies: ["GatehouseApp", "GatehouseAPI", "GatehouseImaging", "CCurl"],
+            dependencies: ["GatehouseApp", "GatehouseAPI", "GatehouseMail", "GatehouseImaging", "CCurl"],
             swiftSettings: strict),
 
+        // The domain's services in process, below HTTP, on both databases (GatehouseTesting's CoreWorld).
+        .testTarget(name: "GatehouseCoreTests", dependencies: ["GatehouseCore", "GatehouseTesting"], swiftSettings: strict),
         .testTarget(name: "GatehouseCryptoTests", dependencies: ["GatehouseCrypto", "CArgon2"], swiftSettings: strict),
         .testTarget(
             name: "GatehouseStoreTests",

@@ -20,9 +20,11 @@ public struct TestDatabase: Sendable {
     /// `GATEHOUSE_TEST_POSTGRES_URL` must name a server where the tests may create databases. Without
     /// it the PostgreSQL tests fail — unless `GATEHOUSE_TEST_SKIP_POSTGRES=1` says to leave them out.
     public static var postgresBaseURL: String? { ProcessInfo.processInfo.environment["GATEHOUSE_TEST_POSTGRES_URL"] }
-    public static var skipPostgres: Bool { ProcessInfo.processInfo.environment["GATEHOUSE_TEST_SKIP_POSTGRES"] == "1" }
+    private static var skipPostgres: Bool { ProcessInfo.processInfo.environment["GATEHOUSE_TEST_SKIP_POSTGRES"] == "1" }
 
-    /// The kinds to run on: both, unless PostgreSQL is explicitly skipped.
+    /// "On both databases", the one way tests say it (`@Test(arguments: TestDatabase.kinds)`):
+    /// SQLite always, PostgreSQL unless `GATEHOUSE_TEST_SKIP_POSTGRES=1` leaves it out. A test
+    /// only for PostgreSQL asks `TestDatabase.kinds.contains(.postgres)`.
     public static var kinds: [TestDatabaseKind] { skipPostgres ? [.sqlite] : [.sqlite, .postgres] }
 
     public struct Unavailable: Error, CustomStringConvertible {

@@ -46,16 +46,7 @@ public final class TestServer: @unchecked Sendable {  // immutable after init; H
     ) throws {
         self.database = database
         ownsDatabase = owningIt
-        var configuration = Configuration()
-        configuration.database = database.configuration
-        configuration.masterKey = Array(repeating: 7, count: 32)
-        configuration.adminToken = Self.adminToken
-        configuration.publicURL = Self.publicURL
-        configuration.httpThreads = 4
-        configuration.accessLog = false
-        // Cheap hashes keep the suite fast; the cost parameters do not change any behaviour.
-        configuration.argon2MemoryKiB = 1024
-        configuration.argon2Iterations = 1
+        var configuration = Configuration.forTests(on: database)
         configure(&configuration)
         self.clock = clock
         do {

@@ -39,7 +39,7 @@ struct MultiNodeTests {
     // MARK: - Ended sessions
 
     @Test func aSessionEndedOnOneNodeIsRefusedByTheOthersWithinThePoll() throws {
-        guard !TestDatabase.skipPostgres else { return }
+        guard TestDatabase.kinds.contains(.postgres) else { return }
         let cluster = try Cluster()
         defer { cluster.stop() }
         let app = try cluster.a.createApp(Self.roomy)
@@ -79,7 +79,7 @@ struct MultiNodeTests {
     /// The per-app, per-IP sign-in limit counts in the database: 6 a minute is 6 for the cluster,
     /// not 6 per node. The nodes share one manual clock, so no window boundary falls in the test.
     @Test func theSignInLimitIsOneLimitForTheCluster() throws {
-        guard !TestDatabase.skipPostgres else { return }
+        guard TestDatabase.kinds.contains(.postgres) else { return }
         let clock = ManualClock()
         let cluster = try Cluster(clock: clock)
         defer { cluster.stop() }
@@ -112,7 +112,7 @@ struct MultiNodeTests {
     // MARK: - App settings and keys
 
     @Test func aSettingsChangeThroughOneNodeIsInForceOnTheOthersWithinTheRevalidation() throws {
-        guard !TestDatabase.skipPostgres else { return }
+        guard TestDatabase.kinds.contains(.postgres) else { return }
         let cluster = try Cluster()
         defer { cluster.stop() }
         let app = try cluster.a.createApp(Self.roomy)
@@ -133,7 +133,7 @@ struct MultiNodeTests {
     }
 
     @Test func aSecretKeyRotationThroughOneNodeIsInForceOnTheOthers() throws {
-        guard !TestDatabase.skipPostgres else { return }
+        guard TestDatabase.kinds.contains(.postgres) else { return }
         let cluster = try Cluster()
         defer { cluster.stop() }
         let app = try cluster.a.createApp(Self.roomy)
@@ -160,7 +160,7 @@ struct MultiNodeTests {
     }
 
     @Test func aSigningKeyRotationThroughOneNodeIsInForceOnTheOthersWithinTheRevalidation() throws {
-        guard !TestDatabase.skipPostgres else { return }
+        guard TestDatabase.kinds.contains(.postgres) else { return }
         let cluster = try Cluster()
         defer { cluster.stop() }
         let app = try cluster.a.createApp(Self.roomy)
@@ -290,7 +290,7 @@ struct MultiNodeTests {
     }
 
     @Test func concurrentRefreshesSpreadOverTheNodesGiveWhatOneNodeGives() throws {
-        guard !TestDatabase.skipPostgres else { return }
+        guard TestDatabase.kinds.contains(.postgres) else { return }
         let cluster = try Cluster { $0.refreshGraceSeconds = Self.graceSeconds }
         defer { cluster.stop() }
         let app = try cluster.a.createApp(Self.roomy)
@@ -307,7 +307,7 @@ struct MultiNodeTests {
     /// all three workers run (each woken by its own node's commits, polling for the others'),
     /// against a slow mail server so that claims overlap. Every item arrives once.
     @Test func theOutboxDeliversEveryItemOnceWithEveryNodesWorkerRunning() throws {
-        guard !TestDatabase.skipPostgres else { return }
+        guard TestDatabase.kinds.contains(.postgres) else { return }
         let sink = try SMTPSink()
         defer { sink.stop() }
         try sink.setMode(.slow(milliseconds: 50))

@@ -2,6 +2,7 @@ import Foundation
 import GatehouseCore
 import GatehouseMigrations
 import GatehouseSQL
+import GatehouseTesting
 import Testing
 
 /// The maintenance job on every database: it deletes exactly what is past its time, in batches,
@@ -80,8 +81,8 @@ import Testing
         func exists(_ session: SessionID) throws -> Bool { try count("sessions", "id = \(session)") == 1 }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func aRoundDeletesWhatIsPastItsTimeAndKeepsWhatIsLiveOrInsideItsWindow(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func aRoundDeletesWhatIsPastItsTimeAndKeepsWhatIsLiveOrInsideItsWindow(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let f = try Fixture(test.database)
             let now = Self.now, minute = Self.minute, day = Self.day
@@ -201,8 +202,8 @@ import Testing
 
     /// The smaller twin of the benchmark (bench/maintenance): 2,000 refreshes on 20 sessions, half
     /// of them signed out. Live sessions keep one row per refresh; the others are gone in two steps.
-    @Test(arguments: DatabaseKind.all)
-    func twoThousandRefreshesLeaveWhatIsLive(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func twoThousandRefreshesLeaveWhatIsLive(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let f = try Fixture(test.database)
             let start = Self.now - Self.day
@@ -228,8 +229,8 @@ import Testing
     /// Every statement of the job finds its rows through an index on its time column: SQLite's
     /// plan searches (never scans) the table, PostgreSQL's, with sequential scans off, has an index
     /// condition on that column (a full index scan with a filter does not count).
-    @Test(arguments: DatabaseKind.all)
-    func everyStatementOfTheJobUsesAnIndex(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func everyStatementOfTheJobUsesAnIndex(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let f = try Fixture(test.database)
             let columns: [MaintenanceTask: (table: String, column: String)] = [
@@ -269,7 +270,7 @@ import Testing
     /// Two nodes on one PostgreSQL: while one holds a round, the other's round does not run; once
     /// it is over (its connection back in the pool), the other's does.
     @Test func aRoundOnPostgreSQLExcludesEveryOtherNodesRound() throws {
-        guard DatabaseKind.all.contains(where: { $0.name == "postgres" }) else { return }
+        guard TestDatabase.kinds.contains(.postgres) else { return }
         try withDatabase(.postgres, poolSize: 1) { test in
             let f = try Fixture(test.database)
             try f.app.record(Event(type: .userSignInFailed, userID: nil, sessionID: nil, ip: nil, userAgent: nil, createdAt: Self.now - 500 * Self.day))
@@ -312,8 +313,8 @@ import Testing
     }
 
     /// A round stops at its time limit, at a batch's end, and the next goes on from there.
-    @Test(arguments: DatabaseKind.all)
-    func aRoundStopsAtItsTimeLimitAndTheNextGoesOn(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func aRoundStopsAtItsTimeLimitAndTheNextGoesOn(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let f = try Fixture(test.database)
             for age in 0..<5 {
@@ -358,8 +359,4 @@ import Testing
             #expect(try pragma("page_count") < before - 1_000)
         }
     }
-}
-
-extension DatabaseKind {
-    var dialect: SQLDialect { name == "postgres" ? .postgres : .sqlite }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseSQL
+import GatehouseTesting
 import Testing
 
 /// A temporary folder of migration files.
@@ -33,8 +34,8 @@ private let threeMigrations = [
 ]
 
 @Suite struct MigratorTests {
-    @Test(arguments: DatabaseKind.all)
-    func appliesPendingMigrationsInOrderAndRecordsThem(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func appliesPendingMigrationsInOrderAndRecordsThem(kind: TestDatabaseKind) throws {
         let folder = try MigrationFolder(threeMigrations)
         try withDatabase(kind) { test in
             let migrations = try folder.load(test.database.dialect)
@@ -52,8 +53,8 @@ private let threeMigrations = [
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func aSecondRunAppliesNothing(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func aSecondRunAppliesNothing(kind: TestDatabaseKind) throws {
         let folder = try MigrationFolder(threeMigrations)
         try withDatabase(kind) { test in
             let migrator = Migrator(database: test.database, migrations: try folder.load(test.database.dialect))
@@ -64,8 +65,8 @@ private let threeMigrations = [
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func newMigrationsApplyOnTopOfOldOnes(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func newMigrationsApplyOnTopOfOldOnes(kind: TestDatabaseKind) throws {
         let folder = try MigrationFolder(["0001_create_accounts.sql": threeMigrations["0001_create_accounts.sql"]!])
         try withDatabase(kind) { test in
             try Migrator(database: test.database, migrations: try folder.load(test.database.dialect)).migrate()
@@ -76,8 +77,8 @@ private let threeMigrations = [
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func aChangedMigrationIsRefused(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func aChangedMigrationIsRefused(kind: TestDatabaseKind) throws {
         let folder = try MigrationFolder(threeMigrations)
         try withDatabase(kind) { test in
             try Migrator(database: test.database, migrations: try folder.load(test.database.dialect)).migrate()
@@ -93,8 +94,8 @@ private let threeMigrations = [
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func aDatabaseNewerThanTheBuildIsRefused(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func aDatabaseNewerThanTheBuildIsRefused(kind: TestDatabaseKind) throws {
         let folder = try MigrationFolder(threeMigrations)
         try withDatabase(kind) { test in
             let all = try folder.load(test.database.dialect)
@@ -107,8 +108,8 @@ private let threeMigrations = [
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func theDialectOverrideIsChosen(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func theDialectOverrideIsChosen(kind: TestDatabaseKind) throws {
         let folder = try MigrationFolder([
             "0001_flavour.sql": "CREATE TABLE flavour (name TEXT NOT NULL); INSERT INTO flavour VALUES ('plain');",
             "0001_flavour.sqlite.sql": "CREATE TABLE flavour (name TEXT NOT NULL); INSERT INTO flavour VALUES ('sqlite');",
@@ -125,8 +126,8 @@ private let threeMigrations = [
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func aFailingMigrationLeavesNoTrace(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func aFailingMigrationLeavesNoTrace(kind: TestDatabaseKind) throws {
         let folder = try MigrationFolder([
             "0001_ok.sql": "CREATE TABLE ok (id TEXT PRIMARY KEY);",
             "0002_broken.sql": "CREATE TABLE half (id TEXT PRIMARY KEY); INSERT INTO missing_table VALUES (1);",
@@ -142,8 +143,8 @@ private let threeMigrations = [
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func twoNodesStartingAtOnceApplyEachMigrationOnce(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func twoNodesStartingAtOnceApplyEachMigrationOnce(kind: TestDatabaseKind) throws {
         let folder = try MigrationFolder(threeMigrations)
         try withDatabase(kind) { test in
             let migrations = try folder.load(test.database.dialect)

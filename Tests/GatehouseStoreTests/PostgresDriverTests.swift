@@ -1,4 +1,5 @@
 import GatehouseSQL
+import GatehouseTesting
 import PostgresDriver
 import Testing
 
@@ -29,7 +30,7 @@ import Testing
         }
     }
 
-    @Test(.enabled(if: DatabaseKind.all.contains { $0.name == "postgres" }))
+    @Test(.enabled(if: TestDatabase.kinds.contains(.postgres)))
     func aConnectionKilledByTheServerIsReplaced() throws {
         try withDatabase(.postgres, poolSize: 1) { test in
             let db = test.database
@@ -45,7 +46,7 @@ import Testing
         }
     }
 
-    @Test(.enabled(if: DatabaseKind.all.contains { $0.name == "postgres" }))
+    @Test(.enabled(if: TestDatabase.kinds.contains(.postgres)))
     func postgresBooleansAndNumericsDecode() throws {
         try withDatabase(.postgres) { test in
             let row = try #require(try test.database.query(
@@ -60,7 +61,7 @@ import Testing
 
     /// Statements are prepared once per connection; a migration that changes a table under a
     /// prepared `SELECT *` (another node's, in a rolling deploy) must not break the next call.
-    @Test(.enabled(if: DatabaseKind.all.contains { $0.name == "postgres" }))
+    @Test(.enabled(if: TestDatabase.kinds.contains(.postgres)))
     func aPreparedStatementSurvivesAChangedTable() throws {
         try withDatabase(.postgres, poolSize: 1) { test in
             let db = test.database

@@ -1,11 +1,12 @@
 import Foundation
 import GatehouseSQL
+import GatehouseTesting
 import Testing
 
 /// The same contract, run on every database engine.
 @Suite struct StoreContractTests {
-    @Test(arguments: DatabaseKind.all)
-    func everyBindTypeRoundTrips(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func everyBindTypeRoundTrips(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let db = test.database
             try createContractSchema(db)
@@ -53,8 +54,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func unicodeTextRoundTrips(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func unicodeTextRoundTrips(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let db = test.database
             try createContractSchema(db)
@@ -71,8 +72,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func textWithANULIsRefusedAndNeverMatchesTheTextBeforeIt(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func textWithANULIsRefusedAndNeverMatchesTheTextBeforeIt(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let db = test.database
             try createContractSchema(db)
@@ -90,8 +91,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func injectionLookingTextIsStoredLiterally(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func injectionLookingTextIsStoredLiterally(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let db = test.database
             try createContractSchema(db)
@@ -114,8 +115,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func uniqueViolationIsReportedWithItsKind(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func uniqueViolationIsReportedWithItsKind(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let db = test.database
             try createContractSchema(db)
@@ -131,8 +132,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func foreignKeyAndCheckViolationsAreReportedWithTheirKinds(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func foreignKeyAndCheckViolationsAreReportedWithTheirKinds(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let db = test.database
             try createContractSchema(db)
@@ -144,8 +145,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func transactionRollsBackWhenTheBodyThrows(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func transactionRollsBackWhenTheBodyThrows(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let db = test.database
             try createContractSchema(db)
@@ -175,8 +176,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func committedTransactionIsVisibleToOtherConnections(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func committedTransactionIsVisibleToOtherConnections(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let db = test.database
             try createContractSchema(db)
@@ -191,8 +192,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func concurrentTransactionsFromEightThreadsAddUpExactly(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func concurrentTransactionsFromEightThreadsAddUpExactly(kind: TestDatabaseKind) throws {
         try withDatabase(kind, poolSize: 4) { test in
             let db = test.database
             try createContractSchema(db)
@@ -225,8 +226,8 @@ import Testing
 
     /// On SQLite these transactions share commits (group commit): each must still get its own
     /// result, and one that throws must lose its own writes and nobody else's.
-    @Test(arguments: DatabaseKind.all)
-    func concurrentTransactionsThatFailLoseOnlyTheirOwnWrites(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func concurrentTransactionsThatFailLoseOnlyTheirOwnWrites(kind: TestDatabaseKind) throws {
         try withDatabase(kind, poolSize: 4) { test in
             let db = test.database
             try createContractSchema(db)
@@ -268,8 +269,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func returningGivesTheWrittenRow(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func returningGivesTheWrittenRow(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let db = test.database
             try createContractSchema(db)
@@ -286,8 +287,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func onConflictDoUpdateUpserts(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func onConflictDoUpdateUpserts(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let db = test.database
             try createContractSchema(db)
@@ -308,8 +309,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func executeCountsAffectedRows(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func executeCountsAffectedRows(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let db = test.database
             try createContractSchema(db)
@@ -319,8 +320,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func splicedFragmentsAndListsKeepTheirBinds(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func splicedFragmentsAndListsKeepTheirBinds(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let db = test.database
             try createContractSchema(db)
@@ -336,8 +337,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func decodingErrorsNameTheColumn(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func decodingErrorsNameTheColumn(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let db = test.database
             try createContractSchema(db)
@@ -355,8 +356,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func oneStatementPerQuery(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func oneStatementPerQuery(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let db = test.database
             try createContractSchema(db)
@@ -367,8 +368,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func poolReportsWaitingBorrowers(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func poolReportsWaitingBorrowers(kind: TestDatabaseKind) throws {
         try withDatabase(kind, poolSize: 1) { test in
             let db = test.database
             let holding = DispatchSemaphore(value: 0)
@@ -398,8 +399,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func pingAnswersUntilClosed(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func pingAnswersUntilClosed(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let db = test.database
             #expect(db.ping())

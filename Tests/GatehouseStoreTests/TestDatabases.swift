@@ -1,60 +1,54 @@
 import Foundation
 import GatehouseSQL
+import GatehouseTesting
 import PostgresDriver
 import SQLiteDriver
 import Synchronization
 import Testing
 
-/// A database engine the contract tests run on. Every test gets a fresh, empty database.
-struct DatabaseKind: Sendable, CustomTestStringConvertible {
-    let name: String
-    let open: @Sendable (_ poolSize: Int) throws -> TestDatabase
-
-    var testDescription: String { name }
-
-    /// SQLite always; PostgreSQL unless `GATEHOUSE_TEST_SKIP_POSTGRES=1`. Without
-    /// `GATEHOUSE_TEST_POSTGRES_URL` the PostgreSQL cases fail (a silent skip would hide a broken CI).
-    static var all: [DatabaseKind] {
-        ProcessInfo.processInfo.environment["GATEHOUSE_TEST_SKIP_POSTGRES"] == "1" ? [.sqlite] : [.sqlite, .postgres]
-    }
-
-    static let sqlite = DatabaseKind(name: "sqlite") { poolSize in
-        let folder = FileManager.default.temporaryDirectory
-            .appendingPathComponent("gatehouse-store-tests-\(UUID().uuidString)")
-        // A folder that does not exist yet: SQLiteDatabase must create it.
-        let path = folder.appendingPathComponent("nested/gatehouse.db").path
-        let database = try SQLiteDatabase(path: path, poolSize: poolSize)
-        return TestDatabase(
-            database: database,
-            openAnother: { try SQLiteDatabase(path: path, poolSize: poolSize) },
-            cleanup: { try? FileManager.default.removeItem(at: folder) })
-    }
-
-    static let postgres = DatabaseKind(name: "postgres") { poolSize in
-        let environment = ProcessInfo.processInfo.environment
-        guard let base = environment["GATEHOUSE_TEST_POSTGRES_URL"], !base.isEmpty else {
-            throw SetupError(
-                "GATEHOUSE_TEST_POSTGRES_URL is not set. Start a server with "
-                    + "`export GATEHOUSE_TEST_POSTGRES_URL=$(scripts/postgres-test-server)`, "
-                    + "or set GATEHOUSE_TEST_SKIP_POSTGRES=1 to disable the PostgreSQL tests.")
+extension TestDatabaseKind {
+    /// A fresh, empty database of this kind (on PostgreSQL a schema of its own in
+    /// `GATEHOUSE_TEST_POSTGRES_URL`'s database). Which kinds run is ``TestDatabase/kinds``'s to say.
+    func open(_ poolSize: Int) throws -> OpenedDatabase {
+        switch self {
+        case .sqlite:
+            let folder = FileManager.default.temporaryDirectory
+                .appendingPathComponent("gatehouse-store-tests-\(UUID().uuidString)")
+            // A folder that does not exist yet: SQLiteDatabase must create it.
+            let path = folder.appendingPathComponent("nested/gatehouse.db").path
+            let database = try SQLiteDatabase(path: path, poolSize: poolSize)
+            return OpenedDatabase(
+                database: database,
+                openAnother: { try SQLiteDatabase(path: path, poolSize: poolSize) },
+                cleanup: { try? FileManager.default.removeItem(at: folder) })
+        case .postgres:
+            let environment = ProcessInfo.processInfo.environment
+            guard let base = environment["GATEHOUSE_TEST_POSTGRES_URL"], !base.isEmpty else {
+                throw SetupError(
+                    "GATEHOUSE_TEST_POSTGRES_URL is not set. Start a server with "
+                        + "`export GATEHOUSE_TEST_POSTGRES_URL=$(scripts/postgres-test-server)`, "
+                        + "or set GATEHOUSE_TEST_SKIP_POSTGRES=1 to disable the PostgreSQL tests.")
+            }
+            let schema = "gh_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+            let admin = try PostgresDatabase(url: base, poolSize: 1)
+            try admin.execute("CREATE SCHEMA \(unsafeSQL: schema)")
+            let url = base + (base.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"
+            let database = try PostgresDatabase(url: url, poolSize: poolSize)
+            return OpenedDatabase(
+                database: database,
+                openAnother: { try PostgresDatabase(url: url, poolSize: poolSize) },
+                cleanup: {
+                    _ = try? admin.execute("DROP SCHEMA \(unsafeSQL: schema) CASCADE")
+                    admin.close()
+                })
         }
-        let schema = "gh_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let admin = try PostgresDatabase(url: base, poolSize: 1)
-        try admin.execute("CREATE SCHEMA \(unsafeSQL: schema)")
-        let url = base + (base.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"
-        let database = try PostgresDatabase(url: url, poolSize: poolSize)
-        return TestDatabase(
-            database: database,
-            openAnother: { try PostgresDatabase(url: url, poolSize: poolSize) },
-            cleanup: {
-                _ = try? admin.execute("DROP SCHEMA \(unsafeSQL: schema) CASCADE")
-                admin.close()
-            })
     }
+
+    var dialect: SQLDialect { self == .postgres ? .postgres : .sqlite }
 }
 
 /// A fresh database for one test, removed by ``withDatabase(_:poolSize:_:)``.
-struct TestDatabase {
+struct OpenedDatabase {
     let database: any SQLDatabase
     /// Opens a second pool on the same database (for tests of two nodes starting at once).
     let openAnother: () throws -> any SQLDatabase
@@ -68,7 +62,7 @@ struct SetupError: Error, CustomStringConvertible {
 
 /// Runs `body` with a fresh database of `kind`, then closes and removes it.
 func withDatabase<T>(
-    _ kind: DatabaseKind, poolSize: Int = 4, _ body: (TestDatabase) throws -> T
+    _ kind: TestDatabaseKind, poolSize: Int = 4, _ body: (OpenedDatabase) throws -> T
 ) throws -> T {
     let test = try kind.open(poolSize)
     defer {

@@ -2,6 +2,7 @@ import Foundation
 import GatehouseCore
 import GatehouseMigrations
 import GatehouseSQL
+import GatehouseTesting
 import Testing
 
 /// `users(matching:after:limit:)`, the admin's user search, on every database: the indexed paths
@@ -70,8 +71,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func substringsOfEmailAndNamesInAnyCaseFromOneCharacterUp(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func substringsOfEmailAndNamesInAnyCaseFromOneCharacterUp(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let fixture = try Fixture(test.database)
             try fixture.add("ada.lovelace@example.com", "Ada", "Lovelace")
@@ -95,8 +96,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func wildcardsAndTheEscapeAreCharacters(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func wildcardsAndTheEscapeAreCharacters(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let fixture = try Fixture(test.database)
             try fixture.add("percent%sign@example.com", "Hundred%", nil)
@@ -128,8 +129,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func changesAreFoundUnderTheNewTextOnly(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func changesAreFoundUnderTheNewTextOnly(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let fixture = try Fixture(test.database)
             let renamed = try fixture.add("renamed@example.com", "Oldfirst", "Oldlast")
@@ -176,8 +177,8 @@ import Testing
         }
     }
 
-    @Test(arguments: DatabaseKind.all)
-    func pagesOfASearchNeitherRepeatNorSkip(kind: DatabaseKind) throws {
+    @Test(arguments: TestDatabase.kinds)
+    func pagesOfASearchNeitherRepeatNorSkip(kind: TestDatabaseKind) throws {
         try withDatabase(kind) { test in
             let fixture = try Fixture(test.database)
             // 45 matches, three to a millisecond (ties broken by id), among others; and 2,050 users

@@ -28,7 +28,7 @@ public struct QueuedMail: Sendable, Equatable {
     }
 
     /// The sealing field of a queued mail's payload (with the app, the AAD of ``SecretSealer``).
-    static let sealedField = "outbox/mail"
+    public static let sealedField = "outbox/mail"
 
     /// The outbox item that sends this mail for `app`, its payload sealed: queue it in the
     /// transaction of the change it belongs to, or with ``OutboxStore/enqueue(_:now:)``.
