@@ -11,8 +11,8 @@ public final class AppService: Sendable {
     private let checksumKey: [UInt8]
     /// `GATEHOUSE_ALLOW_PRIVATE_OUTBOUND`: webhook URLs may be `http` or name private addresses.
     private let allowPrivateOutbound: Bool
-    /// `GATEHOUSE_MAX_MAIL_PER_HOUR`: the highest `rate_limits.mail_per_hour` an admin may set.
-    private let maxMailPerHour: Int64
+    /// The platform's maxima (``Configuration/platformCaps``): what an admin may set.
+    private let caps: AppSettings.PlatformCaps
 
     /// A retired signing key stays published this long: the longest access-token lifetime an app
     /// can set, plus five minutes of clock skew, so no token in flight loses its key.
@@ -23,25 +23,16 @@ public final class AppService: Sendable {
     /// - Parameter masterKey: for the key of `Tenants/` checksums (``MasterKeyDerivation``).
     public init(
         store: any Store, sealer: SecretSealer, directory: AppDirectory, clock: any Clock, adminToken: String?, masterKey: [UInt8],
-        allowPrivateOutbound: Bool = false, maxMailPerHour: Int64 = 10_000
+        allowPrivateOutbound: Bool = false, caps: AppSettings.PlatformCaps
     ) {
         self.allowPrivateOutbound = allowPrivateOutbound
-        self.maxMailPerHour = maxMailPerHour
+        self.caps = caps
         self.checksumKey = MasterKeyDerivation.key(for: .tenantChecksum, from: masterKey)
         self.store = store
         self.sealer = sealer
         self.directory = directory
         self.clock = clock
         self.adminTokenHash = adminToken.map { Digest.sha256(Array($0.utf8)) }
-    }
-
-    /// A setting above what this server allows (``maxMailPerHour``), unless it is the value the
-    /// app had (`before`, or the default for a new app): lowering the maximum leaves apps working,
-    /// capped at it when they send (``EmailCodes``), and their admins free to change other fields.
-    private func platformMaximumProblem(_ settings: AppSettings, before: AppSettings?) -> FieldError? {
-        let mail = settings.rateLimits.mailPerHour
-        guard mail > maxMailPerHour, mail != (before ?? AppSettings(name: "")).rateLimits.mailPerHour else { return nil }
-        return FieldError("rate_limits.mail_per_hour", "Must be at most \(maxMailPerHour) on this server (GATEHOUSE_MAX_MAIL_PER_HOUR).")
     }
 
     // MARK: - Credentials
@@ -71,8 +62,8 @@ public final class AppService: Sendable {
 
     /// Creates an app from a settings object (admin API and CLI).
     public func create(settings json: JSON) throws -> Created {
-        let settings = try AppSettings.decode(json, source: .admin(current: nil), allowPrivateOutbound: allowPrivateOutbound)
-        if let problem = platformMaximumProblem(settings, before: nil) { throw GatehouseError.validation([problem]) }
+        let settings = try AppSettings.decode(json, source: .admin(current: nil), caps: caps, allowPrivateOutbound: allowPrivateOutbound)
+        if let problem = caps.problem(with: settings, before: nil) { throw GatehouseError.validation([problem]) }
         return try insert(settings: settings, appKey: Self.generateAppKey(), source: "api", sourceChecksum: nil)
     }
 
@@ -127,9 +118,9 @@ public final class AppService: Sendable {
             // A null removes a field; naming one the settings do not have is an unknown field.
             let merged = current.settings.json(secrets: .plain).merging(patch: .object(patchObject))
                 .keepingRemovals(of: .object(patchObject))
-            let settings = try AppSettings.decode(merged, source: .admin(current: current.settings), allowPrivateOutbound: allowPrivateOutbound)
+            let settings = try AppSettings.decode(merged, source: .admin(current: current.settings), caps: caps, allowPrivateOutbound: allowPrivateOutbound)
                 .keepingReplacedWebhookSecrets(of: current.settings, now: clock.nowMillis())
-            if let problem = platformMaximumProblem(settings, before: current.settings) { throw GatehouseError.validation([problem]) }
+            if let problem = caps.problem(with: settings, before: current.settings) { throw GatehouseError.validation([problem]) }
             if settings.signingAlgorithm != current.settings.signingAlgorithm {
                 throw GatehouseError.validation(
                     "signing_algorithm", "Set when the app is created; changing it needs a key rotation, which this version does not do.")
@@ -265,12 +256,12 @@ public final class AppService: Sendable {
         var problems = appKey == nil ? [FieldError("app_key", "Required: 16 to 128 letters, digits, '_' or '-'.")] : []
         var decoded: AppSettings?
         do {
-            decoded = try AppSettings.decode(json, source: .tenantFile(directory: folder, environment: environment), extraKeys: ["app_key"], allowPrivateOutbound: allowPrivateOutbound)
+            decoded = try AppSettings.decode(json, source: .tenantFile(directory: folder, environment: environment), caps: caps, extraKeys: ["app_key"], allowPrivateOutbound: allowPrivateOutbound)
         } catch {
             if error.fieldErrors.isEmpty { throw error }
             problems += error.fieldErrors
         }
-        if let decoded, let problem = platformMaximumProblem(decoded, before: nil) { problems.append(problem) }
+        if let decoded, let problem = caps.problem(with: decoded, before: nil) { problems.append(problem) }
         guard let appKey, let settings = decoded, problems.isEmpty else { throw GatehouseError.validation(problems) }
         // The checksum covers the resolved settings, so a changed key file or variable counts as a
         // change. They hold secrets in clear: keyed, so a dump cannot test guesses against it.
