@@ -142,7 +142,7 @@ public final class AppDirectory: Sendable {
             // Stored settings were valid when written: failing now is the server's fault, not the client's.
             throw InternalError("stored settings of app \(record.id) cannot be read: \(error)")
         }
-        let keys = try store.app(record.id).signingKeys(now: now)
+        let keys = try store.app(record.id).settings.signingKeys(now: now)
         let context = try AppContext(record: record, settings: settings, keys: keys, sealer: sealer, checkedAt: now)
         state.write { s in
             // A slower reader of an older version must not replace a newer entry.

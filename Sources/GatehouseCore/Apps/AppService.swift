@@ -78,7 +78,11 @@ public final class AppService: Sendable {
             try newSigningKey(app: id, algorithm: settings.signingAlgorithm, state: .current, now: now),
             try newSigningKey(app: id, algorithm: settings.signingAlgorithm, state: .next, now: now),
         ]
-        try store.apps.insert(record, allowedOrigins: settings.allowedOrigins, secretKey: secretRecord, signingKeys: keys)
+        do {
+            try store.apps.insert(record, allowedOrigins: settings.allowedOrigins, secretKey: secretRecord, signingKeys: keys)
+        } catch AppConflict.appKeyTaken {
+            throw GatehouseError(.appKeyTaken, "Another app uses this app key.")
+        }
         guard let context = try directory.app(id: id) else { throw InternalError("app \(id) vanished after insert") }
         return Created(app: context, secretKey: secretKey)
     }
@@ -129,7 +133,7 @@ public final class AppService: Sendable {
             let now = clock.nowMillis()
             let json = sealed(settings, app: app.id)
             let updated = try store.app(app.id).transaction { tx in
-                guard try tx.updateSettings(
+                guard try tx.settings.updateSettings(
                     json: json, allowedOrigins: settings.allowedOrigins, sourceChecksum: current.record.sourceChecksum,
                     expectedVersion: current.record.version, now: now) != nil
                 else { return false }
@@ -167,7 +171,7 @@ public final class AppService: Sendable {
         let now = clock.nowMillis()
         try store.app(app.id).transaction { tx in
             // Nothing changed: another switch to the same state came first, and recorded it.
-            guard try tx.setDisabled(at: disabled ? now : nil, now: now) != nil else { return }
+            guard try tx.settings.setDisabled(at: disabled ? now : nil, now: now) != nil else { return }
             try tx.record(Event(type: disabled ? .appDisabled : .appEnabled, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: [:], createdAt: now))
         }
         return try reloaded(app.id)
@@ -189,7 +193,7 @@ public final class AppService: Sendable {
         let now = clock.nowMillis()
         let (key, record) = Self.newSecretKey(now: now)
         try store.app(app.id).transaction { tx in
-            try tx.addSecretKey(record, othersExpireAt: revokeOthers ? now : now + Self.previousSecretKeyLifetimeMillis)
+            try tx.settings.addSecretKey(record, othersExpireAt: revokeOthers ? now : now + Self.previousSecretKeyLifetimeMillis)
             try tx.record(
                 Event(type: .appSecretKeyRotated, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["others_revoked": .bool(revokeOthers)], createdAt: now))
         }
@@ -210,7 +214,7 @@ public final class AppService: Sendable {
         let now = clock.nowMillis()
         // Checked before a key is generated (that is the cost the interval bounds), and again in
         // the rotation's transaction, for two rotations at once.
-        if let newest = try store.app(app.id).signingKeys(now: now).map(\.createdAt).max(), newest + Self.signingKeyRotationIntervalMillis > now {
+        if let newest = try store.app(app.id).settings.signingKeys(now: now).map(\.createdAt).max(), newest + Self.signingKeyRotationIntervalMillis > now {
             throw Self.rotationTooSoon(retryAfterMillis: newest + Self.signingKeyRotationIntervalMillis - now)
         }
         let next = try newSigningKey(app: app.id, algorithm: app.settings.signingAlgorithm, state: .next, now: now)
@@ -220,7 +224,7 @@ public final class AppService: Sendable {
         let outcome: SigningKeyRotation.Outcome
         do {
             outcome = try store.app(app.id).transaction { tx in
-                let outcome = try tx.rotateSigningKeys(rotation, now: now)
+                let outcome = try tx.settings.rotateSigningKeys(rotation, now: now)
                 if case .rotated(let current) = outcome {
                     try tx.record(
                         Event(
@@ -275,7 +279,7 @@ public final class AppService: Sendable {
                 // Applied last by a version before keyed checksums (migration 0006): compared once
                 // the old way, so that admin edits to an app whose file did not change survive.
                 unchanged = constantTimeEquals(Array(legacy.utf8), Array(Digest.hex(Digest.sha256(resolved)).utf8))
-                if unchanged { try store.app(existing.id).keepSourceChecksum(checksum) }
+                if unchanged { try store.app(existing.id).settings.keepSourceChecksum(checksum) }
             } else {
                 unchanged = false
             }
@@ -287,7 +291,7 @@ public final class AppService: Sendable {
             let now = clock.nowMillis()
             let json = sealed(settings.keepingReplacedWebhookSecrets(of: context.settings, now: now), app: existing.id)
             try store.app(existing.id).transaction { tx in
-                _ = try tx.updateSettings(json: json, allowedOrigins: settings.allowedOrigins, sourceChecksum: checksum, expectedVersion: nil, now: now)
+                _ = try tx.settings.updateSettings(json: json, allowedOrigins: settings.allowedOrigins, sourceChecksum: checksum, expectedVersion: nil, now: now)
                 try tx.record(Event(type: .appSettingsChanged, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "tenants"], createdAt: now))
             }
             return (try reloaded(existing.id), .updated)
