@@ -87,12 +87,12 @@ public final class Gatehouse: Sendable {
         let sealer = try SecretSealer(masterKey: masterKey)
         self.sealer = sealer
         try sealer.verifyMatchesDatabase(store)
-        directory = AppDirectory(store: store, sealer: sealer, clock: clock)
+        directory = AppDirectory(store: store, sealer: sealer, clock: clock, caps: configuration.platformCaps)
         // Every audit event an app's webhooks subscribe to queues their deliveries in its own
         // transaction (bound here: the fan-out reads the directory, which is built on the store).
         store.bindEventFanOut(WebhookFanOut(directory: directory, sealer: sealer))
         apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken, masterKey: masterKey,
-            allowPrivateOutbound: configuration.allowPrivateOutbound, maxMailPerHour: Int64(configuration.maxMailPerHour))
+            allowPrivateOutbound: configuration.allowPrivateOutbound, caps: configuration.platformCaps)
 
         // The outbox and its kinds, mail and webhooks; the mail flows below wake it after they commit.
         let mail = MailOutboxHandler(
@@ -144,7 +144,7 @@ public final class Gatehouse: Sendable {
         // change it belongs to; the outbox worker delivers it.
         let emailCodes = EmailCodes(
             masterKey: masterKey, composer: TemplatedMailComposer(templates: try MailTemplates.bundled(), sealer: sealer), clock: clock,
-            wakeOutbox: outboxWorker.wake, maxMailPerHour: Int64(configuration.maxMailPerHour), metrics: metrics)
+            wakeOutbox: outboxWorker.wake, maxMailPerHour: configuration.platformCaps.mailPerHour, metrics: metrics)
         accounts = AccountService(store: store, cache: accountCache, tokens: tokens, hasher: hasher, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds,
             masterKey: masterKey, emailCodes: emailCodes, log: log, metrics: metrics)
         emailFlows = EmailFlowService(store: store, accounts: accounts, codes: emailCodes, hasher: hasher, clock: clock)

@@ -1,124 +1,5 @@
 import GatehouseCrypto
 
-/// An app as stored. Settings are kept as JSON with every secret sealed under the master key.
-public struct AppRecord: Sendable, Equatable {
-    public var id: AppID
-    /// The public key clients send in `X-App-Key`.
-    public var appKey: String
-    public var settingsJSON: String
-    /// Bumped by every change to the app, its settings or its signing keys; per-node caches compare it.
-    public var version: Int64
-    /// `api` or `tenants` (created from a file under `Tenants/`).
-    public var source: String
-    /// For `tenants` apps: checksum of the file content last applied, so re-applying an unchanged file does nothing.
-    public var sourceChecksum: String?
-    /// The unkeyed checksum an earlier version stored (migration 0006), until the next apply of a
-    /// Tenants folder replaces it.
-    public var legacySourceChecksum: String?
-    public var createdAt: Int64
-    public var updatedAt: Int64
-    /// When the platform operator switched the app off (ms), or nil while it is enabled: then no
-    /// request of the app is served and its outbox items wait. Not a setting: no settings change
-    /// or `Tenants/` file touches it.
-    public var disabledAt: Int64?
-
-    public init(
-        id: AppID, appKey: String, settingsJSON: String, version: Int64 = 1, source: String, sourceChecksum: String? = nil,
-        legacySourceChecksum: String? = nil, createdAt: Int64, updatedAt: Int64, disabledAt: Int64? = nil
-    ) {
-        self.disabledAt = disabledAt
-        self.legacySourceChecksum = legacySourceChecksum
-        self.id = id
-        self.appKey = appKey
-        self.settingsJSON = settingsJSON
-        self.version = version
-        self.source = source
-        self.sourceChecksum = sourceChecksum
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-    }
-}
-
-/// A signing key's place in its rotation: published before use (`next`), signing (`current`),
-/// published until its last tokens have expired (`retired`).
-public enum SigningKeyState: String, Sendable {
-    case next, current, retired
-}
-
-/// One rotation of an app's signing keys, as ``AppScopedStore/rotateSigningKeys(_:now:)`` does it.
-public struct SigningKeyRotation: Sendable {
-    public var newNext: SigningKeyRecord
-    public var retiredExpiresAt: Int64
-    public var revokePrevious: Bool
-    public var minimumIntervalMillis: Int64
-    public var maxRetired: Int
-
-    public init(newNext: SigningKeyRecord, retiredExpiresAt: Int64, revokePrevious: Bool, minimumIntervalMillis: Int64, maxRetired: Int) {
-        self.newNext = newNext
-        self.retiredExpiresAt = retiredExpiresAt
-        self.revokePrevious = revokePrevious
-        self.minimumIntervalMillis = minimumIntervalMillis
-        self.maxRetired = maxRetired
-    }
-
-    public enum Outcome: Sendable {
-        /// The new signing key.
-        case rotated(SigningKeyRecord)
-        case noNextKey
-    }
-
-    /// The last rotation was less than the minimum interval ago.
-    public struct TooSoon: Error {
-        public let retryAfterMillis: Int64
-        public init(retryAfterMillis: Int64) { self.retryAfterMillis = retryAfterMillis }
-    }
-}
-
-public struct SigningKeyRecord: Sendable, Equatable {
-    public var kid: String
-    public var algorithm: SignatureAlgorithm
-    /// The PKCS#8 PEM, sealed under the master key.
-    public var sealedPrivateKey: String
-    /// The public JWK as JSON text.
-    public var publicJWK: String
-    public var state: SigningKeyState
-    public var createdAt: Int64
-    /// For retired keys: when it leaves the JWKS.
-    public var expiresAt: Int64?
-
-    public init(
-        kid: String, algorithm: SignatureAlgorithm, sealedPrivateKey: String, publicJWK: String, state: SigningKeyState,
-        createdAt: Int64, expiresAt: Int64? = nil
-    ) {
-        self.kid = kid
-        self.algorithm = algorithm
-        self.sealedPrivateKey = sealedPrivateKey
-        self.publicJWK = publicJWK
-        self.state = state
-        self.createdAt = createdAt
-        self.expiresAt = expiresAt
-    }
-}
-
-/// An app's admin secret key, stored only as a hash.
-public struct SecretKeyRecord: Sendable, Equatable {
-    public var id: String
-    /// Hex SHA-256 of the whole key (the key has 256 random bits, so a plain hash is enough).
-    public var keyHash: String
-    /// The first characters, to tell keys apart in logs and listings.
-    public var hint: String
-    public var createdAt: Int64
-    public var expiresAt: Int64?
-
-    public init(id: String, keyHash: String, hint: String, createdAt: Int64, expiresAt: Int64? = nil) {
-        self.id = id
-        self.keyHash = keyHash
-        self.hint = hint
-        self.createdAt = createdAt
-        self.expiresAt = expiresAt
-    }
-}
-
 /// An error of a store's database. When `isUnavailable` (unreachable, or every connection busy),
 /// the request is answered 503 `server/unavailable` with `Retry-After`; any other is a 500.
 public protocol StoreFailure: Error, CustomStringConvertible {
@@ -179,7 +60,7 @@ public protocol Store: Sendable {
 }
 
 public protocol AppCatalog: Sendable {
-    /// Inserts the app with its first keys in one transaction. Throws `admin/app-key-taken` when the app key is in use.
+    /// Inserts the app with its first keys in one transaction. Throws ``AppConflict/appKeyTaken`` when the app key is in use.
     /// `allowedOrigins` feeds the index that answers CORS preflights (which carry no app key).
     func insert(_ app: AppRecord, allowedOrigins: [String], secretKey: SecretKeyRecord?, signingKeys: [SigningKeyRecord]) throws
     func find(appKey: String) throws -> AppRecord?
@@ -220,26 +101,8 @@ public protocol AppScopedStore: Sendable {
     var deletion: any AccountDeletionStore { get }
     /// The app's users' files (their rows; the bytes are in a ``BlobStore``).
     var files: any FileStore { get }
-    /// Replaces the settings and bumps the version, if the version is still `expectedVersion`
-    /// (nil: whatever it is). Returns the updated record, or nil when another change came first.
-    func updateSettings(json: String, allowedOrigins: [String], sourceChecksum: String?, expectedVersion: Int64?, now: Int64) throws -> AppRecord?
-    /// Switches the app off (`disabledAt`) or on again (nil) and bumps the version, so that every
-    /// node's cache sees it; the record, or nil when the app does not exist or is in that state
-    /// already (two switches at once: one changes it).
-    func setDisabled(at disabledAt: Int64?, now: Int64) throws -> AppRecord?
-    /// Stores the checksum of the `Tenants/` file the settings came from (and drops the legacy
-    /// one), changing nothing else: the settings are already the file's.
-    func keepSourceChecksum(_ checksum: String) throws
-    /// Keys not yet expired, any state.
-    func signingKeys(now: Int64) throws -> [SigningKeyRecord]
-    /// In one transaction (see ``SigningKeyRotation``): `next` becomes `current`, `current` becomes
-    /// `retired` until `retiredExpiresAt` (or is deleted with every retired key when
-    /// `revokePrevious`), retired keys beyond the newest `maxRetired` and expired keys are deleted,
-    /// `newNext` is added as `next`, and the app's version is bumped. Throws
-    /// ``SigningKeyRotation/TooSoon`` when the newest key is younger than the minimum interval.
-    func rotateSigningKeys(_ rotation: SigningKeyRotation, now: Int64) throws -> SigningKeyRotation.Outcome
-    /// Adds a secret key; every other unexpired key is set to expire at `othersExpireAt` (or earlier if already sooner).
-    func addSecretKey(_ key: SecretKeyRecord, othersExpireAt: Int64) throws
+    /// The app's settings, its switch, its signing keys and its secret keys.
+    var settings: any AppSettingsStore { get }
 
     // MARK: Users and identities
 

@@ -194,7 +194,7 @@ extension FilesAPITests {
         #expect(settings["rate_limits"]?["uploads_per_hour_per_user"] == 60)
         #expect(settings["files"]?["max_files_per_user"] == 200 && settings["files"]?["max_bytes_per_user"] == 104_857_600)
         #expect(settings["files"]?["public_types"] == .array(AppSettings.Files.allPhotoTypes.map { .string($0) }))
-        let caps = AppSettings.PlatformCaps.current
+        let caps = world.server.gatehouse.configuration.platformCaps
         for (patch, field) in [
             (["rate_limits": ["uploads_per_hour_per_user": .int(caps.uploadsPerHourPerUser + 1)]] as JSON, "rate_limits.uploads_per_hour_per_user"),
             (["files": ["max_files_per_user": .int(caps.filesPerUser + 1)]], "files.max_files_per_user"),

@@ -11,6 +11,8 @@ public final class AppDirectory: Sendable {
     private let sealer: SecretSealer
     private let clock: any Clock
     private let revalidateAfterMillis: Int64
+    /// The platform's ceilings, which stored settings above them are lowered to when read.
+    private let caps: AppSettings.PlatformCaps
     private let state = ReadWriteLock(State())
 
     private struct State {
@@ -21,7 +23,11 @@ public final class AppDirectory: Sendable {
         var unknownKeys: [String: Int64] = [:]
     }
 
-    public init(store: any Store, sealer: SecretSealer, clock: any Clock, revalidateAfterMillis: Int64 = 5000) {
+    public init(
+        store: any Store, sealer: SecretSealer, clock: any Clock, caps: AppSettings.PlatformCaps,
+        revalidateAfterMillis: Int64 = 5000
+    ) {
+        self.caps = caps
         self.store = store
         self.sealer = sealer
         self.clock = clock
@@ -131,12 +137,12 @@ public final class AppDirectory: Sendable {
         do {
             settings = try AppSettings.decode(
                 try JSON.parse(Array(record.settingsJSON.utf8)),
-                source: .storage(unseal: { sealed, field in try self.sealer.open(sealed, app: record.id, field: field) }))
+                source: .storage(unseal: { sealed, field in try self.sealer.open(sealed, app: record.id, field: field) }), caps: caps)
         } catch {
             // Stored settings were valid when written: failing now is the server's fault, not the client's.
             throw InternalError("stored settings of app \(record.id) cannot be read: \(error)")
         }
-        let keys = try store.app(record.id).signingKeys(now: now)
+        let keys = try store.app(record.id).settings.signingKeys(now: now)
         let context = try AppContext(record: record, settings: settings, keys: keys, sealer: sealer, checkedAt: now)
         state.write { s in
             // A slower reader of an older version must not replace a newer entry.

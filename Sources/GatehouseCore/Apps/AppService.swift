@@ -3,16 +3,16 @@ import GatehouseCrypto
 
 /// Creating and configuring apps: the admin API, `Tenants/` files and the CLI all come here.
 public final class AppService: Sendable {
-    private let store: any Store
+    let store: any Store
     private let sealer: SecretSealer
-    private let directory: AppDirectory
-    private let clock: any Clock
+    let directory: AppDirectory
+    let clock: any Clock
     private let adminTokenHash: [UInt8]?
-    private let checksumKey: [UInt8]
+    let checksumKey: [UInt8]
     /// `GATEHOUSE_ALLOW_PRIVATE_OUTBOUND`: webhook URLs may be `http` or name private addresses.
-    private let allowPrivateOutbound: Bool
-    /// `GATEHOUSE_MAX_MAIL_PER_HOUR`: the highest `rate_limits.mail_per_hour` an admin may set.
-    private let maxMailPerHour: Int64
+    let allowPrivateOutbound: Bool
+    /// The platform's maxima (``Configuration/platformCaps``): what an admin may set.
+    let caps: AppSettings.PlatformCaps
 
     /// A retired signing key stays published this long: the longest access-token lifetime an app
     /// can set, plus five minutes of clock skew, so no token in flight loses its key.
@@ -23,25 +23,16 @@ public final class AppService: Sendable {
     /// - Parameter masterKey: for the key of `Tenants/` checksums (``MasterKeyDerivation``).
     public init(
         store: any Store, sealer: SecretSealer, directory: AppDirectory, clock: any Clock, adminToken: String?, masterKey: [UInt8],
-        allowPrivateOutbound: Bool = false, maxMailPerHour: Int64 = 10_000
+        allowPrivateOutbound: Bool = false, caps: AppSettings.PlatformCaps
     ) {
         self.allowPrivateOutbound = allowPrivateOutbound
-        self.maxMailPerHour = maxMailPerHour
+        self.caps = caps
         self.checksumKey = MasterKeyDerivation.key(for: .tenantChecksum, from: masterKey)
         self.store = store
         self.sealer = sealer
         self.directory = directory
         self.clock = clock
         self.adminTokenHash = adminToken.map { Digest.sha256(Array($0.utf8)) }
-    }
-
-    /// A setting above what this server allows (``maxMailPerHour``), unless it is the value the
-    /// app had (`before`, or the default for a new app): lowering the maximum leaves apps working,
-    /// capped at it when they send (``EmailCodes``), and their admins free to change other fields.
-    private func platformMaximumProblem(_ settings: AppSettings, before: AppSettings?) -> FieldError? {
-        let mail = settings.rateLimits.mailPerHour
-        guard mail > maxMailPerHour, mail != (before ?? AppSettings(name: "")).rateLimits.mailPerHour else { return nil }
-        return FieldError("rate_limits.mail_per_hour", "Must be at most \(maxMailPerHour) on this server (GATEHOUSE_MAX_MAIL_PER_HOUR).")
     }
 
     // MARK: - Credentials
@@ -71,12 +62,12 @@ public final class AppService: Sendable {
 
     /// Creates an app from a settings object (admin API and CLI).
     public func create(settings json: JSON) throws -> Created {
-        let settings = try AppSettings.decode(json, source: .admin(current: nil), allowPrivateOutbound: allowPrivateOutbound)
-        if let problem = platformMaximumProblem(settings, before: nil) { throw GatehouseError.validation([problem]) }
+        let settings = try AppSettings.decode(json, source: .admin(current: nil), caps: caps, allowPrivateOutbound: allowPrivateOutbound)
+        if let problem = caps.problem(with: settings, before: nil) { throw GatehouseError.validation([problem]) }
         return try insert(settings: settings, appKey: Self.generateAppKey(), source: "api", sourceChecksum: nil)
     }
 
-    private func insert(settings: AppSettings, appKey: String, source: String, sourceChecksum: String?) throws -> Created {
+    func insert(settings: AppSettings, appKey: String, source: String, sourceChecksum: String?) throws -> Created {
         let now = clock.nowMillis()
         let id = AppID.generate()
         let (secretKey, secretRecord) = Self.newSecretKey(now: now)
@@ -87,7 +78,11 @@ public final class AppService: Sendable {
             try newSigningKey(app: id, algorithm: settings.signingAlgorithm, state: .current, now: now),
             try newSigningKey(app: id, algorithm: settings.signingAlgorithm, state: .next, now: now),
         ]
-        try store.apps.insert(record, allowedOrigins: settings.allowedOrigins, secretKey: secretRecord, signingKeys: keys)
+        do {
+            try store.apps.insert(record, allowedOrigins: settings.allowedOrigins, secretKey: secretRecord, signingKeys: keys)
+        } catch AppConflict.appKeyTaken {
+            throw GatehouseError(.appKeyTaken, "Another app uses this app key.")
+        }
         guard let context = try directory.app(id: id) else { throw InternalError("app \(id) vanished after insert") }
         return Created(app: context, secretKey: secretKey)
     }
@@ -127,9 +122,9 @@ public final class AppService: Sendable {
             // A null removes a field; naming one the settings do not have is an unknown field.
             let merged = current.settings.json(secrets: .plain).merging(patch: .object(patchObject))
                 .keepingRemovals(of: .object(patchObject))
-            let settings = try AppSettings.decode(merged, source: .admin(current: current.settings), allowPrivateOutbound: allowPrivateOutbound)
+            let settings = try AppSettings.decode(merged, source: .admin(current: current.settings), caps: caps, allowPrivateOutbound: allowPrivateOutbound)
                 .keepingReplacedWebhookSecrets(of: current.settings, now: clock.nowMillis())
-            if let problem = platformMaximumProblem(settings, before: current.settings) { throw GatehouseError.validation([problem]) }
+            if let problem = caps.problem(with: settings, before: current.settings) { throw GatehouseError.validation([problem]) }
             if settings.signingAlgorithm != current.settings.signingAlgorithm {
                 throw GatehouseError.validation(
                     "signing_algorithm", "Set when the app is created; changing it needs a key rotation, which this version does not do.")
@@ -138,7 +133,7 @@ public final class AppService: Sendable {
             let now = clock.nowMillis()
             let json = sealed(settings, app: app.id)
             let updated = try store.app(app.id).transaction { tx in
-                guard try tx.updateSettings(
+                guard try tx.settings.updateSettings(
                     json: json, allowedOrigins: settings.allowedOrigins, sourceChecksum: current.record.sourceChecksum,
                     expectedVersion: current.record.version, now: now) != nil
                 else { return false }
@@ -176,7 +171,7 @@ public final class AppService: Sendable {
         let now = clock.nowMillis()
         try store.app(app.id).transaction { tx in
             // Nothing changed: another switch to the same state came first, and recorded it.
-            guard try tx.setDisabled(at: disabled ? now : nil, now: now) != nil else { return }
+            guard try tx.settings.setDisabled(at: disabled ? now : nil, now: now) != nil else { return }
             try tx.record(Event(type: disabled ? .appDisabled : .appEnabled, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: [:], createdAt: now))
         }
         return try reloaded(app.id)
@@ -198,7 +193,7 @@ public final class AppService: Sendable {
         let now = clock.nowMillis()
         let (key, record) = Self.newSecretKey(now: now)
         try store.app(app.id).transaction { tx in
-            try tx.addSecretKey(record, othersExpireAt: revokeOthers ? now : now + Self.previousSecretKeyLifetimeMillis)
+            try tx.settings.addSecretKey(record, othersExpireAt: revokeOthers ? now : now + Self.previousSecretKeyLifetimeMillis)
             try tx.record(
                 Event(type: .appSecretKeyRotated, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["others_revoked": .bool(revokeOthers)], createdAt: now))
         }
@@ -219,7 +214,7 @@ public final class AppService: Sendable {
         let now = clock.nowMillis()
         // Checked before a key is generated (that is the cost the interval bounds), and again in
         // the rotation's transaction, for two rotations at once.
-        if let newest = try store.app(app.id).signingKeys(now: now).map(\.createdAt).max(), newest + Self.signingKeyRotationIntervalMillis > now {
+        if let newest = try store.app(app.id).settings.signingKeys(now: now).map(\.createdAt).max(), newest + Self.signingKeyRotationIntervalMillis > now {
             throw Self.rotationTooSoon(retryAfterMillis: newest + Self.signingKeyRotationIntervalMillis - now)
         }
         let next = try newSigningKey(app: app.id, algorithm: app.settings.signingAlgorithm, state: .next, now: now)
@@ -229,7 +224,7 @@ public final class AppService: Sendable {
         let outcome: SigningKeyRotation.Outcome
         do {
             outcome = try store.app(app.id).transaction { tx in
-                let outcome = try tx.rotateSigningKeys(rotation, now: now)
+                let outcome = try tx.settings.rotateSigningKeys(rotation, now: now)
                 if case .rotated(let current) = outcome {
                     try tx.record(
                         Event(
@@ -251,91 +246,6 @@ public final class AppService: Sendable {
         return GatehouseError(.tooManyRequests, "Signing keys rotate at most once a minute; retry in \(seconds) s.", retryAfter: max(1, seconds))
     }
 
-    // MARK: - Tenants files
-
-    public enum ApplyOutcome: String, Sendable {
-        case created, updated, unchanged
-    }
-
-    /// Applies one `Tenants/*.json` document: creates the app with its fixed `app_key`, or replaces
-    /// its settings when the file changed since it was last applied. Idempotent.
-    public func applyTenant(_ json: JSON, directory folder: String, environment: [String: String], retried: Bool = false) throws -> (AppContext, ApplyOutcome) {
-        // A bad app_key is reported with the file's other problems, not instead of them.
-        let appKey = json["app_key"]?.stringValue.flatMap { Self.isValidAppKey($0) ? $0 : nil }
-        var problems = appKey == nil ? [FieldError("app_key", "Required: 16 to 128 letters, digits, '_' or '-'.")] : []
-        var decoded: AppSettings?
-        do {
-            decoded = try AppSettings.decode(json, source: .tenantFile(directory: folder, environment: environment), extraKeys: ["app_key"], allowPrivateOutbound: allowPrivateOutbound)
-        } catch {
-            if error.fieldErrors.isEmpty { throw error }
-            problems += error.fieldErrors
-        }
-        if let decoded, let problem = platformMaximumProblem(decoded, before: nil) { problems.append(problem) }
-        guard let appKey, let settings = decoded, problems.isEmpty else { throw GatehouseError.validation(problems) }
-        // The checksum covers the resolved settings, so a changed key file or variable counts as a
-        // change. They hold secrets in clear: keyed, so a dump cannot test guesses against it.
-        let resolved = settings.json(secrets: .plain).serialized()
-        let checksum = Digest.hex(Digest.hmacSHA256(key: checksumKey, data: resolved))
-        if let existing = try store.apps.find(appKey: appKey) {
-            let unchanged: Bool
-            if let stored = existing.sourceChecksum {
-                unchanged = constantTimeEquals(Array(stored.utf8), Array(checksum.utf8))
-            } else if let legacy = existing.legacySourceChecksum {
-                // Applied last by a version before keyed checksums (migration 0006): compared once
-                // the old way, so that admin edits to an app whose file did not change survive.
-                unchanged = constantTimeEquals(Array(legacy.utf8), Array(Digest.hex(Digest.sha256(resolved)).utf8))
-                if unchanged { try store.app(existing.id).keepSourceChecksum(checksum) }
-            } else {
-                unchanged = false
-            }
-            if unchanged, let context = try self.directory.app(id: existing.id) { return (context, .unchanged) }
-            guard let context = try self.directory.app(id: existing.id) else { throw InternalError("app vanished") }
-            if settings.signingAlgorithm != context.settings.signingAlgorithm {
-                throw GatehouseError.validation("signing_algorithm", "Cannot change after the app was created.")
-            }
-            let now = clock.nowMillis()
-            let json = sealed(settings.keepingReplacedWebhookSecrets(of: context.settings, now: now), app: existing.id)
-            try store.app(existing.id).transaction { tx in
-                _ = try tx.updateSettings(json: json, allowedOrigins: settings.allowedOrigins, sourceChecksum: checksum, expectedVersion: nil, now: now)
-                try tx.record(Event(type: .appSettingsChanged, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "tenants"], createdAt: now))
-            }
-            return (try reloaded(existing.id), .updated)
-        }
-        do {
-            return (try insert(settings: settings, appKey: appKey, source: "tenants", sourceChecksum: checksum).app, .created)
-        } catch let error as GatehouseError where error.code == .appKeyTaken && !retried {
-            // Another node applying the same file at the same start won the insert: update instead.
-            return try applyTenant(json, directory: folder, environment: environment, retried: true)
-        }
-    }
-
-    /// Applies every `*.json` file of `folder` in name order; returns a line per file, each also
-    /// passed to `applied` as soon as its file is done (so that a later file's failure does not
-    /// hide what the earlier ones changed).
-    @discardableResult
-    public func applyTenants(folder: String, environment: [String: String], applied: (String) -> Void = { _ in }) throws -> [String] {
-        let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".json") }.sorted()
-        var lines: [String] = []
-        for name in names {
-            let path = (folder as NSString).appendingPathComponent(name)
-            guard let data = FileManager.default.contents(atPath: path) else { throw TenantFileError(file: name, problems: ["cannot read the file"]) }
-            do {
-                let json = try JSON.parse(Array(data))
-                let (app, outcome) = try applyTenant(json, directory: folder, environment: environment)
-                lines.append("\(name): \(outcome.rawValue) \(app.id)")
-                applied(lines[lines.count - 1])
-            } catch let error as GatehouseError {
-                throw TenantFileError(file: name, problems: error.fieldErrors.isEmpty ? [error.detail ?? error.code.rawValue] : error.fieldErrors.map { "\($0.field): \($0.message)" })
-            } catch is JSON.ParseError {
-                throw TenantFileError(file: name, problems: ["not valid JSON"])
-            }
-        }
-        // Every file has had its one comparison with an unkeyed checksum of an earlier version:
-        // those left (apps no file names any more) go, so no dump holds them.
-        try store.apps.forgetLegacySourceChecksums()
-        return lines
-    }
-
     // MARK: - Helpers
 
     /// The app as stored now, not this node's cached copy (up to 5 s old): what an admin reads.
@@ -344,13 +254,13 @@ public final class AppService: Sendable {
         return context
     }
 
-    private func reloaded(_ id: AppID) throws -> AppContext {
+    func reloaded(_ id: AppID) throws -> AppContext {
         directory.invalidate(id)
         guard let context = try directory.app(id: id) else { throw InternalError("app \(id) vanished") }
         return context
     }
 
-    private func sealed(_ settings: AppSettings, app: AppID) -> String {
+    func sealed(_ settings: AppSettings, app: AppID) -> String {
         settings.json(secrets: .sealed({ plaintext, field in self.sealer.seal(plaintext, app: app, field: field) })).serializedString
     }
 
@@ -376,11 +286,4 @@ public final class AppService: Sendable {
         (16...128).contains(key.utf8.count)
             && key.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 95 || $0 == 45 }
     }
-}
-
-/// A `Tenants/` file that cannot be applied, with every problem found.
-public struct TenantFileError: Error, CustomStringConvertible {
-    public let file: String
-    public let problems: [String]
-    public var description: String { "\(file):\n" + problems.map { "  - \($0)" }.joined(separator: "\n") }
 }

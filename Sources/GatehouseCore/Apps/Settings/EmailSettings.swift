@@ -1,0 +1,61 @@
+import Foundation
+
+extension AppSettings {
+    /// The `email` section: the app's own SMTP server, if any, and how its mail is written.
+    public struct Email: Sendable, Equatable {
+        public var smtpURL: String?
+        public var smtpUsername: String?
+        /// Secret.
+        public var smtpPassword: String?
+        public var from: String?
+        public var locale = "en"
+    }
+}
+
+extension AppSettings.Email {
+    static func decode(_ f: inout FieldReader, _ context: SettingsDecoding) -> Self {
+        var email = Self()
+        if let v = f.string("smtp_url", maxLength: 512) {
+            if let c = URLComponents(string: v), ["smtp", "smtps"].contains(c.scheme ?? ""), c.host?.isEmpty == false, c.user == nil, c.password == nil {
+                email.smtpURL = v
+            } else {
+                f.fail("smtp_url", "Must be smtp://host[:port] or smtps://host[:port], without credentials.")
+            }
+        }
+        if let v = f.string("smtp_username", maxLength: 255) { email.smtpUsername = v }
+        email.smtpPassword = context.secret(&f, "smtp_password", current: context.current?.email.smtpPassword, allowFile: false)
+        if let v = f.string("from", maxLength: 320) {
+            // Stored by an earlier version under a looser rule: kept (the mailer dead-letters
+            // what it cannot write), so the app still loads; the next save must fix it.
+            if AppSettings.isSenderMailbox(v) || context.storedBefore { email.from = v } else { f.fail("from", "Must be an ASCII address, optionally after a display name: Name <no-reply@example.com>.") }
+        }
+        if let v = f.string("locale") {
+            if ["en", "ko"].contains(v) { email.locale = v } else { f.fail("locale", "Must be en or ko.") }
+        }
+        return email
+    }
+
+    func json(secrets: SecretRendering) -> JSON {
+        [
+            "smtp_url": .optional(smtpURL), "smtp_username": .optional(smtpUsername),
+            "smtp_password": secrets.render(smtpPassword, "email.smtp_password"), "from": .optional(from),
+            "locale": .string(locale),
+        ]
+    }
+}
+
+extension AppSettings {
+    /// `Name <a@b.example>` or `a@b.example`, the address ASCII without spaces (the mailer writes
+    /// no SMTPUTF8): checked when saved, so a `from` the mailer would refuse never gets stored to
+    /// dead-letter every mail of the app.
+    static func isSenderMailbox(_ value: String) -> Bool {
+        guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return false }
+        var address = Substring(value.trimmingCharacters(in: .whitespaces))
+        if address.hasSuffix(">"), let open = address.lastIndex(of: "<") {
+            address = address[address.index(after: open)..<address.index(before: address.endIndex)]
+        }
+        let parts = address.split(separator: "@", omittingEmptySubsequences: false)
+        return parts.count == 2 && !parts[0].isEmpty && !parts[1].isEmpty && address.utf8.count <= 254
+            && address.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F && !"<>()[]\\,;:\"".unicodeScalars.contains($0) }
+    }
+}
