@@ -29,11 +29,11 @@ import Testing
             let renamed = try world.apps.update(stale, patch: ["name": "Renamed"])
             let data = world.store.app(stale.id)
             let now = world.clock.nowMillis()
-            let refused = try data.updateSettings(
+            let refused = try data.settings.updateSettings(
                 json: stale.record.settingsJSON, allowedOrigins: [], sourceChecksum: nil, expectedVersion: stale.record.version, now: now)
             #expect(refused == nil)
             #expect(try world.apps.latest(stale).settings.name == "Renamed")
-            let accepted = try data.updateSettings(
+            let accepted = try data.settings.updateSettings(
                 json: stale.record.settingsJSON, allowedOrigins: [], sourceChecksum: nil, expectedVersion: renamed.record.version, now: now)
             #expect(accepted?.version == renamed.record.version + 1)
             #expect(try world.apps.latest(stale).settings.name == "Test App")

@@ -109,13 +109,13 @@ import Testing
     /// `updateSettings`, `setDisabled` and `keepSourceChecksum` change B's record only.
     static func appRecord(_ f: TwoApps) throws {
         let before = try #require(try f.store.apps.find(id: f.a.appID))
-        let updated = try f.b.updateSettings(
+        let updated = try f.b.settings.updateSettings(
             json: #"{"name":"b2"}"#, allowedOrigins: ["https://b2.example"], sourceChecksum: "b-file", expectedVersion: nil, now: TwoApps.now + 1)
         #expect(updated?.id == f.b.appID)
         // An expected version that is A's, not B's, changes nothing of A either.
-        _ = try f.b.updateSettings(json: #"{"name":"b3"}"#, allowedOrigins: [], sourceChecksum: nil, expectedVersion: before.version + 7, now: TwoApps.now + 2)
-        _ = try f.b.setDisabled(at: TwoApps.now + 3, now: TwoApps.now + 3)
-        try f.b.keepSourceChecksum("b-file-2")
+        _ = try f.b.settings.updateSettings(json: #"{"name":"b3"}"#, allowedOrigins: [], sourceChecksum: nil, expectedVersion: before.version + 7, now: TwoApps.now + 2)
+        _ = try f.b.settings.setDisabled(at: TwoApps.now + 3, now: TwoApps.now + 3)
+        try f.b.settings.keepSourceChecksum("b-file-2")
         #expect(try f.store.apps.find(id: f.a.appID) == before)
         #expect(try f.store.apps.version(of: f.a.appID) == before.version)
     }
@@ -123,14 +123,14 @@ import Testing
     /// B's keys are B's: its list, rotation and new secret key leave A's keys as they were.
     static func keys(_ f: TwoApps) throws {
         let now = TwoApps.now + 1
-        let keysOfA = try f.a.signingKeys(now: now)
+        let keysOfA = try f.a.settings.signingKeys(now: now)
         #expect(Set(keysOfA.map(\.kid)) == [f.kidA, f.kidA + "-next"])
-        #expect(Set(try f.b.signingKeys(now: now).map(\.kid)).isDisjoint(with: keysOfA.map(\.kid)))
-        _ = try f.b.rotateSigningKeys(
+        #expect(Set(try f.b.settings.signingKeys(now: now).map(\.kid)).isDisjoint(with: keysOfA.map(\.kid)))
+        _ = try f.b.settings.rotateSigningKeys(
             SigningKeyRotation(newNext: TwoApps.signingKey("kid-of-b-2", .next), retiredExpiresAt: now, revokePrevious: true, minimumIntervalMillis: 0, maxRetired: 0),
             now: now)
-        try f.b.addSecretKey(SecretKeyRecord(id: "sk_b2", keyHash: "secret-hash-of-b-2", hint: "sk_b2", createdAt: now), othersExpireAt: now)
-        #expect(try f.a.signingKeys(now: now) == keysOfA)
+        try f.b.settings.addSecretKey(SecretKeyRecord(id: "sk_b2", keyHash: "secret-hash-of-b-2", hint: "sk_b2", createdAt: now), othersExpireAt: now)
+        #expect(try f.a.settings.signingKeys(now: now) == keysOfA)
         #expect(try f.store.apps.find(secretKeyHash: f.secretHashA, now: now + 1)?.id == f.a.appID)
     }
 
