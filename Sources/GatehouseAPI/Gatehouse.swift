@@ -18,6 +18,9 @@ public final class Gatehouse: Sendable {
     public let directory: AppDirectory
     public let apps: AppService
     public let accounts: AccountService
+    /// Sessions, refresh-token rotation and recent login, for every sign-in method.
+    public let sessions: SessionService
+    public let passwords: PasswordService
     private let hasher: PasswordHasher
     private let photos: PhotoProcessor
     public let emailFlows: EmailFlowService
@@ -141,15 +144,23 @@ public final class Gatehouse: Sendable {
         let emailCodes = EmailCodes(
             masterKey: masterKey, composer: TemplatedMailComposer(templates: try MailTemplates.bundled(), sealer: sealer), clock: clock,
             wakeOutbox: outboxWorker.wake, maxMailPerHour: Int64(configuration.maxMailPerHour), metrics: metrics)
-        accounts = AccountService(store: store, cache: accountCache, tokens: tokens, hasher: hasher, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds,
-            masterKey: masterKey, emailCodes: emailCodes, log: log, metrics: metrics)
-        emailFlows = EmailFlowService(store: store, accounts: accounts, codes: emailCodes, hasher: hasher, clock: clock)
+        accounts = AccountService(store: store, cache: accountCache, clock: clock)
+        let sessions = SessionService(
+            store: store, cache: accountCache, tokens: tokens, revocations: revocations, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds,
+            metrics: metrics)
+        self.sessions = sessions
+        let gate = SignInGate(clock: clock)
+        passwords = PasswordService(
+            store: store, cache: accountCache, sessions: sessions, gate: gate, revocations: revocations, hasher: hasher, clock: clock, masterKey: masterKey,
+            emailCodes: emailCodes, log: log, metrics: metrics)
+        emailFlows = EmailFlowService(
+            store: store, sessions: sessions, gate: gate, revocations: revocations, codes: emailCodes, hasher: hasher, clock: clock, metrics: metrics)
 
         providerSignIn = ProviderSignInService(
-            store: store, directory: directory, accounts: accounts, providers: providers,
-            sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes)
+            store: store, directory: directory, sessions: sessions, providers: providers,
+            sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes, metrics: metrics)
         let deletion = AccountDeletion(
-            store: store, directory: directory, accounts: accounts, sealer: sealer, clock: clock, erasers: [FileEraser()], wakeOutbox: outboxWorker.wake,
+            store: store, directory: directory, sessions: sessions, revocations: revocations, sealer: sealer, clock: clock, erasers: [FileEraser()], wakeOutbox: outboxWorker.wake,
             log: log)
         self.deletion = deletion
         // Photo uploads run on the offload threads; as many may wait as decode.
@@ -196,14 +207,14 @@ public final class Gatehouse: Sendable {
         OperationsController(auth: auth, store: store, metrics: metrics, outbox: outboxWorker, hasher: hasher, clock: clock).register(&routes)
         AppController(auth: auth, directory: directory).register(&routes)
         AdminController(
-            auth: auth, apps: apps, auditLog: AuditLog(store: store), users: AdminUsers(store: store, accounts: accounts, clock: clock), deletion: deletion,
+            auth: auth, apps: apps, auditLog: AuditLog(store: store), users: AdminUsers(store: store, revocations: revocations, clock: clock), deletion: deletion,
             clock: clock
         ).register(&routes)
-        let authController = AuthController(auth: auth, accounts: accounts, providers: providerSignIn, emailFlows: emailFlows, clock: clock)
+        let authController = AuthController(auth: auth, passwords: passwords, sessions: sessions, providers: providerSignIn, emailFlows: emailFlows, clock: clock)
         authController.register(&routes)
         EmailController(auth: auth, flows: emailFlows, sessions: authController).register(&routes)
         ProviderController(auth: auth, providers: providerSignIn, sessions: authController).register(&routes)
-        MeController(auth: auth, accounts: accounts, deletion: deletion, files: files).register(&routes)
+        MeController(auth: auth, accounts: accounts, passwords: passwords, sessions: sessions, deletion: deletion, files: files).register(&routes)
         FilesController(auth: auth, files: files).register(&routes)
         router = routes.router
     }

@@ -87,7 +87,7 @@ public final class AppService: Sendable {
             try newSigningKey(app: id, algorithm: settings.signingAlgorithm, state: .current, now: now),
             try newSigningKey(app: id, algorithm: settings.signingAlgorithm, state: .next, now: now),
         ]
-        try store.apps.insert(record, allowedOrigins: settings.allowedOrigins, secretKey: secretRecord, signingKeys: keys)
+        try AppCatalogConflict.answering { try store.apps.insert(record, allowedOrigins: settings.allowedOrigins, secretKey: secretRecord, signingKeys: keys) }
         guard let context = try directory.app(id: id) else { throw InternalError("app \(id) vanished after insert") }
         return Created(app: context, secretKey: secretKey)
     }
@@ -142,7 +142,7 @@ public final class AppService: Sendable {
                     json: json, allowedOrigins: settings.allowedOrigins, sourceChecksum: current.record.sourceChecksum,
                     expectedVersion: current.record.version, now: now) != nil
                 else { return false }
-                try tx.record(Event(type: .appSettingsChanged, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "admin"], createdAt: now))
+                try tx.auditLog.record(Event(type: .appSettingsChanged, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "admin"], createdAt: now))
                 return true
             }
             guard updated else { continue }
@@ -177,7 +177,7 @@ public final class AppService: Sendable {
         try store.app(app.id).transaction { tx in
             // Nothing changed: another switch to the same state came first, and recorded it.
             guard try tx.setDisabled(at: disabled ? now : nil, now: now) != nil else { return }
-            try tx.record(Event(type: disabled ? .appDisabled : .appEnabled, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: [:], createdAt: now))
+            try tx.auditLog.record(Event(type: disabled ? .appDisabled : .appEnabled, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: [:], createdAt: now))
         }
         return try reloaded(app.id)
     }
@@ -199,7 +199,7 @@ public final class AppService: Sendable {
         let (key, record) = Self.newSecretKey(now: now)
         try store.app(app.id).transaction { tx in
             try tx.addSecretKey(record, othersExpireAt: revokeOthers ? now : now + Self.previousSecretKeyLifetimeMillis)
-            try tx.record(
+            try tx.auditLog.record(
                 Event(type: .appSecretKeyRotated, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["others_revoked": .bool(revokeOthers)], createdAt: now))
         }
         return key
@@ -231,7 +231,7 @@ public final class AppService: Sendable {
             outcome = try store.app(app.id).transaction { tx in
                 let outcome = try tx.rotateSigningKeys(rotation, now: now)
                 if case .rotated(let current) = outcome {
-                    try tx.record(
+                    try tx.auditLog.record(
                         Event(
                             type: .appSigningKeyRotated, userID: nil, sessionID: nil, ip: nil, userAgent: nil,
                             data: ["kid": .string(current.kid), "previous_revoked": .bool(revokePrevious)], createdAt: now))
@@ -297,7 +297,7 @@ public final class AppService: Sendable {
             let json = sealed(settings.keepingReplacedWebhookSecrets(of: context.settings, now: now), app: existing.id)
             try store.app(existing.id).transaction { tx in
                 _ = try tx.updateSettings(json: json, allowedOrigins: settings.allowedOrigins, sourceChecksum: checksum, expectedVersion: nil, now: now)
-                try tx.record(Event(type: .appSettingsChanged, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "tenants"], createdAt: now))
+                try tx.auditLog.record(Event(type: .appSettingsChanged, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "tenants"], createdAt: now))
             }
             return (try reloaded(existing.id), .updated)
         }

@@ -101,7 +101,7 @@ struct SQLAppCatalog: AppCatalog {
                 for key in signingKeys { try insertSigningKey(db, app: app.id, key) }
             }
         } catch let error as SQLError where error.kind == .uniqueViolation && (error.constraint ?? "").contains("app_key") {
-            throw GatehouseError(.appKeyTaken, "Another app uses this app key.")
+            throw AppCatalogConflict.appKeyTaken
         }
     }
 

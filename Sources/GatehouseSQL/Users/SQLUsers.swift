@@ -1,10 +1,11 @@
 import GatehouseCore
 
 extension UserID: SQLBindable { public var sqlValue: SQLValue { .text(rawValue) } }
-extension SessionID: SQLBindable { public var sqlValue: SQLValue { .text(rawValue) } }
 
-// Users, identities, sessions, refresh tokens, events and limits, always bound to `appID`.
-extension SQLAppScopedStore {
+/// The app's users (`users`), every statement bound to `appID`.
+extension SQLAppScopedStore: UserStore {
+    var users: any UserStore { self }
+
     func insertUser(_ user: User, passwordHash: String?, identity: Identity?, event: Event) throws {
         try database.transaction { db in
             do {
@@ -16,7 +17,7 @@ extension SQLAppScopedStore {
                 if let identity { try insertIdentity(db, app: appID, user: user.id, identity) }
             } catch let error as SQLError where error.kind == .uniqueViolation {
                 // The identity exists: the same email or provider account signed up just before.
-                throw GatehouseError(.emailAlreadyInUse, "An account with this email already exists.")
+                throw UserConflict.identityTaken
             }
             try insertEvent(db, event)
         }
@@ -24,15 +25,6 @@ extension SQLAppScopedStore {
 
     func user(_ id: UserID) throws -> User? {
         try database.query("SELECT * FROM users WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL").first.map(userRecord)
-    }
-
-    func passwordUser(email: String) throws -> (User, String)? {
-        guard let row = try database.query("""
-            SELECT users.* FROM identities JOIN users ON users.id = identities.user_id AND users.app_id = identities.app_id
-            WHERE identities.app_id = \(appID) AND identities.provider = 'password' AND identities.subject = \(email) AND users.deleted_at IS NULL
-            """).first, let hash = try row.optionalString("password_hash")
-        else { return nil }
-        return (try userRecord(row), hash)
     }
 
     func user(email: String) throws -> User? {
@@ -73,7 +65,7 @@ extension SQLAppScopedStore {
                 return try userRecord(row)
             }
         } catch let error as SQLError where error.kind == .uniqueViolation {
-            throw GatehouseError(.emailAlreadyInUse, "Another account signs in with this email.")
+            throw UserConflict.emailTaken
         }
     }
 
@@ -92,20 +84,22 @@ extension SQLAppScopedStore {
             """).first.map(userRecord)
     }
 
-    func forgetSignInMethods(_ id: UserID, now: Int64) throws -> [String] {
+    func updateProfile(_ id: UserID, firstName: String?, lastName: String?, photoURL: String?, now: Int64) throws -> User? {
         defer { changed(id) }
-        return try database.transaction { db in
-            try db.execute("""
-                UPDATE users SET password_hash = NULL, updated_at = \(now), changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(id)
-                """)
-            let removed = try db.query("""
-                DELETE FROM identities WHERE app_id = \(appID) AND user_id = \(id) RETURNING provider
-                """).map { try $0.string("provider") }
-            try db.execute("DELETE FROM provider_tokens WHERE app_id = \(appID) AND user_id = \(id)")
-            // A web flow's login code would still open a session (the live ones, by the expiry index).
-            try db.execute("DELETE FROM login_codes WHERE app_id = \(appID) AND expires_at > \(now) AND user_id = \(id)")
-            return removed
-        }
+        return try database.query("""
+            UPDATE users SET first_name = \(firstName), last_name = \(lastName), photo_url = \(photoURL), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
+            WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
+            """).first.map(userRecord)
+    }
+
+    func fillNames(_ user: UserID, firstName: String?, lastName: String?, now: Int64) throws {
+        guard firstName != nil || lastName != nil else { return }
+        defer { changed(user) }
+        try database.execute("""
+            UPDATE users SET first_name = COALESCE(first_name, \(firstName)), last_name = COALESCE(last_name, \(lastName)), updated_at = \(now),
+                             changed_at = \(database.dialect.nowMillis)
+            WHERE app_id = \(appID) AND id = \(user) AND first_name IS NULL AND last_name IS NULL AND deleted_at IS NULL
+            """)
     }
 
     func users(matching query: String?, after: (createdAt: Int64, id: UserID)?, limit: Int) throws -> [(User, [Identity])] {
@@ -178,42 +172,6 @@ extension SQLAppScopedStore {
         return rows.count < Self.searchIndexCandidateLimit ? rows : nil
     }
 
-    func passwordHash(_ id: UserID) throws -> String? {
-        try database.query("SELECT password_hash FROM users WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL").first?.optionalString("password_hash")
-    }
-
-    func updateProfile(_ id: UserID, firstName: String?, lastName: String?, photoURL: String?, now: Int64) throws -> User? {
-        defer { changed(id) }
-        return try database.query("""
-            UPDATE users SET first_name = \(firstName), last_name = \(lastName), photo_url = \(photoURL), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
-            WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
-            """).first.map(userRecord)
-    }
-
-    func setPasswordHash(_ id: UserID, hash: String, replacing: String?, addIdentity: Identity?, now: Int64) throws -> Bool {
-        defer { changed(id) }
-        let stillCurrent: SQL = replacing.map { "password_hash = \($0)" } ?? "password_hash IS NULL"
-        do {
-            return try database.transaction { db in
-                guard try db.execute("""
-                    UPDATE users SET password_hash = \(hash), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
-                    WHERE app_id = \(appID) AND id = \(id) AND \(stillCurrent) AND deleted_at IS NULL
-                    """) == 1
-                else { return false }
-                if let addIdentity { try insertIdentity(db, app: appID, user: id, addIdentity) }
-                return true
-            }
-        } catch let error as SQLError where error.kind == .uniqueViolation {
-            throw GatehouseError(.emailAlreadyInUse, "Another account signs in with this email and a password.")
-        }
-    }
-
-    func identities(_ id: UserID) throws -> [Identity] {
-        try database.query("""
-            SELECT provider, subject, email, created_at FROM identities WHERE app_id = \(appID) AND user_id = \(id) ORDER BY created_at, provider
-            """).map { try identityRecord($0, prefix: "") }
-    }
-
     func userWithIdentities(_ id: UserID) throws -> (User, [Identity])? {
         // One statement: a row per identity (or one row of NULLs for none), the user's columns on each.
         let rows = try database.query("""
@@ -228,231 +186,15 @@ extension SQLAppScopedStore {
         return (try userRecord(first), identities)
     }
 
-    /// An identity from its columns, named `<prefix>provider` and so on.
-    private func identityRecord(_ row: SQLRow, prefix: String) throws -> Identity {
-        Identity(
-            provider: try row.string(prefix + "provider"), subject: try row.string(prefix + "subject"), email: try row.optionalString(prefix + "email"),
-            createdAt: try row.int64(prefix + "created_at"))
-    }
-
-    func insertSession(_ session: Session, refreshTokenHash: String, event: Event, passwordHash: String?) throws {
-        defer { changed(session.userID) }
-        try database.transaction { db in
-            try db.execute("""
-                INSERT INTO sessions (id, app_id, user_id, method, auth_time, created_at, last_used_at, expires_at, ip, user_agent)
-                VALUES (\(session.id), \(appID), \(session.userID), \(session.method.rawValue), \(session.authTime), \(session.createdAt),
-                        \(session.lastUsedAt), \(session.expiresAt), \(session.ip), \(session.userAgent))
-                """)
-            try db.execute("""
-                INSERT INTO refresh_tokens (token_hash, app_id, session_id, created_at) VALUES (\(refreshTokenHash), \(appID), \(session.id), \(session.createdAt))
-                """)
-            try insertEvent(db, event)
-            // Last: the user's row stays locked until COMMIT, and concurrent sign-ins of one user
-            // queue on it. A deletion, a ban and a password change take this row before they end
-            // the sessions, so a sign-in racing one either commits first (and has its session
-            // ended) or finds the change here and rolls back. (On PostgreSQL, an UPDATE that
-            // waited for the row checks its WHERE again against the row as committed.)
-            var conditions: [SQL] = [
-                "app_id = \(appID)", "id = \(session.userID)", "deleted_at IS NULL", "deletion_due_at IS NULL",
-                "(ban_sanction_code IS NULL OR ban_suspended_until <= \(session.createdAt))",
-            ]
-            if let passwordHash { conditions.append("password_hash = \(passwordHash)") }
-            guard try db.execute("""
-                UPDATE users SET last_sign_in_at = \(session.createdAt), changed_at = \(database.dialect.nowMillis)
-                WHERE \(conditions.joined(separator: " AND "))
-                """) == 1
-            else { throw try sessionRefusal(db, session.userID, at: session.createdAt) }
-        }
-    }
-
-    /// Why the guarded update at the end of `insertSession` matched no row, read in its transaction.
-    private func sessionRefusal(_ db: any SQLConnection, _ id: UserID, at now: Int64) throws -> SessionRefusal {
-        guard let row = try db.query("""
-            SELECT * FROM users WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL AND deletion_due_at IS NULL
-            """).first
-        else { return .accountGone }
-        if let ban = try userRecord(row).ban, ban.holds(at: now) { return .banned(ban) }
-        return .passwordChanged
-    }
-
-    func session(_ id: SessionID) throws -> Session? {
-        try database.query("SELECT * FROM sessions WHERE app_id = \(appID) AND id = \(id)").first.map(sessionRecord)
-    }
-
-    func activeSessions(_ user: UserID, now: Int64, usedSince: Int64) throws -> [Session] {
-        try database.query("""
-            SELECT * FROM sessions
-            WHERE app_id = \(appID) AND user_id = \(user) AND ended_at IS NULL AND expires_at > \(now) AND last_used_at >= \(usedSince)
-            ORDER BY last_used_at DESC, id
-            """).map(sessionRecord)
-    }
-
-    func endSession(_ id: SessionID, user: UserID, reason: SessionEndReason, now: Int64) throws -> Bool {
-        try database.execute("""
-            UPDATE sessions SET ended_at = \(now), ended_db_at = \(database.dialect.nowMillis), end_reason = \(reason.rawValue)
-            WHERE app_id = \(appID) AND id = \(id) AND user_id = \(user) AND ended_at IS NULL
-            """) == 1
-    }
-
-    func endSessions(of user: UserID, keeping: SessionID?, reason: SessionEndReason, now: Int64) throws -> [SessionID] {
-        try database.query("""
-            UPDATE sessions SET ended_at = \(now), ended_db_at = \(database.dialect.nowMillis), end_reason = \(reason.rawValue)
-            WHERE app_id = \(appID) AND user_id = \(user) AND ended_at IS NULL AND id <> \(keeping?.rawValue ?? "")
-            RETURNING id
-            """).map { SessionID(unchecked: try $0.string("id")) }
-    }
-
-    func rotateRefreshToken(
-        presentedHash: String, successorHash: String, graceMillis: Int64, usedSince: Int64, origin: RequestOrigin, now: Int64,
-        reuseEvents: (Session) -> [Event]
-    ) throws -> RefreshOutcome {
-        if database.dialect == .postgres {
-            // The common case in one statement, so one round trip (a statement is atomic on its own):
-            // claim the current token, touch its live session, add the successor. A concurrent
-            // refresh of the same token waits for the claim's row lock, then finds it taken.
-            if let row = try database.query("""
-                WITH claimed AS (
-                    UPDATE refresh_tokens SET rotated_at = \(now)
-                    WHERE token_hash = \(presentedHash) AND app_id = \(appID) AND rotated_at IS NULL
-                    RETURNING session_id
-                ), touched AS (
-                    UPDATE sessions SET last_used_at = \(now), ip = \(origin.ip), user_agent = \(origin.userAgent)
-                    FROM claimed
-                    WHERE sessions.app_id = \(appID) AND sessions.id = claimed.session_id AND sessions.ended_at IS NULL AND sessions.expires_at > \(now)
-                      AND sessions.last_used_at >= \(usedSince)
-                    RETURNING sessions.*
-                ), added AS (
-                    INSERT INTO refresh_tokens (token_hash, app_id, session_id, created_at) SELECT \(successorHash), \(appID), id, \(now) FROM touched
-                )
-                SELECT claimed.session_id AS claimed_session_id, touched.* FROM claimed LEFT JOIN touched ON touched.id = claimed.session_id
-                """).first {
-                // Claimed; no live session (signed out, reused, expired, idle) means no new pair.
-                return try row.optionalString("id") == nil ? .invalid : .rotated(try sessionRecord(row))
-            }
-            return try database.transaction { db in
-                try rotatedBefore(db, presentedHash: presentedHash, successorHash: successorHash, graceMillis: graceMillis, usedSince: usedSince, now: now, reuseEvents: reuseEvents)
-            }
-        }
-        return try database.transaction { db in
-            // The common case in three statements: claim the current token (a concurrent refresh of
-            // the same token loses this claim and goes on below as a retry), touch its live
-            // session, add the successor.
-            if let claimed = try db.query("""
-                UPDATE refresh_tokens SET rotated_at = \(now)
-                WHERE token_hash = \(presentedHash) AND app_id = \(appID) AND rotated_at IS NULL
-                RETURNING session_id
-                """).first {
-                let sessionID = try claimed.string("session_id")
-                // The session may have ended (sign-out, a concurrent reuse), expired or idled: no new pair.
-                guard let row = try db.query("""
-                    UPDATE sessions SET last_used_at = \(now), ip = \(origin.ip), user_agent = \(origin.userAgent)
-                    WHERE app_id = \(appID) AND id = \(sessionID) AND ended_at IS NULL AND expires_at > \(now) AND last_used_at >= \(usedSince)
-                    RETURNING *
-                    """).first
-                else { return .invalid }
-                try db.execute("""
-                    INSERT INTO refresh_tokens (token_hash, app_id, session_id, created_at) VALUES (\(successorHash), \(appID), \(sessionID), \(now))
-                    """)
-                return .rotated(try sessionRecord(row))
-            }
-            return try rotatedBefore(db, presentedHash: presentedHash, successorHash: successorHash, graceMillis: graceMillis, usedSince: usedSince, now: now, reuseEvents: reuseEvents)
-        }
-    }
-
-    /// A token that is not (or no longer) the current one of its session: unknown or of a session
-    /// that is no longer live (ended, expired, idle), a retry within the grace window whose
-    /// successor is still current (the same pair again), or reuse, which ends the session.
-    private func rotatedBefore(
-        _ db: any SQLConnection, presentedHash: String, successorHash: String, graceMillis: Int64, usedSince: Int64, now: Int64,
-        reuseEvents: (Session) -> [Event]
-    ) throws -> RefreshOutcome {
-        guard let row = try db.query("""
-            SELECT refresh_tokens.rotated_at AS token_rotated_at, sessions.*
-            FROM refresh_tokens JOIN sessions ON sessions.id = refresh_tokens.session_id
-            WHERE refresh_tokens.token_hash = \(presentedHash) AND refresh_tokens.app_id = \(appID) AND sessions.app_id = \(appID)
-            """).first
-        else { return .invalid }
-        var session = try sessionRecord(row)
-        if session.endedAt != nil || session.expiresAt <= now || session.lastUsedAt < usedSince { return .invalid }
-        let rotation = try row.optionalInt64("token_rotated_at") ?? now
-        let successorIsCurrent = try !db.query("""
-            SELECT 1 AS current FROM refresh_tokens
-            WHERE token_hash = \(successorHash) AND app_id = \(appID) AND session_id = \(session.id) AND rotated_at IS NULL
+    func emailInUse(_ email: String, except: UserID?) throws -> Bool {
+        try !database.query("""
+            SELECT 1 AS found FROM users
+            WHERE app_id = \(appID) AND email = \(email) AND id <> \(except?.rawValue ?? "") AND deleted_at IS NULL
+              AND (email_verified = \(true) OR EXISTS (
+                  SELECT 1 FROM identities WHERE identities.app_id = users.app_id AND identities.user_id = users.id AND identities.provider = 'password'))
+            LIMIT 1
             """).isEmpty
-        if successorIsCurrent && now - rotation <= graceMillis { return .retried(session) }
-        let endedNow = try db.execute("""
-            UPDATE sessions SET ended_at = \(now), ended_db_at = \(db.dialect.nowMillis), end_reason = \(SessionEndReason.refreshReused.rawValue)
-            WHERE app_id = \(appID) AND id = \(session.id) AND ended_at IS NULL
-            """) == 1
-        session.endedAt = now
-        if endedNow { for event in reuseEvents(session) { try insertEvent(db, event) } }
-        return .reused(session, endedNow: endedNow)
     }
-
-    func setAuthTime(_ id: SessionID, now: Int64) throws {
-        try database.execute("UPDATE sessions SET auth_time = \(now), last_used_at = \(now) WHERE app_id = \(appID) AND id = \(id)")
-    }
-
-    func record(_ event: Event) throws {
-        // An event with outbox items commits with them: in a transaction of its own when it is
-        // recorded outside a unit of work (in one, `transaction` joins it).
-        if let fanOut = fanOut?.current, fanOut.wants(event.type, app: appID) {
-            try database.transaction { db in try insertEvent(db, event) }
-        } else {
-            try database.withConnection { db in try insertEvent(db, event) }
-        }
-    }
-
-    /// Every audit event is written here, in the transaction of the change it records; its
-    /// webhook deliveries (the ``EventFanOut``) are queued on the same connection, so the change,
-    /// the event and the deliveries commit together or not at all.
-    private func insertEvent(_ db: any SQLConnection, _ event: Event) throws {
-        try db.execute("""
-            INSERT INTO events (id, app_id, type, user_id, session_id, ip, user_agent, data, created_at)
-            VALUES (\(event.id.rawValue), \(appID), \(event.type.rawValue), \(event.userID), \(event.sessionID), \(event.ip), \(event.userAgent),
-                    \(event.data.serializedString), \(event.createdAt))
-            """)
-        guard let fanOut = fanOut?.current, fanOut.wants(event.type, app: appID) else { return }
-        // Reads through the event's own transaction (they see its change); records nothing further.
-        let reader = SQLAppScopedStore(database: TransactionBoundDatabase(db), appID: appID, userChanges: nil)
-        for item in try fanOut.items(for: event, app: appID, store: reader) {
-            _ = try insertOutboxItem(db, item, now: event.createdAt)
-        }
-    }
-
-    func hitRateLimit(bucket: String, windowStart: Int64) throws -> Int64 {
-        try database.query("""
-            INSERT INTO rate_limits (app_id, bucket, window_start, hits) VALUES (\(appID), \(bucket), \(windowStart), 1)
-            ON CONFLICT (app_id, bucket) DO UPDATE SET
-                hits = CASE WHEN rate_limits.window_start = excluded.window_start THEN rate_limits.hits + 1
-                            WHEN rate_limits.window_start > excluded.window_start THEN rate_limits.hits
-                            ELSE 1 END,
-                window_start = CASE WHEN rate_limits.window_start > excluded.window_start THEN rate_limits.window_start
-                                    ELSE excluded.window_start END
-            RETURNING hits
-            """).first?.int64("hits") ?? 1
-    }
-
-    func rateLimitHits(bucket: String, windowStart: Int64) throws -> Int64 {
-        try database.query("""
-            SELECT hits FROM rate_limits WHERE app_id = \(appID) AND bucket = \(bucket) AND window_start = \(windowStart)
-            """).first?.int64("hits") ?? 0
-    }
-
-    func resetRateLimit(bucket: String) throws {
-        try database.execute("DELETE FROM rate_limits WHERE app_id = \(appID) AND bucket = \(bucket)")
-    }
-
-    func purgeRateLimits(before: Int64) throws {
-        try database.execute("DELETE FROM rate_limits WHERE app_id = \(appID) AND window_start < \(before)")
-    }
-}
-
-func insertIdentity(_ db: any SQLConnection, app: AppID, user: UserID, _ identity: Identity) throws {
-    try db.execute("""
-        INSERT INTO identities (app_id, provider, subject, user_id, email, created_at)
-        VALUES (\(app), \(identity.provider), \(identity.subject), \(user), \(identity.email), \(identity.createdAt))
-        """)
 }
 
 func userRecord(_ row: SQLRow) throws -> User {
@@ -466,15 +208,4 @@ func userRecord(_ row: SQLRow) throws -> User {
         pendingDeletion: try row.optionalInt64("deletion_due_at").map { due in
             PendingDeletion(requestedAt: try row.optionalInt64("deletion_requested_at") ?? due, purgeAt: due)
         })
-}
-
-private func sessionRecord(_ row: SQLRow) throws -> Session {
-    guard let method = SignInMethod(rawValue: try row.string("method")) else {
-        throw SQLError(kind: .decoding, message: "sessions.method has an unknown value")
-    }
-    return Session(
-        id: SessionID(unchecked: try row.string("id")), userID: UserID(unchecked: try row.string("user_id")), method: method,
-        authTime: try row.int64("auth_time"), createdAt: try row.int64("created_at"), lastUsedAt: try row.int64("last_used_at"),
-        expiresAt: try row.int64("expires_at"), endedAt: try row.optionalInt64("ended_at"), ip: try row.optionalString("ip"),
-        userAgent: try row.optionalString("user_agent"))
 }
