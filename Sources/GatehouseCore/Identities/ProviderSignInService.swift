@@ -10,12 +10,12 @@ public final class ProviderSignInService: Sendable {
     /// Sign-ins, for the operator's metrics.
     let metrics: any DomainMetrics
     let providers: any IdentityProviders
-    let sealer: SecretSealer
+    private let sealer: SecretSealer
     let clock: any Clock
     let limiter: RateLimiter
     let publicURL: String
     /// For the lock on an address a new account takes (``EmailCodes/lockAddress(_:_:)``).
-    let emailCodes: EmailCodes
+    private let emailCodes: EmailCodes
 
     /// Longest provider token accepted (API.md): longer is a validation error.
     public static let maxTokenLength = 8192
@@ -64,7 +64,7 @@ public final class ProviderSignInService: Sendable {
         }
     }
 
-    func signInOnce(
+    private func signInOnce(
         app: AppContext, provider: Provider, proof: Proof, firstName: String?, lastName: String?, origin: RequestOrigin
     ) throws -> SessionGrant {
         let data = store.app(app.id)
@@ -96,7 +96,7 @@ public final class ProviderSignInService: Sendable {
         return verified
     }
 
-    func verifyToken(app: AppContext, provider: Provider, proof: Proof) throws -> (ExternalIdentity, appleCode: String?) {
+    private func verifyToken(app: AppContext, provider: Provider, proof: Proof) throws -> (ExternalIdentity, appleCode: String?) {
         switch proof {
         case .firebase(let token):
             try checkLength(token, field: "firebase_id_token")
@@ -177,7 +177,7 @@ public final class ProviderSignInService: Sendable {
     /// Whether this identity may become a new account: sign-up open (as for passwords), and its
     /// email not another account's unless the app keeps such accounts separate. An email the
     /// provider does not say is verified proves nothing and collides with nothing.
-    func requireNewAccountAllowed(app: AppContext, _ data: any AppScopedStore, identity: ExternalIdentity) throws {
+    private func requireNewAccountAllowed(app: AppContext, _ data: any AppScopedStore, identity: ExternalIdentity) throws {
         guard app.settings.allowSignup else { throw GatehouseError(.signupDisabled, "This app does not accept new sessions.") }
         if identity.emailVerified, let email = identity.email.flatMap({ try? InputRules.email($0) }), app.settings.emailCollision == "reject",
             try data.users.emailInUse(email, except: nil)
@@ -202,7 +202,7 @@ public final class ProviderSignInService: Sendable {
         }
     }
 
-    func nonceKey(_ identity: ExternalIdentity) -> String? {
+    private func nonceKey(_ identity: ExternalIdentity) -> String? {
         identity.token.nonce.map { Digest.hex(Digest.sha256(Array("\(identity.token.issuer)\n\(identity.subject)\n\($0)".utf8))) }
     }
 
@@ -234,7 +234,7 @@ public final class ProviderSignInService: Sendable {
         }
     }
 
-    func checkLength(_ token: String, field: String) throws {
+    private func checkLength(_ token: String, field: String) throws {
         if token.trimmingCharacters(in: .whitespaces).isEmpty || token.utf8.count > Self.maxTokenLength {
             throw GatehouseError.validation(field, "Must be a token of at most \(Self.maxTokenLength) characters.")
         }

@@ -39,63 +39,7 @@ public final class SessionService: Sendable {
         self.metrics = metrics
     }
 
-    // MARK: - Refresh and sign-out
-
-    /// Rotates a refresh token (see `RefreshOutcome`).
-    public func refresh(app: AppContext, refreshToken: String, origin: RequestOrigin) throws -> SessionGrant {
-        guard !refreshToken.isEmpty, refreshToken.utf8.count <= 256 else { throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid.") }
-        let data = store.app(app.id)
-        let successor = tokens.successor(of: refreshToken)
-        let now = clock.nowMillis()
-        // A reuse's events commit with the session's end, in the rotation's own transaction.
-        let outcome = try data.sessions.rotateRefreshToken(
-            presentedHash: tokens.hash(refreshToken: refreshToken), successorHash: tokens.hash(refreshToken: successor), graceMillis: refreshGraceMillis,
-            usedSince: Self.usedSince(app, now: now), origin: origin, now: now
-        ) { session in
-            [
-                Event(type: .sessionRefreshReused, userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, createdAt: now),
-                Event(type: .sessionRevoked, userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "refresh_reused"], createdAt: now),
-            ]
-        }
-        switch outcome {
-        case .invalid:
-            throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid: sign in again.")
-        case .reused(let session, _):
-            revocations.add([session.id])
-            metrics.refreshTokenReused()
-            throw GatehouseError(.refreshTokenReused, "This refresh token was already used; the session has been ended. Sign in again.")
-        case .rotated(let session), .retried(let session):
-            guard let account = try cache.account(app: app.id, user: session.userID, store: store) else {
-                throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid.")
-            }
-            let access = try tokens.accessToken(app: app, user: account.user, session: session)
-            return SessionGrant(user: account.user, identities: account.identities, accessToken: access.token, expiresIn: access.expiresIn, refreshToken: successor, isNewUser: false)
-        }
-    }
-
-    public enum SignOutScope: String, Sendable {
-        case current, others, all
-    }
-
-    public func signOut(app: AppContext, claims: AccessClaims, scope: SignOutScope, origin: RequestOrigin) throws {
-        let now = clock.nowMillis()
-        let ended = try store.app(app.id).transaction { tx -> [SessionID] in
-            let ended: [SessionID]
-            switch scope {
-            case .current:
-                ended = try tx.sessions.endSession(claims.sessionID, user: claims.userID, reason: .signedOut, now: now) ? [claims.sessionID] : []
-            case .others:
-                ended = try tx.sessions.endSessions(of: claims.userID, keeping: claims.sessionID, reason: .signedOut, now: now)
-            case .all:
-                ended = try tx.sessions.endSessions(of: claims.userID, keeping: nil, reason: .signedOut, now: now)
-            }
-            for id in ended {
-                try tx.auditLog.record(Event(type: .sessionSignedOut, userID: claims.userID, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["scope": .string(scope.rawValue)], createdAt: now))
-            }
-            return ended
-        }
-        revocations.add(ended)
-    }
+    // MARK: - Opening a session
 
     /// Creates a session and its first token pair; records `user.signed_in`. Every sign-in ends
     /// here, whatever its method: a banned user gets no session, and an account pending deletion
@@ -158,6 +102,64 @@ public final class SessionService: Sendable {
         let identities = try data.identities.all(of: user.id)
         let access = try tokens.accessToken(app: app, user: signedIn, session: session)
         return SessionGrant(user: signedIn, identities: identities, accessToken: access.token, expiresIn: access.expiresIn, refreshToken: refreshToken, isNewUser: isNewUser)
+    }
+
+    // MARK: - Refresh and sign-out
+
+    /// Rotates a refresh token (see `RefreshOutcome`).
+    public func refresh(app: AppContext, refreshToken: String, origin: RequestOrigin) throws -> SessionGrant {
+        guard !refreshToken.isEmpty, refreshToken.utf8.count <= 256 else { throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid.") }
+        let data = store.app(app.id)
+        let successor = tokens.successor(of: refreshToken)
+        let now = clock.nowMillis()
+        // A reuse's events commit with the session's end, in the rotation's own transaction.
+        let outcome = try data.sessions.rotateRefreshToken(
+            presentedHash: tokens.hash(refreshToken: refreshToken), successorHash: tokens.hash(refreshToken: successor), graceMillis: refreshGraceMillis,
+            usedSince: Self.usedSince(app, now: now), origin: origin, now: now
+        ) { session in
+            [
+                Event(type: .sessionRefreshReused, userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, createdAt: now),
+                Event(type: .sessionRevoked, userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "refresh_reused"], createdAt: now),
+            ]
+        }
+        switch outcome {
+        case .invalid:
+            throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid: sign in again.")
+        case .reused(let session, _):
+            revocations.add([session.id])
+            metrics.refreshTokenReused()
+            throw GatehouseError(.refreshTokenReused, "This refresh token was already used; the session has been ended. Sign in again.")
+        case .rotated(let session), .retried(let session):
+            guard let account = try cache.account(app: app.id, user: session.userID, store: store) else {
+                throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid.")
+            }
+            let access = try tokens.accessToken(app: app, user: account.user, session: session)
+            return SessionGrant(user: account.user, identities: account.identities, accessToken: access.token, expiresIn: access.expiresIn, refreshToken: successor, isNewUser: false)
+        }
+    }
+
+    public enum SignOutScope: String, Sendable {
+        case current, others, all
+    }
+
+    public func signOut(app: AppContext, claims: AccessClaims, scope: SignOutScope, origin: RequestOrigin) throws {
+        let now = clock.nowMillis()
+        let ended = try store.app(app.id).transaction { tx -> [SessionID] in
+            let ended: [SessionID]
+            switch scope {
+            case .current:
+                ended = try tx.sessions.endSession(claims.sessionID, user: claims.userID, reason: .signedOut, now: now) ? [claims.sessionID] : []
+            case .others:
+                ended = try tx.sessions.endSessions(of: claims.userID, keeping: claims.sessionID, reason: .signedOut, now: now)
+            case .all:
+                ended = try tx.sessions.endSessions(of: claims.userID, keeping: nil, reason: .signedOut, now: now)
+            }
+            for id in ended {
+                try tx.auditLog.record(Event(type: .sessionSignedOut, userID: claims.userID, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["scope": .string(scope.rawValue)], createdAt: now))
+            }
+            return ended
+        }
+        revocations.add(ended)
     }
 
     // MARK: - The user's sessions
