@@ -4,7 +4,7 @@
 Loads BENCH_SEARCH_USERS (1,000,000) users into one app and a tenth as many into another,
 straight into `users` (no argon2id: the search never reads a hash), builds the search index by
 applying migration 0013 to the loaded table, then times the statements
-`users(matching:after:limit:)` runs (Sources/GatehouseSQL/SQLAccounts.swift, copied here: keep in
+`users(matching:after:limit:)` runs (Sources/GatehouseSQL/Users/SQLUsers.swift, copied here: keep in
 step) against the scan the store ran before migration 0013, measured in the same run:
 
 - SQLite: the store's path (the FTS5 candidates, then their users, or the newest-first walk),

@@ -11,7 +11,10 @@ public enum API {
         public var directory: AppDirectory
         public var apps: AppService
         public var tokens: TokenService
+        public var revocations: RevocationList
         public var accounts: AccountService
+        public var sessions: SessionService
+        public var passwords: PasswordService
         public var emailFlows: EmailFlowService
         public var providerSignIn: ProviderSignInService
         public var deletion: AccountDeletion
@@ -20,14 +23,17 @@ public enum API {
         public var clock: any Clock
 
         public init(
-            store: any Store, directory: AppDirectory, apps: AppService, tokens: TokenService, accounts: AccountService, emailFlows: EmailFlowService,
-            providerSignIn: ProviderSignInService, deletion: AccountDeletion, files: FilesService, metrics: any RequestMetrics, clock: any Clock
+            store: any Store, directory: AppDirectory, apps: AppService, tokens: TokenService, revocations: RevocationList, accounts: AccountService,
+            sessions: SessionService, passwords: PasswordService, emailFlows: EmailFlowService, providerSignIn: ProviderSignInService, deletion: AccountDeletion, files: FilesService, metrics: any RequestMetrics, clock: any Clock
         ) {
             self.store = store
             self.directory = directory
             self.apps = apps
             self.tokens = tokens
+            self.revocations = revocations
             self.accounts = accounts
+            self.sessions = sessions
+            self.passwords = passwords
             self.emailFlows = emailFlows
             self.providerSignIn = providerSignIn
             self.deletion = deletion
@@ -45,14 +51,14 @@ public enum API {
         OperationsController(auth: auth, store: s.store, metrics: s.metrics).register(&routes)
         AppController(auth: auth, directory: s.directory).register(&routes)
         AdminController(
-            auth: auth, apps: s.apps, auditLog: AuditLog(store: s.store), users: AdminUsers(store: s.store, accounts: s.accounts, clock: s.clock),
+            auth: auth, apps: s.apps, auditLog: AuditLog(store: s.store), users: AdminUsers(store: s.store, revocations: s.revocations, clock: s.clock),
             deletion: s.deletion, clock: s.clock
         ).register(&routes)
-        let authController = AuthController(auth: auth, accounts: s.accounts, providers: s.providerSignIn, emailFlows: s.emailFlows, clock: s.clock)
+        let authController = AuthController(auth: auth, passwords: s.passwords, sessions: s.sessions, providers: s.providerSignIn, emailFlows: s.emailFlows, clock: s.clock)
         authController.register(&routes)
         EmailController(auth: auth, flows: s.emailFlows, sessions: authController).register(&routes)
         ProviderController(auth: auth, providers: s.providerSignIn, sessions: authController).register(&routes)
-        MeController(auth: auth, accounts: s.accounts, deletion: s.deletion, files: s.files).register(&routes)
+        MeController(auth: auth, accounts: s.accounts, passwords: s.passwords, sessions: s.sessions, deletion: s.deletion, files: s.files).register(&routes)
         FilesController(auth: auth, files: s.files).register(&routes)
         return routes
     }

@@ -21,7 +21,7 @@ enum AccountJSON {
     }
 
     static func identity(_ identity: Identity) -> JSON {
-        ["provider": .string(identity.provider), "email": .optional(identity.email), "created_at": .string(rfc3339(millis: identity.createdAt))]
+        ["provider": .string(identity.provider.rawValue), "email": .optional(identity.email), "created_at": .string(rfc3339(millis: identity.createdAt))]
     }
 
     static func session(_ session: Session, current: SessionID) -> JSON {

@@ -4,7 +4,8 @@ import GatehouseHTTP
 /// `/v1/auth/*` with passwords: sign-up, sign-in, refresh, sign-out, reauthentication.
 struct AuthController {
     let auth: Authenticator
-    let accounts: AccountService
+    let passwords: PasswordService
+    let sessions: SessionService
     let providers: ProviderSignInService
     let emailFlows: EmailFlowService
     let clock: any Clock
@@ -44,7 +45,7 @@ struct AuthController {
         let first = body.optional("first_name", maxLength: 200)
         let last = body.optional("last_name", maxLength: 200)
         try body.finish()
-        return sessionResponse(app, try accounts.signUp(app: app, email: email, password: password, firstName: first, lastName: last, origin: request.origin))
+        return sessionResponse(app, try passwords.signUp(app: app, email: email, password: password, firstName: first, lastName: last, origin: request.origin))
     }
 
     func signIn(_ request: Request) throws -> HTTPResponse {
@@ -53,7 +54,7 @@ struct AuthController {
         let email = body.required("email", maxLength: 320)
         let password = body.required("password", maxLength: 4096)
         try body.finish()
-        return sessionResponse(app, try accounts.signIn(app: app, email: email, password: password, origin: request.origin))
+        return sessionResponse(app, try passwords.signIn(app: app, email: email, password: password, origin: request.origin))
     }
 
     func refresh(_ request: Request) throws -> HTTPResponse {
@@ -76,7 +77,7 @@ struct AuthController {
             throw GatehouseError.validation("refresh_token", "Required (or the \(Self.refreshCookie(app)) cookie).")
         }
         do {
-            var response = sessionResponse(app, try accounts.refresh(app: app, refreshToken: token, origin: request.origin))
+            var response = sessionResponse(app, try sessions.refresh(app: app, refreshToken: token, origin: request.origin))
             // The successor goes under the app's own name; the old shared one is dropped.
             if fromLegacyCookie && given == nil { response.headers.add("Set-Cookie", Self.clearedCookie(Self.legacyRefreshCookie)) }
             return response
@@ -93,10 +94,10 @@ struct AuthController {
         var body = try Body(request, allowEmpty: true)
         let scopeText = body.optional("scope") ?? "current"
         try body.finish()
-        guard let scope = AccountService.SignOutScope(rawValue: scopeText) else {
+        guard let scope = SessionService.SignOutScope(rawValue: scopeText) else {
             throw GatehouseError.validation("scope", "Must be current, others or all.")
         }
-        try accounts.signOut(app: app, claims: claims, scope: scope, origin: request.origin)
+        try sessions.signOut(app: app, claims: claims, scope: scope, origin: request.origin)
         var response = HTTPResponse.noContent
         if app.settings.refreshCookie.setsCookie && scope != .others {
             Self.clearRefreshCookies(app, on: &response)
@@ -109,25 +110,25 @@ struct AuthController {
         var body = try Body(request)
         let access: (token: String, expiresIn: Int64)
         if let provider = body.optional("provider", maxLength: 16) {
-            let proof: ProviderSignInService.Proof
-            switch provider {
-            case "apple":
-                proof = .apple(identityToken: body.required("identity_token", maxLength: 1 << 20), nonce: body.optional("nonce", maxLength: 512), authorizationCode: nil)
-            case "google":
-                proof = .google(idToken: body.required("id_token", maxLength: 1 << 20), nonce: body.optional("nonce", maxLength: 512))
-            default:
+            guard let provider = ProviderSignInService.Provider(rawValue: provider) else {
                 throw GatehouseError.validation("provider", "Must be apple or google.")
             }
+            let proof: ProviderSignInService.Proof
+            switch provider {
+            case .apple:
+                proof = .apple(identityToken: body.required("identity_token", maxLength: 1 << 20), nonce: body.optional("nonce", maxLength: 512), authorizationCode: nil)
+            case .google:
+                proof = .google(idToken: body.required("id_token", maxLength: 1 << 20), nonce: body.optional("nonce", maxLength: 512))
+            }
             try body.finish()
-            access = try providers.reauthenticate(
-                app: app, claims: claims, provider: provider == "apple" ? .apple : .google, proof: proof, origin: request.origin)
+            access = try providers.reauthenticate(app: app, claims: claims, provider: provider, proof: proof, origin: request.origin)
         } else if let code = body.optional("code", maxLength: 64) {
             try body.finish()
             access = try emailFlows.reauthenticate(app: app, claims: claims, code: code, origin: request.origin)
         } else {
             let password = body.required("password", maxLength: 4096)
             try body.finish()
-            access = try accounts.reauthenticate(app: app, claims: claims, password: password, origin: request.origin)
+            access = try passwords.reauthenticate(app: app, claims: claims, password: password, origin: request.origin)
         }
         return HTTPResponse.data(["access_token": .string(access.token), "expires_in": .int(access.expiresIn)]).noStore()
     }

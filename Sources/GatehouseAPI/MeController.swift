@@ -5,6 +5,8 @@ import GatehouseHTTP
 struct MeController {
     let auth: Authenticator
     let accounts: AccountService
+    let passwords: PasswordService
+    let sessions: SessionService
     let deletion: AccountDeletion
     let files: FilesService
 
@@ -54,14 +56,14 @@ struct MeController {
     func sessions(_ request: Request) throws -> HTTPResponse {
         let (app, claims) = try auth.user(request)
         let page = try Page(request)
-        let sessions = try accounts.sessions(app: app, claims: claims)
+        let sessions = try sessions.sessions(app: app, claims: claims)
         return HTTPResponse.json(page.response(sessions) { AccountJSON.session($0, current: claims.sessionID) }).noStore()
     }
 
     func endSession(_ request: Request) throws -> HTTPResponse {
         let (app, claims) = try auth.user(request)
         guard let id = request.parameters["id"].flatMap({ SessionID(parsing: $0) }) else { throw GatehouseError(.notFound, "No such session.") }
-        try accounts.endSession(app: app, claims: claims, id: id, origin: request.origin)
+        try sessions.endSession(app: app, claims: claims, id: id, origin: request.origin)
         return .noContent
     }
 
@@ -71,7 +73,7 @@ struct MeController {
         let current = body.required("current_password", maxLength: 4096)
         let new = body.required("password", maxLength: 4096)
         try body.finish()
-        try accounts.changePassword(app: app, claims: claims, current: current, new: new, origin: request.origin)
+        try passwords.changePassword(app: app, claims: claims, current: current, new: new, origin: request.origin)
         return .noContent
     }
 
@@ -86,7 +88,7 @@ struct MeController {
         var body = try Body(request)
         let password = body.required("password", maxLength: 4096)
         try body.finish()
-        let identities = try accounts.addPassword(app: app, claims: claims, password: password, origin: request.origin)
+        let identities = try passwords.addPassword(app: app, claims: claims, password: password, origin: request.origin)
         return HTTPResponse.json(["data": .array(identities.map(AccountJSON.identity)), "next_cursor": .null]).noStore()
     }
 }

@@ -136,7 +136,7 @@ struct ProviderController {
 
     func unlink(_ request: Request) throws -> HTTPResponse {
         let (app, claims) = try auth.user(request)
-        guard let provider = request.parameters["provider"], ["password", "apple", "google"].contains(provider) else {
+        guard let name = request.parameters["provider"], let provider = IdentityProvider.builtIn.first(where: { $0.rawValue == name }) else {
             throw GatehouseError(.notFound, "No such sign-in method.")
         }
         return identities(try providers.unlink(app: app, claims: claims, provider: provider, origin: request.origin))

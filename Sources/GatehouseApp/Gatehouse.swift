@@ -20,10 +20,15 @@ public final class Gatehouse: Sendable {
     public let directory: AppDirectory
     public let apps: AppService
     public let accounts: AccountService
+    /// Sessions, refresh-token rotation and recent login, for every sign-in method.
+    public let sessions: SessionService
+    public let passwords: PasswordService
     private let hasher: PasswordHasher
     private let photos: PhotoProcessor
     public let emailFlows: EmailFlowService
     public let tokens: TokenService
+    /// Sessions ended on any node, refused at once by this one.
+    public let revocations: RevocationList
     public let providerSignIn: ProviderSignInService
     /// Account deletion, its grace period and purge.
     public let deletion: AccountDeletion
@@ -130,6 +135,7 @@ public final class Gatehouse: Sendable {
 
         let revocations = RevocationList(store: store, clock: clock, log: log)
         try revocations.load()
+        self.revocations = revocations
         tokens = TokenService(publicURL: configuration.publicURL, clock: clock, masterKey: masterKey, revocations: revocations)
         let hasher = try PasswordHasher(
             parameters: Argon2id.Parameters(
@@ -145,15 +151,23 @@ public final class Gatehouse: Sendable {
         let emailCodes = EmailCodes(
             masterKey: masterKey, composer: TemplatedMailComposer(templates: try MailTemplates.bundled(), sealer: sealer), clock: clock,
             wakeOutbox: outboxWorker.wake, maxMailPerHour: configuration.platformCaps.mailPerHour, metrics: metrics)
-        accounts = AccountService(store: store, cache: accountCache, tokens: tokens, hasher: hasher, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds,
-            masterKey: masterKey, emailCodes: emailCodes, log: log, metrics: metrics)
-        emailFlows = EmailFlowService(store: store, accounts: accounts, codes: emailCodes, hasher: hasher, clock: clock)
+        accounts = AccountService(store: store, cache: accountCache, clock: clock)
+        let sessions = SessionService(
+            store: store, cache: accountCache, tokens: tokens, revocations: revocations, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds,
+            metrics: metrics)
+        self.sessions = sessions
+        let gate = SignInGate(clock: clock)
+        passwords = PasswordService(
+            store: store, cache: accountCache, sessions: sessions, gate: gate, revocations: revocations, hasher: hasher, clock: clock, masterKey: masterKey,
+            emailCodes: emailCodes, log: log, metrics: metrics)
+        emailFlows = EmailFlowService(
+            store: store, sessions: sessions, gate: gate, revocations: revocations, codes: emailCodes, hasher: hasher, clock: clock, metrics: metrics)
 
         providerSignIn = ProviderSignInService(
-            store: store, directory: directory, accounts: accounts, providers: providers,
-            sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes)
+            store: store, directory: directory, sessions: sessions, providers: providers,
+            sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes, metrics: metrics)
         let deletion = AccountDeletion(
-            store: store, directory: directory, accounts: accounts, sealer: sealer, clock: clock, erasers: [FileEraser()], wakeOutbox: outboxWorker.wake,
+            store: store, directory: directory, sessions: sessions, revocations: revocations, sealer: sealer, clock: clock, erasers: [FileEraser()], wakeOutbox: outboxWorker.wake,
             log: log)
         self.deletion = deletion
         // Photo uploads run on the offload threads; as many may wait as decode.
@@ -199,7 +213,8 @@ public final class Gatehouse: Sendable {
         self.requestMetrics = requestMetrics
         routes = API.routes(
             API.Services(
-                store: store, directory: directory, apps: apps, tokens: tokens, accounts: accounts, emailFlows: emailFlows, providerSignIn: providerSignIn,
+                store: store, directory: directory, apps: apps, tokens: tokens, revocations: revocations, accounts: accounts, sessions: sessions, passwords: passwords,
+                emailFlows: emailFlows, providerSignIn: providerSignIn,
                 deletion: deletion, files: files, metrics: requestMetrics, clock: clock))
     }
 

@@ -9,7 +9,7 @@ public enum MasterKeyDerivation {
         case sealing = "gatehouse/v2/sealing"
         /// HMAC-SHA-256 over an applied `Tenants/` file's settings (``AppService``).
         case tenantChecksum = "gatehouse/v2/tenant-checksum"
-        /// HMAC-SHA-256 that turns an email into the subject of its guessing limiter (``AccountService``).
+        /// HMAC-SHA-256 that turns an email into the subject of its guessing limiter (``PasswordService``).
         case limiterSubjects = "gatehouse/v2/limiter-subjects"
         /// HMAC-SHA-256 of emailed codes and of the addresses they go to (``EmailCodes``).
         case emailCodes = "gatehouse/v2/email-codes"

@@ -87,15 +87,12 @@ public protocol AppScopedStore: Sendable {
     /// to answer once the unit has committed. Keep slow work (hashing, network) outside: on
     /// SQLite the transaction holds the database's write lock.
     func transaction<T>(_ body: (any AppScopedStore) throws -> T) throws -> T
-    /// Queues an outbox item (false when its idempotency key is queued already); in a
-    /// ``transaction(_:)``, it commits with the change that causes it.
-    func enqueue(_ item: NewOutboxItem, now: Int64) throws -> Bool
-    /// Removes a queued item not yet attempted nor held by a worker (false when there is none):
-    /// a unit of work that makes an item queued ahead of it unneeded (``BlobDeletion``'s reservation).
-    func withdraw(idempotencyKey: String) throws -> Bool
+    /// The app's outbox items not yet claimed: in a ``transaction(_:)``, an item queued commits
+    /// with the change that causes it.
+    var outbox: any OutboxQueue { get }
     /// The app's emailed codes.
     var emailCodes: any EmailCodeStore { get }
-    /// The app's audit log.
+    /// The app's audit log: events recorded (in a ``transaction(_:)``, with the change) and read.
     var auditLog: any AuditLogStore { get }
     /// Pending deletions and erasing the app's accounts.
     var deletion: any AccountDeletionStore { get }
@@ -104,110 +101,19 @@ public protocol AppScopedStore: Sendable {
     /// The app's settings, its switch, its signing keys and its secret keys.
     var settings: any AppSettingsStore { get }
 
-    // MARK: Users and identities
+    // MARK: The account features
 
-    /// Inserts a user with one identity and records `event` (its sign-up), in one transaction.
-    /// Throws `auth/email-already-in-use` when the identity exists.
-    /// The identity is nil for an account made by an emailed code: it signs in by its address.
-    func insertUser(_ user: User, passwordHash: String?, identity: Identity?, event: Event) throws
-    func user(_ id: UserID) throws -> User?
-    /// The account an emailed code for this address reaches (several share an address only under
-    /// `email_collision: separate`): one whose address is verified, the one with a password at it
-    /// first, else the oldest; else an unverified account with a password at the address (which
-    /// the code then takes from whoever made it). Never an account whose provider vouched for
-    /// nothing: an address typed into a provider proves nothing.
-    func user(email: String) throws -> User?
-    /// Marks the address verified, if the user's address is still `email`; the user, or nil.
-    func markEmailVerified(_ id: UserID, email: String, now: Int64) throws -> User?
-    /// Sets a new, verified address (and the password identity's subject) if the address is still
-    /// `old`; nil when it changed meanwhile. Throws `auth/email-already-in-use` when another
-    /// account signs in with a password at the new address.
-    func changeEmail(_ id: UserID, from old: String?, to new: String, now: Int64) throws -> User?
-    /// Sets or lifts (nil) the user's ban; the user, or nil when there is none.
-    func setBan(_ id: UserID, _ ban: Ban?, now: Int64) throws -> User?
-    /// Drops every way to sign in to the account (password, identities, kept provider tokens,
-    /// web-flow login codes not yet exchanged); returns the providers of the identities removed.
-    func forgetSignInMethods(_ id: UserID, now: Int64) throws -> [String]
-    /// The user with this password identity and their password hash.
-    func passwordUser(email: String) throws -> (User, String)?
-    func passwordHash(_ id: UserID) throws -> String?
-    func updateProfile(_ id: UserID, firstName: String?, lastName: String?, photoURL: String?, now: Int64) throws -> User?
-    /// Sets the password hash if the stored one is still `replacing` (nil: the user has none), and
-    /// adds the password identity when `addIdentity` is given; false, writing nothing, when the
-    /// stored hash changed meanwhile (a concurrent change won).
-    func setPasswordHash(_ id: UserID, hash: String, replacing: String?, addIdentity: Identity?, now: Int64) throws -> Bool
-    func identities(_ id: UserID) throws -> [Identity]
-    /// The app's users, newest first (ties by id), each with their identities: after `after` (the
-    /// previous page's last user), at most `limit`. `query` matches an exact user id, or a
-    /// case-insensitive substring of the email, first or last name (trigram-indexed on both databases, migration 0013).
-    func users(matching query: String?, after: (createdAt: Int64, id: UserID)?, limit: Int) throws -> [(User, [Identity])]
-    /// The user and their identities, read together (one statement).
-    func userWithIdentities(_ id: UserID) throws -> (User, [Identity])?
-    /// The user with this provider identity.
-    func user(provider: String, subject: String) throws -> User?
-    /// True when some user of the app has this email (any sign-in method), other than `except`.
-    func emailInUse(_ email: String, except: UserID?) throws -> Bool
-    /// Links an identity. Throws `auth/credential-already-in-use` when it is linked already.
-    func addIdentity(_ user: UserID, _ identity: Identity) throws
-    /// Unlinks, unless it is the user's only way to sign in (checked atomically); for `password`
-    /// also forgets the hash. False when nothing was removed.
-    func removeIdentity(_ user: UserID, provider: String, now: Int64) throws -> Bool
-    /// Sets names only where the user has none (Apple sends the name once).
-    func fillNames(_ user: UserID, firstName: String?, lastName: String?, now: Int64) throws
-    /// Locks the user's row for the rest of the transaction and reads it (nil: no such live
-    /// user). A deletion starts here; whatever else must not interleave with one (a new session,
-    /// a kept provider token) takes the row too.
-    func lockUser(_ id: UserID) throws -> User?
-    /// The provider refresh tokens kept for the user (sealed), to revoke before erasing them.
-    func providerTokens(_ user: UserID) throws -> [StoredProviderToken]
-    /// Keeps a provider refresh token (sealed) for revocation at account deletion; false (nothing
-    /// kept) when the account is gone.
-    @discardableResult
-    func saveProviderToken(_ user: UserID, provider: String, clientID: String, sealedToken: String, now: Int64) throws -> Bool
-    func insertWebFlow(_ flow: WebFlow) throws
-    func insertLoginCode(_ code: LoginCode) throws
-    /// Takes (marks used) an unexpired, unused login code.
-    func takeLoginCode(hash: String, now: Int64) throws -> LoginCode?
+    /// The app's users.
+    var users: any UserStore { get }
+    /// The app's ways to sign in: identities and, through them, password hashes (``passwords``).
+    var identities: any IdentityStore { get }
+    /// The app's sessions and refresh tokens.
+    var sessions: any SessionStore { get }
+    /// The app's rate-limit counters.
+    var rateLimits: any RateLimitStore { get }
+}
 
-    // MARK: Sessions
-
-    /// Starts a session, in one transaction: the session with its first refresh token, the
-    /// user's last sign-in set to the session's start, and `event` (its sign-in) recorded.
-    ///
-    /// Only for an account that, once the transaction holds its row, is neither deleted nor
-    /// pending deletion, is not banned at `session.createdAt`, and still has the password hash
-    /// `passwordHash` (a password sign-in passes the hash it checked; other sign-ins nil). Else
-    /// it throws ``SessionRefusal`` and stores nothing. A deletion, a ban and a password change
-    /// take the user's row before they end the sessions, so a sign-in that raced one has either
-    /// committed first, and had its session ended, or is refused here.
-    func insertSession(_ session: Session, refreshTokenHash: String, event: Event, passwordHash: String?) throws
-    func session(_ id: SessionID) throws -> Session?
-    /// Sessions of the user that have not ended, not expired and were last used at or after
-    /// `usedSince` (the app's idle timeout; 0 when it has none), newest first.
-    func activeSessions(_ user: UserID, now: Int64, usedSince: Int64) throws -> [Session]
-    /// Ends one session of the user; false when it was not theirs or had already ended.
-    func endSession(_ id: SessionID, user: UserID, reason: SessionEndReason, now: Int64) throws -> Bool
-    /// Ends the user's sessions except `keeping`; returns the ids ended.
-    func endSessions(of user: UserID, keeping: SessionID?, reason: SessionEndReason, now: Int64) throws -> [SessionID]
-    /// Refresh-token rotation in one transaction (see `RefreshOutcome`). A session last used
-    /// before `usedSince` (idle) is not live: its token rotates to nothing (`.invalid`).
-    /// A reuse that ends the session now records `reuseEvents(session)` in the same transaction;
-    /// the common case stays one statement on PostgreSQL (no unit of work around it).
-    func rotateRefreshToken(
-        presentedHash: String, successorHash: String, graceMillis: Int64, usedSince: Int64, origin: RequestOrigin, now: Int64,
-        reuseEvents: (Session) -> [Event]
-    ) throws -> RefreshOutcome
-    func setAuthTime(_ id: SessionID, now: Int64) throws
-
-    // MARK: Events and limits
-
-    func record(_ event: Event) throws
-    /// Counts a hit in the fixed window starting at `windowStart`; returns the hits in that window so far.
-    func hitRateLimit(bucket: String, windowStart: Int64) throws -> Int64
-    /// The hits counted in `bucket` in the window starting at `windowStart` (0 for another window).
-    func rateLimitHits(bucket: String, windowStart: Int64) throws -> Int64
-    /// Deletes this app's counter of `bucket`.
-    func resetRateLimit(bucket: String) throws
-    /// Deletes this app's counters of windows that started before `before`.
-    func purgeRateLimits(before: Int64) throws
+extension AppScopedStore {
+    /// The password hashes: a password is the `password` identity's secret, kept by ``identities``.
+    public var passwords: any PasswordStore { identities }
 }

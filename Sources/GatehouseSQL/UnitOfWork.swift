@@ -66,3 +66,7 @@ extension SQLAppScopedStore {
         try database.withConnection { db in try withdrawOutboxItem(db, app: appID, idempotencyKey: idempotencyKey) }
     }
 }
+
+extension SQLAppScopedStore: OutboxQueue {
+    var outbox: any OutboxQueue { self }
+}

@@ -18,6 +18,8 @@ public final class CoreWorld: Sendable {
     public let apps: AppService
     public let directory: AppDirectory
     public let accounts: AccountService
+    public let sessions: SessionService
+    public let passwords: PasswordService
     public let emailFlows: EmailFlowService
     public let tokens: TokenService
     public let deletion: AccountDeletion
@@ -53,10 +55,12 @@ public final class CoreWorld: Sendable {
         apps = gatehouse.apps
         directory = gatehouse.directory
         accounts = gatehouse.accounts
+        sessions = gatehouse.sessions
+        passwords = gatehouse.passwords
         emailFlows = gatehouse.emailFlows
         tokens = gatehouse.tokens
         deletion = gatehouse.deletion
-        adminUsers = AdminUsers(store: gatehouse.store, accounts: gatehouse.accounts, clock: clock)
+        adminUsers = AdminUsers(store: gatehouse.store, revocations: gatehouse.revocations, clock: clock)
         auditLog = AuditLog(store: gatehouse.store)
     }
 

@@ -49,8 +49,8 @@ struct AccountDeletionTests {
         // A second token, for the Services ID (as the web flow keeps one).
         let app = AppID(unchecked: world.app.id)
         let sealer = world.server.gatehouse.sealer
-        try world.server.gatehouse.store.app(app).saveProviderToken(
-            UserID(unchecked: userID), provider: "apple", clientID: ProviderWorld.servicesID,
+        try world.server.gatehouse.store.app(app).identities.saveProviderToken(
+            UserID(unchecked: userID), provider: .apple, clientID: ProviderWorld.servicesID,
             sealedToken: sealer.seal("rt-web-1", app: app, field: StoredProviderToken.appleFieldName(user: UserID(unchecked: userID), clientID: ProviderWorld.servicesID)),
             now: world.clock.nowMillis())
         let nativeToken = try #require(world.apple.issuedRefreshTokens.first)
@@ -395,15 +395,15 @@ extension AccountDeletionTests {
             let id = UserID(unchecked: try #require(session["user"]?["id"]?.stringValue))
             let gatehouse = world.server.gatehouse
             let data = gatehouse.store.app(AppID(unchecked: world.app.id))
-            let stale = try #require(try data.user(id))
+            let stale = try #require(try data.users.user(id))
             #expect(try deleteMe(world, session).status == 204)
             let app = try #require(try gatehouse.directory.app(id: AppID(unchecked: world.app.id)))
             #expect(throws: GatehouseError.self) {
-                try gatehouse.accounts.startSession(app: app, data, user: stale, method: .password, isNewUser: false, origin: RequestOrigin(ip: nil, userAgent: nil))
+                try gatehouse.sessions.startSession(app: app, data, user: stale, method: .password, isNewUser: false, origin: RequestOrigin(ip: nil, userAgent: nil))
             }
             #expect(try gatehouse.database.query("SELECT 1 AS found FROM sessions WHERE ended_at IS NULL").isEmpty, "grace \(grace)")
             // A provider token is kept for a pending account (revoked at its purge), never for an erased one.
-            let kept = try data.saveProviderToken(id, provider: "apple", clientID: "x", sealedToken: "y", now: world.clock.nowMillis())
+            let kept = try data.identities.saveProviderToken(id, provider: .apple, clientID: "x", sealedToken: "y", now: world.clock.nowMillis())
             #expect(kept == (grace > 0))
         }
     }
@@ -419,7 +419,7 @@ extension AccountDeletionTests {
         #expect(try world.server.request("DELETE", "/v1/admin/users/\(id)/ban", bearer: world.app.secretKey).status == 404)
         #expect(try world.server.request("DELETE", "/v1/admin/users/\(id)/sessions", bearer: world.app.secretKey).status == 404)
         let data = world.server.gatehouse.store.app(AppID(unchecked: world.app.id))
-        #expect(try data.updateProfile(UserID(unchecked: id), firstName: "Back", lastName: nil, photoURL: nil, now: world.clock.nowMillis()) == nil)
+        #expect(try data.users.updateProfile(UserID(unchecked: id), firstName: "Back", lastName: nil, photoURL: nil, now: world.clock.nowMillis()) == nil)
         #expect(try events(world, type: "user.banned").isEmpty)
     }
 

@@ -521,9 +521,9 @@ struct AccountsAPITests {
         let token = try #require(try server.signUp(created)["access_token"]?.stringValue)
         let app = try #require(try server.gatehouse.directory.app(key: created.appKey))
         let claims = try server.gatehouse.tokens.verifyAccessToken(token, app: app)
-        try server.gatehouse.accounts.requireRecentLogin(app: app, claims: claims)
+        try server.gatehouse.sessions.requireRecentLogin(app: app, claims: claims)
         clock.advance(seconds: 61)
-        #expect(throws: GatehouseError.self) { try server.gatehouse.accounts.requireRecentLogin(app: app, claims: claims) }
+        #expect(throws: GatehouseError.self) { try server.gatehouse.sessions.requireRecentLogin(app: app, claims: claims) }
     }
 
     @Test(arguments: TestDatabase.kinds)
@@ -823,10 +823,10 @@ struct AddPasswordTests {
         let data = server.gatehouse.store.app(app.id)
         let now = server.clock.nowMillis()
         let user = User(id: .generate(), email: "sam@example.com", emailVerified: true, firstName: nil, lastName: nil, createdAt: now, updatedAt: now, lastSignInAt: now)
-        try data.insertUser(
-            user, passwordHash: nil, identity: Identity(provider: "apple", subject: "001234.abcd", email: "sam@example.com", createdAt: now),
+        try data.users.insertUser(
+            user, passwordHash: nil, identity: Identity(provider: .apple, subject: "001234.abcd", email: "sam@example.com", createdAt: now),
             event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: now))
-        let grant = try server.gatehouse.accounts.startSession(
+        let grant = try server.gatehouse.sessions.startSession(
             app: app, data, user: user, method: .apple, isNewUser: false, origin: RequestOrigin(ip: "127.0.0.1", userAgent: nil))
         let token = grant.accessToken
 

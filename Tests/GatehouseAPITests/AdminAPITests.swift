@@ -48,7 +48,7 @@ struct AdminAPITests {
         // 130 events in one millisecond: the order among them is the id's.
         let at = clock.nowMillis()
         for _ in 0..<130 {
-            try log.record(Event(type: .userSignInFailed, userID: nil, sessionID: nil, ip: "192.0.2.1", userAgent: nil, createdAt: at))
+            try log.auditLog.record(Event(type: .userSignInFailed, userID: nil, sessionID: nil, ip: "192.0.2.1", userAgent: nil, createdAt: at))
         }
         var seen: [String] = []
         var cursor: String?
@@ -62,7 +62,7 @@ struct AdminAPITests {
             pages += 1
             // Newer events arriving meanwhile do not shift the pages still to come.
             clock.advance(seconds: 1)
-            try log.record(Event(type: .userSignInFailed, userID: nil, sessionID: nil, ip: "192.0.2.2", userAgent: nil, createdAt: clock.nowMillis()))
+            try log.auditLog.record(Event(type: .userSignInFailed, userID: nil, sessionID: nil, ip: "192.0.2.2", userAgent: nil, createdAt: clock.nowMillis()))
         } while cursor != nil && pages < 10
         #expect(pages == 3)
         #expect(seen.count == 130 && Set(seen).count == 130)
@@ -105,7 +105,7 @@ struct AdminAPITests {
         let data = server.gatehouse.store.app(AppID(unchecked: app.id))
         func add(_ store: any AppScopedStore, email: String, first: String?, at: Int64) throws -> UserID {
             let user = User(id: .generate(), email: email, emailVerified: false, firstName: first, lastName: nil, createdAt: at, updatedAt: at, lastSignInAt: nil)
-            try store.insertUser(user, passwordHash: nil, identity: nil, event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: at))
+            try store.users.insertUser(user, passwordHash: nil, identity: nil, event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: at))
             return user.id
         }
         // 1,200 users, ten to a millisecond (ties broken by id).
@@ -152,7 +152,7 @@ struct AdminAPITests {
             let day: Int64 = 86_400_000
             // 31 days old, an hour past 30 days, and 29 days old.
             for age in [31 * day, 30 * day + 3_600_000, 29 * day] {
-                try log.record(Event(type: .userSignInFailed, userID: nil, sessionID: nil, ip: nil, userAgent: nil, createdAt: now - age))
+                try log.auditLog.record(Event(type: .userSignInFailed, userID: nil, sessionID: nil, ip: nil, userAgent: nil, createdAt: now - age))
             }
         }
         // The maintenance job, as the periodic jobs run it.

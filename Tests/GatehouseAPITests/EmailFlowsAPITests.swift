@@ -274,7 +274,7 @@ struct EmailFlowsAPITests {
         _ = try world.code(to: "victim@example.com")  // the verification mail, unread by the squatter
         let loginCode = "a login code from the Apple web flow"
         let now = world.clock.nowMillis()
-        try world.server.gatehouse.store.app(AppID(unchecked: world.app.id)).insertLoginCode(LoginCode(
+        try world.server.gatehouse.store.app(AppID(unchecked: world.app.id)).identities.insertLoginCode(LoginCode(
             codeHash: Digest.hex(Digest.sha256(Array(loginCode.utf8))), userID: id, method: .apple, isNewUser: false, codeChallenge: nil,
             createdAt: now, expiresAt: now + 60_000))
 
@@ -336,8 +336,8 @@ struct EmailFlowsAPITests {
         for _ in 0..<2 {
             let now = world.clock.nowMillis()
             let user = User(id: .generate(), email: "shared@example.com", emailVerified: false, firstName: nil, lastName: nil, createdAt: now, updatedAt: now, lastSignInAt: nil)
-            try data.insertUser(user, passwordHash: nil, identity: nil, event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: now))
-            tokens.append(try gatehouse.accounts.startSession(app: app, data, user: user, method: .emailCode, isNewUser: true, origin: RequestOrigin(ip: nil, userAgent: nil)).accessToken)
+            try data.users.insertUser(user, passwordHash: nil, identity: nil, event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: now))
+            tokens.append(try gatehouse.sessions.startSession(app: app, data, user: user, method: .emailCode, isNewUser: true, origin: RequestOrigin(ip: nil, userAgent: nil)).accessToken)
         }
         #expect(try world.post("/v1/auth/email/verification/send", nil, bearer: tokens[0]).status == 202)
         let first = try world.code(to: "shared@example.com").code
@@ -506,8 +506,8 @@ struct EmailFlowsAPITests {
         _ = try world.code(to: "ada@example.com")
         // …and links a provider account of theirs (as POST /v1/me/identities/google would).
         let strangerID = try #require(stranger["user"]?["id"]?.stringValue)
-        try world.server.gatehouse.store.app(AppID(unchecked: world.app.id)).addIdentity(
-            UserID(unchecked: strangerID), Identity(provider: "google", subject: "stranger-google-id", email: "ada@example.com", createdAt: world.clock.nowMillis()))
+        try world.server.gatehouse.store.app(AppID(unchecked: world.app.id)).identities.addIdentity(
+            UserID(unchecked: strangerID), Identity(provider: .google, subject: "stranger-google-id", email: "ada@example.com", createdAt: world.clock.nowMillis()))
         #expect(try world.post("/v1/auth/email-code/send", ["email": "ada@example.com"]).status == 202)
         let code = try world.code(to: "ada@example.com").code
         let ada = try world.post("/v1/auth/email-code/verify", ["email": "ada@example.com", "code": .string(code)])

@@ -335,7 +335,7 @@ struct FilesServiceTests {
         while try world.server.gatehouse.outboxWorker.runOnce() > 0 {}  // the sign-ups' mail
         // What a node that died after the blob's write, before the row's commit, leaves behind:
         let key = StoredFile.blobKey(app: world.app.id, file: FileID.generate())
-        _ = try world.server.gatehouse.store.app(world.app.id).enqueue(BlobDeletion.reservation(app: world.app.id, key: key, now: clock.nowMillis()), now: clock.nowMillis())
+        _ = try world.server.gatehouse.store.app(world.app.id).outbox.enqueue(BlobDeletion.reservation(app: world.app.id, key: key, now: clock.nowMillis()), now: clock.nowMillis())
         try world.server.gatehouse.blobs.put(key, contentsOf: try BlobStoreTests.temporaryFile([1, 2, 3]))
         clock.advance(seconds: BlobDeletion.orphanAfterMillis / 1000 - 60)
         #expect(try world.server.gatehouse.outboxWorker.runOnce() == 0)
@@ -399,7 +399,7 @@ struct FilesServiceTests {
         #expect(try count("SELECT COUNT(*) AS n FROM files") == 1)
         #expect(try count("SELECT COUNT(*) AS n FROM blobs") == blobsBefore)
         #expect(try count("SELECT COUNT(*) AS n FROM outbox") == outboxBefore, "the reservation is withdrawn")
-        #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.photoURL == nil)
+        #expect(try world.server.gatehouse.store.app(world.app.id).users.user(world.user)?.photoURL == nil)
         // The same choice with a good name commits both.
         let chosen = try world.choosePhoto(file.id.rawValue, firstName: "Ada")
         #expect(chosen.firstName == "Ada" && chosen.photoURL != nil)
@@ -461,7 +461,7 @@ struct FilesServiceTests {
         // Names and photo change in one unit of work: a photo refused leaves the names as they
         // were; a change of both is one `user.updated` naming both.
         #expect(Self.code { try world.choosePhoto(text.id.rawValue, firstName: "Ada") } == "files/unsupported-type")
-        #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.firstName == nil)
+        #expect(try world.server.gatehouse.store.app(world.app.id).users.user(world.user)?.firstName == nil)
         let third = try world.choosePhoto(file.id.rawValue, firstName: "Ada")
         #expect(third.firstName == "Ada")
         let named = try world.server.gatehouse.database.query("SELECT data FROM events WHERE type = 'user.updated' AND user_id = \(world.user.rawValue)")
@@ -473,7 +473,7 @@ struct FilesServiceTests {
         let made = try #require(try world.files.publicFile(app: world.app.id, id: thirdID, version: String(thirdURL.split(separator: "/").last!)))
         #expect(made.purpose == .photo && made.id != file.id && third.photoURL == world.files.url(app: world.app.id, made))
         #expect(try world.files.file(app: world.app, user: world.user, id: file.id.rawValue).visibility == .private)
-        #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.photoURL == third.photoURL)
+        #expect(try world.server.gatehouse.store.app(world.app.id).users.user(world.user)?.photoURL == third.photoURL)
 
         // Removing the photo deletes the photo made, keeps the chosen file; deleting the chosen
         // file leaves a photo made from it.
@@ -482,7 +482,7 @@ struct FilesServiceTests {
         #expect(try world.blobExists(file) && !world.blobExists(made))
         let fourth = try world.choosePhoto(file.id.rawValue)
         try world.files.delete(app: world.app, user: world.user, session: nil, id: file.id.rawValue, origin: world.origin)
-        #expect(try world.server.gatehouse.store.app(world.app.id).user(world.user)?.photoURL == fourth.photoURL)
+        #expect(try world.server.gatehouse.store.app(world.app.id).users.user(world.user)?.photoURL == fourth.photoURL)
         #expect(fourth.photoURL != nil)
     }
 

@@ -31,7 +31,7 @@ import Testing
             let data = server.gatehouse.store.app(AppID(unchecked: app.id))
             return Signed(
                 server: server, app: app, context: try #require(try server.gatehouse.directory.app(id: AppID(unchecked: app.id))), data: data,
-                user: try #require(try data.user(id)), accessToken: try #require(session["access_token"]?.stringValue))
+                user: try #require(try data.users.user(id)), accessToken: try #require(session["access_token"]?.stringValue))
         } catch {
             server.stop()
             throw error
@@ -41,9 +41,9 @@ import Testing
     /// Stores the user's password hashed with other parameters than the test server's (m=1024,
     /// t=1, p=1), so that the next sign-in hashes it again; returns that hash.
     private static func storeHashToRedo(_ signed: Signed) throws -> String {
-        let old = try #require(try signed.data.passwordHash(signed.user.id))
+        let old = try #require(try signed.data.passwords.passwordHash(signed.user.id))
         let other = try Argon2id.hash(password: Array("correct horse battery".utf8), parameters: .init(memoryKiB: 1024, iterations: 2, parallelism: 1))
-        #expect(try signed.data.setPasswordHash(signed.user.id, hash: other, replacing: old, addIdentity: nil, now: signed.server.clock.nowMillis()))
+        #expect(try signed.data.passwords.setPasswordHash(signed.user.id, hash: other, replacing: old, addIdentity: nil, now: signed.server.clock.nowMillis()))
         return other
     }
 
@@ -61,7 +61,7 @@ import Testing
         let signInEvents = try signed.server.gatehouse.database.query("SELECT 1 AS signed_in FROM events WHERE type = 'user.signed_in'").count
         // `signed.user` is the reading from before the ban, as a sign-in hashing meanwhile has it.
         let error = #expect(throws: GatehouseError.self) {
-            try signed.server.gatehouse.accounts.startSession(app: signed.context, signed.data, user: signed.user, method: .apple, isNewUser: false, origin: Self.origin)
+            try signed.server.gatehouse.sessions.startSession(app: signed.context, signed.data, user: signed.user, method: .apple, isNewUser: false, origin: Self.origin)
         }
         #expect(error?.code == .userDisabled)
         #expect(error?.extensions["sanction_code"] == "spam")
@@ -81,17 +81,17 @@ import Testing
         let done = DispatchSemaphore(value: 0)
         let now = signed.server.clock.nowMillis()
         try signed.data.transaction { tx in
-            #expect(try tx.setBan(signed.user.id, Ban(sanctionCode: "spam", reason: nil, suspendedUntil: nil), now: now) != nil)
+            #expect(try tx.users.setBan(signed.user.id, Ban(sanctionCode: "spam", reason: nil, suspendedUntil: nil), now: now) != nil)
             Thread.detachNewThread {
                 let result = Result {
-                    try signed.server.gatehouse.accounts.startSession(
+                    try signed.server.gatehouse.sessions.startSession(
                         app: signed.context, signed.data, user: signed.user, method: .apple, isNewUser: false, origin: Self.origin)
                 }
                 outcome.withLock { $0 = result }
                 done.signal()
             }
             Thread.sleep(forTimeInterval: 0.3)  // for the sign-in to reach the user's row
-            _ = try tx.endSessions(of: signed.user.id, keeping: nil, reason: .revoked, now: now)
+            _ = try tx.sessions.endSessions(of: signed.user.id, keeping: nil, reason: .revoked, now: now)
         }
         #expect(done.wait(timeout: .now() + 30) == .success)
         let result = try #require(outcome.withLock { $0 })
@@ -107,25 +107,25 @@ import Testing
     func aPasswordSignInThatRacedAPasswordChangeGetsNoSession(_ kind: TestDatabaseKind) throws {
         let signed = try Self.signedUp(kind)
         defer { signed.server.stop() }
-        let checked = try #require(try signed.data.passwordHash(signed.user.id))
+        let checked = try #require(try signed.data.passwords.passwordHash(signed.user.id))
         let change = try signed.server.request(
             "PUT", "/v1/me/password", appKey: signed.app.appKey, bearer: signed.accessToken,
             json: ["current_password": "correct horse battery", "password": "a brand new password"])
         #expect(change.status == 204)
         #expect(try Self.liveSessions(signed) == 1, "the changer's own session")
         let error = #expect(throws: GatehouseError.self) {
-            try signed.server.gatehouse.accounts.startSession(
+            try signed.server.gatehouse.sessions.startSession(
                 app: signed.context, signed.data, user: signed.user, method: .password, isNewUser: false, origin: Self.origin, passwordHash: checked)
         }
         #expect(error?.code == .invalidCredential)
         #expect(try Self.liveSessions(signed) == 1)
         // Against the hash the account has now, the same step opens a session.
-        let current = try #require(try signed.data.passwordHash(signed.user.id))
-        _ = try signed.server.gatehouse.accounts.startSession(
+        let current = try #require(try signed.data.passwords.passwordHash(signed.user.id))
+        _ = try signed.server.gatehouse.sessions.startSession(
             app: signed.context, signed.data, user: signed.user, method: .password, isNewUser: false, origin: Self.origin, passwordHash: current)
         #expect(try Self.liveSessions(signed) == 2)
         // Another method proves no password: a password change does not stop it.
-        _ = try signed.server.gatehouse.accounts.startSession(app: signed.context, signed.data, user: signed.user, method: .emailCode, isNewUser: false, origin: Self.origin)
+        _ = try signed.server.gatehouse.sessions.startSession(app: signed.context, signed.data, user: signed.user, method: .emailCode, isNewUser: false, origin: Self.origin)
         #expect(try Self.liveSessions(signed) == 3)
     }
 
@@ -139,7 +139,7 @@ import Testing
         let signIn = try signed.server.request(
             "POST", "/v1/auth/signin", appKey: signed.app.appKey, json: ["email": "ada@example.com", "password": "correct horse battery"])
         #expect(signIn.status == 200)
-        let rehashed = try #require(try signed.data.passwordHash(signed.user.id))
+        let rehashed = try #require(try signed.data.passwords.passwordHash(signed.user.id))
         #expect(rehashed != weaker)
         #expect(try Self.liveSessions(signed) == 2)
     }
@@ -156,7 +156,7 @@ import Testing
         let statuses = Mutex<[Int]>([])
         let group = DispatchGroup()
         try signed.data.transaction { tx in
-            let locked = try tx.lockUser(signed.user.id)
+            let locked = try tx.users.lockUser(signed.user.id)
             #expect(locked != nil)
             for _ in 0..<2 {
                 group.enter()

@@ -17,7 +17,7 @@ import Testing
             #expect(try world.events(stale, .appSettingsChanged).count == 2)
             // The new minimum holds at once on this node.
             expectRefusal(.weakPassword) {
-                _ = try world.accounts.signUp(app: updated, email: "short@example.com", password: "elevenchars", firstName: nil, lastName: nil, origin: origin)
+                _ = try world.passwords.signUp(app: updated, email: "short@example.com", password: "elevenchars", firstName: nil, lastName: nil, origin: origin)
             }
         }
     }

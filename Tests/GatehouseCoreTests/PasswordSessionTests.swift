@@ -12,7 +12,7 @@ import Testing
             #expect(signedUp.isNewUser)
             #expect(signedUp.user.email == "ada@example.com")
             #expect(!signedUp.user.emailVerified)
-            #expect(signedUp.identities.map(\.provider) == ["password"])
+            #expect(signedUp.identities.map(\.provider) == [.password])
 
             let signedIn = try world.signIn(app)
             #expect(!signedIn.isNewUser)
@@ -21,7 +21,7 @@ import Testing
             let second = try world.claims(signedIn, app: app)
             #expect(first.userID == signedUp.user.id && second.userID == signedUp.user.id)
             #expect(first.sessionID != second.sessionID)
-            #expect(Set(try world.accounts.sessions(app: app, claims: second).map(\.id)) == [first.sessionID, second.sessionID])
+            #expect(Set(try world.sessions.sessions(app: app, claims: second).map(\.id)) == [first.sessionID, second.sessionID])
         }
     }
 
@@ -98,7 +98,7 @@ import Testing
             let app = try world.createApp()
             let phone = try world.signUp(app)
             let laptop = try world.signIn(app)
-            try world.accounts.signOut(app: app, claims: world.claims(phone, app: app), scope: .current, origin: origin)
+            try world.sessions.signOut(app: app, claims: world.claims(phone, app: app), scope: .current, origin: origin)
             expectRefusal(.invalidRefreshToken) { _ = try world.refresh(app, phone.refreshToken) }
             expectRefusal(.sessionRevoked) { _ = try world.claims(phone, app: app) }
             _ = try world.refresh(app, laptop.refreshToken)

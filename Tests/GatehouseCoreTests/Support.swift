@@ -20,15 +20,15 @@ let password = "correct horse battery"
 extension CoreWorld {
     /// A password account of `app`, signed up with ``password``.
     func signUp(_ app: AppContext, _ email: String = "ada@example.com") throws -> SessionGrant {
-        try accounts.signUp(app: app, email: email, password: password, firstName: nil, lastName: nil, origin: Self.origin)
+        try passwords.signUp(app: app, email: email, password: password, firstName: nil, lastName: nil, origin: Self.origin)
     }
 
     func signIn(_ app: AppContext, _ email: String = "ada@example.com", password: String = password) throws -> SessionGrant {
-        try accounts.signIn(app: app, email: email, password: password, origin: Self.origin)
+        try passwords.signIn(app: app, email: email, password: password, origin: Self.origin)
     }
 
     func refresh(_ app: AppContext, _ refreshToken: String) throws -> SessionGrant {
-        try accounts.refresh(app: app, refreshToken: refreshToken, origin: Self.origin)
+        try sessions.refresh(app: app, refreshToken: refreshToken, origin: Self.origin)
     }
 
     /// The app's audit events of `type`, newest first.

@@ -68,7 +68,7 @@ final class KitWorld: @unchecked Sendable {  // every field is immutable after i
 
     /// A client of the app, on `store`, whose clock is `now`.
     /// `connections`: how many connections its URLSession opens to the server at once.
-    func client(store: any SessionStore = MemorySessionStore(), connections: Int? = nil, now: @escaping @Sendable () -> Date = { Date() }) -> GatehouseClient {
+    func client(store: any GatehouseKit.SessionStore = MemorySessionStore(), connections: Int? = nil, now: @escaping @Sendable () -> Date = { Date() }) -> GatehouseClient {
         var configuration = GatehouseClient.Configuration(baseURL: URL(string: server.baseURL)!, appKey: app.appKey, sessionStore: store)
         configuration.now = now
         if let connections {

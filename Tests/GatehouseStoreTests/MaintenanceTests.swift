@@ -30,7 +30,7 @@ import Testing
             app = store.app(AppID(unchecked: "app_m"))
             let joined = MaintenanceTests.now - 100 * MaintenanceTests.day
             let user = User(id: .generate(), email: "ada@example.com", emailVerified: true, firstName: nil, lastName: nil, createdAt: joined, updatedAt: joined, lastSignInAt: nil)
-            try app.insertUser(user, passwordHash: nil, identity: nil, event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: joined))
+            try app.users.insertUser(user, passwordHash: nil, identity: nil, event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: joined))
             self.user = user.id
         }
 
@@ -53,7 +53,7 @@ import Testing
                 id: .generate(), userID: user, method: .password, authTime: createdAt, createdAt: createdAt, lastUsedAt: createdAt, expiresAt: expiresAt,
                 ip: nil, userAgent: nil)
             var tokens = [nextToken()]
-            try app.insertSession(session, refreshTokenHash: tokens[0], event: Event(type: .userSignedIn, userID: user, sessionID: session.id, ip: nil, userAgent: nil, createdAt: createdAt), passwordHash: nil)
+            try app.sessions.insertSession(session, refreshTokenHash: tokens[0], event: Event(type: .userSignedIn, userID: user, sessionID: session.id, ip: nil, userAgent: nil, createdAt: createdAt), passwordHash: nil)
             for index in 0..<refreshes {
                 let successor = nextToken()
                 let outcome = try refresh(tokens.last!, successor, at: createdAt + Int64(index + 1) * MaintenanceTests.minute)
@@ -64,13 +64,13 @@ import Testing
         }
 
         func refresh(_ presented: String, _ successor: String, at now: Int64) throws -> RefreshOutcome {
-            try app.rotateRefreshToken(
+            try app.sessions.rotateRefreshToken(
                 presentedHash: presented, successorHash: successor, graceMillis: 10_000, usedSince: 0, origin: RequestOrigin(ip: nil, userAgent: nil), now: now,
                 reuseEvents: { _ in [] })
         }
 
         func end(_ session: SessionID, at time: Int64) throws {
-            #expect(try app.endSession(session, user: user, reason: .signedOut, now: time))
+            #expect(try app.sessions.endSession(session, user: user, reason: .signedOut, now: time))
         }
 
         func count(_ table: String, _ condition: SQL = "TRUE") throws -> Int {
@@ -148,7 +148,7 @@ import Testing
             }
             // Five events past the 400 days (more than one batch of two), one inside.
             for age in [401, 402, 403, 404, 405, 399] {
-                try f.app.record(Event(type: .userSignInFailed, userID: nil, sessionID: nil, ip: nil, userAgent: nil, createdAt: now - Int64(age) * day))
+                try f.app.auditLog.record(Event(type: .userSignInFailed, userID: nil, sessionID: nil, ip: nil, userAgent: nil, createdAt: now - Int64(age) * day))
             }
 
             let report = try #require(try f.maintenance().run(now: now))
@@ -273,7 +273,7 @@ import Testing
         guard TestDatabase.kinds.contains(.postgres) else { return }
         try withDatabase(.postgres, poolSize: 1) { test in
             let f = try Fixture(test.database)
-            try f.app.record(Event(type: .userSignInFailed, userID: nil, sessionID: nil, ip: nil, userAgent: nil, createdAt: Self.now - 500 * Self.day))
+            try f.app.auditLog.record(Event(type: .userSignInFailed, userID: nil, sessionID: nil, ip: nil, userAgent: nil, createdAt: Self.now - 500 * Self.day))
             let otherDatabase = try test.openAnother()
             defer { otherDatabase.close() }
             let otherNode = Maintenance(
@@ -318,7 +318,7 @@ import Testing
         try withDatabase(kind) { test in
             let f = try Fixture(test.database)
             for age in 0..<5 {
-                try f.app.record(Event(type: .userSignInFailed, userID: nil, sessionID: nil, ip: nil, userAgent: nil, createdAt: Self.now - Int64(401 + age) * Self.day))
+                try f.app.auditLog.record(Event(type: .userSignInFailed, userID: nil, sessionID: nil, ip: nil, userAgent: nil, createdAt: Self.now - Int64(401 + age) * Self.day))
             }
             var policy = MaintenancePolicy(intervalSeconds: 300, refreshGraceSeconds: 10, eventRetentionDays: 400)
             policy.batchSize = 2

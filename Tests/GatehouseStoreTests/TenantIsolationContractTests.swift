@@ -47,11 +47,11 @@ import Testing
             b = store.app(AppID(unchecked: "app_b"))
             userA = try Self.addUser(to: a, hash: "hash-a")
             userB = try Self.addUser(to: b, hash: "hash-b")
-            try a.addIdentity(userA.id, Identity(provider: "google", subject: "google-sub-a", email: Self.email, createdAt: now))
+            try a.identities.addIdentity(userA.id, Identity(provider: .google, subject: "google-sub-a", email: Self.email, createdAt: now))
             sessionA = Session(
                 id: .generate(), userID: userA.id, method: .password, authTime: now, createdAt: now, lastUsedAt: now, expiresAt: now + 86_400_000, ip: nil,
                 userAgent: nil)
-            try a.insertSession(
+            try a.sessions.insertSession(
                 sessionA, refreshTokenHash: refreshA,
                 event: Event(type: .userSignedIn, userID: userA.id, sessionID: sessionA.id, ip: nil, userAgent: nil, createdAt: now), passwordHash: nil)
         }
@@ -62,16 +62,16 @@ import Testing
 
         static func addUser(to app: any AppScopedStore, hash: String) throws -> User {
             let user = User(id: .generate(), email: email, emailVerified: false, firstName: nil, lastName: nil, createdAt: now, updatedAt: now, lastSignInAt: nil)
-            try app.insertUser(
-                user, passwordHash: hash, identity: Identity(provider: "password", subject: email, email: email, createdAt: now),
+            try app.users.insertUser(
+                user, passwordHash: hash, identity: Identity(provider: .password, subject: email, email: email, createdAt: now),
                 event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: now))
             return user
         }
 
         /// A's user, identities and password hash as they are now: a check compares them before and after B's calls.
         func stateOfA() throws -> [String] {
-            let (user, identities) = try #require(try a.userWithIdentities(userA.id))
-            return ["\(user)", "\(identities.sorted { $0.provider < $1.provider })", "\(try a.passwordHash(userA.id) ?? "-")"]
+            let (user, identities) = try #require(try a.users.userWithIdentities(userA.id))
+            return ["\(user)", "\(identities.sorted { $0.provider.rawValue < $1.provider.rawValue })", "\(try a.passwords.passwordHash(userA.id) ?? "-")"]
         }
     }
 
@@ -136,7 +136,7 @@ import Testing
 
     /// A unit of work of B is B's scope: it reads nothing of A.
     static func unitOfWork(_ f: TwoApps) throws {
-        let (scope, found) = try f.b.transaction { tx in (tx.appID, try tx.user(f.userA.id)) }
+        let (scope, found) = try f.b.transaction { tx in (tx.appID, try tx.users.user(f.userA.id)) }
         #expect(scope == f.b.appID)
         #expect(found == nil)
     }
@@ -145,69 +145,69 @@ import Testing
     static func users(_ f: TwoApps) throws {
         let before = try f.stateOfA()
         let id = f.userA.id, email = TwoApps.email, now = TwoApps.now + 1
-        #expect(try f.b.user(id) == nil)
-        #expect(try f.b.userWithIdentities(id) == nil)
-        #expect(try f.b.passwordHash(id) == nil)
-        #expect(try f.b.user(email: email)?.id == f.userB.id)
-        #expect(try f.b.passwordUser(email: email)?.0.id == f.userB.id)
-        #expect(try f.b.users(matching: nil, after: nil, limit: 100).map(\.0.id) == [f.userB.id])
-        #expect(try f.b.users(matching: id.rawValue, after: nil, limit: 100).isEmpty)
-        #expect(try f.b.emailInUse(email, except: f.userB.id) == false)
-        #expect(try f.b.transaction { tx in try tx.lockUser(id) } == nil)
+        #expect(try f.b.users.user(id) == nil)
+        #expect(try f.b.users.userWithIdentities(id) == nil)
+        #expect(try f.b.passwords.passwordHash(id) == nil)
+        #expect(try f.b.users.user(email: email)?.id == f.userB.id)
+        #expect(try f.b.passwords.passwordUser(email: email)?.0.id == f.userB.id)
+        #expect(try f.b.users.users(matching: nil, after: nil, limit: 100).map(\.0.id) == [f.userB.id])
+        #expect(try f.b.users.users(matching: id.rawValue, after: nil, limit: 100).isEmpty)
+        #expect(try f.b.users.emailInUse(email, except: f.userB.id) == false)
+        #expect(try f.b.transaction { tx in try tx.users.lockUser(id) } == nil)
 
-        #expect(try f.b.markEmailVerified(id, email: email, now: now) == nil)
-        #expect(try f.b.changeEmail(id, from: email, to: "moved@example.com", now: now) == nil)
-        #expect(try f.b.setBan(id, Ban(sanctionCode: "x", reason: nil, suspendedUntil: nil), now: now) == nil)
-        #expect(try f.b.updateProfile(id, firstName: "Mallory", lastName: nil, photoURL: nil, now: now) == nil)
-        #expect(try f.b.setPasswordHash(id, hash: "hash-of-b", replacing: "hash-a", addIdentity: nil, now: now) == false)
-        try f.b.fillNames(id, firstName: "Mallory", lastName: "B", now: now)
-        #expect(try f.b.forgetSignInMethods(id, now: now).isEmpty)
+        #expect(try f.b.users.markEmailVerified(id, email: email, now: now) == nil)
+        #expect(try f.b.users.changeEmail(id, from: email, to: "moved@example.com", now: now) == nil)
+        #expect(try f.b.users.setBan(id, Ban(sanctionCode: "x", reason: nil, suspendedUntil: nil), now: now) == nil)
+        #expect(try f.b.users.updateProfile(id, firstName: "Mallory", lastName: nil, photoURL: nil, now: now) == nil)
+        #expect(try f.b.passwords.setPasswordHash(id, hash: "hash-of-b", replacing: "hash-a", addIdentity: nil, now: now) == false)
+        try f.b.users.fillNames(id, firstName: "Mallory", lastName: "B", now: now)
+        #expect(try f.b.identities.forgetSignInMethods(id, now: now).isEmpty)
         #expect(try f.stateOfA() == before)
     }
 
     /// A's identities: B neither finds, removes nor is refused by them (B may link the same one).
     static func identities(_ f: TwoApps) throws {
         let before = try f.stateOfA()
-        #expect(try f.b.identities(f.userA.id).isEmpty)
-        #expect(try f.b.user(provider: "google", subject: "google-sub-a") == nil)
-        #expect(try f.b.removeIdentity(f.userA.id, provider: "google", now: TwoApps.now + 1) == false)
-        try f.b.addIdentity(f.userB.id, Identity(provider: "google", subject: "google-sub-a", email: nil, createdAt: TwoApps.now + 1))
-        #expect(try f.b.user(provider: "google", subject: "google-sub-a")?.id == f.userB.id)
-        #expect(try f.a.user(provider: "google", subject: "google-sub-a")?.id == f.userA.id)
+        #expect(try f.b.identities.all(of: f.userA.id).isEmpty)
+        #expect(try f.b.identities.user(provider: .google, subject: "google-sub-a") == nil)
+        #expect(try f.b.identities.removeIdentity(f.userA.id, provider: .google, now: TwoApps.now + 1) == false)
+        try f.b.identities.addIdentity(f.userB.id, Identity(provider: .google, subject: "google-sub-a", email: nil, createdAt: TwoApps.now + 1))
+        #expect(try f.b.identities.user(provider: .google, subject: "google-sub-a")?.id == f.userB.id)
+        #expect(try f.a.identities.user(provider: .google, subject: "google-sub-a")?.id == f.userA.id)
         #expect(try f.stateOfA() == before)
     }
 
     /// A's kept provider tokens: B neither reads them nor adds to A's user.
     static func providerTokens(_ f: TwoApps) throws {
-        try f.a.saveProviderToken(f.userA.id, provider: "apple", clientID: "com.example.a", sealedToken: "sealed-a", now: TwoApps.now)
-        #expect(try f.b.providerTokens(f.userA.id).isEmpty)
-        #expect(try f.b.saveProviderToken(f.userA.id, provider: "apple", clientID: "com.example.b", sealedToken: "sealed-b", now: TwoApps.now) == false)
-        #expect(try f.a.providerTokens(f.userA.id).map(\.sealedToken) == ["sealed-a"])
+        try f.a.identities.saveProviderToken(f.userA.id, provider: .apple, clientID: "com.example.a", sealedToken: "sealed-a", now: TwoApps.now)
+        #expect(try f.b.identities.providerTokens(f.userA.id).isEmpty)
+        #expect(try f.b.identities.saveProviderToken(f.userA.id, provider: .apple, clientID: "com.example.b", sealedToken: "sealed-b", now: TwoApps.now) == false)
+        #expect(try f.a.identities.providerTokens(f.userA.id).map(\.sealedToken) == ["sealed-a"])
     }
 
     /// A's session: B neither reads, ends, rotates nor touches it, nor opens one for A's user.
     static func sessions(_ f: TwoApps) throws {
         let id = f.sessionA.id, user = f.userA.id, now = TwoApps.now + 1
-        #expect(try f.b.session(id) == nil)
-        #expect(try f.b.activeSessions(user, now: now, usedSince: 0).isEmpty)
-        #expect(try f.b.endSession(id, user: user, reason: .revoked, now: now) == false)
-        #expect(try f.b.endSessions(of: user, keeping: nil, reason: .revoked, now: now).isEmpty)
-        try f.b.setAuthTime(id, now: now)
-        let outcome = try f.b.rotateRefreshToken(
+        #expect(try f.b.sessions.session(id) == nil)
+        #expect(try f.b.sessions.activeSessions(user, now: now, usedSince: 0).isEmpty)
+        #expect(try f.b.sessions.endSession(id, user: user, reason: .revoked, now: now) == false)
+        #expect(try f.b.sessions.endSessions(of: user, keeping: nil, reason: .revoked, now: now).isEmpty)
+        try f.b.sessions.setAuthTime(id, now: now)
+        let outcome = try f.b.sessions.rotateRefreshToken(
             presentedHash: f.refreshA, successorHash: "successor-by-b", graceMillis: 0, usedSince: 0, origin: RequestOrigin(ip: nil, userAgent: nil), now: now
         ) { _ in [] }
         #expect(outcome == .invalid)
         let intruder = Session(
             id: .generate(), userID: user, method: .password, authTime: now, createdAt: now, lastUsedAt: now, expiresAt: now + 60_000, ip: nil, userAgent: nil)
         #expect(throws: SessionRefusal.self) {
-            try f.b.insertSession(
+            try f.b.sessions.insertSession(
                 intruder, refreshTokenHash: "refresh-by-b", event: Event(type: .userSignedIn, userID: user, sessionID: intruder.id, ip: nil, userAgent: nil, createdAt: now),
                 passwordHash: nil)
         }
 
-        #expect(try f.a.session(id) == f.sessionA)
-        #expect(try f.a.activeSessions(user, now: now, usedSince: 0).map(\.id) == [id])
-        guard case .rotated(let session) = try f.a.rotateRefreshToken(
+        #expect(try f.a.sessions.session(id) == f.sessionA)
+        #expect(try f.a.sessions.activeSessions(user, now: now, usedSince: 0).map(\.id) == [id])
+        guard case .rotated(let session) = try f.a.sessions.rotateRefreshToken(
             presentedHash: f.refreshA, successorHash: "successor-by-a", graceMillis: 0, usedSince: 0, origin: RequestOrigin(ip: nil, userAgent: nil), now: now,
             reuseEvents: { _ in [] })
         else { Issue.record("A's refresh token no longer rotates in A"); return }
@@ -217,9 +217,9 @@ import Testing
     /// A's login code: B cannot take it; A still can.
     static func loginCodes(_ f: TwoApps) throws {
         let now = TwoApps.now
-        try f.a.insertLoginCode(LoginCode(codeHash: "login-code-a", userID: f.userA.id, method: .apple, isNewUser: false, codeChallenge: nil, createdAt: now, expiresAt: now + 60_000))
-        #expect(try f.b.takeLoginCode(hash: "login-code-a", now: now + 1) == nil)
-        #expect(try f.a.takeLoginCode(hash: "login-code-a", now: now + 1)?.userID == f.userA.id)
+        try f.a.identities.insertLoginCode(LoginCode(codeHash: "login-code-a", userID: f.userA.id, method: .apple, isNewUser: false, codeChallenge: nil, createdAt: now, expiresAt: now + 60_000))
+        #expect(try f.b.identities.takeLoginCode(hash: "login-code-a", now: now + 1) == nil)
+        #expect(try f.a.identities.takeLoginCode(hash: "login-code-a", now: now + 1)?.userID == f.userA.id)
     }
 
     /// A's emailed-code row: B's lock does not find it and B's purge does not delete it.
@@ -243,7 +243,7 @@ import Testing
     /// A's events are not in B's audit log, by user or at all.
     static func auditLog(_ f: TwoApps) throws {
         let event = Event(type: .userUpdated, userID: f.userA.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: TwoApps.now + 1)
-        try f.a.record(event)
+        try f.a.auditLog.record(event)
         let all = try f.b.auditLog.events(EventQuery(limit: 1_000))
         #expect(!all.isEmpty)  // B's own sign-up
         #expect(all.allSatisfy { $0.userID != f.userA.id })
@@ -260,7 +260,7 @@ import Testing
         #expect(try f.stateOfA() == before)
         #expect(try f.a.deletion.schedule(f.userA.id, PendingDeletion(requestedAt: now, purgeAt: now + 1), now: now))
         #expect(try f.b.deletion.cancel(f.userA.id, now: now) == false)
-        #expect(try f.a.user(f.userA.id)?.pendingDeletion != nil)
+        #expect(try f.a.users.user(f.userA.id)?.pendingDeletion != nil)
     }
 
     /// A's public file: B neither lists, reads, counts, changes nor deletes it.
@@ -285,20 +285,20 @@ import Testing
     /// A's counters: B reads, resets and purges its own only.
     static func rateLimits(_ f: TwoApps) throws {
         let window = TwoApps.now
-        _ = try f.a.hitRateLimit(bucket: "signin_ip:203.0.113.7", windowStart: window)
-        #expect(try f.a.hitRateLimit(bucket: "signin_ip:203.0.113.7", windowStart: window) == 2)
-        #expect(try f.b.rateLimitHits(bucket: "signin_ip:203.0.113.7", windowStart: window) == 0)
-        #expect(try f.b.hitRateLimit(bucket: "signin_ip:203.0.113.7", windowStart: window) == 1)
-        try f.b.resetRateLimit(bucket: "signin_ip:203.0.113.7")
-        try f.b.purgeRateLimits(before: .max)
-        #expect(try f.a.rateLimitHits(bucket: "signin_ip:203.0.113.7", windowStart: window) == 2)
+        _ = try f.a.rateLimits.hit(bucket: "signin_ip:203.0.113.7", windowStart: window)
+        #expect(try f.a.rateLimits.hit(bucket: "signin_ip:203.0.113.7", windowStart: window) == 2)
+        #expect(try f.b.rateLimits.hits(bucket: "signin_ip:203.0.113.7", windowStart: window) == 0)
+        #expect(try f.b.rateLimits.hit(bucket: "signin_ip:203.0.113.7", windowStart: window) == 1)
+        try f.b.rateLimits.reset(bucket: "signin_ip:203.0.113.7")
+        try f.b.rateLimits.purge(before: .max)
+        #expect(try f.a.rateLimits.hits(bucket: "signin_ip:203.0.113.7", windowStart: window) == 2)
     }
 
     /// An item A queued: B cannot withdraw it; A can.
     static func outbox(_ f: TwoApps) throws {
         let item = NewOutboxItem(appID: f.a.appID, kind: .webhook, idempotencyKey: "webhook/app_a/1", payload: "{}", sealed: false)
-        #expect(try f.a.enqueue(item, now: TwoApps.now))
-        #expect(try f.b.withdraw(idempotencyKey: item.idempotencyKey) == false)
-        #expect(try f.a.withdraw(idempotencyKey: item.idempotencyKey))
+        #expect(try f.a.outbox.enqueue(item, now: TwoApps.now))
+        #expect(try f.b.outbox.withdraw(idempotencyKey: item.idempotencyKey) == false)
+        #expect(try f.a.outbox.withdraw(idempotencyKey: item.idempotencyKey))
     }
 }

@@ -37,7 +37,7 @@ import Testing
         func add(_ email: String?, _ first: String? = nil, _ last: String? = nil, to store: (any AppScopedStore)? = nil, tie: Bool = false) throws -> User {
             if !tie { time += 1 }
             let user = User(id: .generate(), email: email, emailVerified: false, firstName: first, lastName: last, createdAt: time, updatedAt: time, lastSignInAt: nil)
-            try (store ?? app).insertUser(user, passwordHash: nil, identity: nil, event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: time))
+            try (store ?? app).users.insertUser(user, passwordHash: nil, identity: nil, event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: time))
             return user
         }
 
@@ -46,7 +46,7 @@ import Testing
             var found: [String] = []
             var after: (createdAt: Int64, id: UserID)?
             while true {
-                let page = try app.users(matching: query, after: after, limit: limit).map(\.0)
+                let page = try app.users.users(matching: query, after: after, limit: limit).map(\.0)
                 found += page.map { $0.email ?? "(none)" }
                 guard page.count == limit, let last = page.last else { return found }
                 after = (last.createdAt, last.id)
@@ -58,7 +58,7 @@ import Testing
             var current: [User] = []
             var after: (createdAt: Int64, id: UserID)?
             while true {
-                let page = try app.users(matching: nil, after: after, limit: 1000).map(\.0)
+                let page = try app.users.users(matching: nil, after: after, limit: 1000).map(\.0)
                 current += page
                 guard let last = page.last else { break }
                 after = (last.createdAt, last.id)
@@ -139,13 +139,13 @@ import Testing
             let erased = try fixture.add("erased@example.com", "Erased", "Person")
             try fixture.add("bystander@example.com", "Oldfield", "Newman")
 
-            _ = try fixture.app.updateProfile(renamed.id, firstName: "Newfirst", lastName: nil, photoURL: nil, now: 1)
+            _ = try fixture.app.users.updateProfile(renamed.id, firstName: "Newfirst", lastName: nil, photoURL: nil, now: 1)
             #expect(try fixture.search("oldfirst").isEmpty)
             #expect(try fixture.search("oldlast").isEmpty, "a name set to NULL")
             #expect(try fixture.search("newfirst") == ["renamed@example.com"])
             #expect(try fixture.search("oldfi") == ["bystander@example.com"])
 
-            _ = try fixture.app.changeEmail(moved.id, from: "before@example.com", to: "after@example.com", now: 2)
+            _ = try fixture.app.users.changeEmail(moved.id, from: "before@example.com", to: "after@example.com", now: 2)
             #expect(try fixture.search("before@").isEmpty)
             #expect(try fixture.search("after@") == ["after@example.com"])
 

@@ -1,5 +1,5 @@
 -- pgbench script: one refresh-token rotation as Gatehouse's rotateRefreshToken does it
--- (Sources/GatehouseSQL/SQLAccounts.swift, the .rotated path): the SELECT of the presented token
+-- (Sources/GatehouseSQL/Sessions/SQLSessions.swift, the .rotated path): the SELECT of the presented token
 -- with its session, the UPDATE that claims it, the INSERT of the successor, the UPDATE of the
 -- session, in one read-committed transaction. Run with -M extended (parameters bound like
 -- libpq's PQexecParams, as the server does) and -D app=<app id> -D n=0.

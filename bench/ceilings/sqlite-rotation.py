@@ -6,7 +6,7 @@
 Runs PROCESSES (default 2) worker processes against DB_FILE (an already migrated Gatehouse
 database holding app APP_ID), each in WAL mode with synchronous=FULL, foreign_keys=ON and a
 5 s busy timeout like the server's connections, doing the statements of one refresh rotation
-(rotateRefreshToken in Sources/GatehouseSQL/SQLAccounts.swift, the .rotated path: SELECT the
+(rotateRefreshToken in Sources/GatehouseSQL/Sessions/SQLSessions.swift, the .rotated path: SELECT the
 token with its session, UPDATE to claim it, INSERT the successor, UPDATE the session) in
 BEGIN IMMEDIATE ... COMMIT transactions, for SECONDS seconds. Each worker walks chains on its
 own sessions; every claim must hit exactly one row. Prints "tx_per_s=N transactions=N

@@ -62,10 +62,10 @@ func timed<T>(_ body: () throws -> T) rethrows -> (T, Double) {
 // Users and sessions.
 let sessions: [(SessionID, UserID, String)] = try (0..<sessionCount).map { index in
     let user = User(id: .generate(), email: "user\(index)@example.com", emailVerified: true, firstName: nil, lastName: nil, createdAt: t0, updatedAt: t0, lastSignInAt: nil)
-    try app.insertUser(user, passwordHash: nil, identity: nil, event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: t0))
+    try app.users.insertUser(user, passwordHash: nil, identity: nil, event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: t0))
     let session = Session(id: .generate(), userID: user.id, method: .password, authTime: t0, createdAt: t0, lastUsedAt: t0, expiresAt: t0 + 30 * day, ip: nil, userAgent: nil)
     let token = "s\(index)-0"
-    try app.insertSession(session, refreshTokenHash: token, event: Event(type: .userSignedIn, userID: user.id, sessionID: session.id, ip: nil, userAgent: nil, createdAt: t0), passwordHash: nil)
+    try app.sessions.insertSession(session, refreshTokenHash: token, event: Event(type: .userSignedIn, userID: user.id, sessionID: session.id, ip: nil, userAgent: nil, createdAt: t0), passwordHash: nil)
     return (session.id, user.id, token)
 }
 
@@ -78,7 +78,7 @@ let (_, refreshSeconds) = timed {
             for step in 1...perSession {
                 let successor = "s\(index)-\(step)"
                 do {
-                    let outcome = try app.rotateRefreshToken(
+                    let outcome = try app.sessions.rotateRefreshToken(
                         presentedHash: current, successorHash: successor, graceMillis: 10_000, usedSince: 0, origin: origin,
                         now: t0 + Int64(step) * 15 * minute, reuseEvents: { _ in [] })
                     guard case .rotated = outcome else { failures.add(1, ordering: .relaxed); break }
@@ -93,7 +93,7 @@ let (_, refreshSeconds) = timed {
 }
 guard failures.load(ordering: .relaxed) == 0 else { fail("\(failures.load(ordering: .relaxed)) refresh chains failed") }
 for (id, user, _) in sessions.prefix(sessionCount / 2) {
-    _ = try app.endSession(id, user: user, reason: .signedOut, now: lastRefresh)
+    _ = try app.sessions.endSession(id, user: user, reason: .signedOut, now: lastRefresh)
 }
 
 // The other tables, each with `seeded` rows past their time at the first round and a tenth as many inside it.

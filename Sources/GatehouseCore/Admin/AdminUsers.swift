@@ -2,12 +2,13 @@
 /// other id, well formed or not, is 404 `request/not-found`, like an unknown one.
 public struct AdminUsers: Sendable {
     private let store: any Store
-    private let accounts: AccountService
+    /// Told of the sessions a ban or an admin's revocation ends.
+    private let revocations: RevocationList
     private let clock: any Clock
 
-    public init(store: any Store, accounts: AccountService, clock: any Clock) {
+    public init(store: any Store, revocations: RevocationList, clock: any Clock) {
         self.store = store
-        self.accounts = accounts
+        self.revocations = revocations
         self.clock = clock
     }
 
@@ -17,13 +18,13 @@ public struct AdminUsers: Sendable {
     /// `GET /v1/admin/users`: a page of the app's users, newest first, and where the next starts.
     /// `query`: an exact user id, or a case-insensitive substring of email, first or last name.
     public func list(app: AppContext, query: String?, after: Position?, limit: Int) throws -> (users: [(User, [Identity])], next: Position?) {
-        let found = try store.app(app.id).users(matching: query, after: after.map { ($0.createdAt, $0.id) }, limit: limit + 1)
+        let found = try store.app(app.id).users.users(matching: query, after: after.map { ($0.createdAt, $0.id) }, limit: limit + 1)
         return Position.page(found, limit: limit) { Position(createdAt: $0.0.createdAt, id: $0.0.id) }
     }
 
     /// `GET /v1/admin/users/{id}`: the user and their identities.
     public func user(app: AppContext, id rawID: String) throws -> (User, [Identity]) {
-        guard let id = UserID(parsing: rawID), let found = try store.app(app.id).userWithIdentities(id) else { throw Self.notFound }
+        guard let id = UserID(parsing: rawID), let found = try store.app(app.id).users.userWithIdentities(id) else { throw Self.notFound }
         return found
     }
 
@@ -33,14 +34,14 @@ public struct AdminUsers: Sendable {
         guard let id = UserID(parsing: rawID) else { throw Self.notFound }
         let now = clock.nowMillis()
         let ended = try store.app(app.id).transaction { tx -> [SessionID] in
-            guard try tx.user(id) != nil else { throw Self.notFound }
-            let ended = try tx.endSessions(of: id, keeping: nil, reason: .revoked, now: now)
+            guard try tx.users.user(id) != nil else { throw Self.notFound }
+            let ended = try tx.sessions.endSessions(of: id, keeping: nil, reason: .revoked, now: now)
             for session in ended {
-                try tx.record(Event(type: .sessionRevoked, userID: id, sessionID: session, ip: nil, userAgent: nil, data: ["reason": "admin"], createdAt: now))
+                try tx.auditLog.record(Event(type: .sessionRevoked, userID: id, sessionID: session, ip: nil, userAgent: nil, data: ["reason": "admin"], createdAt: now))
             }
             return ended
         }
-        accounts.tokens.revocations.add(ended)
+        revocations.add(ended)
     }
 
     /// `POST /v1/admin/users/{id}/ban`: the ban is set, every session ends at once on every node
@@ -72,18 +73,18 @@ public struct AdminUsers: Sendable {
         try checks.finish()
         let ban = Ban(sanctionCode: code, reason: reason, suspendedUntil: suspendedUntil)
         let (user, ended) = try store.app(app.id).transaction { tx -> (User, [SessionID]) in
-            guard let user = try tx.setBan(id, ban, now: now) else { throw Self.notFound }
-            let ended = try tx.endSessions(of: id, keeping: nil, reason: .revoked, now: now)
+            guard let user = try tx.users.setBan(id, ban, now: now) else { throw Self.notFound }
+            let ended = try tx.sessions.endSessions(of: id, keeping: nil, reason: .revoked, now: now)
             for session in ended {
-                try tx.record(Event(type: .sessionRevoked, userID: id, sessionID: session, ip: nil, userAgent: nil, data: ["reason": "banned"], createdAt: now))
+                try tx.auditLog.record(Event(type: .sessionRevoked, userID: id, sessionID: session, ip: nil, userAgent: nil, data: ["reason": "banned"], createdAt: now))
             }
-            try tx.record(Event(
+            try tx.auditLog.record(Event(
                 type: .userBanned, userID: id, sessionID: nil, ip: nil, userAgent: nil,
                 data: ["sanction_code": .string(code), "suspended_until": suspendedUntil.map { .string(rfc3339(millis: $0)) } ?? .null], createdAt: now))
             return (user, ended)
         }
-        accounts.tokens.revocations.add(ended)
-        return (user, try store.app(app.id).identities(id))
+        revocations.add(ended)
+        return (user, try store.app(app.id).identities.all(of: id))
     }
 
     /// `DELETE /v1/admin/users/{id}/ban`: the ban is lifted (`user.unbanned`).
@@ -91,11 +92,11 @@ public struct AdminUsers: Sendable {
         guard let id = UserID(parsing: rawID) else { throw Self.notFound }
         let now = clock.nowMillis()
         let user = try store.app(app.id).transaction { tx -> User in
-            guard let user = try tx.setBan(id, nil, now: now) else { throw Self.notFound }
-            try tx.record(Event(type: .userUnbanned, userID: id, sessionID: nil, ip: nil, userAgent: nil, createdAt: now))
+            guard let user = try tx.users.setBan(id, nil, now: now) else { throw Self.notFound }
+            try tx.auditLog.record(Event(type: .userUnbanned, userID: id, sessionID: nil, ip: nil, userAgent: nil, createdAt: now))
             return user
         }
-        return (user, try store.app(app.id).identities(id))
+        return (user, try store.app(app.id).identities.all(of: id))
     }
 
     private static let notFound = GatehouseError(.notFound, "No such user in this app.")

@@ -78,11 +78,7 @@ public final class AppService: Sendable {
             try newSigningKey(app: id, algorithm: settings.signingAlgorithm, state: .current, now: now),
             try newSigningKey(app: id, algorithm: settings.signingAlgorithm, state: .next, now: now),
         ]
-        do {
-            try store.apps.insert(record, allowedOrigins: settings.allowedOrigins, secretKey: secretRecord, signingKeys: keys)
-        } catch AppConflict.appKeyTaken {
-            throw GatehouseError(.appKeyTaken, "Another app uses this app key.")
-        }
+        try AppConflict.answering { try store.apps.insert(record, allowedOrigins: settings.allowedOrigins, secretKey: secretRecord, signingKeys: keys) }
         guard let context = try directory.app(id: id) else { throw InternalError("app \(id) vanished after insert") }
         return Created(app: context, secretKey: secretKey)
     }
@@ -137,7 +133,7 @@ public final class AppService: Sendable {
                     json: json, allowedOrigins: settings.allowedOrigins, sourceChecksum: current.record.sourceChecksum,
                     expectedVersion: current.record.version, now: now) != nil
                 else { return false }
-                try tx.record(Event(type: .appSettingsChanged, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "admin"], createdAt: now))
+                try tx.auditLog.record(Event(type: .appSettingsChanged, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "admin"], createdAt: now))
                 return true
             }
             guard updated else { continue }
@@ -172,7 +168,7 @@ public final class AppService: Sendable {
         try store.app(app.id).transaction { tx in
             // Nothing changed: another switch to the same state came first, and recorded it.
             guard try tx.settings.setDisabled(at: disabled ? now : nil, now: now) != nil else { return }
-            try tx.record(Event(type: disabled ? .appDisabled : .appEnabled, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: [:], createdAt: now))
+            try tx.auditLog.record(Event(type: disabled ? .appDisabled : .appEnabled, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: [:], createdAt: now))
         }
         return try reloaded(app.id)
     }
@@ -194,7 +190,7 @@ public final class AppService: Sendable {
         let (key, record) = Self.newSecretKey(now: now)
         try store.app(app.id).transaction { tx in
             try tx.settings.addSecretKey(record, othersExpireAt: revokeOthers ? now : now + Self.previousSecretKeyLifetimeMillis)
-            try tx.record(
+            try tx.auditLog.record(
                 Event(type: .appSecretKeyRotated, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["others_revoked": .bool(revokeOthers)], createdAt: now))
         }
         return key
@@ -226,7 +222,7 @@ public final class AppService: Sendable {
             outcome = try store.app(app.id).transaction { tx in
                 let outcome = try tx.settings.rotateSigningKeys(rotation, now: now)
                 if case .rotated(let current) = outcome {
-                    try tx.record(
+                    try tx.auditLog.record(
                         Event(
                             type: .appSigningKeyRotated, userID: nil, sessionID: nil, ip: nil, userAgent: nil,
                             data: ["kid": .string(current.kid), "previous_revoked": .bool(revokePrevious)], createdAt: now))

@@ -48,7 +48,7 @@ extension AppService {
             let json = sealed(settings.keepingReplacedWebhookSecrets(of: context.settings, now: now), app: existing.id)
             try store.app(existing.id).transaction { tx in
                 _ = try tx.settings.updateSettings(json: json, allowedOrigins: settings.allowedOrigins, sourceChecksum: checksum, expectedVersion: nil, now: now)
-                try tx.record(Event(type: .appSettingsChanged, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "tenants"], createdAt: now))
+                try tx.auditLog.record(Event(type: .appSettingsChanged, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "tenants"], createdAt: now))
             }
             return (try reloaded(existing.id), .updated)
         }

@@ -41,6 +41,8 @@ public typealias EventPosition = KeysetPosition<EventID>
 
 /// The audit log of one app (`events`, written in the transaction of each change).
 public protocol AuditLogStore: Sendable {
+    /// Records an event; in a ``AppScopedStore/transaction(_:)``, it commits with the change it tells of.
+    func record(_ event: Event) throws
     /// At most `query.limit` events in the query's order.
     func events(_ query: EventQuery) throws -> [Event]
 }

@@ -13,11 +13,13 @@ public protocol AccountDataEraser: Sendable {
 /// recorded, and either the account is erased — its stored Apple tokens queued for revocation in
 /// the outbox — or, with the app's `deletion_grace_days`, it is marked pending deletion and keeps
 /// its sign-in methods (and so its email) until the purge, unless a sign-in restores it
-/// (``AccountService/startSession(app:_:user:method:isNewUser:origin:)``).
+/// (``SessionService/startSession(app:_:user:method:isNewUser:origin:passwordHash:)``).
 public final class AccountDeletion: Sendable {
     private let store: any Store
     private let directory: AppDirectory
-    private let accounts: AccountService
+    private let sessions: SessionService
+    /// Told of the sessions a deletion ends.
+    private let revocations: RevocationList
     private let sealer: SecretSealer
     private let clock: any Clock
     private let erasers: [any AccountDataEraser]
@@ -29,12 +31,13 @@ public final class AccountDeletion: Sendable {
     public static let tombstoneMillis: Int64 = 2 * 86_400_000
 
     public init(
-        store: any Store, directory: AppDirectory, accounts: AccountService, sealer: SecretSealer, clock: any Clock,
+        store: any Store, directory: AppDirectory, sessions: SessionService, revocations: RevocationList, sealer: SecretSealer, clock: any Clock,
         erasers: [any AccountDataEraser] = [], wakeOutbox: @escaping @Sendable () -> Void, log: any LogSink = DiscardingLog()
     ) {
         self.store = store
         self.directory = directory
-        self.accounts = accounts
+        self.sessions = sessions
+        self.revocations = revocations
         self.sealer = sealer
         self.clock = clock
         self.erasers = erasers
@@ -54,7 +57,7 @@ public final class AccountDeletion: Sendable {
             }
         }
         try checks.finish()
-        try accounts.requireRecentLogin(app: app, claims: claims)
+        try sessions.requireRecentLogin(app: app, claims: claims)
         try delete(
             app: app, user: claims.userID, graceDays: app.settings.deletionGraceDays, reason: reason, appleAuthorizationCode: appleAuthorizationCode,
             by: "user", sessionID: claims.sessionID, origin: origin, missing: GatehouseError(.sessionRevoked, "This account no longer exists."))
@@ -79,17 +82,17 @@ public final class AccountDeletion: Sendable {
         let ended = try store.app(app.id).transaction { tx -> [SessionID] in
             // The user's row first, held to the end: a sign-in or a kept Apple token racing this
             // deletion either committed before (and is ended or revoked below) or finds it done.
-            guard let user = try tx.lockUser(id) else { throw missing }
-            let ended = try tx.endSessions(of: id, keeping: nil, reason: .deleted, now: now)
+            guard let user = try tx.users.lockUser(id) else { throw missing }
+            let ended = try tx.sessions.endSessions(of: id, keeping: nil, reason: .deleted, now: now)
             for session in ended {
-                try tx.record(Event(
+                try tx.auditLog.record(Event(
                     type: .sessionRevoked, userID: id, sessionID: session, ip: origin?.ip, userAgent: origin?.userAgent, data: ["reason": "deleted"],
                     createdAt: now))
             }
             // Already pending, and no erase asked for now: nothing more to do.
             guard user.pendingDeletion == nil || graceDays == 0 else { return ended }
             var data: [String: JSON] = ["by": .string(actor), "reason": .optional(reason)]
-            let tokens = try tx.providerTokens(id).filter { $0.provider == "apple" }
+            let tokens = try tx.identities.providerTokens(id).filter { $0.provider == .apple }
             if let code = appleAuthorizationCode, tokens.isEmpty {
                 // A code lives minutes: it cannot wait for the purge, so it is redeemed and revoked now.
                 data["apple_authorization_code"] = .string(try queueCode(tx, code, app: app, user: id, now: now))
@@ -98,17 +101,17 @@ public final class AccountDeletion: Sendable {
                 let pending = PendingDeletion(requestedAt: now, purgeAt: now + graceDays * 86_400_000)
                 guard try tx.deletion.schedule(id, pending, now: now) else { throw missing }
                 data["purge_at"] = .string(rfc3339(millis: pending.purgeAt))
-                try tx.record(Event(type: .userDeleted, userID: id, sessionID: sessionID, ip: origin?.ip, userAgent: origin?.userAgent, data: .object(data), createdAt: now))
+                try tx.auditLog.record(Event(type: .userDeleted, userID: id, sessionID: sessionID, ip: origin?.ip, userAgent: origin?.userAgent, data: .object(data), createdAt: now))
             } else {
                 // Recorded before the erase, while the account can still be read (its webhooks carry it).
                 // The tokens read above are the ones the erase deletes: the row is held.
                 data["apple_revocations"] = try queueRevocations(tx, tokens, app: app, user: id, now: now)
-                try tx.record(Event(type: .userDeleted, userID: id, sessionID: sessionID, ip: origin?.ip, userAgent: origin?.userAgent, data: .object(data), createdAt: now))
+                try tx.auditLog.record(Event(type: .userDeleted, userID: id, sessionID: sessionID, ip: origin?.ip, userAgent: origin?.userAgent, data: .object(data), createdAt: now))
                 guard try erase(tx, user: id, dueBy: nil, now: now) != nil else { throw missing }
             }
             return ended
         }
-        accounts.tokens.revocations.add(ended)
+        revocations.add(ended)
         wakeOutbox()
     }
 
@@ -144,12 +147,12 @@ public final class AccountDeletion: Sendable {
         let (erased, ended) = try store.app(appID).transaction { tx -> (Bool, [SessionID]) in
             // First, and guarded: it holds the row, and of two nodes only one erases.
             guard let tokens = try erase(tx, user: userID, dueBy: now, now: now) else { return (false, []) }
-            let ended = try tx.endSessions(of: userID, keeping: nil, reason: .deleted, now: now)
-            let revocations = try queueRevocations(tx, tokens.filter { $0.provider == "apple" }, app: app, user: userID, now: now)
-            try tx.record(Event(type: .userPurged, userID: userID, sessionID: nil, ip: nil, userAgent: nil, data: ["apple_revocations": revocations], createdAt: now))
+            let ended = try tx.sessions.endSessions(of: userID, keeping: nil, reason: .deleted, now: now)
+            let revocations = try queueRevocations(tx, tokens.filter { $0.provider == .apple }, app: app, user: userID, now: now)
+            try tx.auditLog.record(Event(type: .userPurged, userID: userID, sessionID: nil, ip: nil, userAgent: nil, data: ["apple_revocations": revocations], createdAt: now))
             return (true, ended)
         }
-        accounts.tokens.revocations.add(ended)
+        revocations.add(ended)
         return erased
     }
 
@@ -173,7 +176,7 @@ public final class AccountDeletion: Sendable {
         var queued = 0
         for token in tokens {
             do {
-                if try tx.enqueue(try AppleRevocation.revokeToken(token, of: user, app: app.id, sealer: sealer), now: now) { queued += 1 }
+                if try tx.outbox.enqueue(try AppleRevocation.revokeToken(token, of: user, app: app.id, sealer: sealer), now: now) { queued += 1 }
             } catch is CryptoError {
                 // Sealed under another master key: nothing can open it, so nothing can revoke it.
                 log.warning("a stored Apple token cannot be opened; it is dropped unrevoked", ["app_id": .string(app.id.rawValue), "user_id": .string(user.rawValue)])
@@ -188,10 +191,10 @@ public final class AccountDeletion: Sendable {
         let apple = app.settings.apple
         let clientIDs = apple.clientIDs + (apple.servicesID.map { [$0] } ?? [])
         guard apple.credentials != nil, !clientIDs.isEmpty else { return "not_configured" }
-        let subjects = try tx.identities(user).filter { $0.provider == "apple" }.map(\.subject)
+        let subjects = try tx.identities.all(of: user).filter { $0.provider == .apple }.map(\.subject)
         guard !subjects.isEmpty else { return "no_apple_identity" }
         let item = AppleRevocation.redeemAndRevoke(code: code, clientIDs: clientIDs, subjects: subjects, of: user, app: app.id, sealer: sealer)
-        return try tx.enqueue(item, now: now) ? "queued" : "already_queued"
+        return try tx.outbox.enqueue(item, now: now) ? "queued" : "already_queued"
     }
 
     private static func reason(_ raw: String?) throws(GatehouseError) -> String? {

@@ -122,7 +122,7 @@ public struct EmailCodes: Sendable {
         record.failures = 0
         record.expiresAt = now + Self.lifetimeMillis
         let item = try composer.outboxItem(mail, app: app.id, idempotencyKey: "code/\(app.id.rawValue)/\(purpose.rawValue)/\(subject)/\(now)/\(window.windowSends)")
-        if deliver, try underMailCap(tx, app: app, now: now) { _ = try tx.enqueue(item, now: now) }
+        if deliver, try underMailCap(tx, app: app, now: now) { _ = try tx.outbox.enqueue(item, now: now) }
         try tx.emailCodes.save(record)
         // Rows of addresses nobody sends to any more are dead weight: now and then, drop this app's.
         if SecureRandom.bytes(1)[0] < 4 { try tx.emailCodes.purge(before: now - Self.windowMillis) }
@@ -154,7 +154,7 @@ public struct EmailCodes: Sendable {
         let item = try composer.outboxItem(mail, app: app.id, idempotencyKey: idempotencyKey)
         let now = clock.nowMillis()
         guard try underMailCap(tx, app: app, now: now) else { return }
-        _ = try tx.enqueue(item, now: now)
+        _ = try tx.outbox.enqueue(item, now: now)
     }
 
     /// Counts one mail of the app in this fixed hour and says whether it may be queued: at most
@@ -164,10 +164,10 @@ public struct EmailCodes: Sendable {
     private func underMailCap(_ tx: any AppScopedStore, app: AppContext, now: Int64) throws -> Bool {
         let cap = min(app.settings.rateLimits.mailPerHour, maxMailPerHour)
         let hour = now - now % 3_600_000
-        guard try tx.hitRateLimit(bucket: "mail_hour", windowStart: hour) > cap else { return true }
+        guard try tx.rateLimits.hit(bucket: "mail_hour", windowStart: hour) > cap else { return true }
         metrics.mailCapped(app: app.id)
-        if try tx.hitRateLimit(bucket: "mail_capped_event", windowStart: hour) == 1 {
-            try tx.record(Event(
+        if try tx.rateLimits.hit(bucket: "mail_capped_event", windowStart: hour) == 1 {
+            try tx.auditLog.record(Event(
                 type: .appMailCapped, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["mail_per_hour": .int(cap)], createdAt: now))
         }
         return false
@@ -222,7 +222,7 @@ public struct EmailCodes: Sendable {
     private func guessRefusal(_ tx: any AppScopedStore, _ guesses: String, now: Int64) throws -> GatehouseError? {
         for limit in Self.guessLimits {
             let start = now - now % limit.windowMillis
-            guard try tx.rateLimitHits(bucket: "\(limit.bucket):\(guesses)", windowStart: start) >= limit.failures else { continue }
+            guard try tx.rateLimits.hits(bucket: "\(limit.bucket):\(guesses)", windowStart: start) >= limit.failures else { continue }
             let seconds = Int(max(1, (start + limit.windowMillis - now + 999) / 1000))
             return GatehouseError(.tooManyAttempts, "Too many wrong codes for this address; retry in \(seconds) s.", retryAfter: seconds)
         }
@@ -232,7 +232,7 @@ public struct EmailCodes: Sendable {
     /// Counts a failed check of the address in each window of ``guessLimits``.
     private func countGuess(_ tx: any AppScopedStore, _ guesses: String, now: Int64) throws {
         for limit in Self.guessLimits {
-            _ = try tx.hitRateLimit(bucket: "\(limit.bucket):\(guesses)", windowStart: now - now % limit.windowMillis)
+            _ = try tx.rateLimits.hit(bucket: "\(limit.bucket):\(guesses)", windowStart: now - now % limit.windowMillis)
         }
     }
 

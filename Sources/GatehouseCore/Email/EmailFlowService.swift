@@ -4,15 +4,28 @@
 /// mail is queued in the outbox in the send's transaction, never sent on the request path.
 public final class EmailFlowService: Sendable {
     private let store: any Store
-    private let accounts: AccountService
+    private let sessions: SessionService
+    private let gate: SignInGate
+    private let limiter: RateLimiter
+    /// Told of the sessions an address takeover or a password reset ends.
+    private let revocations: RevocationList
+    /// Sign-ins by code, for the operator's metrics.
+    private let metrics: any DomainMetrics
     private let codes: EmailCodes
     private let hasher: PasswordHasher
     private let clock: any Clock
 
-    public init(store: any Store, accounts: AccountService, codes: EmailCodes, hasher: PasswordHasher, clock: any Clock) {
+    public init(
+        store: any Store, sessions: SessionService, gate: SignInGate, revocations: RevocationList, codes: EmailCodes, hasher: PasswordHasher,
+        clock: any Clock, metrics: any DomainMetrics = NoDomainMetrics()
+    ) {
         self.hasher = hasher
         self.store = store
-        self.accounts = accounts
+        self.sessions = sessions
+        self.gate = gate
+        self.limiter = RateLimiter(clock: clock)
+        self.revocations = revocations
+        self.metrics = metrics
         self.codes = codes
         self.clock = clock
     }
@@ -22,7 +35,7 @@ public final class EmailFlowService: Sendable {
     /// `POST /v1/auth/email-code/send`. A code goes out when the address has an account, or when
     /// the app would make one (`allow_signup`).
     public func sendSignInCode(app: AppContext, email rawEmail: String, origin: RequestOrigin) throws {
-        try accounts.requireMethod(.emailCode, app)
+        try gate.requireMethod(.emailCode, app)
         try sendToAddress(app: app, email: rawEmail, origin: origin, purpose: .signIn, template: .signInCode) { user in
             user != nil || app.settings.allowSignup
         }
@@ -48,13 +61,13 @@ public final class EmailFlowService: Sendable {
     /// `POST /v1/auth/email-code/verify`: a session for the address's account, made now (201,
     /// address verified) when there is none and the app accepts sign-ups.
     public func verifySignInCode(app: AppContext, email rawEmail: String, code: String, origin: RequestOrigin) throws -> SessionGrant {
-        try accounts.metrics.countingSignIn(.emailCode) { try redeemSignInCode(app: app, email: rawEmail, code: code, origin: origin) }
+        try metrics.countingSignIn(.emailCode) { try redeemSignInCode(app: app, email: rawEmail, code: code, origin: origin) }
     }
 
     private func redeemSignInCode(app: AppContext, email rawEmail: String, code: String, origin: RequestOrigin) throws -> SessionGrant {
         let data = store.app(app.id)
-        try accounts.limitAuth(app, data, origin)
-        try accounts.requireMethod(.emailCode, app)
+        try gate.limitAuth(app, data, origin)
+        try gate.requireMethod(.emailCode, app)
         var checks = FieldChecks()
         var email = ""
         try checks.run { () throws(GatehouseError) in email = try InputRules.email(rawEmail) }
@@ -65,16 +78,18 @@ public final class EmailFlowService: Sendable {
             guard var user = try account(tx, email: email) else {
                 guard app.settings.allowSignup else { throw GatehouseError(.invalidCode, "The code is not valid.") }
                 let user = User(id: .generate(), email: email, emailVerified: true, firstName: nil, lastName: nil, createdAt: now, updatedAt: now, lastSignInAt: now)
-                try tx.insertUser(
-                    user, passwordHash: nil, identity: nil,
-                    event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "email_code"], createdAt: now))
-                return (try accounts.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: true, origin: origin), [])
+                try UserConflict.answering {
+                    try tx.users.insertUser(
+                        user, passwordHash: nil, identity: nil,
+                        event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "email_code"], createdAt: now))
+                }
+                return (try sessions.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: true, origin: origin), [])
             }
             var ended: [SessionID] = []
             if !user.emailVerified { (user, ended) = try takeOver(tx, user, email: email, origin: origin, now: now) }
-            return (try accounts.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: false, origin: origin), ended)
+            return (try sessions.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: false, origin: origin), ended)
         }
-        accounts.tokens.revocations.add(ended)
+        revocations.add(ended)
         return grant
     }
 
@@ -84,7 +99,7 @@ public final class EmailFlowService: Sendable {
     public func sendVerification(app: AppContext, claims: AccessClaims, origin: RequestOrigin) throws {
         let data = store.app(app.id)
         try limitSends(app, data, origin)
-        guard let user = try data.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
+        guard let user = try data.users.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
         guard let email = user.email else { throw GatehouseError.validation("email", "The account has no email address.") }
         try data.transaction { tx in
             try codes.send(
@@ -97,17 +112,17 @@ public final class EmailFlowService: Sendable {
     /// `POST /v1/auth/email/verification/confirm`: the user, address verified.
     public func confirmVerification(app: AppContext, claims: AccessClaims, code: String, origin: RequestOrigin) throws -> (User, [Identity]) {
         let data = store.app(app.id)
-        try accounts.limitAuth(app, data, origin)
+        try gate.limitAuth(app, data, origin)
         try InputRules.emailCode(code)
-        guard let user = try data.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
+        guard let user = try data.users.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
         guard let email = user.email else { throw GatehouseError(.invalidCode, "The code is not valid.") }
         return try codes.redeem(data, app: app, purpose: .verification, address: email, code: code, userID: user.id) { tx in
             let now = clock.nowMillis()
-            guard let verified = try tx.markEmailVerified(user.id, email: email, now: now) else {
+            guard let verified = try tx.users.markEmailVerified(user.id, email: email, now: now) else {
                 throw GatehouseError(.invalidCode, "The code is not valid.")
             }
-            try tx.record(Event(type: .userEmailVerified, userID: user.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, createdAt: now))
-            return (verified, try tx.identities(user.id))
+            try tx.auditLog.record(Event(type: .userEmailVerified, userID: user.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, createdAt: now))
+            return (verified, try tx.identities.all(of: user.id))
         }
     }
 
@@ -125,8 +140,8 @@ public final class EmailFlowService: Sendable {
     /// proved it), and every session of the user ended.
     public func confirmPasswordReset(app: AppContext, email rawEmail: String, code: String, password: String, origin: RequestOrigin) throws {
         let data = store.app(app.id)
-        try accounts.limitAuth(app, data, origin)
-        try accounts.requireMethod(.password, app)
+        try gate.limitAuth(app, data, origin)
+        try gate.requireMethod(.password, app)
         var checks = FieldChecks()
         var email = ""
         try checks.run { () throws(GatehouseError) in email = try InputRules.email(rawEmail) }
@@ -142,23 +157,23 @@ public final class EmailFlowService: Sendable {
             guard var user = try account(tx, email: email) else { throw GatehouseError(.invalidCode, "The code is not valid.") }
             var ended: [SessionID] = []
             if !user.emailVerified { (user, ended) = try takeOver(tx, user, email: email, origin: origin, now: now) }
-            let current = try tx.passwordHash(user.id)
-            let identity = current == nil ? Identity(provider: "password", subject: email, email: email, createdAt: now) : nil
-            guard try tx.setPasswordHash(user.id, hash: hash, replacing: current, addIdentity: identity, now: now) else {
+            let current = try tx.passwords.passwordHash(user.id)
+            let identity = current == nil ? Identity(provider: .password, subject: email, email: email, createdAt: now) : nil
+            guard try PasswordConflict.answering({ try tx.passwords.setPasswordHash(user.id, hash: hash, replacing: current, addIdentity: identity, now: now) }) else {
                 throw GatehouseError(.invalidCode, "The password changed meanwhile; ask for a new code.")
             }
-            let endedNow = try tx.endSessions(of: user.id, keeping: nil, reason: .passwordChanged, now: now)
-            try tx.record(Event(type: .userPasswordChanged, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["reset": true], createdAt: now))
+            let endedNow = try tx.sessions.endSessions(of: user.id, keeping: nil, reason: .passwordChanged, now: now)
+            try tx.auditLog.record(Event(type: .userPasswordChanged, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["reset": true], createdAt: now))
             for id in endedNow {
-                try tx.record(Event(type: .sessionRevoked, userID: user.id, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "password_reset"], createdAt: now))
+                try tx.auditLog.record(Event(type: .sessionRevoked, userID: user.id, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "password_reset"], createdAt: now))
             }
             return ended + endedNow
         }
-        accounts.tokens.revocations.add(ended)
+        revocations.add(ended)
     }
 
     /// The account an address reaches by code (``AppScopedStore/user(email:)``).
-    private func account(_ tx: any AppScopedStore, email: String) throws -> User? { try tx.user(email: email) }
+    private func account(_ tx: any AppScopedStore, email: String) throws -> User? { try tx.users.user(email: email) }
 
     /// A code proves the address; whoever signed up with it before proved nothing. The owner takes
     /// the account over without anything that stranger could come back with: every session ends
@@ -168,13 +183,13 @@ public final class EmailFlowService: Sendable {
     private func takeOver(_ tx: any AppScopedStore, _ user: User, email: String, origin: RequestOrigin, now: Int64) throws -> (User, [SessionID]) {
         // The user's row first, then the sessions: the order a password change takes them in, so
         // the two at once for one user wait on each other instead of deadlocking.
-        for provider in try tx.forgetSignInMethods(user.id, now: now) {
-            try tx.record(Event(type: .identityUnlinked, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider), "reason": "address_proved"], createdAt: now))
+        for provider in try tx.identities.forgetSignInMethods(user.id, now: now) {
+            try tx.auditLog.record(Event(type: .identityUnlinked, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider.rawValue), "reason": "address_proved"], createdAt: now))
         }
-        let verified = try tx.markEmailVerified(user.id, email: email, now: now) ?? user
-        let ended = try tx.endSessions(of: user.id, keeping: nil, reason: .revoked, now: now)
+        let verified = try tx.users.markEmailVerified(user.id, email: email, now: now) ?? user
+        let ended = try tx.sessions.endSessions(of: user.id, keeping: nil, reason: .revoked, now: now)
         for id in ended {
-            try tx.record(Event(type: .sessionRevoked, userID: user.id, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "address_proved"], createdAt: now))
+            try tx.auditLog.record(Event(type: .sessionRevoked, userID: user.id, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "address_proved"], createdAt: now))
         }
         return (verified, ended)
     }
@@ -183,12 +198,12 @@ public final class EmailFlowService: Sendable {
 
     /// `POST /v1/me/email` (recent login): a code to the new address. 409 when another account has it.
     public func requestEmailChange(app: AppContext, claims: AccessClaims, email rawEmail: String, origin: RequestOrigin) throws {
-        try accounts.requireRecentLogin(app: app, claims: claims)
+        try sessions.requireRecentLogin(app: app, claims: claims)
         let email = try InputRules.email(rawEmail)
         try codes.requireMailable(email)
         let data = store.app(app.id)
         try limitSends(app, data, origin)
-        guard let user = try data.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
+        guard let user = try data.users.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
         if user.email.map({ $0.unicodeScalars.elementsEqual(email.unicodeScalars) }) == true {
             throw GatehouseError.validation("email", "This is the account's address already.")
         }
@@ -202,21 +217,21 @@ public final class EmailFlowService: Sendable {
     /// `POST /v1/me/email/confirm`: the user with the new address, verified; a notice goes to the old one.
     public func confirmEmailChange(app: AppContext, claims: AccessClaims, email rawEmail: String, code: String, origin: RequestOrigin) throws -> (User, [Identity]) {
         let data = store.app(app.id)
-        try accounts.limitAuth(app, data, origin)
+        try gate.limitAuth(app, data, origin)
         var checks = FieldChecks()
         var email = ""
         try checks.run { () throws(GatehouseError) in email = try InputRules.email(rawEmail) }
         try checks.run { () throws(GatehouseError) in try InputRules.emailCode(code) }
         try checks.finish()
-        guard let before = try data.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
+        guard let before = try data.users.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
         let result = try codes.redeem(data, app: app, purpose: .emailChange, address: email, code: code, userID: before.id) { tx in
             let now = clock.nowMillis()
             try codes.lockAddress(tx, email)
             try requireAvailable(tx, app, email, user: before.id)
-            guard let changed = try tx.changeEmail(before.id, from: before.email, to: email, now: now) else {
+            guard let changed = try UserConflict.answering({ try tx.users.changeEmail(before.id, from: before.email, to: email, now: now) }) else {
                 throw GatehouseError(.invalidCode, "The account's address changed meanwhile; ask for a new code.")
             }
-            try tx.record(Event(
+            try tx.auditLog.record(Event(
                 type: .userEmailChanged, userID: before.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent,
                 data: ["previous_email": before.email.map(JSON.string) ?? .null, "email": .string(email)], createdAt: now))
             // Only to an address someone proved: a typo'd or squatted address learns nothing.
@@ -225,7 +240,7 @@ public final class EmailFlowService: Sendable {
                 notice.newEmail = email
                 try codes.notify(tx, app: app, mail: notice, idempotencyKey: "notice/\(app.id.rawValue)/\(before.id.rawValue)/\(now)")
             }
-            return (changed, try tx.identities(before.id))
+            return (changed, try tx.identities.all(of: before.id))
         }
         codes.wakeOutbox()
         return result
@@ -234,10 +249,10 @@ public final class EmailFlowService: Sendable {
     /// 409 when another account of the app has the address (any sign-in method), unless the app
     /// keeps such accounts apart and none signs in with a password at it.
     private func requireAvailable(_ data: any AppScopedStore, _ app: AppContext, _ email: String, user: UserID) throws {
-        if let (other, _) = try data.passwordUser(email: email), other.id != user {
+        if let (other, _) = try data.passwords.passwordUser(email: email), other.id != user {
             throw GatehouseError(.emailAlreadyInUse, "Another account has this email.")
         }
-        if app.settings.emailCollision == "reject", try data.emailInUse(email, except: user) {
+        if app.settings.emailCollision == "reject", try data.users.emailInUse(email, except: user) {
             throw GatehouseError(.emailAlreadyInUse, "Another account has this email.")
         }
     }
@@ -248,7 +263,7 @@ public final class EmailFlowService: Sendable {
     public func sendReauthenticationCode(app: AppContext, claims: AccessClaims, origin: RequestOrigin) throws {
         let data = store.app(app.id)
         try limitSends(app, data, origin)
-        guard let user = try data.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
+        guard let user = try data.users.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
         guard let email = user.email else { throw GatehouseError.validation("email", "The account has no email address to send a code to.") }
         try data.transaction { tx in
             try codes.send(tx, app: app, purpose: .reauthentication, address: email, userID: user.id, mail: EmailToSend(.reauthentication, to: email, app: app), deliver: true)
@@ -259,23 +274,23 @@ public final class EmailFlowService: Sendable {
     /// `POST /v1/auth/reauthenticate` with `code`: a fresh `auth_time`.
     public func reauthenticate(app: AppContext, claims: AccessClaims, code: String, origin: RequestOrigin) throws -> (token: String, expiresIn: Int64) {
         let data = store.app(app.id)
-        try accounts.limitAuth(app, data, origin)
+        try gate.limitAuth(app, data, origin)
         try InputRules.emailCode(code)
-        try accounts.requireReauthenticationGuessesLeft(app, claims: claims)
-        guard let user = try data.user(claims.userID), let email = user.email else { throw GatehouseError(.invalidCode, "The code is not valid.") }
+        try sessions.requireReauthenticationGuessesLeft(app, claims: claims)
+        guard let user = try data.users.user(claims.userID), let email = user.email else { throw GatehouseError(.invalidCode, "The code is not valid.") }
         do {
             try codes.redeem(data, app: app, purpose: .reauthentication, address: email, code: code, userID: user.id) { _ in }
         } catch let error as GatehouseError where error.code == .invalidCode {
-            try accounts.countFailedReauthentication(app, claims: claims)
+            try sessions.countFailedReauthentication(app, claims: claims)
             throw error
         }
-        return try accounts.refreshAuthTime(app: app, claims: claims)
+        return try sessions.refreshAuthTime(app: app, claims: claims)
     }
 
     // MARK: -
 
     /// Code sends per IP: the app's auth limit, counted apart from sign-ins (each address has its own windows too).
     private func limitSends(_ app: AppContext, _ data: any AppScopedStore, _ origin: RequestOrigin) throws {
-        try accounts.limiter.hit(data, bucket: "code_send", subject: rateLimitSubject(ip: origin.ip), limit: app.settings.rateLimits.authPerMinutePerIP)
+        try limiter.hit(data, bucket: "code_send", subject: rateLimitSubject(ip: origin.ip), limit: app.settings.rateLimits.authPerMinutePerIP)
     }
 }

@@ -62,7 +62,7 @@ public struct FileEraser: AccountDataEraser {
 
     public func erase(_ tx: any AppScopedStore, user: UserID, now: Int64) throws {
         for key in try tx.files.deleteAll(of: user) {
-            _ = try tx.enqueue(BlobDeletion.item(app: tx.appID, key: key), now: now)
+            _ = try tx.outbox.enqueue(BlobDeletion.item(app: tx.appID, key: key), now: now)
         }
     }
 }

@@ -91,10 +91,10 @@ public final class FilesService: Sendable {
         try Self.requireQuota(store.app(app.id), app: app, user: user, adding: incoming.size, replacingPhoto: false)
         let file = try newFile(app: app, user: user, incoming, contentType: contentType, visibility: visibility, purpose: .file)
         return try storing(file, of: app, write: { try blobs.put(file.blobKey, contentsOf: incoming.path) }) { tx, now in
-            guard try tx.lockUser(user) != nil else { throw Self.accountGone }
+            guard try tx.users.lockUser(user) != nil else { throw Self.accountGone }
             try Self.requireQuota(tx, app: app, user: user, adding: file.size, replacingPhoto: false)
             try tx.files.insert(file)
-            try tx.record(uploadedEvent(file, session: session, origin: origin, now: now))
+            try tx.auditLog.record(uploadedEvent(file, session: session, origin: origin, now: now))
             return (file, [])
         }
     }
@@ -144,16 +144,16 @@ public final class FilesService: Sendable {
         guard let id = FileID(parsing: rawID) else { throw Self.notFound }
         let now = clock.nowMillis()
         let key = try store.app(app.id).transaction { tx -> BlobKey in
-            guard let account = try tx.lockUser(user) else { throw Self.accountGone }
+            guard let account = try tx.users.lockUser(user) else { throw Self.accountGone }
             guard let file = try tx.files.delete(id, of: user) else { throw Self.notFound }
             if let photo = account.photoURL, Self.photo(photo, isFile: id) {
-                _ = try tx.updateProfile(user, firstName: account.firstName, lastName: account.lastName, photoURL: nil, now: now)
-                try tx.record(Event(
+                _ = try tx.users.updateProfile(user, firstName: account.firstName, lastName: account.lastName, photoURL: nil, now: now)
+                try tx.auditLog.record(Event(
                     type: .userUpdated, userID: user, sessionID: session, ip: origin.ip, userAgent: origin.userAgent, data: ["fields": ["photo_url"]],
                     createdAt: now))
             }
-            _ = try tx.enqueue(BlobDeletion.item(app: app.id, key: file.blobKey), now: now)
-            try tx.record(Event(
+            _ = try tx.outbox.enqueue(BlobDeletion.item(app: app.id, key: file.blobKey), now: now)
+            try tx.auditLog.record(Event(
                 type: .fileDeleted, userID: user, sessionID: session, ip: origin.ip, userAgent: origin.userAgent, data: ["id": .string(id.rawValue)],
                 createdAt: now))
             return file.blobKey
@@ -180,10 +180,10 @@ public final class FilesService: Sendable {
         let processed = IncomingFile(path: incoming.path, size: Int64(photo.bytes.count), sha256: Digest.sha256(photo.bytes), name: incoming.name)
         let file = try newFile(app: app, user: user, processed, contentType: photo.contentType, visibility: .public, purpose: .photo)
         return try storing(file, of: app, write: { try blobs.put(file.blobKey, from: BytesBlobReader(photo.bytes)) }) { tx, now in
-            guard let account = try tx.lockUser(user) else { throw Self.accountGone }
+            guard let account = try tx.users.lockUser(user) else { throw Self.accountGone }
             try Self.requireQuota(tx, app: app, user: user, adding: file.size, replacingPhoto: true)
             try tx.files.insert(file)
-            try tx.record(uploadedEvent(file, session: session, origin: origin, now: now))
+            try tx.auditLog.record(uploadedEvent(file, session: session, origin: origin, now: now))
             let removed = try Self.givingUpPhotos(tx, of: user, except: file.id, now: now)
             return try setPhotoURL(tx, account, url(app: tx.appID, file), removed: removed, session: session, origin: origin, now: now)
         }
@@ -224,10 +224,10 @@ public final class FilesService: Sendable {
         }
         return PhotoChange(
             apply: { [self] tx, user, now in
-                guard try tx.withdraw(idempotencyKey: reservation.idempotencyKey) else { throw BlobStoreError("the upload outlived its reservation") }
+                guard try tx.outbox.withdraw(idempotencyKey: reservation.idempotencyKey) else { throw BlobStoreError("the upload outlived its reservation") }
                 try Self.requireQuota(tx, app: app, user: user, adding: file.size, replacingPhoto: true)
                 try tx.files.insert(file)
-                try tx.record(uploadedEvent(file, session: session, origin: origin, now: now))
+                try tx.auditLog.record(uploadedEvent(file, session: session, origin: origin, now: now))
                 return (url(app: tx.appID, file), try Self.givingUpPhotos(tx, of: user, except: file.id, now: now))
             }, committed: committed, abandoned: { [self] in discardUncommitted(file, of: app, reservation) })
     }
@@ -237,7 +237,7 @@ public final class FilesService: Sendable {
         try requireVerifiedEmail(app: app, user: user)
         let now = clock.nowMillis()
         let (result, removed) = try store.app(app.id).transaction { tx -> ((User, [Identity]), [BlobKey]) in
-            guard let account = try tx.lockUser(user) else { throw Self.accountGone }
+            guard let account = try tx.users.lockUser(user) else { throw Self.accountGone }
             return try setPhotoURL(tx, account, nil, removed: try Self.givingUpPhotos(tx, of: user, except: nil, now: now), session: session, origin: origin, now: now)
         }
         removeBlobs(removed)
@@ -287,7 +287,7 @@ public final class FilesService: Sendable {
     /// what Files and `/v1/me/photo` answer (checked again by each operation).
     public func requireVerifiedEmail(app: AppContext, user: UserID) throws {
         guard app.settings.requireVerifiedEmail else { return }
-        guard let account = try store.app(app.id).user(user) else { throw Self.accountGone }
+        guard let account = try store.app(app.id).users.user(user) else { throw Self.accountGone }
         guard account.emailVerified else {
             throw GatehouseError(.emailNotVerified, "Verify your email address (POST /v1/auth/email/verification/send) before using files.")
         }
@@ -327,7 +327,7 @@ public final class FilesService: Sendable {
         do {
             (result, removed) = try store.app(app.id).transaction { tx in
                 // Gone only if this upload took longer than `orphanAfterMillis`: the blob may be too.
-                guard try tx.withdraw(idempotencyKey: reservation.idempotencyKey) else { throw BlobStoreError("the upload outlived its reservation") }
+                guard try tx.outbox.withdraw(idempotencyKey: reservation.idempotencyKey) else { throw BlobStoreError("the upload outlived its reservation") }
                 return try body(tx, now)
             }
         } catch {
@@ -342,7 +342,7 @@ public final class FilesService: Sendable {
     /// commits and withdraws the reservation.
     private func reserve(_ file: StoredFile, of app: AppContext) throws -> NewOutboxItem {
         let reservation = BlobDeletion.reservation(app: app.id, key: file.blobKey, now: clock.nowMillis())
-        guard try store.app(app.id).enqueue(reservation, now: clock.nowMillis()) else { throw BlobStoreError("the blob \(file.blobKey) is reserved already") }
+        guard try store.app(app.id).outbox.enqueue(reservation, now: clock.nowMillis()) else { throw BlobStoreError("the blob \(file.blobKey) is reserved already") }
         return reservation
     }
 
@@ -356,7 +356,7 @@ public final class FilesService: Sendable {
         guard case .success(nil) = row else { return }
         do {
             try blobs.delete(file.blobKey)
-            _ = try? store.app(app.id).withdraw(idempotencyKey: reservation.idempotencyKey)
+            _ = try? store.app(app.id).outbox.withdraw(idempotencyKey: reservation.idempotencyKey)
         } catch {
             log.warning("the blob of an upload that did not commit is left to its reservation", ["key": .string(file.blobKey.rawValue), "error": .string("\(error)")])
         }
@@ -365,7 +365,7 @@ public final class FilesService: Sendable {
     /// Deletes the user's uploaded photos but `except`, their blobs queued for removal; their keys.
     private static func givingUpPhotos(_ tx: any AppScopedStore, of user: UserID, except: FileID?, now: Int64) throws -> [BlobKey] {
         let removed = try tx.files.deletePhotos(of: user, except: except)
-        for key in removed { _ = try tx.enqueue(BlobDeletion.item(app: tx.appID, key: key), now: now) }
+        for key in removed { _ = try tx.outbox.enqueue(BlobDeletion.item(app: tx.appID, key: key), now: now) }
         return removed
     }
 
@@ -373,14 +373,14 @@ public final class FilesService: Sendable {
     private func setPhotoURL(
         _ tx: any AppScopedStore, _ account: User, _ photoURL: String?, removed: [BlobKey], session: SessionID?, origin: RequestOrigin, now: Int64
     ) throws -> ((User, [Identity]), [BlobKey]) {
-        guard account.photoURL != photoURL else { return ((account, try tx.identities(account.id)), removed) }
-        guard let updated = try tx.updateProfile(account.id, firstName: account.firstName, lastName: account.lastName, photoURL: photoURL, now: now) else {
+        guard account.photoURL != photoURL else { return ((account, try tx.identities.all(of: account.id)), removed) }
+        guard let updated = try tx.users.updateProfile(account.id, firstName: account.firstName, lastName: account.lastName, photoURL: photoURL, now: now) else {
             throw Self.accountGone
         }
-        try tx.record(Event(
+        try tx.auditLog.record(Event(
             type: .userUpdated, userID: account.id, sessionID: session, ip: origin.ip, userAgent: origin.userAgent, data: ["fields": ["photo_url"]],
             createdAt: now))
-        return ((updated, try tx.identities(account.id)), removed)
+        return ((updated, try tx.identities.all(of: account.id)), removed)
     }
 
     private func uploadedEvent(_ file: StoredFile, session: SessionID?, origin: RequestOrigin, now: Int64) -> Event {

@@ -38,7 +38,7 @@ public struct WebhookFanOut: EventFanOut {
     /// (an erased account), and null only for an event of no user.
     private func user(_ id: UserID?, store: any AppScopedStore) throws -> JSON {
         guard let id else { return .null }
-        guard let (user, identities) = try store.userWithIdentities(id) else { return ["id": .string(id.rawValue)] }
+        guard let (user, identities) = try store.users.userWithIdentities(id) else { return ["id": .string(id.rawValue)] }
         return UserObject.json(user, identities)
     }
 }

@@ -1,22 +1,27 @@
 import GatehouseCore
 
-// Provider identities, provider tokens, web flows and login codes, bound to `appID`.
-extension SQLAppScopedStore {
-    func user(provider: String, subject: String) throws -> User? {
+/// Identities, provider tokens, web flows and login codes, bound to `appID`.
+extension SQLAppScopedStore: IdentityStore {
+    var identities: any IdentityStore { self }
+
+    func all(of id: UserID) throws -> [Identity] {
+        try database.query("""
+            SELECT provider, subject, email, created_at FROM identities WHERE app_id = \(appID) AND user_id = \(id) ORDER BY created_at, provider
+            """).map { try identityRecord($0, prefix: "") }
+    }
+
+    /// An identity from its columns, named `<prefix>provider` and so on.
+    func identityRecord(_ row: SQLRow, prefix: String) throws -> Identity {
+        Identity(
+            provider: IdentityProvider(rawValue: try row.string(prefix + "provider")), subject: try row.string(prefix + "subject"), email: try row.optionalString(prefix + "email"),
+            createdAt: try row.int64(prefix + "created_at"))
+    }
+
+    func user(provider: IdentityProvider, subject: String) throws -> User? {
         try database.query("""
             SELECT users.* FROM identities JOIN users ON users.id = identities.user_id AND users.app_id = identities.app_id
             WHERE identities.app_id = \(appID) AND identities.provider = \(provider) AND identities.subject = \(subject) AND users.deleted_at IS NULL
             """).first.map(userRecord)
-    }
-
-    func emailInUse(_ email: String, except: UserID?) throws -> Bool {
-        try !database.query("""
-            SELECT 1 AS found FROM users
-            WHERE app_id = \(appID) AND email = \(email) AND id <> \(except?.rawValue ?? "") AND deleted_at IS NULL
-              AND (email_verified = \(true) OR EXISTS (
-                  SELECT 1 FROM identities WHERE identities.app_id = users.app_id AND identities.user_id = users.id AND identities.provider = 'password'))
-            LIMIT 1
-            """).isEmpty
     }
 
     func addIdentity(_ user: UserID, _ identity: Identity) throws {
@@ -26,15 +31,15 @@ extension SQLAppScopedStore {
                 guard try db.execute("""
                     UPDATE users SET changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(user) AND deleted_at IS NULL
                     """) == 1
-                else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
+                else { throw IdentityConflict.accountGone }
                 try insertIdentity(db, app: appID, user: user, identity)
             }
         } catch let error as SQLError where error.kind == .uniqueViolation {
-            throw GatehouseError(.credentialAlreadyInUse, "This sign-in method is already linked to an account of this app.")
+            throw IdentityConflict.alreadyLinked
         }
     }
 
-    func removeIdentity(_ user: UserID, provider: String, now: Int64) throws -> Bool {
+    func removeIdentity(_ user: UserID, provider: IdentityProvider, now: Int64) throws -> Bool {
         defer { changed(user) }
         return try database.transaction { db in
             // The user's row first: its lock serialises concurrent unlinks of one user, so that
@@ -44,24 +49,30 @@ extension SQLAppScopedStore {
                 DELETE FROM identities WHERE app_id = \(appID) AND user_id = \(user) AND provider = \(provider)
                   AND (SELECT count(*) FROM identities WHERE app_id = \(appID) AND user_id = \(user)) > 1
                 """)
-            if removed > 0, provider == "password" {
+            if removed > 0, provider == .password {
                 try db.execute("UPDATE users SET password_hash = NULL, updated_at = \(now) WHERE app_id = \(appID) AND id = \(user)")
             }
             return removed > 0
         }
     }
 
-    func fillNames(_ user: UserID, firstName: String?, lastName: String?, now: Int64) throws {
-        guard firstName != nil || lastName != nil else { return }
-        defer { changed(user) }
-        try database.execute("""
-            UPDATE users SET first_name = COALESCE(first_name, \(firstName)), last_name = COALESCE(last_name, \(lastName)), updated_at = \(now),
-                             changed_at = \(database.dialect.nowMillis)
-            WHERE app_id = \(appID) AND id = \(user) AND first_name IS NULL AND last_name IS NULL AND deleted_at IS NULL
-            """)
+    func forgetSignInMethods(_ id: UserID, now: Int64) throws -> [IdentityProvider] {
+        defer { changed(id) }
+        return try database.transaction { db in
+            try db.execute("""
+                UPDATE users SET password_hash = NULL, updated_at = \(now), changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(id)
+                """)
+            let removed = try db.query("""
+                DELETE FROM identities WHERE app_id = \(appID) AND user_id = \(id) RETURNING provider
+                """).map { IdentityProvider(rawValue: try $0.string("provider")) }
+            try db.execute("DELETE FROM provider_tokens WHERE app_id = \(appID) AND user_id = \(id)")
+            // A web flow's login code would still open a session (the live ones, by the expiry index).
+            try db.execute("DELETE FROM login_codes WHERE app_id = \(appID) AND expires_at > \(now) AND user_id = \(id)")
+            return removed
+        }
     }
 
-    func saveProviderToken(_ user: UserID, provider: String, clientID: String, sealedToken: String, now: Int64) throws -> Bool {
+    func saveProviderToken(_ user: UserID, provider: IdentityProvider, clientID: String, sealedToken: String, now: Int64) throws -> Bool {
         try database.transaction { db in
             // The user's row first, as a deletion takes it: a token kept while the account is
             // being deleted is either seen (and revoked) by the deletion, or not kept at all.
@@ -128,6 +139,17 @@ extension SQLAppScopedStore {
     }
 }
 
+extension IdentityProvider: SQLBindable {
+    public var sqlValue: SQLValue { .text(rawValue) }
+}
+
+func insertIdentity(_ db: any SQLConnection, app: AppID, user: UserID, _ identity: Identity) throws {
+    try db.execute("""
+        INSERT INTO identities (app_id, provider, subject, user_id, email, created_at)
+        VALUES (\(app), \(identity.provider), \(identity.subject), \(user), \(identity.email), \(identity.createdAt))
+        """)
+}
+
 extension SQLStore {
     public func useProviderNonce(key: String, expiresAt: Int64, now: Int64) throws -> Bool {
         // One transaction, one commit: this runs on every provider sign-in.
@@ -166,5 +188,5 @@ extension SQLStore {
 }
 
 func providerTokenRecord(_ row: SQLRow) throws -> StoredProviderToken {
-    StoredProviderToken(provider: try row.string("provider"), clientID: try row.string("client_id"), sealedToken: try row.string("refresh_token"))
+    StoredProviderToken(provider: IdentityProvider(rawValue: try row.string("provider")), clientID: try row.string("client_id"), sealedToken: try row.string("refresh_token"))
 }

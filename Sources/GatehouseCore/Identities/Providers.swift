@@ -46,13 +46,13 @@ public struct ExternalIdentity: Sendable, Equatable {
 
 /// A provider refresh token kept for revocation at account deletion, as stored.
 public struct StoredProviderToken: Sendable, Equatable {
-    public var provider: String
+    public var provider: IdentityProvider
     /// The client id the token was issued to (the bundle id or the Services ID).
     public var clientID: String
     /// Sealed with ``SecretSealer`` under ``fieldName(user:clientID:)``.
     public var sealedToken: String
 
-    public init(provider: String, clientID: String, sealedToken: String) {
+    public init(provider: IdentityProvider, clientID: String, sealedToken: String) {
         self.provider = provider
         self.clientID = clientID
         self.sealedToken = sealedToken

@@ -15,6 +15,6 @@ public enum UserObject {
 
     private static func uniqueProviders(_ identities: [Identity]) -> [String] {
         var seen = Set<String>()
-        return identities.map(\.provider).filter { seen.insert($0).inserted }
+        return identities.map(\.provider.rawValue).filter { seen.insert($0).inserted }
     }
 }

@@ -102,7 +102,7 @@ public final class AccountCache: UserChangeObserver, Sendable {
             }
         }
         defer { if reloading { shard.state.write { _ = $0.reloading.remove(key) } } }
-        guard let (loaded, identities) = try store.app(app).userWithIdentities(user) else { return nil }
+        guard let (loaded, identities) = try store.app(app).users.userWithIdentities(user) else { return nil }
         let entry = Account(user: loaded, identities: identities, loadedAt: now)
         if usable {
             shard.state.write { state in

@@ -1,0 +1,34 @@
+/// Why an ``IdentityStore`` write stored nothing.
+public enum IdentityConflict: Error, Sendable, Equatable {
+    /// The identity signs in to an account of the app already.
+    case alreadyLinked
+    /// The user it was to be linked to no longer exists.
+    case accountGone
+}
+
+/// The app's ways to sign in: identities (a password is one: ``PasswordStore``), the provider
+/// tokens kept for them, and the Apple web flow's login codes. Every query binds the app.
+public protocol IdentityStore: PasswordStore {
+    func all(of id: UserID) throws -> [Identity]
+    /// The user with this provider identity.
+    func user(provider: IdentityProvider, subject: String) throws -> User?
+    /// Links an identity. Throws ``IdentityConflict/alreadyLinked`` when it is linked already,
+    /// ``IdentityConflict/accountGone`` when the user no longer exists.
+    func addIdentity(_ user: UserID, _ identity: Identity) throws
+    /// Unlinks, unless it is the user's only way to sign in (checked atomically); for `password`
+    /// also forgets the hash. False when nothing was removed.
+    func removeIdentity(_ user: UserID, provider: IdentityProvider, now: Int64) throws -> Bool
+    /// Drops every way to sign in to the account (password, identities, kept provider tokens,
+    /// web-flow login codes not yet exchanged); returns the providers of the identities removed.
+    func forgetSignInMethods(_ id: UserID, now: Int64) throws -> [IdentityProvider]
+    /// The provider refresh tokens kept for the user (sealed), to revoke before erasing them.
+    func providerTokens(_ user: UserID) throws -> [StoredProviderToken]
+    /// Keeps a provider refresh token (sealed) for revocation at account deletion; false (nothing
+    /// kept) when the account is gone.
+    @discardableResult
+    func saveProviderToken(_ user: UserID, provider: IdentityProvider, clientID: String, sealedToken: String, now: Int64) throws -> Bool
+    func insertWebFlow(_ flow: WebFlow) throws
+    func insertLoginCode(_ code: LoginCode) throws
+    /// Takes (marks used) an unexpired, unused login code.
+    func takeLoginCode(hash: String, now: Int64) throws -> LoginCode?
+}

@@ -1,0 +1,74 @@
+/// Linking and unlinking sign-in methods, and reauthenticating with a provider token.
+extension ProviderSignInService {
+    /// Links Apple or Google to the signed-in user (recent sign-in required).
+    public func link(app: AppContext, claims: AccessClaims, provider: Provider, proof: Proof, origin: RequestOrigin) throws -> [Identity] {
+        try sessions.requireRecentLogin(app: app, claims: claims)
+        let data = store.app(app.id)
+        try requireMethod(provider, app)
+        let (identity, appleCode) = try verify(app: app, provider: provider, proof: proof)
+        if let owner = try data.identities.user(provider: provider.identity, subject: identity.subject) {
+            if owner.id == claims.userID { return try data.identities.all(of: claims.userID) }
+            throw GatehouseError(.credentialAlreadyInUse, "This \(provider.rawValue) account signs in to another user of this app.")
+        }
+        if try data.identities.all(of: claims.userID).contains(where: { $0.provider == provider.identity }) {
+            throw GatehouseError(.credentialAlreadyInUse, "Another \(provider.rawValue) account is linked already; unlink it first.")
+        }
+        let appleRefreshToken = try releasingNonceIfUnavailable(identity) { try redeemAppleCode(appleCode, app: app, identity: identity) }
+        let now = clock.nowMillis()
+        return try data.transaction { tx in
+            try IdentityConflict.answering {
+                try tx.identities.addIdentity(claims.userID, Identity(provider: provider.identity, subject: identity.subject, email: identity.email, createdAt: now))
+            }
+            try keepAppleToken(app: app, tx, user: claims.userID, identity: identity, refreshToken: appleRefreshToken)
+            try tx.auditLog.record(Event(type: .identityLinked, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider.rawValue)], createdAt: now))
+            return try tx.identities.all(of: claims.userID)
+        }
+    }
+
+    /// Unlinks a sign-in method (recent sign-in required); the last one cannot go.
+    public func unlink(app: AppContext, claims: AccessClaims, provider: IdentityProvider, origin: RequestOrigin) throws -> [Identity] {
+        try sessions.requireRecentLogin(app: app, claims: claims)
+        let data = store.app(app.id)
+        let identities = try data.identities.all(of: claims.userID)
+        guard identities.contains(where: { $0.provider == provider }) else { throw GatehouseError(.notFound, "This sign-in method is not linked.") }
+        guard identities.count > 1 else { throw GatehouseError(.lastSignInMethod, "This is the account's only way to sign in; add another first.") }
+        let now = clock.nowMillis()
+        return try data.transaction { tx in
+            // Checked again atomically: a concurrent unlink of the other method may have won.
+            guard try tx.identities.removeIdentity(claims.userID, provider: provider, now: now) else {
+                throw GatehouseError(.lastSignInMethod, "This is the account's only way to sign in; add another first.")
+            }
+            try tx.auditLog.record(Event(type: .identityUnlinked, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider.rawValue)], createdAt: now))
+            return try tx.identities.all(of: claims.userID)
+        }
+    }
+
+    /// Reauthentication with a provider token: it must be the signed-in user's own identity, bound
+    /// to this request by its nonce, and issued within the app's `recent_login_seconds` (+ 60 s of
+    /// clock skew): an old token proves an old sign-in, not a recent one.
+    public func reauthenticate(app: AppContext, claims: AccessClaims, provider: Provider, proof: Proof, origin: RequestOrigin) throws -> (token: String, expiresIn: Int64) {
+        let data = store.app(app.id)
+        try limiter.hit(data, bucket: "auth", subject: rateLimitSubject(ip: origin.ip), limit: app.settings.rateLimits.authPerMinutePerIP)
+        switch proof {
+        case .apple(_, nil, _), .google(_, nil):
+            throw GatehouseError.validation("nonce", "Required to reauthenticate: the raw nonce the token was requested with.")
+        case .apple, .google, .firebase: break
+        }
+        try sessions.requireReauthenticationGuessesLeft(app, claims: claims)
+        do {
+            let (identity, _) = try verify(app: app, provider: provider, proof: proof)
+            let oldest = clock.nowSeconds - app.settings.recentLoginSeconds - Self.freshnessLeewaySeconds
+            guard identity.token.signedInAt >= oldest else {
+                throw GatehouseError(
+                    .invalidCredential, "This \(provider.rawValue) token was issued too long ago to count as a recent sign-in; get a new one.", status: 401)
+            }
+            guard let owner = try data.identities.user(provider: provider.identity, subject: identity.subject), owner.id == claims.userID else {
+                throw GatehouseError(.invalidCredential, "This \(provider.rawValue) account is not the signed-in user's.", status: 401)
+            }
+        } catch let error as GatehouseError where error.code == .invalidCredential {
+            try sessions.countFailedReauthentication(app, claims: claims)
+            throw error
+        }
+        return try sessions.refreshAuthTime(app: app, claims: claims)
+    }
+}

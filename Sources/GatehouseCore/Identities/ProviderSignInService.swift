@@ -1,0 +1,253 @@
+import Foundation
+import GatehouseCrypto
+
+/// Sign-in with Apple (native and web), Google and Firebase-exchanged tokens; linking and
+/// unlinking sign-in methods; reauthentication with a provider token.
+public final class ProviderSignInService: Sendable {
+    let store: any Store
+    let directory: AppDirectory
+    let sessions: SessionService
+    /// Sign-ins, for the operator's metrics.
+    let metrics: any DomainMetrics
+    let providers: any IdentityProviders
+    private let sealer: SecretSealer
+    let clock: any Clock
+    let limiter: RateLimiter
+    let publicURL: String
+    /// For the lock on an address a new account takes (``EmailCodes/lockAddress(_:_:)``).
+    private let emailCodes: EmailCodes
+
+    /// Longest provider token accepted (API.md): longer is a validation error.
+    public static let maxTokenLength = 8192
+    static let flowLifetimeMillis: Int64 = 10 * 60 * 1000
+    static let loginCodeLifetimeMillis: Int64 = 60 * 1000
+
+    public init(
+        store: any Store, directory: AppDirectory, sessions: SessionService, providers: any IdentityProviders, sealer: SecretSealer, clock: any Clock,
+        publicURL: String, emailCodes: EmailCodes, metrics: any DomainMetrics = NoDomainMetrics()
+    ) {
+        self.emailCodes = emailCodes
+        self.store = store
+        self.directory = directory
+        self.sessions = sessions
+        self.metrics = metrics
+        self.providers = providers
+        self.sealer = sealer
+        self.clock = clock
+        self.limiter = RateLimiter(clock: clock)
+        self.publicURL = publicURL
+    }
+
+    public enum Provider: String, Sendable {
+        case apple, google
+        /// The identity provider the sign-in is with.
+        public var identity: IdentityProvider { self == .apple ? .apple : .google }
+        var firebaseName: String { identity.firebaseSignInProvider ?? "" }
+        var method: SignInMethod { self == .apple ? .apple : .google }
+    }
+
+    /// What the client sent to prove who they are at a provider.
+    public enum Proof: Sendable {
+        /// Apple's identity token, the raw nonce, and optionally the authorization code.
+        case apple(identityToken: String, nonce: String?, authorizationCode: String?)
+        case google(idToken: String, nonce: String?)
+        case firebase(token: String)
+    }
+
+    // MARK: - Signing in
+
+    public func signIn(
+        app: AppContext, provider: Provider, proof: Proof, firstName: String?, lastName: String?, origin: RequestOrigin
+    ) throws -> SessionGrant {
+        try metrics.countingSignIn(provider.method) {
+            try signInOnce(app: app, provider: provider, proof: proof, firstName: firstName, lastName: lastName, origin: origin)
+        }
+    }
+
+    private func signInOnce(
+        app: AppContext, provider: Provider, proof: Proof, firstName: String?, lastName: String?, origin: RequestOrigin
+    ) throws -> SessionGrant {
+        let data = store.app(app.id)
+        try limiter.hit(data, bucket: "auth", subject: rateLimitSubject(ip: origin.ip), limit: app.settings.rateLimits.authPerMinutePerIP)
+        try requireMethod(provider, app)
+        var checks = FieldChecks()
+        var first: String?
+        var last: String?
+        try checks.run { () throws(GatehouseError) in first = try firstName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "first_name") } }
+        try checks.run { () throws(GatehouseError) in last = try lastName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "last_name") } }
+        try checks.finish()
+        let (identity, appleCode) = try verify(app: app, provider: provider, proof: proof)
+        // A refused sign-up is refused before the code is redeemed: else Apple's refresh token
+        // for it would be dropped unrevoked.
+        let existing = try data.identities.user(provider: provider.identity, subject: identity.subject)
+        if appleCode != nil, existing == nil { try requireNewAccountAllowed(app: app, data, identity: identity) }
+        let appleRefreshToken = try releasingNonceIfUnavailable(identity) { try redeemAppleCode(appleCode, app: app, identity: identity) }
+        let (user, isNew) = try account(
+            app: app, data, provider: provider, identity: identity, existing: existing, firstName: first, lastName: last, origin: origin)
+        try keepAppleToken(app: app, data, user: user.id, identity: identity, refreshToken: appleRefreshToken)
+        return try sessions.startSession(app: app, data, user: user, method: provider.method, isNewUser: isNew, origin: origin)
+    }
+
+    /// Verifies a proof for the app: the provider must be configured and the token valid. An
+    /// Apple authorization code comes back not yet redeemed (``redeemAppleCode(_:app:identity:)``).
+    func verify(app: AppContext, provider: Provider, proof: Proof) throws -> (ExternalIdentity, appleCode: String?) {
+        let verified = try verifyToken(app: app, provider: provider, proof: proof)
+        try useNonce(of: verified.0)
+        return verified
+    }
+
+    private func verifyToken(app: AppContext, provider: Provider, proof: Proof) throws -> (ExternalIdentity, appleCode: String?) {
+        switch proof {
+        case .firebase(let token):
+            try checkLength(token, field: "firebase_id_token")
+            guard let project = app.settings.firebase.projectID else { throw notConfigured("Firebase") }
+            return (try answering(providers.verifyFirebase(token, projectID: project, expectedProvider: provider.firebaseName)), nil)
+        case .google(let token, let nonce):
+            try checkLength(token, field: "id_token")
+            guard !app.settings.google.clientIDs.isEmpty else { throw notConfigured("Google") }
+            return (try answering(providers.verifyGoogle(token, audiences: app.settings.google.clientIDs, nonce: nonce)), nil)
+        case .apple(let token, let nonce, let code):
+            try checkLength(token, field: "identity_token")
+            let apple = app.settings.apple
+            let audiences = apple.clientIDs + (apple.servicesID.map { [$0] } ?? [])
+            guard !audiences.isEmpty else { throw notConfigured("Sign in with Apple") }
+            if nonce == nil && apple.requireNonce { throw GatehouseError.validation("nonce", "Required: the raw nonce whose SHA-256 the app gave Apple.") }
+            if let nonce, nonce.isEmpty || nonce.utf8.count > 512 { throw GatehouseError.validation("nonce", "Must be 1 to 512 characters.") }
+            let identity = try answering(providers.verifyApple(token, audiences: audiences, expectedNonceHash: nonce.map { Digest.hex(Digest.sha256(Array($0.utf8))) }))
+            if let code { try checkLength(code, field: "authorization_code") }
+            return (identity, code)
+        }
+    }
+
+    /// Redeems an Apple authorization code at Apple for the refresh token to keep; nil without a
+    /// code or when the app has no Apple key. The code must be of `identity`'s Apple account: else
+    /// another account's refresh token would be kept here (and revoked at Apple when this user
+    /// deletes theirs).
+    func redeemAppleCode(_ code: String?, app: AppContext, identity: ExternalIdentity) throws -> String? {
+        guard let code, let credentials = appleCredentials(app) else { return nil }
+        let exchanged = try answering(providers.exchangeAppleCode(code, clientID: identity.audience, redirectURI: nil, credentials: credentials))
+        let redeemed = try answering(providers.verifyApple(exchanged.idToken, audiences: [identity.audience], expectedNonceHash: nil))
+        guard constantTimeEquals(Array(redeemed.subject.utf8), Array(identity.subject.utf8)) else {
+            throw GatehouseError(.invalidCredential, "The authorization code is not of the Apple account of identity_token.", status: 401)
+        }
+        return exchanged.refreshToken
+    }
+
+    /// The user of a verified identity: `existing`, the one it is linked to, or a new account
+    /// (never one found by email: a provider sign-in never attaches to an existing account by email).
+    func account(
+        app: AppContext, _ data: any AppScopedStore, provider: Provider, identity: ExternalIdentity, existing: User?, firstName: String?, lastName: String?,
+        origin: RequestOrigin
+    ) throws -> (User, Bool) {
+        let now = clock.nowMillis()
+        if let user = existing {
+            if user.firstName == nil && user.lastName == nil, firstName != nil || lastName != nil {
+                try data.users.fillNames(user.id, firstName: firstName, lastName: lastName, now: now)
+                return (try data.users.user(user.id) ?? user, false)
+            }
+            return (user, false)
+        }
+        let email = identity.email.flatMap { try? InputRules.email($0) }
+        // An unverified address is kept (the user may verify it later) but marked so: it takes no
+        // part in email collisions and never becomes a password identity's email.
+        let user = User(
+            id: .generate(), email: email, emailVerified: email != nil && identity.emailVerified, firstName: firstName ?? identity.firstName,
+            lastName: lastName ?? identity.lastName, createdAt: now, updatedAt: now, lastSignInAt: now)
+        do {
+            try data.transaction { tx in
+                // A verified address is held while it is checked and taken, as sign-up and code
+                // sign-in hold it: two of them at once cannot both take it.
+                if user.emailVerified, let email { try emailCodes.lockAddress(tx, email) }
+                try requireNewAccountAllowed(app: app, tx, identity: identity)
+                try UserConflict.answering {
+                    try tx.users.insertUser(
+                        user, passwordHash: nil, identity: Identity(provider: provider.identity, subject: identity.subject, email: email, createdAt: now),
+                        event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(provider.rawValue)], createdAt: now))
+                }
+            }
+        } catch let error as GatehouseError where error.code == .emailAlreadyInUse {
+            // (Out of the rolled-back transaction: on PostgreSQL it cannot run another statement.)
+            // The same provider account signed up at the same moment from another request: use it.
+            if let existing = try data.identities.user(provider: provider.identity, subject: identity.subject) { return (existing, false) }
+            throw error
+        }
+        return (user, true)
+    }
+
+    /// Whether this identity may become a new account: sign-up open (as for passwords), and its
+    /// email not another account's unless the app keeps such accounts separate. An email the
+    /// provider does not say is verified proves nothing and collides with nothing.
+    private func requireNewAccountAllowed(app: AppContext, _ data: any AppScopedStore, identity: ExternalIdentity) throws {
+        guard app.settings.allowSignup else { throw GatehouseError(.signupDisabled, "This app does not accept new sessions.") }
+        if identity.emailVerified, let email = identity.email.flatMap({ try? InputRules.email($0) }), app.settings.emailCollision == "reject",
+            try data.users.emailInUse(email, except: nil)
+        {
+            throw GatehouseError(
+                .accountExistsWithDifferentCredential,
+                "An account with this email already exists. Sign in the way you did before, then link this method in the account settings.")
+        }
+    }
+
+    /// Clock skew allowed between a provider and us when judging whether its token is recent.
+    static let freshnessLeewaySeconds: Int64 = 60
+
+    /// A provider token that carries a nonce counts once per (issuer, subject, nonce), on every
+    /// node: a second use of it is a replay (401 `auth/invalid-credential`).
+    func useNonce(of identity: ExternalIdentity) throws {
+        guard let key = nonceKey(identity) else { return }
+        // Kept until the token expires (with the verifier's leeway), after which it cannot verify anyway.
+        let expiresAt = (max(identity.token.expiresAt, clock.nowSeconds) + 60) * 1000
+        guard try store.useProviderNonce(key: key, expiresAt: expiresAt, now: clock.nowMillis()) else {
+            throw GatehouseError(.invalidCredential, "This token was used already; get a new one.", status: 401)
+        }
+    }
+
+    private func nonceKey(_ identity: ExternalIdentity) -> String? {
+        identity.token.nonce.map { Digest.hex(Digest.sha256(Array("\(identity.token.issuer)\n\(identity.subject)\n\($0)".utf8))) }
+    }
+
+    /// Runs `body`, which needs the provider after the token's nonce was used; if the provider
+    /// cannot be reached, the nonce is given back, so the client's retry with the same token (as
+    /// 503 `provider/unavailable` asks) is not taken for a replay.
+    func releasingNonceIfUnavailable<T>(_ identity: ExternalIdentity, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as GatehouseError where error.code == .providerUnavailable {
+            if let key = nonceKey(identity) { try? store.releaseProviderNonce(key: key) }
+            throw error
+        }
+    }
+
+    // MARK: -
+
+    func keepAppleToken(app: AppContext, _ data: any AppScopedStore, user: UserID, identity: ExternalIdentity, refreshToken: String?) throws {
+        guard let refreshToken else { return }
+        let sealed = sealer.seal(refreshToken, app: app.id, field: StoredProviderToken.appleFieldName(user: user, clientID: identity.audience))
+        _ = try data.identities.saveProviderToken(user, provider: .apple, clientID: identity.audience, sealedToken: sealed, now: clock.nowMillis())
+    }
+
+    func appleCredentials(_ app: AppContext) -> AppleCredentials? { app.settings.apple.credentials }
+
+    func requireMethod(_ provider: Provider, _ app: AppContext) throws {
+        guard app.settings.signInMethods.contains(provider.method) else {
+            throw GatehouseError(.signInMethodDisabled, "This app does not offer \(provider.rawValue) sign-in.")
+        }
+    }
+
+    private func checkLength(_ token: String, field: String) throws {
+        if token.trimmingCharacters(in: .whitespaces).isEmpty || token.utf8.count > Self.maxTokenLength {
+            throw GatehouseError.validation(field, "Must be a token of at most \(Self.maxTokenLength) characters.")
+        }
+    }
+
+    func notConfigured(_ what: String) -> GatehouseError {
+        GatehouseError(.providerNotConfigured, "\(what) is not configured for this app.")
+    }
+
+    func hash(_ secret: String) -> String { Digest.hex(Digest.sha256(Array(secret.utf8))) }
+
+    /// Runs a provider call; its failure becomes the client's answer (``ProviderFailure/clientError``).
+    func answering<T>(_ call: @autoclosure () throws(ProviderFailure) -> T) throws(GatehouseError) -> T {
+        do { return try call() } catch { throw error.clientError }
+    }
+}

@@ -1,0 +1,73 @@
+/// The signed-in user's account: reading it, changing the profile, listing its sign-in methods.
+public final class AccountService: Sendable {
+    private let store: any Store
+    private let cache: AccountCache
+    private let clock: any Clock
+
+    /// - Parameter cache: the cache the store reports user changes to.
+    public init(store: any Store, cache: AccountCache, clock: any Clock) {
+        self.store = store
+        self.cache = cache
+        self.clock = clock
+    }
+
+    // MARK: - The signed-in user
+
+    public func me(app: AppContext, claims: AccessClaims) throws -> Account {
+        guard let found = try cache.account(app: app.id, user: claims.userID, store: store) else {
+            throw GatehouseError(.sessionRevoked, "This account no longer exists.")
+        }
+        return found
+    }
+
+    /// `PATCH /v1/me`: names (absent keeps, null or empty clears) and, through Files, the photo
+    /// (``FilesService/photoChange(app:user:session:fileID:origin:)``). Every field is checked
+    /// before anything is written; the change, its `user.updated` event (naming the fields it
+    /// changed) and the photo's files commit in one unit of work, the user's row locked (a photo
+    /// not committed is abandoned). Nothing changed: no change and no event recorded (with a photo
+    /// field the row is still locked, which marks it changed).
+    public func updateProfile(
+        app: AppContext, user id: UserID, session: SessionID?, firstName: String??, lastName: String??, photo: PhotoChange? = nil,
+        origin: RequestOrigin
+    ) throws -> (User, [Identity]) {
+        var committed = false
+        defer { if !committed { photo?.abandoned() } }
+        func checked(_ change: String??, _ field: String) throws(GatehouseError) -> String?? {
+            guard case .some(.some(let value)) = change else { return change }
+            return .some(try InputRules.name(value, field: field))
+        }
+        var checks = FieldChecks()
+        var first: String?? = nil
+        var last: String?? = nil
+        try checks.run { () throws(GatehouseError) in first = try checked(firstName, "first_name") }
+        try checks.run { () throws(GatehouseError) in last = try checked(lastName, "last_name") }
+        try checks.finish()
+        guard let (user, identities) = try cache.account(app: app.id, user: id, store: store).map({ ($0.user, $0.identities) }) else { throw Self.accountGone }
+        if photo == nil, (first ?? user.firstName) == user.firstName, (last ?? user.lastName) == user.lastName { return (user, identities) }
+        let now = clock.nowMillis()
+        let (updated, removed) = try store.app(app.id).transaction { tx -> (User, [BlobKey]) in
+            guard let account = try tx.users.lockUser(id) else { throw Self.accountGone }
+            let (photoURL, removed) = try photo?.apply(tx, id, now) ?? (account.photoURL, [])
+            let firstName = first ?? account.firstName
+            let lastName = last ?? account.lastName
+            let changed = [("first_name", account.firstName != firstName), ("last_name", account.lastName != lastName), ("photo_url", account.photoURL != photoURL)]
+                .filter(\.1).map { JSON.string($0.0) }
+            guard !changed.isEmpty else { return (account, removed) }
+            guard let updated = try tx.users.updateProfile(id, firstName: firstName, lastName: lastName, photoURL: photoURL, now: now) else { throw Self.accountGone }
+            try tx.auditLog.record(Event(
+                type: .userUpdated, userID: id, sessionID: session, ip: origin.ip, userAgent: origin.userAgent, data: ["fields": .array(changed)],
+                createdAt: now))
+            return (updated, removed)
+        }
+        committed = true
+        photo?.committed(removed)
+        // A profile change leaves the identities as they were.
+        return (updated, identities)
+    }
+
+    static let accountGone = GatehouseError(.sessionRevoked, "This account no longer exists.")
+
+    public func identities(app: AppContext, claims: AccessClaims) throws -> [Identity] {
+        try store.app(app.id).identities.all(of: claims.userID)
+    }
+}

@@ -1,0 +1,73 @@
+/// A user of one app.
+public struct UserID: PrefixedID {
+    public static let prefix = "usr_"
+    public let rawValue: String
+    public init(unchecked rawValue: String) { self.rawValue = rawValue }
+}
+
+public struct User: Sendable, Equatable {
+    public var id: UserID
+    public var email: String?
+    public var emailVerified: Bool
+    public var firstName: String?
+    public var lastName: String?
+    public var photoURL: String?
+    public var createdAt: Int64
+    public var updatedAt: Int64
+    public var lastSignInAt: Int64?
+    /// Set by a tenant admin (``Ban``); nil when the user may sign in.
+    public var ban: Ban?
+    /// Set while the account waits out its app's `deletion_grace_days`; a sign-in clears it.
+    public var pendingDeletion: PendingDeletion?
+
+    public init(
+        id: UserID, email: String?, emailVerified: Bool, firstName: String?, lastName: String?, photoURL: String? = nil, createdAt: Int64,
+        updatedAt: Int64, lastSignInAt: Int64?, ban: Ban? = nil, pendingDeletion: PendingDeletion? = nil
+    ) {
+        self.ban = ban
+        self.pendingDeletion = pendingDeletion
+        self.id = id
+        self.email = email
+        self.emailVerified = emailVerified
+        self.firstName = firstName
+        self.lastName = lastName
+        self.photoURL = photoURL
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.lastSignInAt = lastSignInAt
+    }
+
+    /// First and last name joined by one space; nil when both are unset.
+    public var displayName: String? {
+        let parts = [firstName, lastName].compactMap { $0 }
+        return parts.isEmpty ? nil : parts.joined(separator: " ")
+    }
+}
+
+/// A tenant admin's ban: permanent, or a suspension until `suspendedUntil` (ms), after which it
+/// no longer holds (it ends by itself, nothing has to lift it).
+public struct Ban: Sendable, Equatable {
+    public var sanctionCode: String
+    public var reason: String?
+    public var suspendedUntil: Int64?
+
+    public init(sanctionCode: String, reason: String?, suspendedUntil: Int64?) {
+        self.sanctionCode = sanctionCode
+        self.reason = reason
+        self.suspendedUntil = suspendedUntil
+    }
+
+    public func holds(at now: Int64) -> Bool { suspendedUntil.map { $0 > now } ?? true }
+}
+
+/// An account whose deletion was asked for and waits out the app's grace period: the purge job
+/// deletes it at `purgeAt` (ms), unless a sign-in restores it first.
+public struct PendingDeletion: Sendable, Equatable {
+    public var requestedAt: Int64
+    public var purgeAt: Int64
+
+    public init(requestedAt: Int64, purgeAt: Int64) {
+        self.requestedAt = requestedAt
+        self.purgeAt = purgeAt
+    }
+}

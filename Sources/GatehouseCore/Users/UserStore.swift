@@ -1,0 +1,46 @@
+/// Why a ``UserStore`` write stored nothing: another account holds what it would take. Core turns
+/// it into the client's error (``AccountService``); the store knows no client-facing text.
+public enum UserConflict: Error, Sendable, Equatable {
+    /// The new account's identity (the same email or provider account) exists already.
+    case identityTaken
+    /// Another account signs in with a password at the new address.
+    case emailTaken
+}
+
+/// The app's users: their rows, profiles, bans and addresses. Every query binds the app.
+public protocol UserStore: Sendable {
+    /// Inserts a user with one identity and records `event` (its sign-up), in one transaction.
+    /// Throws ``UserConflict/identityTaken`` when the identity exists.
+    /// The identity is nil for an account made by an emailed code: it signs in by its address.
+    func insertUser(_ user: User, passwordHash: String?, identity: Identity?, event: Event) throws
+    func user(_ id: UserID) throws -> User?
+    /// The account an emailed code for this address reaches (several share an address only under
+    /// `email_collision: separate`): one whose address is verified, the one with a password at it
+    /// first, else the oldest; else an unverified account with a password at the address (which
+    /// the code then takes from whoever made it). Never an account whose provider vouched for
+    /// nothing: an address typed into a provider proves nothing.
+    func user(email: String) throws -> User?
+    /// Marks the address verified, if the user's address is still `email`; the user, or nil.
+    func markEmailVerified(_ id: UserID, email: String, now: Int64) throws -> User?
+    /// Sets a new, verified address (and the password identity's subject) if the address is still
+    /// `old`; nil when it changed meanwhile. Throws ``UserConflict/emailTaken`` when another
+    /// account signs in with a password at the new address.
+    func changeEmail(_ id: UserID, from old: String?, to new: String, now: Int64) throws -> User?
+    /// Sets or lifts (nil) the user's ban; the user, or nil when there is none.
+    func setBan(_ id: UserID, _ ban: Ban?, now: Int64) throws -> User?
+    func updateProfile(_ id: UserID, firstName: String?, lastName: String?, photoURL: String?, now: Int64) throws -> User?
+    /// Sets names only where the user has none (Apple sends the name once).
+    func fillNames(_ user: UserID, firstName: String?, lastName: String?, now: Int64) throws
+    /// Locks the user's row for the rest of the transaction and reads it (nil: no such live
+    /// user). A deletion starts here; whatever else must not interleave with one (a new session,
+    /// a kept provider token) takes the row too.
+    func lockUser(_ id: UserID) throws -> User?
+    /// The app's users, newest first (ties by id), each with their identities: after `after` (the
+    /// previous page's last user), at most `limit`. `query` matches an exact user id, or a
+    /// case-insensitive substring of the email, first or last name (trigram-indexed on both databases, migration 0013).
+    func users(matching query: String?, after: (createdAt: Int64, id: UserID)?, limit: Int) throws -> [(User, [Identity])]
+    /// The user and their identities, read together (one statement).
+    func userWithIdentities(_ id: UserID) throws -> (User, [Identity])?
+    /// True when some user of the app has this email (any sign-in method), other than `except`.
+    func emailInUse(_ email: String, except: UserID?) throws -> Bool
+}

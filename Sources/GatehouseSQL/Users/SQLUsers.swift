@@ -1,0 +1,211 @@
+import GatehouseCore
+
+extension UserID: SQLBindable { public var sqlValue: SQLValue { .text(rawValue) } }
+
+/// The app's users (`users`), every statement bound to `appID`.
+extension SQLAppScopedStore: UserStore {
+    var users: any UserStore { self }
+
+    func insertUser(_ user: User, passwordHash: String?, identity: Identity?, event: Event) throws {
+        try database.transaction { db in
+            do {
+                try db.execute("""
+                    INSERT INTO users (id, app_id, email, email_verified, first_name, last_name, photo_url, password_hash, created_at, updated_at, last_sign_in_at)
+                    VALUES (\(user.id), \(appID), \(user.email), \(user.emailVerified), \(user.firstName), \(user.lastName), \(user.photoURL),
+                            \(passwordHash), \(user.createdAt), \(user.updatedAt), \(user.lastSignInAt))
+                    """)
+                if let identity { try insertIdentity(db, app: appID, user: user.id, identity) }
+            } catch let error as SQLError where error.kind == .uniqueViolation {
+                // The identity exists: the same email or provider account signed up just before.
+                throw UserConflict.identityTaken
+            }
+            try insertEvent(db, event)
+        }
+    }
+
+    func user(_ id: UserID) throws -> User? {
+        try database.query("SELECT * FROM users WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL").first.map(userRecord)
+    }
+
+    func user(email: String) throws -> User? {
+        // See the protocol: verified first (with a password first), then an unverified one with
+        // a password at the address; never an unverified account of a provider.
+        try database.query("""
+            SELECT users.* FROM users
+            LEFT JOIN identities ON identities.app_id = users.app_id AND identities.user_id = users.id AND identities.provider = 'password'
+            WHERE users.app_id = \(appID) AND users.email = \(email) AND users.deleted_at IS NULL
+              AND (users.email_verified = 1 OR identities.subject IS NOT NULL)
+            ORDER BY CASE WHEN users.email_verified = 1 THEN 0 ELSE 1 END, CASE WHEN identities.subject IS NULL THEN 1 ELSE 0 END, users.created_at
+            LIMIT 1
+            """).first.map(userRecord)
+    }
+
+    func markEmailVerified(_ id: UserID, email: String, now: Int64) throws -> User? {
+        defer { changed(id) }
+        return try database.query("""
+            UPDATE users SET email_verified = \(true), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
+            WHERE app_id = \(appID) AND id = \(id) AND email = \(email) AND deleted_at IS NULL RETURNING *
+            """).first.map(userRecord)
+    }
+
+    func changeEmail(_ id: UserID, from old: String?, to new: String, now: Int64) throws -> User? {
+        defer { changed(id) }
+        do {
+            return try database.transaction { db in
+                let sameOld: SQL = old.map { "email = \($0)" } ?? "email IS NULL"
+                guard let row = try db.query("""
+                    UPDATE users SET email = \(new), email_verified = \(true), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
+                    WHERE app_id = \(appID) AND id = \(id) AND \(sameOld) AND deleted_at IS NULL RETURNING *
+                    """).first
+                else { return nil }
+                // The password identity's subject is the address it signs in with.
+                try db.execute("""
+                    UPDATE identities SET subject = \(new), email = \(new) WHERE app_id = \(appID) AND user_id = \(id) AND provider = 'password'
+                    """)
+                return try userRecord(row)
+            }
+        } catch let error as SQLError where error.kind == .uniqueViolation {
+            throw UserConflict.emailTaken
+        }
+    }
+
+    func setBan(_ id: UserID, _ ban: Ban?, now: Int64) throws -> User? {
+        defer { changed(id) }
+        return try database.query("""
+            UPDATE users SET ban_sanction_code = \(ban?.sanctionCode), ban_reason = \(ban?.reason), ban_suspended_until = \(ban?.suspendedUntil),
+                             updated_at = \(now), changed_at = \(database.dialect.nowMillis)
+            WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
+            """).first.map(userRecord)
+    }
+
+    func lockUser(_ id: UserID) throws -> User? {
+        try database.query("""
+            UPDATE users SET changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
+            """).first.map(userRecord)
+    }
+
+    func updateProfile(_ id: UserID, firstName: String?, lastName: String?, photoURL: String?, now: Int64) throws -> User? {
+        defer { changed(id) }
+        return try database.query("""
+            UPDATE users SET first_name = \(firstName), last_name = \(lastName), photo_url = \(photoURL), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
+            WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
+            """).first.map(userRecord)
+    }
+
+    func fillNames(_ user: UserID, firstName: String?, lastName: String?, now: Int64) throws {
+        guard firstName != nil || lastName != nil else { return }
+        defer { changed(user) }
+        try database.execute("""
+            UPDATE users SET first_name = COALESCE(first_name, \(firstName)), last_name = COALESCE(last_name, \(lastName)), updated_at = \(now),
+                             changed_at = \(database.dialect.nowMillis)
+            WHERE app_id = \(appID) AND id = \(user) AND first_name IS NULL AND last_name IS NULL AND deleted_at IS NULL
+            """)
+    }
+
+    func users(matching query: String?, after: (createdAt: Int64, id: UserID)?, limit: Int) throws -> [(User, [Identity])] {
+        var conditions: [SQL] = ["users.app_id = \(appID)", "users.deleted_at IS NULL"]
+        if let after { conditions.append("(users.created_at < \(after.createdAt) OR (users.created_at = \(after.createdAt) AND users.id < \(after.id)))") }
+        var source: SQL = "users"
+        if let query {
+            if let id = UserID(parsing: query) {
+                conditions.append("users.id = \(id)")
+            } else {
+                let substring = query.lowercased()
+                conditions.append(Self.containing(substring))
+                if database.dialect == .sqlite, let candidates = try searchCandidates(for: substring) {
+                    // The trigram index's candidates, then the app, the cursor and the same LIKE
+                    // as the scan: the index only narrows, the LIKE decides.
+                    guard !candidates.isEmpty else { return [] }
+                    source = "user_search_rows CROSS JOIN users ON users.id = user_search_rows.user_id"
+                    // One JSON array, not a list of binds: one statement text, however many candidates.
+                    let rows = "[" + candidates.map(String.init).joined(separator: ",") + "]"
+                    conditions.append("user_search_rows.row IN (SELECT value FROM json_each(\(rows)))")
+                }
+            }
+        }
+        let filter = conditions.joined(separator: " AND ")
+        let users = try database.query("""
+            SELECT users.* FROM \(source) WHERE \(filter) ORDER BY users.created_at DESC, users.id DESC LIMIT \(Int64(limit))
+            """).map(userRecord)
+        guard !users.isEmpty else { return [] }
+        var identities: [UserID: [Identity]] = [:]
+        for row in try database.query("""
+            SELECT user_id, provider, subject, email, created_at FROM identities
+            WHERE app_id = \(appID) AND user_id IN (\(list: users.map(\.id.rawValue))) ORDER BY created_at, provider
+            """) {
+            identities[UserID(unchecked: try row.string("user_id")), default: []].append(try identityRecord(row, prefix: ""))
+        }
+        return users.map { ($0, identities[$0.id] ?? []) }
+    }
+
+    /// A case-insensitive substring of the email, first or last name: LIKE with its wildcards
+    /// escaped, so the query is a substring, not a pattern. Both databases answer it; PostgreSQL
+    /// from its trigram indexes on the same `lower(…)` expressions (migration 0013).
+    private static func containing(_ substring: String) -> SQL {
+        let pattern = "%" + substring.replacingOccurrences(of: "\\", with: "\\\\")
+            .replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_") + "%"
+        return """
+            (lower(users.email) LIKE \(pattern) ESCAPE '\\' OR lower(users.first_name) LIKE \(pattern) ESCAPE '\\' \
+            OR lower(users.last_name) LIKE \(pattern) ESCAPE '\\')
+            """
+    }
+
+    /// The substring as one FTS5 phrase: the trigram tokenizer matches it anywhere in a column,
+    /// folding case (a superset of the LIKE's matches, which SQLite folds for ASCII only).
+    private static func phrase(_ substring: String) -> String {
+        "\"" + substring.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// Candidates the SQLite trigram index may give before a newest-first walk is the better way.
+    static let searchIndexCandidateLimit = 2_000
+
+    /// The rows of SQLite's trigram index (`user_search`) whose email or names contain `substring`
+    /// (folding case), or nil when the app's users are better walked newest first: under 3
+    /// characters there is no trigram to look up, and a substring in thousands of users (of any
+    /// app) is common, so the walk finds a page of them after a few thousand rows, while the
+    /// index would hand over every one of them to be looked up and sorted.
+    private func searchCandidates(for substring: String) throws -> [Int64]? {
+        guard substring.unicodeScalars.count >= 3 else { return nil }
+        let rows = try database.query("""
+            SELECT rowid FROM user_search WHERE user_search MATCH \(Self.phrase(substring)) LIMIT \(Int64(Self.searchIndexCandidateLimit))
+            """).map { try $0.int64("rowid") }
+        return rows.count < Self.searchIndexCandidateLimit ? rows : nil
+    }
+
+    func userWithIdentities(_ id: UserID) throws -> (User, [Identity])? {
+        // One statement: a row per identity (or one row of NULLs for none), the user's columns on each.
+        let rows = try database.query("""
+            SELECT users.*, identities.provider AS identity_provider, identities.subject AS identity_subject,
+                   identities.email AS identity_email, identities.created_at AS identity_created_at
+            FROM users LEFT JOIN identities ON identities.app_id = users.app_id AND identities.user_id = users.id
+            WHERE users.app_id = \(appID) AND users.id = \(id) AND users.deleted_at IS NULL
+            ORDER BY identities.created_at, identities.provider
+            """)
+        guard let first = rows.first else { return nil }
+        let identities = try rows.compactMap { row in try row.optionalString("identity_provider") == nil ? nil : try identityRecord(row, prefix: "identity_") }
+        return (try userRecord(first), identities)
+    }
+
+    func emailInUse(_ email: String, except: UserID?) throws -> Bool {
+        try !database.query("""
+            SELECT 1 AS found FROM users
+            WHERE app_id = \(appID) AND email = \(email) AND id <> \(except?.rawValue ?? "") AND deleted_at IS NULL
+              AND (email_verified = \(true) OR EXISTS (
+                  SELECT 1 FROM identities WHERE identities.app_id = users.app_id AND identities.user_id = users.id AND identities.provider = 'password'))
+            LIMIT 1
+            """).isEmpty
+    }
+}
+
+func userRecord(_ row: SQLRow) throws -> User {
+    User(
+        id: UserID(unchecked: try row.string("id")), email: try row.optionalString("email"), emailVerified: try row.bool("email_verified"),
+        firstName: try row.optionalString("first_name"), lastName: try row.optionalString("last_name"), photoURL: try row.optionalString("photo_url"),
+        createdAt: try row.int64("created_at"), updatedAt: try row.int64("updated_at"), lastSignInAt: try row.optionalInt64("last_sign_in_at"),
+        ban: try row.optionalString("ban_sanction_code").map { code in
+            Ban(sanctionCode: code, reason: try row.optionalString("ban_reason"), suspendedUntil: try row.optionalInt64("ban_suspended_until"))
+        },
+        pendingDeletion: try row.optionalInt64("deletion_due_at").map { due in
+            PendingDeletion(requestedAt: try row.optionalInt64("deletion_requested_at") ?? due, purgeAt: due)
+        })
+}
