@@ -84,13 +84,7 @@ public final class Gatehouse: Sendable {
         self.sealer = sealer
         try sealer.verifyMatchesDatabase(store)
         directory = AppDirectory(store: store, sealer: sealer, clock: clock)
-        // Every audit event an app's webhooks subscribe to queues their deliveries in its own
-        // transaction (bound here: the fan-out reads the directory, which is built on the store).
-        store.bindEventFanOut(WebhookFanOut(directory: directory, sealer: sealer))
-        apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken, masterKey: masterKey,
-            allowPrivateOutbound: configuration.allowPrivateOutbound, maxMailPerHour: Int64(configuration.maxMailPerHour))
-
-        // The outbox and its kinds, mail and webhooks; the mail flows below wake it after they commit.
+        // The outbox and its kinds, mail and webhooks; every unit of work below wakes it after a commit that queued items.
         let mail = MailOutboxHandler(
             directory: directory, sealer: sealer, platformSMTPURL: configuration.smtpURL,
             // GATEHOUSE_SMTP_FROM, else no-reply@ the public host (checked by the configuration).
@@ -126,6 +120,12 @@ public final class Gatehouse: Sendable {
 
         let revocations = RevocationList(store: store, clock: clock, log: log)
         try revocations.load()
+        // Every unit of work: the audit events an app's webhooks subscribe to queue their
+        // deliveries in its transaction; after its commit, the sessions it ended are revoked on
+        // this node and the outbox is woken for what it queued.
+        let units = UnitOfWork(fanOut: WebhookFanOut(directory: directory, sealer: sealer), revocations: revocations, wakeOutbox: outboxWorker.wake)
+        apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken, masterKey: masterKey,
+            units: units, allowPrivateOutbound: configuration.allowPrivateOutbound, maxMailPerHour: Int64(configuration.maxMailPerHour))
         tokens = TokenService(publicURL: configuration.publicURL, clock: clock, masterKey: masterKey, revocations: revocations)
         let hasher = try PasswordHasher(
             parameters: Argon2id.Parameters(
@@ -140,23 +140,23 @@ public final class Gatehouse: Sendable {
         // change it belongs to; the outbox worker delivers it.
         let emailCodes = EmailCodes(
             masterKey: masterKey, composer: TemplatedMailComposer(templates: try MailTemplates.bundled(), sealer: sealer), clock: clock,
-            wakeOutbox: outboxWorker.wake, maxMailPerHour: Int64(configuration.maxMailPerHour), metrics: metrics)
+            units: units, maxMailPerHour: Int64(configuration.maxMailPerHour), metrics: metrics)
         accounts = AccountService(store: store, cache: accountCache, tokens: tokens, hasher: hasher, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds,
-            masterKey: masterKey, emailCodes: emailCodes, log: log, metrics: metrics)
-        emailFlows = EmailFlowService(store: store, accounts: accounts, codes: emailCodes, hasher: hasher, clock: clock)
+            masterKey: masterKey, emailCodes: emailCodes, units: units, log: log, metrics: metrics)
+        emailFlows = EmailFlowService(store: store, accounts: accounts, codes: emailCodes, hasher: hasher, units: units, clock: clock)
 
         providerSignIn = ProviderSignInService(
             store: store, directory: directory, accounts: accounts, providers: providers,
-            sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes)
+            sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes, units: units)
         let deletion = AccountDeletion(
-            store: store, directory: directory, accounts: accounts, sealer: sealer, clock: clock, erasers: [FileEraser()], wakeOutbox: outboxWorker.wake,
+            store: store, directory: directory, accounts: accounts, sealer: sealer, clock: clock, erasers: [FileEraser()], units: units,
             log: log)
         self.deletion = deletion
         // Photo uploads run on the offload threads; as many may wait as decode.
         let photos = PhotoProcessor(threads: configuration.photoConcurrency, maxQueued: configuration.photoConcurrency)
         self.photos = photos
         files = FilesService(
-            store: store, blobs: blobs, clock: clock, publicURL: configuration.publicURL, wakeOutbox: outboxWorker.wake, log: log, photos: photos)
+            store: store, blobs: blobs, clock: clock, publicURL: configuration.publicURL, units: units, log: log, photos: photos)
 
         let maintenance = Maintenance(
             store: store,
@@ -196,7 +196,7 @@ public final class Gatehouse: Sendable {
         OperationsController(auth: auth, store: store, metrics: metrics, outbox: outboxWorker, hasher: hasher, clock: clock).register(&routes)
         AppController(auth: auth, directory: directory).register(&routes)
         AdminController(
-            auth: auth, apps: apps, auditLog: AuditLog(store: store), users: AdminUsers(store: store, accounts: accounts, clock: clock), deletion: deletion,
+            auth: auth, apps: apps, auditLog: AuditLog(store: store), users: AdminUsers(store: store, accounts: accounts, units: units, clock: clock), deletion: deletion,
             clock: clock
         ).register(&routes)
         let authController = AuthController(auth: auth, accounts: accounts, providers: providerSignIn, emailFlows: emailFlows, clock: clock)

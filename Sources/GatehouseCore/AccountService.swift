@@ -25,6 +25,8 @@ public final class AccountService: Sendable {
     private let limiterSubjectKey: HMACKey
     /// Sign-up's verification mail.
     private let emailCodes: EmailCodes
+    /// Runs the service's units of work and applies what follows their commit.
+    let units: UnitOfWork
     private let log: any LogSink
     /// Sign-ins and refresh reuse, for the operator's metrics (the other sign-in services count through it too).
     let metrics: any DomainMetrics
@@ -33,8 +35,9 @@ public final class AccountService: Sendable {
     /// - Parameter masterKey: for the key that turns emails into limiter subjects (``MasterKeyDerivation``).
     public init(
         store: any Store, cache: AccountCache, tokens: TokenService, hasher: PasswordHasher, clock: any Clock, refreshGraceSeconds: Int, masterKey: [UInt8],
-        emailCodes: EmailCodes, log: any LogSink = DiscardingLog(), metrics: any DomainMetrics = NoDomainMetrics()
+        emailCodes: EmailCodes, units: UnitOfWork, log: any LogSink = DiscardingLog(), metrics: any DomainMetrics = NoDomainMetrics()
     ) {
+        self.units = units
         self.log = log
         self.metrics = metrics
         self.emailCodes = emailCodes
@@ -79,7 +82,7 @@ public final class AccountService: Sendable {
         let now = clock.nowMillis()
         let user = User(id: .generate(), email: email, emailVerified: false, firstName: first, lastName: last, createdAt: now, updatedAt: now, lastSignInAt: now)
         // The account, its event, its verification mail and its first session commit together.
-        let grant = try data.transaction { tx in
+        let grant = try units.run(data) { tx in
             // Checked again holding the address: another sign-up or a code sign-in may have taken it.
             try emailCodes.lockAddress(tx, email)
             if try tx.passwordUser(email: email) != nil || (app.settings.emailCollision == "reject" && tx.emailInUse(email, except: nil)) {
@@ -91,7 +94,6 @@ public final class AccountService: Sendable {
             try queueVerification(tx, app: app, email: email, user: user.id)
             return try startSession(app: app, tx, user: user, method: .password, isNewUser: true, origin: origin)
         }
-        emailCodes.wakeOutbox()
         return grant
     }
 
@@ -130,7 +132,7 @@ public final class AccountService: Sendable {
         // Unknown email and wrong password: the same answer after the same work.
         guard try hasher.verify(password, encoded: found?.1), let (user, hash) = found else {
             try countFailedGuess(data, bucket: Self.signInGuessBucket, subject: guesses)
-            try data.record(Event(type: .userSignInFailed, userID: found?.0.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: clock.nowMillis()))
+            try units.record(Event(type: .userSignInFailed, userID: found?.0.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: clock.nowMillis()), in: data)
             throw GatehouseError(.invalidCredential, "The email or password is wrong.")
         }
         // A write only when there were failures to forget: most sign-ins have none.
@@ -170,7 +172,7 @@ public final class AccountService: Sendable {
             }
         }
         guard user.pendingDeletion != nil else { return try open(data, user) }
-        return try data.transaction { tx in
+        return try units.run(data) { tx in
             guard try tx.deletion.cancel(user.id, now: now) else {
                 // Another sign-in restored it meanwhile, or the purge took it.
                 guard let current = try tx.user(user.id) else { throw Self.refused(.accountGone) }
@@ -203,10 +205,13 @@ public final class AccountService: Sendable {
             id: .generate(), userID: user.id, method: method, authTime: now, createdAt: now, lastUsedAt: now,
             expiresAt: now + app.settings.refreshTokenTTLSeconds * 1000, ip: origin.ip, userAgent: origin.userAgent)
         let refreshToken = tokens.newRefreshToken()
-        try data.insertSession(
-            session, refreshTokenHash: tokens.hash(refreshToken: refreshToken),
-            event: Event(type: .userSignedIn, userID: user.id, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(method.rawValue)], createdAt: now),
-            passwordHash: passwordHash)
+        // Its own transaction already (or the caller's): as a unit of work, its event is fanned out.
+        try units.run(data) { tx in
+            try tx.insertSession(
+                session, refreshTokenHash: tokens.hash(refreshToken: refreshToken),
+                event: Event(type: .userSignedIn, userID: user.id, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(method.rawValue)], createdAt: now),
+                passwordHash: passwordHash)
+        }
         var signedIn = user
         signedIn.lastSignInAt = now
         let identities = try data.identities(user.id)
@@ -223,20 +228,21 @@ public final class AccountService: Sendable {
         let successor = tokens.successor(of: refreshToken)
         let now = clock.nowMillis()
         // A reuse's events commit with the session's end, in the rotation's own transaction.
-        let outcome = try data.rotateRefreshToken(
-            presentedHash: tokens.hash(refreshToken: refreshToken), successorHash: tokens.hash(refreshToken: successor), graceMillis: refreshGraceMillis,
-            usedSince: Self.usedSince(app, now: now), origin: origin, now: now
-        ) { session in
-            [
-                Event(type: .sessionRefreshReused, userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, createdAt: now),
-                Event(type: .sessionRevoked, userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "refresh_reused"], createdAt: now),
-            ]
+        let outcome = try units.autocommit(data) { data in
+            try data.rotateRefreshToken(
+                presentedHash: tokens.hash(refreshToken: refreshToken), successorHash: tokens.hash(refreshToken: successor), graceMillis: refreshGraceMillis,
+                usedSince: Self.usedSince(app, now: now), origin: origin, now: now
+            ) { session in
+                [
+                    Event(type: .sessionRefreshReused, userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, createdAt: now),
+                    Event(type: .sessionRevoked, userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "refresh_reused"], createdAt: now),
+                ]
+            }
         }
         switch outcome {
         case .invalid:
             throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid: sign in again.")
-        case .reused(let session, _):
-            tokens.revocations.add([session.id])
+        case .reused:
             metrics.refreshTokenReused()
             throw GatehouseError(.refreshTokenReused, "This refresh token was already used; the session has been ended. Sign in again.")
         case .rotated(let session), .retried(let session):
@@ -254,7 +260,7 @@ public final class AccountService: Sendable {
 
     public func signOut(app: AppContext, claims: AccessClaims, scope: SignOutScope, origin: RequestOrigin) throws {
         let now = clock.nowMillis()
-        let ended = try store.app(app.id).transaction { tx -> [SessionID] in
+        try units.run(store.app(app.id)) { tx in
             let ended: [SessionID]
             switch scope {
             case .current:
@@ -267,9 +273,7 @@ public final class AccountService: Sendable {
             for id in ended {
                 try tx.record(Event(type: .sessionSignedOut, userID: claims.userID, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["scope": .string(scope.rawValue)], createdAt: now))
             }
-            return ended
         }
-        tokens.revocations.add(ended)
     }
 
     // MARK: - Recent login
@@ -282,7 +286,7 @@ public final class AccountService: Sendable {
         try requireReauthenticationGuessesLeft(app, claims: claims)
         guard try hasher.verify(password, encoded: try data.passwordHash(claims.userID)) else {
             try countFailedReauthentication(app, claims: claims)
-            try data.record(Event(type: .userSignInFailed, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "reauthentication": true], createdAt: clock.nowMillis()))
+            try units.record(Event(type: .userSignInFailed, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "reauthentication": true], createdAt: clock.nowMillis()), in: data)
             throw GatehouseError(.invalidCredential, "The password is wrong.")
         }
         return try refreshAuthTime(app: app, claims: claims)
@@ -353,7 +357,7 @@ public final class AccountService: Sendable {
         guard let (user, identities) = try cache.account(app: app.id, user: id, store: store).map({ ($0.user, $0.identities) }) else { throw Self.accountGone }
         if photo == nil, (first ?? user.firstName) == user.firstName, (last ?? user.lastName) == user.lastName { return (user, identities) }
         let now = clock.nowMillis()
-        let (updated, removed) = try store.app(app.id).transaction { tx -> (User, [BlobKey]) in
+        let (updated, removed) = try units.run(store.app(app.id)) { tx -> (User, [BlobKey]) in
             guard let account = try tx.lockUser(id) else { throw Self.accountGone }
             let (photoURL, removed) = try photo?.apply(tx, id, now) ?? (account.photoURL, [])
             let firstName = first ?? account.firstName
@@ -388,11 +392,10 @@ public final class AccountService: Sendable {
     /// Signs one of the user's devices out. Another user's session (or an unknown one) is 404.
     public func endSession(app: AppContext, claims: AccessClaims, id: SessionID, origin: RequestOrigin) throws {
         let now = clock.nowMillis()
-        try store.app(app.id).transaction { tx in
+        try units.run(store.app(app.id)) { tx in
             guard try tx.endSession(id, user: claims.userID, reason: .revoked, now: now) else { throw GatehouseError(.notFound, "No such session.") }
             try tx.record(Event(type: .sessionRevoked, userID: claims.userID, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "user"], createdAt: now))
         }
-        tokens.revocations.add([id])
     }
 
     /// Checks the current password, sets the new one and ends every other session.
@@ -409,14 +412,14 @@ public final class AccountService: Sendable {
         let stored = try data.passwordHash(claims.userID)
         guard try hasher.verify(current, encoded: stored) else {
             try countFailedReauthentication(app, claims: claims)
-            try data.record(Event(type: .userSignInFailed, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "password_change": true], createdAt: clock.nowMillis()))
+            try units.record(Event(type: .userSignInFailed, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "password_change": true], createdAt: clock.nowMillis()), in: data)
             throw GatehouseError(.invalidCredential, "The current password is wrong.", fieldErrors: [FieldError("current_password", "Wrong password.")])
         }
         try limiter.reset(data, bucket: Self.reauthGuessBucket, subject: claims.userID.rawValue)
         try InputRules.newPassword(new, minimum: app.settings.passwordMinLength)
         let hash = try hasher.hash(new)
         let now = clock.nowMillis()
-        let ended = try data.transaction { tx -> [SessionID] in
+        try units.run(data) { tx in
             // Only if the password is still the one just checked: of two concurrent changes, one
             // wins and the other is told its current password is no longer current.
             guard try tx.setPasswordHash(claims.userID, hash: hash, replacing: stored, addIdentity: nil, now: now) else {
@@ -429,9 +432,7 @@ public final class AccountService: Sendable {
             for id in ended {
                 try tx.record(Event(type: .sessionRevoked, userID: claims.userID, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "password_changed"], createdAt: now))
             }
-            return ended
         }
-        tokens.revocations.add(ended)
     }
 
     public func identities(app: AppContext, claims: AccessClaims) throws -> [Identity] {
@@ -458,7 +459,7 @@ public final class AccountService: Sendable {
         try limitAuth(app, data, origin)
         let identity = Identity(provider: "password", subject: email, email: email, createdAt: now)
         let hash = try hasher.hash(password)
-        return try data.transaction { tx in
+        return try units.run(data) { tx in
             guard try tx.setPasswordHash(user.id, hash: hash, replacing: nil, addIdentity: identity, now: now) else {
                 throw GatehouseError(.credentialAlreadyInUse, "This account already signs in with a password; change it with PUT /v1/me/password.")
             }

@@ -14,6 +14,8 @@ public final class ProviderSignInService: Sendable {
     private let publicURL: String
     /// For the lock on an address a new account takes (``EmailCodes/lockAddress(_:_:)``).
     private let emailCodes: EmailCodes
+    /// Runs the service's units of work and applies what follows their commit.
+    private let units: UnitOfWork
 
     /// Longest provider token accepted (API.md): longer is a validation error.
     public static let maxTokenLength = 8192
@@ -22,8 +24,9 @@ public final class ProviderSignInService: Sendable {
 
     public init(
         store: any Store, directory: AppDirectory, accounts: AccountService, providers: any IdentityProviders, sealer: SecretSealer, clock: any Clock,
-        publicURL: String, emailCodes: EmailCodes
+        publicURL: String, emailCodes: EmailCodes, units: UnitOfWork
     ) {
+        self.units = units
         self.emailCodes = emailCodes
         self.store = store
         self.directory = directory
@@ -149,7 +152,7 @@ public final class ProviderSignInService: Sendable {
             id: .generate(), email: email, emailVerified: email != nil && identity.emailVerified, firstName: firstName ?? identity.firstName,
             lastName: lastName ?? identity.lastName, createdAt: now, updatedAt: now, lastSignInAt: now)
         do {
-            try data.transaction { tx in
+            try units.run(data) { tx in
                 // A verified address is held while it is checked and taken, as sign-up and code
                 // sign-in hold it: two of them at once cannot both take it.
                 if user.emailVerified, let email { try emailCodes.lockAddress(tx, email) }
@@ -198,7 +201,7 @@ public final class ProviderSignInService: Sendable {
         }
         let appleRefreshToken = try releasingNonceIfUnavailable(identity) { try redeemAppleCode(appleCode, app: app, identity: identity) }
         let now = clock.nowMillis()
-        return try data.transaction { tx in
+        return try units.run(data) { tx in
             try tx.addIdentity(claims.userID, Identity(provider: provider.rawValue, subject: identity.subject, email: identity.email, createdAt: now))
             try keepAppleToken(app: app, tx, user: claims.userID, identity: identity, refreshToken: appleRefreshToken)
             try tx.record(Event(type: .identityLinked, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider.rawValue)], createdAt: now))
@@ -214,7 +217,7 @@ public final class ProviderSignInService: Sendable {
         guard identities.contains(where: { $0.provider == provider }) else { throw GatehouseError(.notFound, "This sign-in method is not linked.") }
         guard identities.count > 1 else { throw GatehouseError(.lastSignInMethod, "This is the account's only way to sign in; add another first.") }
         let now = clock.nowMillis()
-        return try data.transaction { tx in
+        return try units.run(data) { tx in
             // Checked again atomically: a concurrent unlink of the other method may have won.
             guard try tx.removeIdentity(claims.userID, provider: provider, now: now) else {
                 throw GatehouseError(.lastSignInMethod, "This is the account's only way to sign in; add another first.")

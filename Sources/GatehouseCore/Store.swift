@@ -198,16 +198,26 @@ public protocol AppCatalog: Sendable {
 
 public protocol AppScopedStore: Sendable {
     var appID: AppID { get }
-    /// Runs `body` as one unit of work: everything it does through the store it is given (a
+    /// Runs `body` in one transaction: everything it does through the store it is given (a
     /// change, its audit event, its outbox items) commits together, or nothing does when it throws.
+    /// That store reports to `ledger` every event it records, session it ends and outbox item it
+    /// queues. The primitive of ``UnitOfWork``, through which services run their units of work.
     /// Store methods that open their own transaction join this one (no savepoint): never catch a
     /// store's error inside `body` and carry on — on PostgreSQL the transaction is aborted, on
     /// SQLite the failed method may have written half. Throw it, or return a value that says what
     /// to answer once the unit has committed. Keep slow work (hashing, network) outside: on
     /// SQLite the transaction holds the database's write lock.
-    func transaction<T>(_ body: (any AppScopedStore) throws -> T) throws -> T
+    func transaction<T>(reporting ledger: TransactionLedger, _ body: (any AppScopedStore) throws -> T) throws -> T
+    /// The ledger this store reports to: its unit of work's, or its autocommit scope's
+    /// (``reporting(to:)``); nil for a plain store.
+    var ledger: TransactionLedger? { get }
+    /// True when bound to an open transaction (a unit of work's).
+    var inTransaction: Bool { get }
+    /// This store outside any transaction, its writes reporting to `ledger`: each of its methods
+    /// that opens a transaction of its own reports in it (its events fanned out before it commits).
+    func reporting(to ledger: TransactionLedger) -> any AppScopedStore
     /// Queues an outbox item (false when its idempotency key is queued already); in a
-    /// ``transaction(_:)``, it commits with the change that causes it.
+    /// unit of work, it commits with the change that causes it.
     func enqueue(_ item: NewOutboxItem, now: Int64) throws -> Bool
     /// Removes a queued item not yet attempted nor held by a worker (false when there is none):
     /// a unit of work that makes an item queued ahead of it unneeded (``BlobDeletion``'s reservation).
@@ -329,7 +339,8 @@ public protocol AppScopedStore: Sendable {
     /// Refresh-token rotation in one transaction (see `RefreshOutcome`). A session last used
     /// before `usedSince` (idle) is not live: its token rotates to nothing (`.invalid`).
     /// A reuse that ends the session now records `reuseEvents(session)` in the same transaction;
-    /// the common case stays one statement on PostgreSQL (no unit of work around it).
+    /// the common case stays one statement on PostgreSQL (no unit of work around it: run it
+    /// through ``UnitOfWork/autocommit(_:_:)``, so that a reuse's effects follow).
     func rotateRefreshToken(
         presentedHash: String, successorHash: String, graceMillis: Int64, usedSince: Int64, origin: RequestOrigin, now: Int64,
         reuseEvents: (Session) -> [Event]

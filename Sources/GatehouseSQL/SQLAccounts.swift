@@ -49,20 +49,20 @@ extension SQLAppScopedStore {
     }
 
     func markEmailVerified(_ id: UserID, email: String, now: Int64) throws -> User? {
-        defer { changed(id) }
-        return try database.query("""
-            UPDATE users SET email_verified = \(true), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
-            WHERE app_id = \(appID) AND id = \(id) AND email = \(email) AND deleted_at IS NULL RETURNING *
-            """).first.map(userRecord)
+        try touchUser(id) { stamp in
+            try database.query("""
+                UPDATE users SET email_verified = \(true), updated_at = \(now), \(stamp)
+                WHERE app_id = \(appID) AND id = \(id) AND email = \(email) AND deleted_at IS NULL RETURNING *
+                """).first.map(userRecord)
+        }
     }
 
     func changeEmail(_ id: UserID, from old: String?, to new: String, now: Int64) throws -> User? {
-        defer { changed(id) }
         do {
-            return try database.transaction { db in
+            return try touchUser(id) { stamp in try database.transaction { db in
                 let sameOld: SQL = old.map { "email = \($0)" } ?? "email IS NULL"
                 guard let row = try db.query("""
-                    UPDATE users SET email = \(new), email_verified = \(true), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
+                    UPDATE users SET email = \(new), email_verified = \(true), updated_at = \(now), \(stamp)
                     WHERE app_id = \(appID) AND id = \(id) AND \(sameOld) AND deleted_at IS NULL RETURNING *
                     """).first
                 else { return nil }
@@ -71,32 +71,34 @@ extension SQLAppScopedStore {
                     UPDATE identities SET subject = \(new), email = \(new) WHERE app_id = \(appID) AND user_id = \(id) AND provider = 'password'
                     """)
                 return try userRecord(row)
-            }
+            } }
         } catch let error as SQLError where error.kind == .uniqueViolation {
             throw GatehouseError(.emailAlreadyInUse, "Another account signs in with this email.")
         }
     }
 
     func setBan(_ id: UserID, _ ban: Ban?, now: Int64) throws -> User? {
-        defer { changed(id) }
-        return try database.query("""
-            UPDATE users SET ban_sanction_code = \(ban?.sanctionCode), ban_reason = \(ban?.reason), ban_suspended_until = \(ban?.suspendedUntil),
-                             updated_at = \(now), changed_at = \(database.dialect.nowMillis)
-            WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
-            """).first.map(userRecord)
+        try touchUser(id) { stamp in
+            try database.query("""
+                UPDATE users SET ban_sanction_code = \(ban?.sanctionCode), ban_reason = \(ban?.reason), ban_suspended_until = \(ban?.suspendedUntil),
+                                 updated_at = \(now), \(stamp)
+                WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
+                """).first.map(userRecord)
+        }
     }
 
     func lockUser(_ id: UserID) throws -> User? {
-        try database.query("""
-            UPDATE users SET changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
-            """).first.map(userRecord)
+        try touchUser(id) { stamp in
+            try database.query("""
+                UPDATE users SET \(stamp) WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
+                """).first.map(userRecord)
+        }
     }
 
     func forgetSignInMethods(_ id: UserID, now: Int64) throws -> [String] {
-        defer { changed(id) }
-        return try database.transaction { db in
+        try touchUser(id) { stamp in try database.transaction { db in
             try db.execute("""
-                UPDATE users SET password_hash = NULL, updated_at = \(now), changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(id)
+                UPDATE users SET password_hash = NULL, updated_at = \(now), \(stamp) WHERE app_id = \(appID) AND id = \(id)
                 """)
             let removed = try db.query("""
                 DELETE FROM identities WHERE app_id = \(appID) AND user_id = \(id) RETURNING provider
@@ -105,7 +107,7 @@ extension SQLAppScopedStore {
             // A web flow's login code would still open a session (the live ones, by the expiry index).
             try db.execute("DELETE FROM login_codes WHERE app_id = \(appID) AND expires_at > \(now) AND user_id = \(id)")
             return removed
-        }
+        } }
     }
 
     func users(matching query: String?, after: (createdAt: Int64, id: UserID)?, limit: Int) throws -> [(User, [Identity])] {
@@ -183,26 +185,26 @@ extension SQLAppScopedStore {
     }
 
     func updateProfile(_ id: UserID, firstName: String?, lastName: String?, photoURL: String?, now: Int64) throws -> User? {
-        defer { changed(id) }
-        return try database.query("""
-            UPDATE users SET first_name = \(firstName), last_name = \(lastName), photo_url = \(photoURL), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
-            WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
-            """).first.map(userRecord)
+        try touchUser(id) { stamp in
+            try database.query("""
+                UPDATE users SET first_name = \(firstName), last_name = \(lastName), photo_url = \(photoURL), updated_at = \(now), \(stamp)
+                WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
+                """).first.map(userRecord)
+        }
     }
 
     func setPasswordHash(_ id: UserID, hash: String, replacing: String?, addIdentity: Identity?, now: Int64) throws -> Bool {
-        defer { changed(id) }
         let stillCurrent: SQL = replacing.map { "password_hash = \($0)" } ?? "password_hash IS NULL"
         do {
-            return try database.transaction { db in
+            return try touchUser(id) { stamp in try database.transaction { db in
                 guard try db.execute("""
-                    UPDATE users SET password_hash = \(hash), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
+                    UPDATE users SET password_hash = \(hash), updated_at = \(now), \(stamp)
                     WHERE app_id = \(appID) AND id = \(id) AND \(stillCurrent) AND deleted_at IS NULL
                     """) == 1
                 else { return false }
                 if let addIdentity { try insertIdentity(db, app: appID, user: id, addIdentity) }
                 return true
-            }
+            } }
         } catch let error as SQLError where error.kind == .uniqueViolation {
             throw GatehouseError(.emailAlreadyInUse, "Another account signs in with this email and a password.")
         }
@@ -236,8 +238,7 @@ extension SQLAppScopedStore {
     }
 
     func insertSession(_ session: Session, refreshTokenHash: String, event: Event, passwordHash: String?) throws {
-        defer { changed(session.userID) }
-        try database.transaction { db in
+        try touchUser(session.userID) { stamp in try database.transaction { db in
             try db.execute("""
                 INSERT INTO sessions (id, app_id, user_id, method, auth_time, created_at, last_used_at, expires_at, ip, user_agent)
                 VALUES (\(session.id), \(appID), \(session.userID), \(session.method.rawValue), \(session.authTime), \(session.createdAt),
@@ -258,11 +259,11 @@ extension SQLAppScopedStore {
             ]
             if let passwordHash { conditions.append("password_hash = \(passwordHash)") }
             guard try db.execute("""
-                UPDATE users SET last_sign_in_at = \(session.createdAt), changed_at = \(database.dialect.nowMillis)
+                UPDATE users SET last_sign_in_at = \(session.createdAt), \(stamp)
                 WHERE \(conditions.joined(separator: " AND "))
                 """) == 1
             else { throw try sessionRefusal(db, session.userID, at: session.createdAt) }
-        }
+        } }
     }
 
     /// Why the guarded update at the end of `insertSession` matched no row, read in its transaction.
@@ -288,18 +289,22 @@ extension SQLAppScopedStore {
     }
 
     func endSession(_ id: SessionID, user: UserID, reason: SessionEndReason, now: Int64) throws -> Bool {
-        try database.execute("""
+        let ended = try database.execute("""
             UPDATE sessions SET ended_at = \(now), ended_db_at = \(database.dialect.nowMillis), end_reason = \(reason.rawValue)
             WHERE app_id = \(appID) AND id = \(id) AND user_id = \(user) AND ended_at IS NULL
             """) == 1
+        if ended { ledger?.ended([id]) }
+        return ended
     }
 
     func endSessions(of user: UserID, keeping: SessionID?, reason: SessionEndReason, now: Int64) throws -> [SessionID] {
-        try database.query("""
+        let ended = try database.query("""
             UPDATE sessions SET ended_at = \(now), ended_db_at = \(database.dialect.nowMillis), end_reason = \(reason.rawValue)
             WHERE app_id = \(appID) AND user_id = \(user) AND ended_at IS NULL AND id <> \(keeping?.rawValue ?? "")
             RETURNING id
             """).map { SessionID(unchecked: try $0.string("id")) }
+        ledger?.ended(ended)
+        return ended
     }
 
     func rotateRefreshToken(
@@ -385,7 +390,10 @@ extension SQLAppScopedStore {
             WHERE app_id = \(appID) AND id = \(session.id) AND ended_at IS NULL
             """) == 1
         session.endedAt = now
-        if endedNow { for event in reuseEvents(session) { try insertEvent(db, event) } }
+        if endedNow {
+            ledger?.ended([session.id])
+            for event in reuseEvents(session) { try insertEvent(db, event) }
+        }
         return .reused(session, endedNow: endedNow)
     }
 
@@ -394,30 +402,27 @@ extension SQLAppScopedStore {
     }
 
     func record(_ event: Event) throws {
-        // An event with outbox items commits with them: in a transaction of its own when it is
-        // recorded outside a unit of work (in one, `transaction` joins it).
-        if let fanOut = fanOut?.current, fanOut.wants(event.type, app: appID) {
+        // Reported, it may queue outbox items that commit with it: in a transaction of its own
+        // outside a unit of work (in one, `transaction` joins it).
+        if ledger != nil {
             try database.transaction { db in try insertEvent(db, event) }
         } else {
             try database.withConnection { db in try insertEvent(db, event) }
         }
     }
 
-    /// Every audit event is written here, in the transaction of the change it records; its
-    /// webhook deliveries (the ``EventFanOut``) are queued on the same connection, so the change,
-    /// the event and the deliveries commit together or not at all.
+    /// Every audit event is written here, in the transaction of the change it records, and
+    /// reported to the ledger, which queues its webhook deliveries in the same transaction: the
+    /// change, the event and the deliveries commit together or not at all.
     private func insertEvent(_ db: any SQLConnection, _ event: Event) throws {
         try db.execute("""
             INSERT INTO events (id, app_id, type, user_id, session_id, ip, user_agent, data, created_at)
             VALUES (\(event.id.rawValue), \(appID), \(event.type.rawValue), \(event.userID), \(event.sessionID), \(event.ip), \(event.userAgent),
                     \(event.data.serializedString), \(event.createdAt))
             """)
-        guard let fanOut = fanOut?.current, fanOut.wants(event.type, app: appID) else { return }
-        // Reads through the event's own transaction (they see its change); records nothing further.
-        let reader = SQLAppScopedStore(database: TransactionBoundDatabase(db), appID: appID, userChanges: nil)
-        for item in try fanOut.items(for: event, app: appID, store: reader) {
-            _ = try insertOutboxItem(db, item, now: event.createdAt)
-        }
+        guard let ledger else { return }
+        // Reads and queues through the event's own transaction (they see its change).
+        try ledger.recorded(event, in: inTransaction ? self : SQLAppScopedStore(database: TransactionBoundDatabase(db), appID: appID, userChanges: nil, ledger: ledger))
     }
 
     func hitRateLimit(bucket: String, windowStart: Int64) throws -> Int64 {

@@ -20,26 +20,24 @@ extension SQLAppScopedStore {
     }
 
     func addIdentity(_ user: UserID, _ identity: Identity) throws {
-        defer { changed(user) }
         do {
-            try database.transaction { db in
+            try touchUser(user) { stamp in try database.transaction { db in
                 guard try db.execute("""
-                    UPDATE users SET changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(user) AND deleted_at IS NULL
+                    UPDATE users SET \(stamp) WHERE app_id = \(appID) AND id = \(user) AND deleted_at IS NULL
                     """) == 1
                 else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
                 try insertIdentity(db, app: appID, user: user, identity)
-            }
+            } }
         } catch let error as SQLError where error.kind == .uniqueViolation {
             throw GatehouseError(.credentialAlreadyInUse, "This sign-in method is already linked to an account of this app.")
         }
     }
 
     func removeIdentity(_ user: UserID, provider: String, now: Int64) throws -> Bool {
-        defer { changed(user) }
-        return try database.transaction { db in
+        try touchUser(user) { stamp in try database.transaction { db in
             // The user's row first: its lock serialises concurrent unlinks of one user, so that
             // the count below sees the other one's removal and never lets both go.
-            try db.execute("UPDATE users SET changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(user)")
+            try db.execute("UPDATE users SET \(stamp) WHERE app_id = \(appID) AND id = \(user)")
             let removed = try db.execute("""
                 DELETE FROM identities WHERE app_id = \(appID) AND user_id = \(user) AND provider = \(provider)
                   AND (SELECT count(*) FROM identities WHERE app_id = \(appID) AND user_id = \(user)) > 1
@@ -48,25 +46,26 @@ extension SQLAppScopedStore {
                 try db.execute("UPDATE users SET password_hash = NULL, updated_at = \(now) WHERE app_id = \(appID) AND id = \(user)")
             }
             return removed > 0
-        }
+        } }
     }
 
     func fillNames(_ user: UserID, firstName: String?, lastName: String?, now: Int64) throws {
         guard firstName != nil || lastName != nil else { return }
-        defer { changed(user) }
-        try database.execute("""
-            UPDATE users SET first_name = COALESCE(first_name, \(firstName)), last_name = COALESCE(last_name, \(lastName)), updated_at = \(now),
-                             changed_at = \(database.dialect.nowMillis)
-            WHERE app_id = \(appID) AND id = \(user) AND first_name IS NULL AND last_name IS NULL AND deleted_at IS NULL
-            """)
+        try touchUser(user) { stamp in
+            try database.execute("""
+                UPDATE users SET first_name = COALESCE(first_name, \(firstName)), last_name = COALESCE(last_name, \(lastName)), updated_at = \(now),
+                                 \(stamp)
+                WHERE app_id = \(appID) AND id = \(user) AND first_name IS NULL AND last_name IS NULL AND deleted_at IS NULL
+                """)
+        }
     }
 
     func saveProviderToken(_ user: UserID, provider: String, clientID: String, sealedToken: String, now: Int64) throws -> Bool {
-        try database.transaction { db in
+        try touchUser(user) { stamp in try database.transaction { db in
             // The user's row first, as a deletion takes it: a token kept while the account is
             // being deleted is either seen (and revoked) by the deletion, or not kept at all.
             guard try db.execute("""
-                UPDATE users SET changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(user) AND deleted_at IS NULL
+                UPDATE users SET \(stamp) WHERE app_id = \(appID) AND id = \(user) AND deleted_at IS NULL
                 """) == 1
             else { return false }
             try db.execute("""
@@ -75,7 +74,7 @@ extension SQLAppScopedStore {
                 ON CONFLICT (app_id, user_id, provider, client_id) DO UPDATE SET refresh_token = excluded.refresh_token, created_at = excluded.created_at
                 """)
             return true
-        }
+        } }
     }
 
     func providerTokens(_ user: UserID) throws -> [StoredProviderToken] {

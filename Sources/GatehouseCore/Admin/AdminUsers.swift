@@ -4,8 +4,11 @@ public struct AdminUsers: Sendable {
     private let store: any Store
     private let accounts: AccountService
     private let clock: any Clock
+    /// Runs the service's units of work and applies what follows their commit.
+    private let units: UnitOfWork
 
-    public init(store: any Store, accounts: AccountService, clock: any Clock) {
+    public init(store: any Store, accounts: AccountService, units: UnitOfWork, clock: any Clock) {
+        self.units = units
         self.store = store
         self.accounts = accounts
         self.clock = clock
@@ -32,15 +35,13 @@ public struct AdminUsers: Sendable {
     public func endSessions(app: AppContext, id rawID: String) throws {
         guard let id = UserID(parsing: rawID) else { throw Self.notFound }
         let now = clock.nowMillis()
-        let ended = try store.app(app.id).transaction { tx -> [SessionID] in
+        try units.run(store.app(app.id)) { tx in
             guard try tx.user(id) != nil else { throw Self.notFound }
             let ended = try tx.endSessions(of: id, keeping: nil, reason: .revoked, now: now)
             for session in ended {
                 try tx.record(Event(type: .sessionRevoked, userID: id, sessionID: session, ip: nil, userAgent: nil, data: ["reason": "admin"], createdAt: now))
             }
-            return ended
         }
-        accounts.tokens.revocations.add(ended)
     }
 
     /// `POST /v1/admin/users/{id}/ban`: the ban is set, every session ends at once on every node
@@ -71,7 +72,7 @@ public struct AdminUsers: Sendable {
         }
         try checks.finish()
         let ban = Ban(sanctionCode: code, reason: reason, suspendedUntil: suspendedUntil)
-        let (user, ended) = try store.app(app.id).transaction { tx -> (User, [SessionID]) in
+        let user = try units.run(store.app(app.id)) { tx -> User in
             guard let user = try tx.setBan(id, ban, now: now) else { throw Self.notFound }
             let ended = try tx.endSessions(of: id, keeping: nil, reason: .revoked, now: now)
             for session in ended {
@@ -80,9 +81,8 @@ public struct AdminUsers: Sendable {
             try tx.record(Event(
                 type: .userBanned, userID: id, sessionID: nil, ip: nil, userAgent: nil,
                 data: ["sanction_code": .string(code), "suspended_until": suspendedUntil.map { .string(rfc3339(millis: $0)) } ?? .null], createdAt: now))
-            return (user, ended)
+            return user
         }
-        accounts.tokens.revocations.add(ended)
         return (user, try store.app(app.id).identities(id))
     }
 
@@ -90,7 +90,7 @@ public struct AdminUsers: Sendable {
     public func unban(app: AppContext, id rawID: String) throws -> (User, [Identity]) {
         guard let id = UserID(parsing: rawID) else { throw Self.notFound }
         let now = clock.nowMillis()
-        let user = try store.app(app.id).transaction { tx -> User in
+        let user = try units.run(store.app(app.id)) { tx -> User in
             guard let user = try tx.setBan(id, nil, now: now) else { throw Self.notFound }
             try tx.record(Event(type: .userUnbanned, userID: id, sessionID: nil, ip: nil, userAgent: nil, createdAt: now))
             return user

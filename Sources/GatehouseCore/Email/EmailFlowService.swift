@@ -8,8 +8,11 @@ public final class EmailFlowService: Sendable {
     private let codes: EmailCodes
     private let hasher: PasswordHasher
     private let clock: any Clock
+    /// Runs the service's units of work and applies what follows their commit.
+    private let units: UnitOfWork
 
-    public init(store: any Store, accounts: AccountService, codes: EmailCodes, hasher: PasswordHasher, clock: any Clock) {
+    public init(store: any Store, accounts: AccountService, codes: EmailCodes, hasher: PasswordHasher, units: UnitOfWork, clock: any Clock) {
+        self.units = units
         self.hasher = hasher
         self.store = store
         self.accounts = accounts
@@ -38,11 +41,10 @@ public final class EmailFlowService: Sendable {
         try codes.requireMailable(email)
         let data = store.app(app.id)
         try limitSends(app, data, origin)
-        try data.transaction { tx in
+        try units.run(data) { tx in
             let user = try account(tx, email: email)
             try codes.send(tx, app: app, purpose: purpose, address: email, userID: nil, mail: EmailToSend(template, to: email, app: app), deliver: deliverTo(user))
         }
-        codes.wakeOutbox()
     }
 
     /// `POST /v1/auth/email-code/verify`: a session for the address's account, made now (201,
@@ -60,7 +62,7 @@ public final class EmailFlowService: Sendable {
         try checks.run { () throws(GatehouseError) in email = try InputRules.email(rawEmail) }
         try checks.run { () throws(GatehouseError) in try InputRules.emailCode(code) }
         try checks.finish()
-        let (grant, ended) = try codes.redeem(data, app: app, purpose: .signIn, address: email, code: code, userID: nil) { tx -> (SessionGrant, [SessionID]) in
+        return try codes.redeem(data, app: app, purpose: .signIn, address: email, code: code, userID: nil) { tx -> SessionGrant in
             let now = clock.nowMillis()
             guard var user = try account(tx, email: email) else {
                 guard app.settings.allowSignup else { throw GatehouseError(.invalidCode, "The code is not valid.") }
@@ -68,14 +70,11 @@ public final class EmailFlowService: Sendable {
                 try tx.insertUser(
                     user, passwordHash: nil, identity: nil,
                     event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "email_code"], createdAt: now))
-                return (try accounts.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: true, origin: origin), [])
+                return try accounts.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: true, origin: origin)
             }
-            var ended: [SessionID] = []
-            if !user.emailVerified { (user, ended) = try takeOver(tx, user, email: email, origin: origin, now: now) }
-            return (try accounts.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: false, origin: origin), ended)
+            if !user.emailVerified { user = try takeOver(tx, user, email: email, origin: origin, now: now) }
+            return try accounts.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: false, origin: origin)
         }
-        accounts.tokens.revocations.add(ended)
-        return grant
     }
 
     // MARK: - Verification
@@ -86,12 +85,11 @@ public final class EmailFlowService: Sendable {
         try limitSends(app, data, origin)
         guard let user = try data.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
         guard let email = user.email else { throw GatehouseError.validation("email", "The account has no email address.") }
-        try data.transaction { tx in
+        try units.run(data) { tx in
             try codes.send(
                 tx, app: app, purpose: .verification, address: email, userID: user.id, mail: EmailToSend(.verification, to: email, app: app),
                 deliver: !user.emailVerified)
         }
-        codes.wakeOutbox()
     }
 
     /// `POST /v1/auth/email/verification/confirm`: the user, address verified.
@@ -137,11 +135,10 @@ public final class EmailFlowService: Sendable {
         // Hashed before the transaction (SQLite's write lock must not wait on argon2); the per-IP
         // limit above bounds how many hashes wrong codes can cost.
         let hash = try hasher.hash(password)
-        let ended = try codes.redeem(data, app: app, purpose: .passwordReset, address: email, code: code, userID: nil) { tx -> [SessionID] in
+        try codes.redeem(data, app: app, purpose: .passwordReset, address: email, code: code, userID: nil) { tx in
             let now = clock.nowMillis()
             guard var user = try account(tx, email: email) else { throw GatehouseError(.invalidCode, "The code is not valid.") }
-            var ended: [SessionID] = []
-            if !user.emailVerified { (user, ended) = try takeOver(tx, user, email: email, origin: origin, now: now) }
+            if !user.emailVerified { user = try takeOver(tx, user, email: email, origin: origin, now: now) }
             let current = try tx.passwordHash(user.id)
             let identity = current == nil ? Identity(provider: "password", subject: email, email: email, createdAt: now) : nil
             guard try tx.setPasswordHash(user.id, hash: hash, replacing: current, addIdentity: identity, now: now) else {
@@ -152,9 +149,7 @@ public final class EmailFlowService: Sendable {
             for id in endedNow {
                 try tx.record(Event(type: .sessionRevoked, userID: user.id, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "password_reset"], createdAt: now))
             }
-            return ended + endedNow
         }
-        accounts.tokens.revocations.add(ended)
     }
 
     /// The account an address reaches by code (``AppScopedStore/user(email:)``).
@@ -164,8 +159,8 @@ public final class EmailFlowService: Sendable {
     /// the account over without anything that stranger could come back with: every session ends
     /// and every way to sign in goes (password, linked providers and their kept tokens), so
     /// pre-hijacking (sign up with someone's address, link your own Apple account, wait) gains
-    /// nothing. Returns the user, verified, and the sessions ended.
-    private func takeOver(_ tx: any AppScopedStore, _ user: User, email: String, origin: RequestOrigin, now: Int64) throws -> (User, [SessionID]) {
+    /// nothing. Returns the user, verified.
+    private func takeOver(_ tx: any AppScopedStore, _ user: User, email: String, origin: RequestOrigin, now: Int64) throws -> User {
         // The user's row first, then the sessions: the order a password change takes them in, so
         // the two at once for one user wait on each other instead of deadlocking.
         for provider in try tx.forgetSignInMethods(user.id, now: now) {
@@ -176,7 +171,7 @@ public final class EmailFlowService: Sendable {
         for id in ended {
             try tx.record(Event(type: .sessionRevoked, userID: user.id, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "address_proved"], createdAt: now))
         }
-        return (verified, ended)
+        return verified
     }
 
     // MARK: - Email change
@@ -193,10 +188,9 @@ public final class EmailFlowService: Sendable {
             throw GatehouseError.validation("email", "This is the account's address already.")
         }
         try requireAvailable(data, app, email, user: user.id)
-        try data.transaction { tx in
+        try units.run(data) { tx in
             try codes.send(tx, app: app, purpose: .emailChange, address: email, userID: user.id, mail: EmailToSend(.emailChange, to: email, app: app), deliver: true)
         }
-        codes.wakeOutbox()
     }
 
     /// `POST /v1/me/email/confirm`: the user with the new address, verified; a notice goes to the old one.
@@ -227,7 +221,6 @@ public final class EmailFlowService: Sendable {
             }
             return (changed, try tx.identities(before.id))
         }
-        codes.wakeOutbox()
         return result
     }
 
@@ -250,10 +243,9 @@ public final class EmailFlowService: Sendable {
         try limitSends(app, data, origin)
         guard let user = try data.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
         guard let email = user.email else { throw GatehouseError.validation("email", "The account has no email address to send a code to.") }
-        try data.transaction { tx in
+        try units.run(data) { tx in
             try codes.send(tx, app: app, purpose: .reauthentication, address: email, userID: user.id, mail: EmailToSend(.reauthentication, to: email, app: app), deliver: true)
         }
-        codes.wakeOutbox()
     }
 
     /// `POST /v1/auth/reauthenticate` with `code`: a fresh `auth_time`.
