@@ -80,7 +80,7 @@ import Testing
         let outcome = Mutex<Result<SessionGrant, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let now = signed.server.clock.nowMillis()
-        try signed.data.transaction { tx in
+        try UnitOfWork(fanOut: nil, revocations: nil).run(signed.data) { tx in
             #expect(try tx.setBan(signed.user.id, Ban(sanctionCode: "spam", reason: nil, suspendedUntil: nil), now: now) != nil)
             Thread.detachNewThread {
                 let result = Result {
@@ -155,7 +155,7 @@ import Testing
         _ = try Self.storeHashToRedo(signed)
         let statuses = Mutex<[Int]>([])
         let group = DispatchGroup()
-        try signed.data.transaction { tx in
+        try UnitOfWork(fanOut: nil, revocations: nil).run(signed.data) { tx in
             let locked = try tx.lockUser(signed.user.id)
             #expect(locked != nil)
             for _ in 0..<2 {
