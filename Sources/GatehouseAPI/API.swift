@@ -11,7 +11,7 @@ public enum API {
         public var directory: AppDirectory
         public var apps: AppService
         public var tokens: TokenService
-        public var revocations: RevocationList
+        public var units: UnitOfWork
         public var accounts: AccountService
         public var sessions: SessionService
         public var passwords: PasswordService
@@ -23,14 +23,14 @@ public enum API {
         public var clock: any Clock
 
         public init(
-            store: any Store, directory: AppDirectory, apps: AppService, tokens: TokenService, revocations: RevocationList, accounts: AccountService,
+            store: any Store, directory: AppDirectory, apps: AppService, tokens: TokenService, units: UnitOfWork, accounts: AccountService,
             sessions: SessionService, passwords: PasswordService, emailFlows: EmailFlowService, providerSignIn: ProviderSignInService, deletion: AccountDeletion, files: FilesService, metrics: any RequestMetrics, clock: any Clock
         ) {
             self.store = store
             self.directory = directory
             self.apps = apps
             self.tokens = tokens
-            self.revocations = revocations
+            self.units = units
             self.accounts = accounts
             self.sessions = sessions
             self.passwords = passwords
@@ -51,7 +51,7 @@ public enum API {
         OperationsController(auth: auth, store: s.store, metrics: s.metrics).register(&routes)
         AppController(auth: auth, directory: s.directory).register(&routes)
         AdminController(
-            auth: auth, apps: s.apps, auditLog: AuditLog(store: s.store), users: AdminUsers(store: s.store, revocations: s.revocations, clock: s.clock),
+            auth: auth, apps: s.apps, auditLog: AuditLog(store: s.store), users: AdminUsers(store: s.store, units: s.units, clock: s.clock),
             deletion: s.deletion, clock: s.clock
         ).register(&routes)
         let authController = AuthController(auth: auth, passwords: s.passwords, sessions: s.sessions, providers: s.providerSignIn, emailFlows: s.emailFlows, clock: s.clock)

@@ -29,6 +29,8 @@ public final class Gatehouse: Sendable {
     public let tokens: TokenService
     /// Sessions ended on any node, refused at once by this one.
     public let revocations: RevocationList
+    /// Runs every service's units of work: webhooks fanned out, sessions revoked, the outbox woken.
+    public let units: UnitOfWork
     public let providerSignIn: ProviderSignInService
     /// Account deletion, its grace period and purge.
     public let deletion: AccountDeletion
@@ -93,13 +95,7 @@ public final class Gatehouse: Sendable {
         self.sealer = sealer
         try sealer.verifyMatchesDatabase(store)
         directory = AppDirectory(store: store, sealer: sealer, clock: clock, caps: configuration.platformCaps)
-        // Every audit event an app's webhooks subscribe to queues their deliveries in its own
-        // transaction (bound here: the fan-out reads the directory, which is built on the store).
-        store.bindEventFanOut(WebhookFanOut(directory: directory, sealer: sealer))
-        apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken, masterKey: masterKey,
-            allowPrivateOutbound: configuration.allowPrivateOutbound, caps: configuration.platformCaps)
-
-        // The outbox and its kinds, mail and webhooks; the mail flows below wake it after they commit.
+        // The outbox and its kinds, mail and webhooks; every unit of work below wakes it after a commit that queued items.
         let mail = MailOutboxHandler(
             directory: directory, sealer: sealer, platformSMTPURL: configuration.smtpURL,
             // GATEHOUSE_SMTP_FROM, else no-reply@ the public host (checked by the configuration).
@@ -136,6 +132,13 @@ public final class Gatehouse: Sendable {
         let revocations = RevocationList(store: store, clock: clock, log: log)
         try revocations.load()
         self.revocations = revocations
+        // Every unit of work: the audit events an app's webhooks subscribe to queue their
+        // deliveries in its transaction; after its commit, the sessions it ended are revoked on
+        // this node and the outbox is woken for what it queued.
+        let units = UnitOfWork(fanOut: WebhookFanOut(directory: directory, sealer: sealer), revocations: revocations, wakeOutbox: outboxWorker.wake)
+        self.units = units
+        apps = AppService(store: store, sealer: sealer, directory: directory, clock: clock, adminToken: configuration.adminToken, masterKey: masterKey,
+            units: units, allowPrivateOutbound: configuration.allowPrivateOutbound, caps: configuration.platformCaps)
         tokens = TokenService(publicURL: configuration.publicURL, clock: clock, masterKey: masterKey, revocations: revocations)
         let hasher = try PasswordHasher(
             parameters: Argon2id.Parameters(
@@ -150,31 +153,31 @@ public final class Gatehouse: Sendable {
         // change it belongs to; the outbox worker delivers it.
         let emailCodes = EmailCodes(
             masterKey: masterKey, composer: TemplatedMailComposer(templates: try MailTemplates.bundled(), sealer: sealer), clock: clock,
-            wakeOutbox: outboxWorker.wake, maxMailPerHour: configuration.platformCaps.mailPerHour, metrics: metrics)
-        accounts = AccountService(store: store, cache: accountCache, clock: clock)
+            units: units, maxMailPerHour: configuration.platformCaps.mailPerHour, metrics: metrics)
+        accounts = AccountService(store: store, cache: accountCache, units: units, clock: clock)
         let sessions = SessionService(
-            store: store, cache: accountCache, tokens: tokens, revocations: revocations, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds,
+            store: store, cache: accountCache, tokens: tokens, units: units, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds,
             metrics: metrics)
         self.sessions = sessions
         let gate = SignInGate(clock: clock)
         passwords = PasswordService(
-            store: store, cache: accountCache, sessions: sessions, gate: gate, revocations: revocations, hasher: hasher, clock: clock, masterKey: masterKey,
+            store: store, cache: accountCache, sessions: sessions, gate: gate, units: units, hasher: hasher, clock: clock, masterKey: masterKey,
             emailCodes: emailCodes, log: log, metrics: metrics)
         emailFlows = EmailFlowService(
-            store: store, sessions: sessions, gate: gate, revocations: revocations, codes: emailCodes, hasher: hasher, clock: clock, metrics: metrics)
+            store: store, sessions: sessions, gate: gate, units: units, codes: emailCodes, hasher: hasher, clock: clock, metrics: metrics)
 
         providerSignIn = ProviderSignInService(
             store: store, directory: directory, sessions: sessions, providers: providers,
-            sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes, metrics: metrics)
+            sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes, units: units, metrics: metrics)
         let deletion = AccountDeletion(
-            store: store, directory: directory, sessions: sessions, revocations: revocations, sealer: sealer, clock: clock, erasers: [FileEraser()], wakeOutbox: outboxWorker.wake,
+            store: store, directory: directory, sessions: sessions, sealer: sealer, clock: clock, erasers: [FileEraser()], units: units,
             log: log)
         self.deletion = deletion
         // Photo uploads run on the offload threads; as many may wait as decode.
         let photos = PhotoProcessor(threads: configuration.photoConcurrency, maxQueued: configuration.photoConcurrency)
         self.photos = photos
         files = FilesService(
-            store: store, blobs: blobs, clock: clock, publicURL: configuration.publicURL, wakeOutbox: outboxWorker.wake, log: log, photos: photos)
+            store: store, blobs: blobs, clock: clock, publicURL: configuration.publicURL, units: units, log: log, photos: photos)
 
         let maintenance = Maintenance(
             store: store,
@@ -213,7 +216,7 @@ public final class Gatehouse: Sendable {
         self.requestMetrics = requestMetrics
         routes = API.routes(
             API.Services(
-                store: store, directory: directory, apps: apps, tokens: tokens, revocations: revocations, accounts: accounts, sessions: sessions, passwords: passwords,
+                store: store, directory: directory, apps: apps, tokens: tokens, units: units, accounts: accounts, sessions: sessions, passwords: passwords,
                 emailFlows: emailFlows, providerSignIn: providerSignIn,
                 deletion: deletion, files: files, metrics: requestMetrics, clock: clock))
     }

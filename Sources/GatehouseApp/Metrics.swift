@@ -77,16 +77,17 @@ public final class Metrics: Sendable, DomainMetrics {
     /// An observer for the providers' HTTP client: each call is recorded under the provider its
     /// URL belongs to (the configured Apple base URL and Google and Firebase key URLs).
     func providerCallObserver(appleURL: String, googleKeysURL: String, firebaseKeysURL: String) -> @Sendable (String, Int?, Double) -> Void {
-        { [self] url, status, seconds in
+        let apple = IdentityProvider.apple.rawValue, google = IdentityProvider.google.rawValue
+        return { [self] url, status, seconds in
             let (provider, operation): (String, String) =
-                if url == googleKeysURL { ("google", "keys") }
+                if url == googleKeysURL { (google, "keys") }
                 else if url == firebaseKeysURL { ("firebase", "keys") }
                 else if url.hasPrefix(appleURL + "/") {
                     switch url.dropFirst(appleURL.count) {
-                    case "/auth/keys": ("apple", "keys")
-                    case "/auth/token": ("apple", "token")
-                    case "/auth/revoke": ("apple", "revoke")
-                    default: ("apple", "other")
+                    case "/auth/keys": (apple, "keys")
+                    case "/auth/token": (apple, "token")
+                    case "/auth/revoke": (apple, "revoke")
+                    default: (apple, "other")
                     }
                 } else { ("other", "other") }
             let outcome = status.map { (200..<300).contains($0) ? "ok" : "http_error" } ?? "unreachable"

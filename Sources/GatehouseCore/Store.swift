@@ -79,20 +79,24 @@ public protocol AppCatalog: Sendable {
 
 public protocol AppScopedStore: Sendable {
     var appID: AppID { get }
-    /// Runs `body` as one unit of work: everything it does through the store it is given (a
-    /// change, its audit event, its outbox items) commits together, or nothing does when it throws.
-    /// Store methods that open their own transaction join this one (no savepoint): never catch a
-    /// store's error inside `body` and carry on — on PostgreSQL the transaction is aborted, on
-    /// SQLite the failed method may have written half. Throw it, or return a value that says what
-    /// to answer once the unit has committed. Keep slow work (hashing, network) outside: on
-    /// SQLite the transaction holds the database's write lock.
-    func transaction<T>(_ body: (any AppScopedStore) throws -> T) throws -> T
-    /// The app's outbox items not yet claimed: in a ``transaction(_:)``, an item queued commits
+    /// Runs `body` with a store whose writes report to `ledger` (every event recorded, session
+    /// ended and outbox item queued): the primitive of ``UnitOfWork``, through which services run
+    /// their units of work. A store already in a unit of work runs `body` in it, reporting to its
+    /// ledger. `.transaction`: everything `body` does through the store it is given (a change, its
+    /// audit event, its outbox items) commits together, or nothing does when it throws. Store
+    /// methods that open their own transaction join it (no savepoint): never catch a store's
+    /// error inside `body` and carry on — on PostgreSQL the transaction is aborted, on SQLite the
+    /// failed method may have written half. Throw it, or return a value that says what to answer
+    /// once the unit has committed. Keep slow work (hashing, network) outside: on SQLite the
+    /// transaction holds the database's write lock. `.statements`: no transaction around `body`;
+    /// each store method is atomic on its own (a refresh stays one statement on PostgreSQL).
+    func unit<T>(_ scope: UnitScope, reporting ledger: TransactionLedger, _ body: (any AppScopedStore) throws -> T) throws -> T
+    /// The app's outbox items not yet claimed: in a unit of work, an item queued commits
     /// with the change that causes it.
     var outbox: any OutboxQueue { get }
     /// The app's emailed codes.
     var emailCodes: any EmailCodeStore { get }
-    /// The app's audit log: events recorded (in a ``transaction(_:)``, with the change) and read.
+    /// The app's audit log: events recorded (in a unit of work, with the change) and read.
     var auditLog: any AuditLogStore { get }
     /// Pending deletions and erasing the app's accounts.
     var deletion: any AccountDeletionStore { get }

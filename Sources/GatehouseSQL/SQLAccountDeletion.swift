@@ -5,31 +5,32 @@ struct SQLAccountDeletion: AccountDeletionStore {
     let store: SQLAppScopedStore
 
     func schedule(_ id: UserID, _ pending: PendingDeletion, now: Int64) throws -> Bool {
-        defer { store.changed(id) }
-        return try store.database.execute("""
-            UPDATE users SET deletion_requested_at = \(pending.requestedAt), deletion_due_at = \(pending.purgeAt), changed_at = \(store.database.dialect.nowMillis)
-            WHERE app_id = \(store.appID) AND id = \(id) AND deleted_at IS NULL AND deletion_due_at IS NULL
-            """) == 1
+        try store.touchUser(id) { stamp in
+            try store.database.execute("""
+                UPDATE users SET deletion_requested_at = \(pending.requestedAt), deletion_due_at = \(pending.purgeAt), \(stamp)
+                WHERE app_id = \(store.appID) AND id = \(id) AND deleted_at IS NULL AND deletion_due_at IS NULL
+                """) == 1
+        }
     }
 
     func cancel(_ id: UserID, now: Int64) throws -> Bool {
-        defer { store.changed(id) }
-        return try store.database.execute("""
-            UPDATE users SET deletion_requested_at = NULL, deletion_due_at = NULL, changed_at = \(store.database.dialect.nowMillis)
-            WHERE app_id = \(store.appID) AND id = \(id) AND deleted_at IS NULL AND deletion_due_at > \(now)
-            """) == 1
+        try store.touchUser(id) { stamp in
+            try store.database.execute("""
+                UPDATE users SET deletion_requested_at = NULL, deletion_due_at = NULL, \(stamp)
+                WHERE app_id = \(store.appID) AND id = \(id) AND deleted_at IS NULL AND deletion_due_at > \(now)
+                """) == 1
+        }
     }
 
     func erase(_ id: UserID, dueBy: Int64?, now: Int64) throws -> [StoredProviderToken]? {
-        defer { store.changed(id) }
         let due: SQL = dueBy.map { "deletion_due_at <= \($0)" } ?? "1 = 1"
-        return try store.database.transaction { db in
+        return try store.touchUser(id) { stamp in try store.database.transaction { db in
             // First, and guarded: of two nodes purging the same account, one erases it.
             guard try db.execute("""
                 UPDATE users SET email = NULL, email_verified = \(false), first_name = NULL, last_name = NULL, photo_url = NULL, password_hash = NULL,
                                  ban_sanction_code = NULL, ban_reason = NULL, ban_suspended_until = NULL,
                                  deletion_requested_at = NULL, deletion_due_at = NULL, deleted_at = \(now),
-                                 updated_at = \(now), changed_at = \(store.database.dialect.nowMillis)
+                                 updated_at = \(now), \(stamp)
                 WHERE app_id = \(store.appID) AND id = \(id) AND deleted_at IS NULL AND \(due)
                 """) == 1
             else { return nil }
@@ -56,7 +57,7 @@ struct SQLAccountDeletion: AccountDeletionStore {
                 if kept != text { try db.execute("UPDATE events SET data = \(kept) WHERE app_id = \(store.appID) AND id = \(try row.string("id"))") }
             }
             return tokens
-        }
+        } }
     }
 }
 

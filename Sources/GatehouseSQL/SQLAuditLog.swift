@@ -33,29 +33,26 @@ extension SQLAppScopedStore: AuditLogStore {
     func events(_ query: EventQuery) throws -> [Event] { try SQLAuditLog(database: database, appID: appID).events(query) }
 
     func record(_ event: Event) throws {
-        // An event with outbox items commits with them: in a transaction of its own when it is
-        // recorded outside a unit of work (in one, `transaction` joins it).
-        if let fanOut = fanOut?.current, fanOut.wants(event.type, app: appID) {
+        // Reported, it may queue outbox items that commit with it: in a transaction of its own
+        // outside a unit of work (in one, `transaction` joins it).
+        if ledger != nil {
             try database.transaction { db in try insertEvent(db, event) }
         } else {
             try database.withConnection { db in try insertEvent(db, event) }
         }
     }
 
-    /// Every audit event is written here, in the transaction of the change it records; its
-    /// webhook deliveries (the ``EventFanOut``) are queued on the same connection, so the change,
-    /// the event and the deliveries commit together or not at all.
+    /// Every audit event is written here, in the transaction of the change it records, and
+    /// reported to the ledger, which queues its webhook deliveries in the same transaction: the
+    /// change, the event and the deliveries commit together or not at all.
     func insertEvent(_ db: any SQLConnection, _ event: Event) throws {
         try db.execute("""
             INSERT INTO events (id, app_id, type, user_id, session_id, ip, user_agent, data, created_at)
             VALUES (\(event.id.rawValue), \(appID), \(event.type.rawValue), \(event.userID), \(event.sessionID), \(event.ip), \(event.userAgent),
                     \(event.data.serializedString), \(event.createdAt))
             """)
-        guard let fanOut = fanOut?.current, fanOut.wants(event.type, app: appID) else { return }
-        // Reads through the event's own transaction (they see its change); records nothing further.
-        let reader = SQLAppScopedStore(database: TransactionBoundDatabase(db), appID: appID, userChanges: nil)
-        for item in try fanOut.items(for: event, app: appID, store: reader) {
-            _ = try insertOutboxItem(db, item, now: event.createdAt)
-        }
+        guard let ledger else { return }
+        // Reads and queues through the event's own transaction (they see its change).
+        try ledger.recorded(event, in: inTransaction ? self : SQLAppScopedStore(database: TransactionBoundDatabase(db), appID: appID, userChanges: nil, ledger: ledger))
     }
 }

@@ -8,7 +8,6 @@ public final class SQLStore: Store {
     public let apps: any AppCatalog
     public let outbox: any OutboxStore
     private let userChanges: (any UserChangeObserver)?
-    private let fanOut = EventFanOutSlot()
     /// Set while this process runs a maintenance round (``exclusively(_:)``).
     let maintenanceUnderWay = Atomic<Bool>(false)
 
@@ -20,12 +19,7 @@ public final class SQLStore: Store {
         self.userChanges = userChanges
     }
 
-    public func app(_ id: AppID) -> any AppScopedStore { SQLAppScopedStore(database: database, appID: id, userChanges: userChanges, fanOut: fanOut) }
-
-    /// Binds the hook every recorded audit event passes through (webhooks), once. Bound after
-    /// construction because what it needs (the app directory) is built on this store; events
-    /// recorded before are recorded alone.
-    public func bindEventFanOut(_ fanOut: any EventFanOut) { self.fanOut.bind(fanOut) }
+    public func app(_ id: AppID) -> any AppScopedStore { SQLAppScopedStore(database: database, appID: id, userChanges: userChanges) }
 
     public func ping() -> Bool { database.ping() }
 
@@ -89,11 +83,8 @@ struct SQLAppScopedStore: AppScopedStore {
     let database: any SQLDatabase
     let appID: AppID
     let userChanges: (any UserChangeObserver)?
-    /// Asked by every event recorded (``insertEvent``); nil records events alone.
-    var fanOut: EventFanOutSlot? = nil
-
-    /// After a committed change to the user's row or identities (which also set `users.changed_at`).
-    func changed(_ user: UserID) { userChanges?.userChanged(app: appID, user: user) }
+    /// In a unit of work: told of every event recorded, session ended and outbox item queued.
+    var ledger: TransactionLedger? = nil
 }
 
 extension SQLError: StoreFailure {

@@ -20,21 +20,6 @@ final class TransactionBoundDatabase: SQLDatabase, @unchecked Sendable {
     var poolStatistics: PoolStatistics { PoolStatistics(size: 1, inUse: 1, waiting: 0) }
 }
 
-/// The store's ``EventFanOut``, set once after the store is built (the fan-out needs the app
-/// directory, which is built on the store) and read by every event recorded after.
-final class EventFanOutSlot: Sendable {
-    private let value = Mutex<(any EventFanOut)?>(nil)
-
-    func bind(_ fanOut: any EventFanOut) {
-        value.withLock { current in
-            precondition(current == nil, "the event fan-out is bound once")
-            current = fanOut
-        }
-    }
-
-    var current: (any EventFanOut)? { value.withLock { $0 } }
-}
-
 /// The user changes a unit of work made, told to the real observer only once it has committed
 /// (a cache must not drop an entry for a change that may still roll back, and then reload the old row).
 final class DeferredUserChanges: UserChangeObserver {
@@ -49,17 +34,38 @@ final class DeferredUserChanges: UserChangeObserver {
 }
 
 extension SQLAppScopedStore {
-    func transaction<T>(_ body: (any AppScopedStore) throws -> T) throws -> T {
-        let deferred = DeferredUserChanges()
-        let result = try database.transaction { connection in
-            try body(SQLAppScopedStore(database: TransactionBoundDatabase(connection), appID: appID, userChanges: deferred, fanOut: fanOut))
+    /// True when bound to an open transaction (a unit of work's).
+    var inTransaction: Bool { database is TransactionBoundDatabase }
+
+    func unit<T>(_ scope: UnitScope, reporting ledger: TransactionLedger, _ body: (any AppScopedStore) throws -> T) throws -> T {
+        // Already in a unit of work: joins it, reporting to its ledger (its effects follow its commit).
+        if inTransaction { return try body(self) }
+        switch scope {
+        case .statements:
+            return try body(SQLAppScopedStore(database: database, appID: appID, userChanges: userChanges, ledger: ledger))
+        case .transaction:
+            let deferred = DeferredUserChanges()
+            let result = try database.transaction { connection in
+                try body(SQLAppScopedStore(database: TransactionBoundDatabase(connection), appID: appID, userChanges: deferred, ledger: ledger))
+            }
+            deferred.flush(app: appID, to: userChanges)
+            return result
         }
-        deferred.flush(app: appID, to: userChanges)
-        return result
     }
 
     func enqueue(_ item: NewOutboxItem, now: Int64) throws -> Bool {
-        try database.withConnection { db in try insertOutboxItem(db, item, now: now) }
+        let queued = try database.withConnection { db in try insertOutboxItem(db, item, now: now) }
+        if queued { ledger?.enqueued() }
+        return queued
+    }
+
+    /// Runs `write`, a statement on the user's row that sets `changed_at` with the `stamp` it is
+    /// given (`changed_at = <the database's clock>`: every node's ``AccountCache`` polls it), then
+    /// tells this node's cache (after the commit, in a unit of work). The one way a writer marks
+    /// an account changed.
+    func touchUser<T>(_ id: UserID, _ write: (_ stamp: SQL) throws -> T) rethrows -> T {
+        defer { userChanges?.userChanged(app: appID, user: id) }
+        return try write("changed_at = \(database.dialect.nowMillis)")
     }
 
     func withdraw(idempotencyKey: String) throws -> Bool {

@@ -60,7 +60,7 @@ public final class CoreWorld: Sendable {
         emailFlows = gatehouse.emailFlows
         tokens = gatehouse.tokens
         deletion = gatehouse.deletion
-        adminUsers = AdminUsers(store: gatehouse.store, revocations: gatehouse.revocations, clock: clock)
+        adminUsers = AdminUsers(store: gatehouse.store, units: gatehouse.units, clock: clock)
         auditLog = AuditLog(store: gatehouse.store)
     }
 

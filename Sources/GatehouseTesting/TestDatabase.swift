@@ -71,3 +71,12 @@ public struct TestDatabase: Sendable {
         return components.string!
     }
 }
+
+extension AppScopedStore {
+    /// For tests that write through a store directly: `body` in one transaction of a unit of work
+    /// with no effects (no webhooks fanned out, nothing revoked or woken). Services run theirs
+    /// through the server's ``UnitOfWork``.
+    public func transaction<T>(_ body: (any AppScopedStore) throws -> T) throws -> T {
+        try UnitOfWork(fanOut: nil, revocations: nil).run(self, body)
+    }
+}

@@ -2,13 +2,13 @@
 /// other id, well formed or not, is 404 `request/not-found`, like an unknown one.
 public struct AdminUsers: Sendable {
     private let store: any Store
-    /// Told of the sessions a ban or an admin's revocation ends.
-    private let revocations: RevocationList
+    /// Runs the service's units of work and applies what follows their commit.
+    private let units: UnitOfWork
     private let clock: any Clock
 
-    public init(store: any Store, revocations: RevocationList, clock: any Clock) {
+    public init(store: any Store, units: UnitOfWork, clock: any Clock) {
         self.store = store
-        self.revocations = revocations
+        self.units = units
         self.clock = clock
     }
 
@@ -33,15 +33,13 @@ public struct AdminUsers: Sendable {
     public func endSessions(app: AppContext, id rawID: String) throws {
         guard let id = UserID(parsing: rawID) else { throw Self.notFound }
         let now = clock.nowMillis()
-        let ended = try store.app(app.id).transaction { tx -> [SessionID] in
+        try units.run(store.app(app.id)) { tx in
             guard try tx.users.user(id) != nil else { throw Self.notFound }
             let ended = try tx.sessions.endSessions(of: id, keeping: nil, reason: .revoked, now: now)
             for session in ended {
                 try tx.auditLog.record(Event(type: .sessionRevoked, userID: id, sessionID: session, ip: nil, userAgent: nil, data: ["reason": "admin"], createdAt: now))
             }
-            return ended
         }
-        revocations.add(ended)
     }
 
     /// `POST /v1/admin/users/{id}/ban`: the ban is set, every session ends at once on every node
@@ -72,7 +70,7 @@ public struct AdminUsers: Sendable {
         }
         try checks.finish()
         let ban = Ban(sanctionCode: code, reason: reason, suspendedUntil: suspendedUntil)
-        let (user, ended) = try store.app(app.id).transaction { tx -> (User, [SessionID]) in
+        let user = try units.run(store.app(app.id)) { tx -> User in
             guard let user = try tx.users.setBan(id, ban, now: now) else { throw Self.notFound }
             let ended = try tx.sessions.endSessions(of: id, keeping: nil, reason: .revoked, now: now)
             for session in ended {
@@ -81,9 +79,8 @@ public struct AdminUsers: Sendable {
             try tx.auditLog.record(Event(
                 type: .userBanned, userID: id, sessionID: nil, ip: nil, userAgent: nil,
                 data: ["sanction_code": .string(code), "suspended_until": suspendedUntil.map { .string(rfc3339(millis: $0)) } ?? .null], createdAt: now))
-            return (user, ended)
+            return user
         }
-        revocations.add(ended)
         return (user, try store.app(app.id).identities.all(of: id))
     }
 
@@ -91,7 +88,7 @@ public struct AdminUsers: Sendable {
     public func unban(app: AppContext, id rawID: String) throws -> (User, [Identity]) {
         guard let id = UserID(parsing: rawID) else { throw Self.notFound }
         let now = clock.nowMillis()
-        let user = try store.app(app.id).transaction { tx -> User in
+        let user = try units.run(store.app(app.id)) { tx -> User in
             guard let user = try tx.users.setBan(id, nil, now: now) else { throw Self.notFound }
             try tx.auditLog.record(Event(type: .userUnbanned, userID: id, sessionID: nil, ip: nil, userAgent: nil, createdAt: now))
             return user

@@ -13,6 +13,8 @@ public final class AppService: Sendable {
     let allowPrivateOutbound: Bool
     /// The platform's maxima (``Configuration/platformCaps``): what an admin may set.
     let caps: AppSettings.PlatformCaps
+    /// Runs the service's units of work (an app's events are recorded in them like any other).
+    let units: UnitOfWork
 
     /// A retired signing key stays published this long: the longest access-token lifetime an app
     /// can set, plus five minutes of clock skew, so no token in flight loses its key.
@@ -23,8 +25,9 @@ public final class AppService: Sendable {
     /// - Parameter masterKey: for the key of `Tenants/` checksums (``MasterKeyDerivation``).
     public init(
         store: any Store, sealer: SecretSealer, directory: AppDirectory, clock: any Clock, adminToken: String?, masterKey: [UInt8],
-        allowPrivateOutbound: Bool = false, caps: AppSettings.PlatformCaps
+        units: UnitOfWork, allowPrivateOutbound: Bool = false, caps: AppSettings.PlatformCaps
     ) {
+        self.units = units
         self.allowPrivateOutbound = allowPrivateOutbound
         self.caps = caps
         self.checksumKey = MasterKeyDerivation.key(for: .tenantChecksum, from: masterKey)
@@ -128,7 +131,7 @@ public final class AppService: Sendable {
             guard settings != current.settings else { return current }
             let now = clock.nowMillis()
             let json = sealed(settings, app: app.id)
-            let updated = try store.app(app.id).transaction { tx in
+            let updated = try units.run(store.app(app.id)) { tx in
                 guard try tx.settings.updateSettings(
                     json: json, allowedOrigins: settings.allowedOrigins, sourceChecksum: current.record.sourceChecksum,
                     expectedVersion: current.record.version, now: now) != nil
@@ -165,7 +168,7 @@ public final class AppService: Sendable {
         let current = try latest(app)
         guard current.isDisabled != disabled else { return current }
         let now = clock.nowMillis()
-        try store.app(app.id).transaction { tx in
+        try units.run(store.app(app.id)) { tx in
             // Nothing changed: another switch to the same state came first, and recorded it.
             guard try tx.settings.setDisabled(at: disabled ? now : nil, now: now) != nil else { return }
             try tx.auditLog.record(Event(type: disabled ? .appDisabled : .appEnabled, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: [:], createdAt: now))
@@ -188,7 +191,7 @@ public final class AppService: Sendable {
     public func rotateSecretKey(_ app: AppContext, revokeOthers: Bool = false) throws -> String {
         let now = clock.nowMillis()
         let (key, record) = Self.newSecretKey(now: now)
-        try store.app(app.id).transaction { tx in
+        try units.run(store.app(app.id)) { tx in
             try tx.settings.addSecretKey(record, othersExpireAt: revokeOthers ? now : now + Self.previousSecretKeyLifetimeMillis)
             try tx.auditLog.record(
                 Event(type: .appSecretKeyRotated, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["others_revoked": .bool(revokeOthers)], createdAt: now))
@@ -219,7 +222,7 @@ public final class AppService: Sendable {
             minimumIntervalMillis: Self.signingKeyRotationIntervalMillis, maxRetired: Self.maxRetiredSigningKeys)
         let outcome: SigningKeyRotation.Outcome
         do {
-            outcome = try store.app(app.id).transaction { tx in
+            outcome = try units.run(store.app(app.id)) { tx in
                 let outcome = try tx.settings.rotateSigningKeys(rotation, now: now)
                 if case .rotated(let current) = outcome {
                     try tx.auditLog.record(

@@ -18,12 +18,11 @@ public final class AccountDeletion: Sendable {
     private let store: any Store
     private let directory: AppDirectory
     private let sessions: SessionService
-    /// Told of the sessions a deletion ends.
-    private let revocations: RevocationList
     private let sealer: SecretSealer
     private let clock: any Clock
     private let erasers: [any AccountDataEraser]
-    private let wakeOutbox: @Sendable () -> Void
+    /// Runs the service's units of work and applies what follows their commit.
+    private let units: UnitOfWork
     private let log: any LogSink
 
     /// A deleted account's tombstone is kept as long as an access token lives, plus a day: every
@@ -31,17 +30,16 @@ public final class AccountDeletion: Sendable {
     public static let tombstoneMillis: Int64 = 2 * 86_400_000
 
     public init(
-        store: any Store, directory: AppDirectory, sessions: SessionService, revocations: RevocationList, sealer: SecretSealer, clock: any Clock,
-        erasers: [any AccountDataEraser] = [], wakeOutbox: @escaping @Sendable () -> Void, log: any LogSink = DiscardingLog()
+        store: any Store, directory: AppDirectory, sessions: SessionService, sealer: SecretSealer, clock: any Clock,
+        erasers: [any AccountDataEraser] = [], units: UnitOfWork, log: any LogSink = DiscardingLog()
     ) {
         self.store = store
         self.directory = directory
         self.sessions = sessions
-        self.revocations = revocations
         self.sealer = sealer
         self.clock = clock
         self.erasers = erasers
-        self.wakeOutbox = wakeOutbox
+        self.units = units
         self.log = log
     }
 
@@ -79,7 +77,7 @@ public final class AccountDeletion: Sendable {
         origin: RequestOrigin?, missing: GatehouseError
     ) throws {
         let now = clock.nowMillis()
-        let ended = try store.app(app.id).transaction { tx -> [SessionID] in
+        try units.run(store.app(app.id)) { tx in
             // The user's row first, held to the end: a sign-in or a kept Apple token racing this
             // deletion either committed before (and is ended or revoked below) or finds it done.
             guard let user = try tx.users.lockUser(id) else { throw missing }
@@ -90,7 +88,7 @@ public final class AccountDeletion: Sendable {
                     createdAt: now))
             }
             // Already pending, and no erase asked for now: nothing more to do.
-            guard user.pendingDeletion == nil || graceDays == 0 else { return ended }
+            guard user.pendingDeletion == nil || graceDays == 0 else { return }
             var data: [String: JSON] = ["by": .string(actor), "reason": .optional(reason)]
             let tokens = try tx.identities.providerTokens(id).filter { $0.provider == .apple }
             if let code = appleAuthorizationCode, tokens.isEmpty {
@@ -109,10 +107,7 @@ public final class AccountDeletion: Sendable {
                 try tx.auditLog.record(Event(type: .userDeleted, userID: id, sessionID: sessionID, ip: origin?.ip, userAgent: origin?.userAgent, data: .object(data), createdAt: now))
                 guard try erase(tx, user: id, dueBy: nil, now: now) != nil else { throw missing }
             }
-            return ended
         }
-        revocations.add(ended)
-        wakeOutbox()
     }
 
     // MARK: - The purge
@@ -133,7 +128,6 @@ public final class AccountDeletion: Sendable {
                 log.error("an account due for purge could not be erased", ["app_id": .string(appID.rawValue), "user_id": .string(userID.rawValue), "error": .string("\(error)")])
             }
         }
-        if handled > 0 { wakeOutbox() }
         while case let bite = try store.purgeErasedAccounts(before: now - Self.tombstoneMillis, limit: 1_000), bite > 0 {
             handled += bite
             if bite < 1_000 { break }
@@ -144,16 +138,14 @@ public final class AccountDeletion: Sendable {
     /// Erases one account whose grace period has passed; false when another node did, or a sign-in restored it.
     private func purge(app appID: AppID, user userID: UserID, now: Int64) throws -> Bool {
         guard let app = try directory.current(id: appID) else { return false }
-        let (erased, ended) = try store.app(appID).transaction { tx -> (Bool, [SessionID]) in
+        return try units.run(store.app(appID)) { tx -> Bool in
             // First, and guarded: it holds the row, and of two nodes only one erases.
-            guard let tokens = try erase(tx, user: userID, dueBy: now, now: now) else { return (false, []) }
-            let ended = try tx.sessions.endSessions(of: userID, keeping: nil, reason: .deleted, now: now)
+            guard let tokens = try erase(tx, user: userID, dueBy: now, now: now) else { return false }
+            _ = try tx.sessions.endSessions(of: userID, keeping: nil, reason: .deleted, now: now)
             let revocations = try queueRevocations(tx, tokens.filter { $0.provider == .apple }, app: app, user: userID, now: now)
             try tx.auditLog.record(Event(type: .userPurged, userID: userID, sessionID: nil, ip: nil, userAgent: nil, data: ["apple_revocations": revocations], createdAt: now))
-            return (true, ended)
+            return true
         }
-        revocations.add(ended)
-        return erased
     }
 
     // MARK: -

@@ -25,19 +25,18 @@ public struct EmailCodes: Sendable {
     private let key: HMACKey
     private let composer: any EmailComposer
     private let clock: any Clock
-    /// Tells this node's outbox worker that mail was queued: called by the flows after their
-    /// transaction commits (before, the worker would find nothing and sleep until its next poll).
-    public let wakeOutbox: @Sendable () -> Void
+    /// Runs a redemption's unit of work (which wakes the outbox for the mail it queued).
+    private let units: UnitOfWork
     /// `GATEHOUSE_MAX_MAIL_PER_HOUR`: no app's cap is above it, whatever its settings say.
     private let maxMailPerHour: Int64
     private let metrics: any DomainMetrics
 
     /// - Parameter masterKey: for the key the HMACs use (``MasterKeyDerivation``).
     public init(
-        masterKey: [UInt8], composer: any EmailComposer, clock: any Clock, wakeOutbox: @escaping @Sendable () -> Void = {},
+        masterKey: [UInt8], composer: any EmailComposer, clock: any Clock, units: UnitOfWork,
         maxMailPerHour: Int64 = 10_000, metrics: any DomainMetrics = NoDomainMetrics()
     ) {
-        self.wakeOutbox = wakeOutbox
+        self.units = units
         self.maxMailPerHour = maxMailPerHour
         self.metrics = metrics
         self.key = HMACKey(MasterKeyDerivation.key(for: .emailCodes, from: masterKey))
@@ -186,7 +185,7 @@ public struct EmailCodes: Sendable {
         let subject = rowSubject(purpose, address, userID)
         let presented = hash(code: code, app: app.id, purpose: purpose, subject: subject)
         let guesses = self.subject(of: address)
-        let outcome: Result<T, GatehouseError> = try data.transaction { tx in
+        let outcome: Result<T, GatehouseError> = try units.run(data) { tx in
             let now = clock.nowMillis()
             // Checks of one address wait for each other (its row, locked), so that concurrent wrong
             // codes cannot all pass the count before any of them has added to it.

@@ -7,8 +7,8 @@ public final class EmailFlowService: Sendable {
     private let sessions: SessionService
     private let gate: SignInGate
     private let limiter: RateLimiter
-    /// Told of the sessions an address takeover or a password reset ends.
-    private let revocations: RevocationList
+    /// Runs the service's units of work and applies what follows their commit.
+    private let units: UnitOfWork
     /// Sign-ins by code, for the operator's metrics.
     private let metrics: any DomainMetrics
     private let codes: EmailCodes
@@ -16,7 +16,7 @@ public final class EmailFlowService: Sendable {
     private let clock: any Clock
 
     public init(
-        store: any Store, sessions: SessionService, gate: SignInGate, revocations: RevocationList, codes: EmailCodes, hasher: PasswordHasher,
+        store: any Store, sessions: SessionService, gate: SignInGate, units: UnitOfWork, codes: EmailCodes, hasher: PasswordHasher,
         clock: any Clock, metrics: any DomainMetrics = NoDomainMetrics()
     ) {
         self.hasher = hasher
@@ -24,7 +24,7 @@ public final class EmailFlowService: Sendable {
         self.sessions = sessions
         self.gate = gate
         self.limiter = RateLimiter(clock: clock)
-        self.revocations = revocations
+        self.units = units
         self.metrics = metrics
         self.codes = codes
         self.clock = clock
@@ -51,11 +51,10 @@ public final class EmailFlowService: Sendable {
         try codes.requireMailable(email)
         let data = store.app(app.id)
         try limitSends(app, data, origin)
-        try data.transaction { tx in
+        try units.run(data) { tx in
             let user = try account(tx, email: email)
             try codes.send(tx, app: app, purpose: purpose, address: email, userID: nil, mail: EmailToSend(template, to: email, app: app), deliver: deliverTo(user))
         }
-        codes.wakeOutbox()
     }
 
     /// `POST /v1/auth/email-code/verify`: a session for the address's account, made now (201,
@@ -73,7 +72,7 @@ public final class EmailFlowService: Sendable {
         try checks.run { () throws(GatehouseError) in email = try InputRules.email(rawEmail) }
         try checks.run { () throws(GatehouseError) in try InputRules.emailCode(code) }
         try checks.finish()
-        let (grant, ended) = try codes.redeem(data, app: app, purpose: .signIn, address: email, code: code, userID: nil) { tx -> (SessionGrant, [SessionID]) in
+        return try codes.redeem(data, app: app, purpose: .signIn, address: email, code: code, userID: nil) { tx -> SessionGrant in
             let now = clock.nowMillis()
             guard var user = try account(tx, email: email) else {
                 guard app.settings.allowSignup else { throw GatehouseError(.invalidCode, "The code is not valid.") }
@@ -83,14 +82,11 @@ public final class EmailFlowService: Sendable {
                         user, passwordHash: nil, identity: nil,
                         event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "email_code"], createdAt: now))
                 }
-                return (try sessions.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: true, origin: origin), [])
+                return try sessions.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: true, origin: origin)
             }
-            var ended: [SessionID] = []
-            if !user.emailVerified { (user, ended) = try takeOver(tx, user, email: email, origin: origin, now: now) }
-            return (try sessions.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: false, origin: origin), ended)
+            if !user.emailVerified { user = try takeOver(tx, user, email: email, origin: origin, now: now) }
+            return try sessions.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: false, origin: origin)
         }
-        revocations.add(ended)
-        return grant
     }
 
     // MARK: - Verification
@@ -101,12 +97,11 @@ public final class EmailFlowService: Sendable {
         try limitSends(app, data, origin)
         guard let user = try data.users.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
         guard let email = user.email else { throw GatehouseError.validation("email", "The account has no email address.") }
-        try data.transaction { tx in
+        try units.run(data) { tx in
             try codes.send(
                 tx, app: app, purpose: .verification, address: email, userID: user.id, mail: EmailToSend(.verification, to: email, app: app),
                 deliver: !user.emailVerified)
         }
-        codes.wakeOutbox()
     }
 
     /// `POST /v1/auth/email/verification/confirm`: the user, address verified.
@@ -152,11 +147,10 @@ public final class EmailFlowService: Sendable {
         // Hashed before the transaction (SQLite's write lock must not wait on argon2); the per-IP
         // limit above bounds how many hashes wrong codes can cost.
         let hash = try hasher.hash(password)
-        let ended = try codes.redeem(data, app: app, purpose: .passwordReset, address: email, code: code, userID: nil) { tx -> [SessionID] in
+        try codes.redeem(data, app: app, purpose: .passwordReset, address: email, code: code, userID: nil) { tx in
             let now = clock.nowMillis()
             guard var user = try account(tx, email: email) else { throw GatehouseError(.invalidCode, "The code is not valid.") }
-            var ended: [SessionID] = []
-            if !user.emailVerified { (user, ended) = try takeOver(tx, user, email: email, origin: origin, now: now) }
+            if !user.emailVerified { user = try takeOver(tx, user, email: email, origin: origin, now: now) }
             let current = try tx.passwords.passwordHash(user.id)
             let identity = current == nil ? Identity(provider: .password, subject: email, email: email, createdAt: now) : nil
             guard try PasswordConflict.answering({ try tx.passwords.setPasswordHash(user.id, hash: hash, replacing: current, addIdentity: identity, now: now) }) else {
@@ -167,9 +161,7 @@ public final class EmailFlowService: Sendable {
             for id in endedNow {
                 try tx.auditLog.record(Event(type: .sessionRevoked, userID: user.id, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "password_reset"], createdAt: now))
             }
-            return ended + endedNow
         }
-        revocations.add(ended)
     }
 
     /// The account an address reaches by code (``AppScopedStore/user(email:)``).
@@ -179,8 +171,8 @@ public final class EmailFlowService: Sendable {
     /// the account over without anything that stranger could come back with: every session ends
     /// and every way to sign in goes (password, linked providers and their kept tokens), so
     /// pre-hijacking (sign up with someone's address, link your own Apple account, wait) gains
-    /// nothing. Returns the user, verified, and the sessions ended.
-    private func takeOver(_ tx: any AppScopedStore, _ user: User, email: String, origin: RequestOrigin, now: Int64) throws -> (User, [SessionID]) {
+    /// nothing. Returns the user, verified.
+    private func takeOver(_ tx: any AppScopedStore, _ user: User, email: String, origin: RequestOrigin, now: Int64) throws -> User {
         // The user's row first, then the sessions: the order a password change takes them in, so
         // the two at once for one user wait on each other instead of deadlocking.
         for provider in try tx.identities.forgetSignInMethods(user.id, now: now) {
@@ -191,7 +183,7 @@ public final class EmailFlowService: Sendable {
         for id in ended {
             try tx.auditLog.record(Event(type: .sessionRevoked, userID: user.id, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "address_proved"], createdAt: now))
         }
-        return (verified, ended)
+        return verified
     }
 
     // MARK: - Email change
@@ -208,10 +200,9 @@ public final class EmailFlowService: Sendable {
             throw GatehouseError.validation("email", "This is the account's address already.")
         }
         try requireAvailable(data, app, email, user: user.id)
-        try data.transaction { tx in
+        try units.run(data) { tx in
             try codes.send(tx, app: app, purpose: .emailChange, address: email, userID: user.id, mail: EmailToSend(.emailChange, to: email, app: app), deliver: true)
         }
-        codes.wakeOutbox()
     }
 
     /// `POST /v1/me/email/confirm`: the user with the new address, verified; a notice goes to the old one.
@@ -224,7 +215,7 @@ public final class EmailFlowService: Sendable {
         try checks.run { () throws(GatehouseError) in try InputRules.emailCode(code) }
         try checks.finish()
         guard let before = try data.users.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
-        let result = try codes.redeem(data, app: app, purpose: .emailChange, address: email, code: code, userID: before.id) { tx in
+        return try codes.redeem(data, app: app, purpose: .emailChange, address: email, code: code, userID: before.id) { tx in
             let now = clock.nowMillis()
             try codes.lockAddress(tx, email)
             try requireAvailable(tx, app, email, user: before.id)
@@ -242,8 +233,6 @@ public final class EmailFlowService: Sendable {
             }
             return (changed, try tx.identities.all(of: before.id))
         }
-        codes.wakeOutbox()
-        return result
     }
 
     /// 409 when another account of the app has the address (any sign-in method), unless the app
@@ -265,10 +254,9 @@ public final class EmailFlowService: Sendable {
         try limitSends(app, data, origin)
         guard let user = try data.users.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
         guard let email = user.email else { throw GatehouseError.validation("email", "The account has no email address to send a code to.") }
-        try data.transaction { tx in
+        try units.run(data) { tx in
             try codes.send(tx, app: app, purpose: .reauthentication, address: email, userID: user.id, mail: EmailToSend(.reauthentication, to: email, app: app), deliver: true)
         }
-        codes.wakeOutbox()
     }
 
     /// `POST /v1/auth/reauthenticate` with `code`: a fresh `auth_time`.

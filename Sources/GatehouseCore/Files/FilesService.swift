@@ -39,7 +39,8 @@ public final class FilesService: Sendable {
     private let blobs: any BlobStore
     private let clock: any Clock
     private let publicURL: String
-    private let wakeOutbox: @Sendable () -> Void
+    /// Runs the service's units of work and applies what follows their commit (the outbox woken for the blobs they queue).
+    private let units: UnitOfWork
     private let log: any LogSink
     private let photos: PhotoProcessor
     private let limiter: RateLimiter
@@ -49,14 +50,14 @@ public final class FilesService: Sendable {
     public static let urlVersionLength = 16
 
     public init(
-        store: any Store, blobs: any BlobStore, clock: any Clock, publicURL: String, wakeOutbox: @escaping @Sendable () -> Void,
+        store: any Store, blobs: any BlobStore, clock: any Clock, publicURL: String, units: UnitOfWork,
         log: any LogSink = DiscardingLog(), photos: PhotoProcessor = .shared
     ) {
         self.store = store
         self.blobs = blobs
         self.clock = clock
         self.publicURL = publicURL
-        self.wakeOutbox = wakeOutbox
+        self.units = units
         self.log = log
         self.photos = photos
         self.limiter = RateLimiter(clock: clock)
@@ -143,7 +144,7 @@ public final class FilesService: Sendable {
         try requireVerifiedEmail(app: app, user: user)
         guard let id = FileID(parsing: rawID) else { throw Self.notFound }
         let now = clock.nowMillis()
-        let key = try store.app(app.id).transaction { tx -> BlobKey in
+        let key = try units.run(store.app(app.id)) { tx -> BlobKey in
             guard let account = try tx.users.lockUser(user) else { throw Self.accountGone }
             guard let file = try tx.files.delete(id, of: user) else { throw Self.notFound }
             if let photo = account.photoURL, Self.photo(photo, isFile: id) {
@@ -236,7 +237,7 @@ public final class FilesService: Sendable {
     public func removePhoto(app: AppContext, user: UserID, session: SessionID?, origin: RequestOrigin) throws -> (User, [Identity]) {
         try requireVerifiedEmail(app: app, user: user)
         let now = clock.nowMillis()
-        let (result, removed) = try store.app(app.id).transaction { tx -> ((User, [Identity]), [BlobKey]) in
+        let (result, removed) = try units.run(store.app(app.id)) { tx -> ((User, [Identity]), [BlobKey]) in
             guard let account = try tx.users.lockUser(user) else { throw Self.accountGone }
             return try setPhotoURL(tx, account, nil, removed: try Self.givingUpPhotos(tx, of: user, except: nil, now: now), session: session, origin: origin, now: now)
         }
@@ -325,7 +326,7 @@ public final class FilesService: Sendable {
         let result: T
         let removed: [BlobKey]
         do {
-            (result, removed) = try store.app(app.id).transaction { tx in
+            (result, removed) = try units.run(store.app(app.id)) { tx in
                 // Gone only if this upload took longer than `orphanAfterMillis`: the blob may be too.
                 guard try tx.outbox.withdraw(idempotencyKey: reservation.idempotencyKey) else { throw BlobStoreError("the upload outlived its reservation") }
                 return try body(tx, now)
@@ -399,7 +400,8 @@ public final class FilesService: Sendable {
         return reader
     }
 
-    /// Removes blobs whose rows are gone (committed); a failure is left to their outbox items.
+    /// Removes blobs whose rows are gone (committed); a failure is left to their outbox items (the
+    /// unit of work that queued them has woken the outbox).
     private func removeBlobs(_ keys: [BlobKey]) {
         guard !keys.isEmpty else { return }
         for key in keys {
@@ -407,7 +409,6 @@ public final class FilesService: Sendable {
                 log.warning("a blob could not be removed now; the outbox will retry", ["key": .string(key.rawValue), "error": .string("\(error)")])
             }
         }
-        wakeOutbox()
     }
 }
 

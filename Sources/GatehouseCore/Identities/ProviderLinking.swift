@@ -15,7 +15,7 @@ extension ProviderSignInService {
         }
         let appleRefreshToken = try releasingNonceIfUnavailable(identity) { try redeemAppleCode(appleCode, app: app, identity: identity) }
         let now = clock.nowMillis()
-        return try data.transaction { tx in
+        return try units.run(data) { tx in
             try IdentityConflict.answering {
                 try tx.identities.addIdentity(claims.userID, Identity(provider: provider.identity, subject: identity.subject, email: identity.email, createdAt: now))
             }
@@ -33,7 +33,7 @@ extension ProviderSignInService {
         guard identities.contains(where: { $0.provider == provider }) else { throw GatehouseError(.notFound, "This sign-in method is not linked.") }
         guard identities.count > 1 else { throw GatehouseError(.lastSignInMethod, "This is the account's only way to sign in; add another first.") }
         let now = clock.nowMillis()
-        return try data.transaction { tx in
+        return try units.run(data) { tx in
             // Checked again atomically: a concurrent unlink of the other method may have won.
             guard try tx.identities.removeIdentity(claims.userID, provider: provider, now: now) else {
                 throw GatehouseError(.lastSignInMethod, "This is the account's only way to sign in; add another first.")

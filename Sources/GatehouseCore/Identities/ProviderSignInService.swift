@@ -16,6 +16,8 @@ public final class ProviderSignInService: Sendable {
     let publicURL: String
     /// For the lock on an address a new account takes (``EmailCodes/lockAddress(_:_:)``).
     private let emailCodes: EmailCodes
+    /// Runs the service's units of work and applies what follows their commit.
+    let units: UnitOfWork
 
     /// Longest provider token accepted (API.md): longer is a validation error.
     public static let maxTokenLength = 8192
@@ -24,8 +26,9 @@ public final class ProviderSignInService: Sendable {
 
     public init(
         store: any Store, directory: AppDirectory, sessions: SessionService, providers: any IdentityProviders, sealer: SecretSealer, clock: any Clock,
-        publicURL: String, emailCodes: EmailCodes, metrics: any DomainMetrics = NoDomainMetrics()
+        publicURL: String, emailCodes: EmailCodes, units: UnitOfWork, metrics: any DomainMetrics = NoDomainMetrics()
     ) {
+        self.units = units
         self.emailCodes = emailCodes
         self.store = store
         self.directory = directory
@@ -154,7 +157,7 @@ public final class ProviderSignInService: Sendable {
             id: .generate(), email: email, emailVerified: email != nil && identity.emailVerified, firstName: firstName ?? identity.firstName,
             lastName: lastName ?? identity.lastName, createdAt: now, updatedAt: now, lastSignInAt: now)
         do {
-            try data.transaction { tx in
+            try units.run(data) { tx in
                 // A verified address is held while it is checked and taken, as sign-up and code
                 // sign-in hold it: two of them at once cannot both take it.
                 if user.emailVerified, let email { try emailCodes.lockAddress(tx, email) }

@@ -11,8 +11,8 @@ public final class PasswordService: Sendable {
     private let cache: AccountCache
     private let clock: any Clock
     private let limiterSubjectKey: HMACKey
-    /// Told of the sessions a password change ends.
-    private let revocations: RevocationList
+    /// Runs the service's units of work and applies what follows their commit.
+    private let units: UnitOfWork
     /// Sign-up's verification mail.
     private let emailCodes: EmailCodes
     private let log: any LogSink
@@ -20,14 +20,14 @@ public final class PasswordService: Sendable {
 
     /// - Parameter masterKey: for the key that turns emails into limiter subjects (``MasterKeyDerivation``).
     public init(
-        store: any Store, cache: AccountCache, sessions: SessionService, gate: SignInGate, revocations: RevocationList, hasher: PasswordHasher,
+        store: any Store, cache: AccountCache, sessions: SessionService, gate: SignInGate, units: UnitOfWork, hasher: PasswordHasher,
         clock: any Clock, masterKey: [UInt8], emailCodes: EmailCodes, log: any LogSink = DiscardingLog(), metrics: any DomainMetrics = NoDomainMetrics()
     ) {
         self.store = store
         self.cache = cache
         self.sessions = sessions
         self.gate = gate
-        self.revocations = revocations
+        self.units = units
         self.hasher = hasher
         self.limiter = RateLimiter(clock: clock)
         self.clock = clock
@@ -68,7 +68,7 @@ public final class PasswordService: Sendable {
         let now = clock.nowMillis()
         let user = User(id: .generate(), email: email, emailVerified: false, firstName: first, lastName: last, createdAt: now, updatedAt: now, lastSignInAt: now)
         // The account, its event, its verification mail and its first session commit together.
-        let grant = try data.transaction { tx in
+        return try units.run(data) { tx in
             // Checked again holding the address: another sign-up or a code sign-in may have taken it.
             try emailCodes.lockAddress(tx, email)
             if try tx.passwords.passwordUser(email: email) != nil || (app.settings.emailCollision == "reject" && tx.users.emailInUse(email, except: nil)) {
@@ -82,8 +82,6 @@ public final class PasswordService: Sendable {
             try queueVerification(tx, app: app, email: email, user: user.id)
             return try sessions.startSession(app: app, tx, user: user, method: .password, isNewUser: true, origin: origin)
         }
-        emailCodes.wakeOutbox()
-        return grant
     }
 
     /// Sign-up's verification code. Past the address's send windows (an address signed up,
@@ -121,7 +119,7 @@ public final class PasswordService: Sendable {
         // Unknown email and wrong password: the same answer after the same work.
         guard try hasher.verify(password, encoded: found?.1), let (user, hash) = found else {
             try countFailedGuess(data, bucket: Self.signInGuessBucket, subject: guesses)
-            try data.auditLog.record(Event(type: .userSignInFailed, userID: found?.0.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: clock.nowMillis()))
+            try units.record(Event(type: .userSignInFailed, userID: found?.0.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: clock.nowMillis()), in: data)
             throw GatehouseError(.invalidCredential, "The email or password is wrong.")
         }
         // A write only when there were failures to forget: most sign-ins have none.
@@ -152,7 +150,7 @@ public final class PasswordService: Sendable {
         try sessions.requireReauthenticationGuessesLeft(app, claims: claims)
         guard try hasher.verify(password, encoded: try data.passwords.passwordHash(claims.userID)) else {
             try sessions.countFailedReauthentication(app, claims: claims)
-            try data.auditLog.record(Event(type: .userSignInFailed, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "reauthentication": true], createdAt: clock.nowMillis()))
+            try units.record(Event(type: .userSignInFailed, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "reauthentication": true], createdAt: clock.nowMillis()), in: data)
             throw GatehouseError(.invalidCredential, "The password is wrong.")
         }
         return try sessions.refreshAuthTime(app: app, claims: claims)
@@ -175,14 +173,14 @@ public final class PasswordService: Sendable {
         let stored = try data.passwords.passwordHash(claims.userID)
         guard try hasher.verify(current, encoded: stored) else {
             try sessions.countFailedReauthentication(app, claims: claims)
-            try data.auditLog.record(Event(type: .userSignInFailed, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "password_change": true], createdAt: clock.nowMillis()))
+            try units.record(Event(type: .userSignInFailed, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "password_change": true], createdAt: clock.nowMillis()), in: data)
             throw GatehouseError(.invalidCredential, "The current password is wrong.", fieldErrors: [FieldError("current_password", "Wrong password.")])
         }
         try limiter.reset(data, bucket: SessionService.reauthGuessBucket, subject: claims.userID.rawValue)
         try InputRules.newPassword(new, minimum: app.settings.passwordMinLength)
         let hash = try hasher.hash(new)
         let now = clock.nowMillis()
-        let ended = try data.transaction { tx -> [SessionID] in
+        try units.run(data) { tx in
             // Only if the password is still the one just checked: of two concurrent changes, one
             // wins and the other is told its current password is no longer current.
             guard try tx.passwords.setPasswordHash(claims.userID, hash: hash, replacing: stored, addIdentity: nil, now: now) else {
@@ -195,9 +193,7 @@ public final class PasswordService: Sendable {
             for id in ended {
                 try tx.auditLog.record(Event(type: .sessionRevoked, userID: claims.userID, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "password_changed"], createdAt: now))
             }
-            return ended
         }
-        revocations.add(ended)
     }
 
     /// Adds password sign-in to an account that has an email but no password yet.
@@ -220,7 +216,7 @@ public final class PasswordService: Sendable {
         try gate.limitAuth(app, data, origin)
         let identity = Identity(provider: .password, subject: email, email: email, createdAt: now)
         let hash = try hasher.hash(password)
-        return try data.transaction { tx in
+        return try units.run(data) { tx in
             guard try PasswordConflict.answering({ try tx.passwords.setPasswordHash(user.id, hash: hash, replacing: nil, addIdentity: identity, now: now) }) else {
                 throw GatehouseError(.credentialAlreadyInUse, "This account already signs in with a password; change it with PUT /v1/me/password.")
             }

@@ -16,7 +16,8 @@ public struct SessionGrant: Sendable {
 /// refresh-token rotation, signing out, the user's devices, and recent login (`auth_time`).
 public final class SessionService: Sendable {
     private let tokens: TokenService
-    private let revocations: RevocationList
+    /// Runs the service's units of work and applies what follows their commit.
+    private let units: UnitOfWork
     private let limiter: RateLimiter
     private let store: any Store
     private let cache: AccountCache
@@ -24,15 +25,14 @@ public final class SessionService: Sendable {
     private let refreshGraceMillis: Int64
     private let metrics: any DomainMetrics
 
-    /// - Parameter revocations: told of every session this service ends, for this node's checks.
     public init(
-        store: any Store, cache: AccountCache, tokens: TokenService, revocations: RevocationList, clock: any Clock, refreshGraceSeconds: Int,
+        store: any Store, cache: AccountCache, tokens: TokenService, units: UnitOfWork, clock: any Clock, refreshGraceSeconds: Int,
         metrics: any DomainMetrics = NoDomainMetrics()
     ) {
         self.store = store
         self.cache = cache
         self.tokens = tokens
-        self.revocations = revocations
+        self.units = units
         self.limiter = RateLimiter(clock: clock)
         self.clock = clock
         self.refreshGraceMillis = Int64(refreshGraceSeconds) * 1000
@@ -60,7 +60,7 @@ public final class SessionService: Sendable {
             }
         }
         guard user.pendingDeletion != nil else { return try open(data, user) }
-        return try data.transaction { tx in
+        return try units.run(data) { tx in
             guard try tx.deletion.cancel(user.id, now: now) else {
                 // Another sign-in restored it meanwhile, or the purge took it.
                 guard let current = try tx.users.user(user.id) else { throw Self.refused(.accountGone) }
@@ -93,10 +93,13 @@ public final class SessionService: Sendable {
             id: .generate(), userID: user.id, method: method, authTime: now, createdAt: now, lastUsedAt: now,
             expiresAt: now + app.settings.refreshTokenTTLSeconds * 1000, ip: origin.ip, userAgent: origin.userAgent)
         let refreshToken = tokens.newRefreshToken()
-        try data.sessions.insertSession(
-            session, refreshTokenHash: tokens.hash(refreshToken: refreshToken),
-            event: Event(type: .userSignedIn, userID: user.id, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(method.rawValue)], createdAt: now),
-            passwordHash: passwordHash)
+        // Its own transaction already (or the caller's): as a unit of work, its event is fanned out.
+        try units.run(data) { tx in
+            try tx.sessions.insertSession(
+                session, refreshTokenHash: tokens.hash(refreshToken: refreshToken),
+                event: Event(type: .userSignedIn, userID: user.id, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(method.rawValue)], createdAt: now),
+                passwordHash: passwordHash)
+        }
         var signedIn = user
         signedIn.lastSignInAt = now
         let identities = try data.identities.all(of: user.id)
@@ -113,20 +116,22 @@ public final class SessionService: Sendable {
         let successor = tokens.successor(of: refreshToken)
         let now = clock.nowMillis()
         // A reuse's events commit with the session's end, in the rotation's own transaction.
-        let outcome = try data.sessions.rotateRefreshToken(
-            presentedHash: tokens.hash(refreshToken: refreshToken), successorHash: tokens.hash(refreshToken: successor), graceMillis: refreshGraceMillis,
-            usedSince: Self.usedSince(app, now: now), origin: origin, now: now
-        ) { session in
-            [
-                Event(type: .sessionRefreshReused, userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, createdAt: now),
-                Event(type: .sessionRevoked, userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "refresh_reused"], createdAt: now),
-            ]
+        // (Not a transaction around it: the common case stays one statement on PostgreSQL.)
+        let outcome = try units.autocommit(data) { data in
+            try data.sessions.rotateRefreshToken(
+                presentedHash: tokens.hash(refreshToken: refreshToken), successorHash: tokens.hash(refreshToken: successor), graceMillis: refreshGraceMillis,
+                usedSince: Self.usedSince(app, now: now), origin: origin, now: now
+            ) { session in
+                [
+                    Event(type: .sessionRefreshReused, userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, createdAt: now),
+                    Event(type: .sessionRevoked, userID: session.userID, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "refresh_reused"], createdAt: now),
+                ]
+            }
         }
         switch outcome {
         case .invalid:
             throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid: sign in again.")
-        case .reused(let session, _):
-            revocations.add([session.id])
+        case .reused:
             metrics.refreshTokenReused()
             throw GatehouseError(.refreshTokenReused, "This refresh token was already used; the session has been ended. Sign in again.")
         case .rotated(let session), .retried(let session):
@@ -144,7 +149,7 @@ public final class SessionService: Sendable {
 
     public func signOut(app: AppContext, claims: AccessClaims, scope: SignOutScope, origin: RequestOrigin) throws {
         let now = clock.nowMillis()
-        let ended = try store.app(app.id).transaction { tx -> [SessionID] in
+        try units.run(store.app(app.id)) { tx in
             let ended: [SessionID]
             switch scope {
             case .current:
@@ -157,9 +162,7 @@ public final class SessionService: Sendable {
             for id in ended {
                 try tx.auditLog.record(Event(type: .sessionSignedOut, userID: claims.userID, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["scope": .string(scope.rawValue)], createdAt: now))
             }
-            return ended
         }
-        revocations.add(ended)
     }
 
     // MARK: - The user's sessions
@@ -177,11 +180,10 @@ public final class SessionService: Sendable {
     /// Signs one of the user's devices out. Another user's session (or an unknown one) is 404.
     public func endSession(app: AppContext, claims: AccessClaims, id: SessionID, origin: RequestOrigin) throws {
         let now = clock.nowMillis()
-        try store.app(app.id).transaction { tx in
+        try units.run(store.app(app.id)) { tx in
             guard try tx.sessions.endSession(id, user: claims.userID, reason: .revoked, now: now) else { throw GatehouseError(.notFound, "No such session.") }
             try tx.auditLog.record(Event(type: .sessionRevoked, userID: claims.userID, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "user"], createdAt: now))
         }
-        revocations.add([id])
     }
 
     // MARK: - Recent login

@@ -3,9 +3,12 @@ public final class AccountService: Sendable {
     private let store: any Store
     private let cache: AccountCache
     private let clock: any Clock
+    /// Runs the service's units of work and applies what follows their commit.
+    private let units: UnitOfWork
 
     /// - Parameter cache: the cache the store reports user changes to.
-    public init(store: any Store, cache: AccountCache, clock: any Clock) {
+    public init(store: any Store, cache: AccountCache, units: UnitOfWork, clock: any Clock) {
+        self.units = units
         self.store = store
         self.cache = cache
         self.clock = clock
@@ -45,7 +48,7 @@ public final class AccountService: Sendable {
         guard let (user, identities) = try cache.account(app: app.id, user: id, store: store).map({ ($0.user, $0.identities) }) else { throw Self.accountGone }
         if photo == nil, (first ?? user.firstName) == user.firstName, (last ?? user.lastName) == user.lastName { return (user, identities) }
         let now = clock.nowMillis()
-        let (updated, removed) = try store.app(app.id).transaction { tx -> (User, [BlobKey]) in
+        let (updated, removed) = try units.run(store.app(app.id)) { tx -> (User, [BlobKey]) in
             guard let account = try tx.users.lockUser(id) else { throw Self.accountGone }
             let (photoURL, removed) = try photo?.apply(tx, id, now) ?? (account.photoURL, [])
             let firstName = first ?? account.firstName

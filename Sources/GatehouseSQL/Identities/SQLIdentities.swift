@@ -25,26 +25,24 @@ extension SQLAppScopedStore: IdentityStore {
     }
 
     func addIdentity(_ user: UserID, _ identity: Identity) throws {
-        defer { changed(user) }
         do {
-            try database.transaction { db in
+            try touchUser(user) { stamp in try database.transaction { db in
                 guard try db.execute("""
-                    UPDATE users SET changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(user) AND deleted_at IS NULL
+                    UPDATE users SET \(stamp) WHERE app_id = \(appID) AND id = \(user) AND deleted_at IS NULL
                     """) == 1
                 else { throw IdentityConflict.accountGone }
                 try insertIdentity(db, app: appID, user: user, identity)
-            }
+            } }
         } catch let error as SQLError where error.kind == .uniqueViolation {
             throw IdentityConflict.alreadyLinked
         }
     }
 
     func removeIdentity(_ user: UserID, provider: IdentityProvider, now: Int64) throws -> Bool {
-        defer { changed(user) }
-        return try database.transaction { db in
+        try touchUser(user) { stamp in try database.transaction { db in
             // The user's row first: its lock serialises concurrent unlinks of one user, so that
             // the count below sees the other one's removal and never lets both go.
-            try db.execute("UPDATE users SET changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(user)")
+            try db.execute("UPDATE users SET \(stamp) WHERE app_id = \(appID) AND id = \(user)")
             let removed = try db.execute("""
                 DELETE FROM identities WHERE app_id = \(appID) AND user_id = \(user) AND provider = \(provider)
                   AND (SELECT count(*) FROM identities WHERE app_id = \(appID) AND user_id = \(user)) > 1
@@ -53,14 +51,13 @@ extension SQLAppScopedStore: IdentityStore {
                 try db.execute("UPDATE users SET password_hash = NULL, updated_at = \(now) WHERE app_id = \(appID) AND id = \(user)")
             }
             return removed > 0
-        }
+        } }
     }
 
     func forgetSignInMethods(_ id: UserID, now: Int64) throws -> [IdentityProvider] {
-        defer { changed(id) }
-        return try database.transaction { db in
+        try touchUser(id) { stamp in try database.transaction { db in
             try db.execute("""
-                UPDATE users SET password_hash = NULL, updated_at = \(now), changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(id)
+                UPDATE users SET password_hash = NULL, updated_at = \(now), \(stamp) WHERE app_id = \(appID) AND id = \(id)
                 """)
             let removed = try db.query("""
                 DELETE FROM identities WHERE app_id = \(appID) AND user_id = \(id) RETURNING provider
@@ -69,15 +66,15 @@ extension SQLAppScopedStore: IdentityStore {
             // A web flow's login code would still open a session (the live ones, by the expiry index).
             try db.execute("DELETE FROM login_codes WHERE app_id = \(appID) AND expires_at > \(now) AND user_id = \(id)")
             return removed
-        }
+        } }
     }
 
     func saveProviderToken(_ user: UserID, provider: IdentityProvider, clientID: String, sealedToken: String, now: Int64) throws -> Bool {
-        try database.transaction { db in
+        try touchUser(user) { stamp in try database.transaction { db in
             // The user's row first, as a deletion takes it: a token kept while the account is
             // being deleted is either seen (and revoked) by the deletion, or not kept at all.
             guard try db.execute("""
-                UPDATE users SET changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(user) AND deleted_at IS NULL
+                UPDATE users SET \(stamp) WHERE app_id = \(appID) AND id = \(user) AND deleted_at IS NULL
                 """) == 1
             else { return false }
             try db.execute("""
@@ -86,7 +83,7 @@ extension SQLAppScopedStore: IdentityStore {
                 ON CONFLICT (app_id, user_id, provider, client_id) DO UPDATE SET refresh_token = excluded.refresh_token, created_at = excluded.created_at
                 """)
             return true
-        }
+        } }
     }
 
     func providerTokens(_ user: UserID) throws -> [StoredProviderToken] {

@@ -16,18 +16,17 @@ extension SQLAppScopedStore: PasswordStore {
     }
 
     func setPasswordHash(_ id: UserID, hash: String, replacing: String?, addIdentity: Identity?, now: Int64) throws -> Bool {
-        defer { changed(id) }
         let stillCurrent: SQL = replacing.map { "password_hash = \($0)" } ?? "password_hash IS NULL"
         do {
-            return try database.transaction { db in
+            return try touchUser(id) { stamp in try database.transaction { db in
                 guard try db.execute("""
-                    UPDATE users SET password_hash = \(hash), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
+                    UPDATE users SET password_hash = \(hash), updated_at = \(now), \(stamp)
                     WHERE app_id = \(appID) AND id = \(id) AND \(stillCurrent) AND deleted_at IS NULL
                     """) == 1
                 else { return false }
                 if let addIdentity { try insertIdentity(db, app: appID, user: id, addIdentity) }
                 return true
-            }
+            } }
         } catch let error as SQLError where error.kind == .uniqueViolation {
             throw PasswordConflict.emailTaken
         }

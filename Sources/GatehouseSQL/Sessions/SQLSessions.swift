@@ -7,8 +7,7 @@ extension SQLAppScopedStore: SessionStore {
     var sessions: any SessionStore { self }
 
     func insertSession(_ session: Session, refreshTokenHash: String, event: Event, passwordHash: String?) throws {
-        defer { changed(session.userID) }
-        try database.transaction { db in
+        try touchUser(session.userID) { stamp in try database.transaction { db in
             try db.execute("""
                 INSERT INTO sessions (id, app_id, user_id, method, auth_time, created_at, last_used_at, expires_at, ip, user_agent)
                 VALUES (\(session.id), \(appID), \(session.userID), \(session.method.rawValue), \(session.authTime), \(session.createdAt),
@@ -29,11 +28,11 @@ extension SQLAppScopedStore: SessionStore {
             ]
             if let passwordHash { conditions.append("password_hash = \(passwordHash)") }
             guard try db.execute("""
-                UPDATE users SET last_sign_in_at = \(session.createdAt), changed_at = \(database.dialect.nowMillis)
+                UPDATE users SET last_sign_in_at = \(session.createdAt), \(stamp)
                 WHERE \(conditions.joined(separator: " AND "))
                 """) == 1
             else { throw try sessionRefusal(db, session.userID, at: session.createdAt) }
-        }
+        } }
     }
 
     /// Why the guarded update at the end of `insertSession` matched no row, read in its transaction.
@@ -59,18 +58,22 @@ extension SQLAppScopedStore: SessionStore {
     }
 
     func endSession(_ id: SessionID, user: UserID, reason: SessionEndReason, now: Int64) throws -> Bool {
-        try database.execute("""
+        let ended = try database.execute("""
             UPDATE sessions SET ended_at = \(now), ended_db_at = \(database.dialect.nowMillis), end_reason = \(reason.rawValue)
             WHERE app_id = \(appID) AND id = \(id) AND user_id = \(user) AND ended_at IS NULL
             """) == 1
+        if ended { ledger?.ended([id]) }
+        return ended
     }
 
     func endSessions(of user: UserID, keeping: SessionID?, reason: SessionEndReason, now: Int64) throws -> [SessionID] {
-        try database.query("""
+        let ended = try database.query("""
             UPDATE sessions SET ended_at = \(now), ended_db_at = \(database.dialect.nowMillis), end_reason = \(reason.rawValue)
             WHERE app_id = \(appID) AND user_id = \(user) AND ended_at IS NULL AND id <> \(keeping?.rawValue ?? "")
             RETURNING id
             """).map { SessionID(unchecked: try $0.string("id")) }
+        ledger?.ended(ended)
+        return ended
     }
 
     func rotateRefreshToken(
@@ -156,7 +159,10 @@ extension SQLAppScopedStore: SessionStore {
             WHERE app_id = \(appID) AND id = \(session.id) AND ended_at IS NULL
             """) == 1
         session.endedAt = now
-        if endedNow { for event in reuseEvents(session) { try insertEvent(db, event) } }
+        if endedNow {
+            ledger?.ended([session.id])
+            for event in reuseEvents(session) { try insertEvent(db, event) }
+        }
         return .reused(session, endedNow: endedNow)
     }
 

@@ -41,20 +41,20 @@ extension SQLAppScopedStore: UserStore {
     }
 
     func markEmailVerified(_ id: UserID, email: String, now: Int64) throws -> User? {
-        defer { changed(id) }
-        return try database.query("""
-            UPDATE users SET email_verified = \(true), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
-            WHERE app_id = \(appID) AND id = \(id) AND email = \(email) AND deleted_at IS NULL RETURNING *
-            """).first.map(userRecord)
+        try touchUser(id) { stamp in
+            try database.query("""
+                UPDATE users SET email_verified = \(true), updated_at = \(now), \(stamp)
+                WHERE app_id = \(appID) AND id = \(id) AND email = \(email) AND deleted_at IS NULL RETURNING *
+                """).first.map(userRecord)
+        }
     }
 
     func changeEmail(_ id: UserID, from old: String?, to new: String, now: Int64) throws -> User? {
-        defer { changed(id) }
         do {
-            return try database.transaction { db in
+            return try touchUser(id) { stamp in try database.transaction { db in
                 let sameOld: SQL = old.map { "email = \($0)" } ?? "email IS NULL"
                 guard let row = try db.query("""
-                    UPDATE users SET email = \(new), email_verified = \(true), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
+                    UPDATE users SET email = \(new), email_verified = \(true), updated_at = \(now), \(stamp)
                     WHERE app_id = \(appID) AND id = \(id) AND \(sameOld) AND deleted_at IS NULL RETURNING *
                     """).first
                 else { return nil }
@@ -63,43 +63,48 @@ extension SQLAppScopedStore: UserStore {
                     UPDATE identities SET subject = \(new), email = \(new) WHERE app_id = \(appID) AND user_id = \(id) AND provider = 'password'
                     """)
                 return try userRecord(row)
-            }
+            } }
         } catch let error as SQLError where error.kind == .uniqueViolation {
             throw UserConflict.emailTaken
         }
     }
 
     func setBan(_ id: UserID, _ ban: Ban?, now: Int64) throws -> User? {
-        defer { changed(id) }
-        return try database.query("""
-            UPDATE users SET ban_sanction_code = \(ban?.sanctionCode), ban_reason = \(ban?.reason), ban_suspended_until = \(ban?.suspendedUntil),
-                             updated_at = \(now), changed_at = \(database.dialect.nowMillis)
-            WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
-            """).first.map(userRecord)
+        try touchUser(id) { stamp in
+            try database.query("""
+                UPDATE users SET ban_sanction_code = \(ban?.sanctionCode), ban_reason = \(ban?.reason), ban_suspended_until = \(ban?.suspendedUntil),
+                                 updated_at = \(now), \(stamp)
+                WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
+                """).first.map(userRecord)
+        }
     }
 
     func lockUser(_ id: UserID) throws -> User? {
-        try database.query("""
-            UPDATE users SET changed_at = \(database.dialect.nowMillis) WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
-            """).first.map(userRecord)
+        try touchUser(id) { stamp in
+            try database.query("""
+                UPDATE users SET \(stamp) WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
+                """).first.map(userRecord)
+        }
     }
 
     func updateProfile(_ id: UserID, firstName: String?, lastName: String?, photoURL: String?, now: Int64) throws -> User? {
-        defer { changed(id) }
-        return try database.query("""
-            UPDATE users SET first_name = \(firstName), last_name = \(lastName), photo_url = \(photoURL), updated_at = \(now), changed_at = \(database.dialect.nowMillis)
-            WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
-            """).first.map(userRecord)
+        try touchUser(id) { stamp in
+            try database.query("""
+                UPDATE users SET first_name = \(firstName), last_name = \(lastName), photo_url = \(photoURL), updated_at = \(now), \(stamp)
+                WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
+                """).first.map(userRecord)
+        }
     }
 
     func fillNames(_ user: UserID, firstName: String?, lastName: String?, now: Int64) throws {
         guard firstName != nil || lastName != nil else { return }
-        defer { changed(user) }
-        try database.execute("""
-            UPDATE users SET first_name = COALESCE(first_name, \(firstName)), last_name = COALESCE(last_name, \(lastName)), updated_at = \(now),
-                             changed_at = \(database.dialect.nowMillis)
-            WHERE app_id = \(appID) AND id = \(user) AND first_name IS NULL AND last_name IS NULL AND deleted_at IS NULL
-            """)
+        try touchUser(user) { stamp in
+            try database.execute("""
+                UPDATE users SET first_name = COALESCE(first_name, \(firstName)), last_name = COALESCE(last_name, \(lastName)), updated_at = \(now),
+                                 \(stamp)
+                WHERE app_id = \(appID) AND id = \(user) AND first_name IS NULL AND last_name IS NULL AND deleted_at IS NULL
+                """)
+        }
     }
 
     func users(matching query: String?, after: (createdAt: Int64, id: UserID)?, limit: Int) throws -> [(User, [Identity])] {
