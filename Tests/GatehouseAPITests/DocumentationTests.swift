@@ -314,6 +314,32 @@ struct DocumentationTests {
         #expect(try OpenAPIConformance.exampleProblems(document: Self.root.appendingPathComponent("docs/openapi.json")) == [])
     }
 
+    /// docs/architecture.md's table of targets names every target of Package.swift that is not a
+    /// test, a benchmark (`path: "bench/…"`) or a C library (`system(…)`), and no other.
+    @Test
+    func architectureListsExactlyThePackagesTargets() throws {
+        let package = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        // Each declaration runs from its `.target(` / `.executableTarget(` / `.testTarget(` to the next one.
+        let declaration = try Regex(#"\.(target|executableTarget|testTarget)\(\s*name:\s*"([^"]+)""#)
+        let found = package.matches(of: declaration)
+        var targets = Set<String>()
+        for (index, match) in found.enumerated() {
+            let kind = try #require(match.output[1].substring)
+            let name = try #require(match.output[2].substring)
+            let end = index + 1 < found.count ? found[index + 1].range.lowerBound : package.endIndex
+            if kind != "testTarget" && !package[match.range.lowerBound..<end].contains(#"path: "bench/"#) { targets.insert(String(name)) }
+        }
+        #expect(targets.contains("GatehouseCore") && targets.contains("gatehouse"), "Package.swift not read: \(targets.sorted())")
+
+        let architecture = try String(contentsOf: Self.root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
+        // The first cell of each row of the table under "## Targets", up to the next heading.
+        let section = architecture.split(separator: "\n").drop { $0 != "## Targets" }.dropFirst().prefix { !$0.hasPrefix("## ") }
+        let listed = section.filter { $0.hasPrefix("| `") }.compactMap { $0.split(separator: "`").dropFirst().first.map(String.init) }
+        #expect(listed.count == Set(listed).count, "a target twice")
+        #expect(targets.subtracting(listed).sorted() == [], "in Package.swift, not in docs/architecture.md")
+        #expect(Set(listed).subtracting(targets).sorted() == [], "in docs/architecture.md, not in Package.swift")
+    }
+
     @Test
     func errorsMarkdownListsEveryCodeWithItsStatus() throws {
         let text = try String(contentsOf: Self.root.appendingPathComponent("docs/errors.md"), encoding: .utf8)
