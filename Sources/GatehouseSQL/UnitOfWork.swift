@@ -54,6 +54,8 @@ extension SQLAppScopedStore {
     }
 
     func enqueue(_ item: NewOutboxItem, now: Int64) throws -> Bool {
+        // Scoped by construction: an app's scope queues only its own items.
+        guard item.appID == appID else { throw InternalError("an outbox item of app \(item.appID?.rawValue ?? "-") queued through app \(appID.rawValue)'s scope") }
         let queued = try database.withConnection { db in try insertOutboxItem(db, item, now: now) }
         if queued { ledger?.enqueued() }
         return queued

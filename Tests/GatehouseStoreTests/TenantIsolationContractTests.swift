@@ -298,6 +298,8 @@ import Testing
     static func outbox(_ f: TwoApps) throws {
         let item = NewOutboxItem(appID: f.a.appID, kind: .webhook, idempotencyKey: "webhook/app_a/1", payload: "{}", sealed: false)
         #expect(try f.a.outbox.enqueue(item, now: TwoApps.now))
+        // B's scope queues nothing of A's, and withdraws nothing of A's.
+        #expect(throws: InternalError.self) { try f.b.outbox.enqueue(NewOutboxItem(appID: f.a.appID, kind: .webhook, idempotencyKey: "webhook/app_a/2", payload: "{}", sealed: false), now: TwoApps.now) }
         #expect(try f.b.outbox.withdraw(idempotencyKey: item.idempotencyKey) == false)
         #expect(try f.a.outbox.withdraw(idempotencyKey: item.idempotencyKey))
     }
