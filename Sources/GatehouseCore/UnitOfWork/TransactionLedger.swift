@@ -15,7 +15,6 @@ public final class TransactionLedger: Sendable {
     private struct Facts {
         var endedSessions: [SessionID] = []
         var enqueuedItems = 0
-        var recordedEvents = 0
     }
 
     init(fanOut: (any EventFanOut)?) { self.fanOut = fanOut }
@@ -24,7 +23,6 @@ public final class TransactionLedger: Sendable {
     /// `store`, which is bound to the same transaction (its reads see the change the event
     /// records). A throw rolls the unit back.
     public func recorded(_ event: Event, in store: any AppScopedStore) throws {
-        facts.withLock { $0.recordedEvents += 1 }
         guard let fanOut, fanOut.wants(event.type, app: store.appID) else { return }
         for item in try fanOut.items(for: event, app: store.appID, store: store) {
             _ = try store.outbox.enqueue(item, now: event.createdAt)
@@ -46,6 +44,4 @@ public final class TransactionLedger: Sendable {
     public var endedSessions: [SessionID] { facts.withLock { $0.endedSessions } }
     /// How many outbox items were queued.
     public var enqueuedItems: Int { facts.withLock { $0.enqueuedItems } }
-    /// How many events were recorded.
-    public var recordedEvents: Int { facts.withLock { $0.recordedEvents } }
 }
