@@ -164,11 +164,12 @@ public final class Gatehouse: Sendable {
             store: store, cache: accountCache, sessions: sessions, gate: gate, units: units, hasher: hasher, clock: clock, masterKey: masterKey,
             emailCodes: emailCodes, log: log, metrics: metrics)
         emailFlows = EmailFlowService(
-            store: store, sessions: sessions, gate: gate, units: units, codes: emailCodes, hasher: hasher, clock: clock, metrics: metrics)
+            store: store, sessions: sessions, gate: gate, units: units, codes: emailCodes, hasher: hasher, sealer: sealer, clock: clock, metrics: metrics,
+            log: log)
 
         providerSignIn = ProviderSignInService(
             store: store, directory: directory, sessions: sessions, providers: providers,
-            sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes, units: units, metrics: metrics)
+            sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes, units: units, metrics: metrics, log: log)
         let deletion = AccountDeletion(
             store: store, directory: directory, sessions: sessions, sealer: sealer, clock: clock, erasers: [FileEraser()], units: units,
             log: log)

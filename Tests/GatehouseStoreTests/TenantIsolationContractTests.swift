@@ -183,6 +183,12 @@ import Testing
         #expect(try f.b.identities.providerTokens(f.userA.id).isEmpty)
         #expect(try f.b.identities.saveProviderToken(f.userA.id, provider: .apple, clientID: "com.example.b", sealedToken: "sealed-b", now: TwoApps.now) == false)
         #expect(try f.a.identities.providerTokens(f.userA.id).map(\.sealedToken) == ["sealed-a"])
+        // B can neither take nor, by forgetting its user's methods, drop A's.
+        #expect(try f.b.identities.takeProviderTokens(f.userA.id, provider: .apple).isEmpty)
+        #expect(try f.b.identities.forgetSignInMethods(f.userA.id, now: TwoApps.now).tokens.isEmpty)
+        #expect(try f.a.identities.providerTokens(f.userA.id).map(\.sealedToken) == ["sealed-a"])
+        #expect(try f.a.identities.takeProviderTokens(f.userA.id, provider: .apple).map(\.sealedToken) == ["sealed-a"])
+        #expect(try f.a.identities.providerTokens(f.userA.id).isEmpty)
     }
 
     /// A's session: B neither reads, ends, rotates nor touches it, nor opens one for A's user.

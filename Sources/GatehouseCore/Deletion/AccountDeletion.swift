@@ -156,25 +156,9 @@ public final class AccountDeletion: Sendable {
         return tokens
     }
 
-    /// Queues the revocation of each stored Apple token; what the audit event says of them:
-    /// `queued` (with how many), `none` stored, or `not_configured` (the app has no Apple key, so
-    /// nothing could be revoked; the tokens are dropped with the account).
+    /// Queues the revocation of each stored Apple token (``AppleRevocation/queue(_:in:app:user:sealer:now:log:)``).
     private func queueRevocations(_ tx: any AppScopedStore, _ tokens: [StoredProviderToken], app: AppContext, user: UserID, now: Int64) throws -> JSON {
-        guard !tokens.isEmpty else { return ["status": "none", "count": 0] }
-        guard app.settings.apple.credentials != nil else {
-            log.warning("account deleted without revoking its Apple tokens: the app has no Apple key", ["app_id": .string(app.id.rawValue), "user_id": .string(user.rawValue)])
-            return ["status": "not_configured", "count": .int(Int64(tokens.count))]
-        }
-        var queued = 0
-        for token in tokens {
-            do {
-                if try tx.outbox.enqueue(try AppleRevocation.revokeToken(token, of: user, app: app.id, sealer: sealer), now: now) { queued += 1 }
-            } catch is CryptoError {
-                // Sealed under another master key: nothing can open it, so nothing can revoke it.
-                log.warning("a stored Apple token cannot be opened; it is dropped unrevoked", ["app_id": .string(app.id.rawValue), "user_id": .string(user.rawValue)])
-            }
-        }
-        return ["status": "queued", "count": .int(Int64(queued))]
+        try AppleRevocation.queue(tokens, in: tx, app: app, user: user, sealer: sealer, now: now, log: log)
     }
 
     /// Queues the redemption and revocation of an Apple authorization code, for the user's Apple

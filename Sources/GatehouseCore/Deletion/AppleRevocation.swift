@@ -1,9 +1,10 @@
 import GatehouseCrypto
 
-/// Apple token revocation at account deletion, through the outbox: Apple requires an app that
-/// deletes an account to revoke the user's tokens (`POST /auth/revoke`), and the outbox makes it
-/// durable — queued in the deletion's own transaction, retried with back-off until Apple accepts,
-/// delivered by whichever node is alive.
+/// Apple token revocation through the outbox, wherever a kept Apple token is dropped: at account
+/// deletion (Apple requires an app that deletes an account to revoke the user's tokens, `POST
+/// /auth/revoke`), when the user unlinks Apple, and when an address's proof takes an account over
+/// from a squatter. The outbox makes it durable — queued in the dropping change's own transaction,
+/// retried with back-off until Apple accepts, delivered by whichever node is alive.
 public enum AppleRevocation {
     /// What an item asks for: a stored refresh token to revoke, or an authorization code (sent
     /// with the deletion) to redeem first and revoke what it yields.
@@ -20,7 +21,37 @@ public enum AppleRevocation {
         _ token: StoredProviderToken, of user: UserID, app: AppID, sealer: SecretSealer
     ) throws -> NewOutboxItem {
         let plain = try sealer.open(token.sealedToken, app: app, field: StoredProviderToken.appleFieldName(user: user, clientID: token.clientID))
-        return item(.token(plain, clientID: token.clientID), key: "apple_revocation:\(app.rawValue):\(user.rawValue):\(token.clientID)", app: app, sealer: sealer)
+        // Keyed by the token too: a user who unlinks Apple, links it again and unlinks (or deletes
+        // the account) has a second token to revoke, not a repeat of the first.
+        let tokenDigest = Digest.hex(Digest.sha256(Array(plain.utf8))).prefix(32)
+        return item(
+            .token(plain, clientID: token.clientID), key: "apple_revocation:\(app.rawValue):\(user.rawValue):\(token.clientID):\(tokenDigest)", app: app,
+            sealer: sealer)
+    }
+
+    /// Queues in `tx` the revocation of each of `tokens` (the user's stored Apple tokens, being
+    /// dropped in the same unit of work: an account erased, Apple unlinked, a squatter's methods
+    /// forgotten); what the audit event says of them: `queued` (with how many), `none` stored, or
+    /// `not_configured` (the app has no Apple key, so nothing could be revoked; they are dropped).
+    public static func queue(
+        _ tokens: [StoredProviderToken], in tx: any AppScopedStore, app: AppContext, user: UserID, sealer: SecretSealer, now: Int64, log: any LogSink
+    ) throws -> JSON {
+        let tokens = tokens.filter { $0.provider == .apple }
+        guard !tokens.isEmpty else { return ["status": "none", "count": 0] }
+        guard app.settings.apple.credentials != nil else {
+            log.warning("Apple tokens dropped without revocation: the app has no Apple key", ["app_id": .string(app.id.rawValue), "user_id": .string(user.rawValue)])
+            return ["status": "not_configured", "count": .int(Int64(tokens.count))]
+        }
+        var queued = 0
+        for token in tokens {
+            do {
+                if try tx.outbox.enqueue(try revokeToken(token, of: user, app: app.id, sealer: sealer), now: now) { queued += 1 }
+            } catch is CryptoError {
+                // Sealed under another master key: nothing can open it, so nothing can revoke it.
+                log.warning("a stored Apple token cannot be opened; it is dropped unrevoked", ["app_id": .string(app.id.rawValue), "user_id": .string(user.rawValue)])
+            }
+        }
+        return ["status": "queued", "count": .int(Int64(queued))]
     }
 
     /// The item that redeems `code` with the first of `clientIDs` Apple accepts it for and, if

@@ -13,13 +13,18 @@ public final class EmailFlowService: Sendable {
     private let metrics: any DomainMetrics
     private let codes: EmailCodes
     private let hasher: PasswordHasher
+    /// Opens a squatter's kept Apple tokens to queue their revocation.
+    private let sealer: SecretSealer
     private let clock: any Clock
+    private let log: any LogSink
 
     public init(
-        store: any Store, sessions: SessionService, gate: SignInGate, units: UnitOfWork, codes: EmailCodes, hasher: PasswordHasher,
-        clock: any Clock, metrics: any DomainMetrics = NoDomainMetrics()
+        store: any Store, sessions: SessionService, gate: SignInGate, units: UnitOfWork, codes: EmailCodes, hasher: PasswordHasher, sealer: SecretSealer,
+        clock: any Clock, metrics: any DomainMetrics = NoDomainMetrics(), log: any LogSink = DiscardingLog()
     ) {
         self.hasher = hasher
+        self.sealer = sealer
+        self.log = log
         self.store = store
         self.sessions = sessions
         self.gate = gate
@@ -84,7 +89,7 @@ public final class EmailFlowService: Sendable {
                 }
                 return try sessions.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: true, origin: origin)
             }
-            if !user.emailVerified { user = try takeOver(tx, user, email: email, origin: origin, now: now) }
+            if !user.emailVerified { user = try takeOver(tx, app, user, email: email, origin: origin, now: now) }
             return try sessions.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: false, origin: origin)
         }
     }
@@ -150,7 +155,7 @@ public final class EmailFlowService: Sendable {
         try codes.redeem(data, app: app, purpose: .passwordReset, address: email, code: code, userID: nil) { tx in
             let now = clock.nowMillis()
             guard var user = try account(tx, email: email) else { throw GatehouseError(.invalidCode, "The code is not valid.") }
-            if !user.emailVerified { user = try takeOver(tx, user, email: email, origin: origin, now: now) }
+            if !user.emailVerified { user = try takeOver(tx, app, user, email: email, origin: origin, now: now) }
             let current = try tx.passwords.passwordHash(user.id)
             let identity = current == nil ? Identity(provider: .password, subject: email, email: email, createdAt: now) : nil
             guard try PasswordConflict.answering({ try tx.passwords.setPasswordHash(user.id, hash: hash, replacing: current, addIdentity: identity, now: now) }) else {
@@ -172,11 +177,16 @@ public final class EmailFlowService: Sendable {
     /// and every way to sign in goes (password, linked providers and their kept tokens), so
     /// pre-hijacking (sign up with someone's address, link your own Apple account, wait) gains
     /// nothing. Returns the user, verified.
-    private func takeOver(_ tx: any AppScopedStore, _ user: User, email: String, origin: RequestOrigin, now: Int64) throws -> User {
+    private func takeOver(_ tx: any AppScopedStore, _ app: AppContext, _ user: User, email: String, origin: RequestOrigin, now: Int64) throws -> User {
         // The user's row first, then the sessions: the order a password change takes them in, so
         // the two at once for one user wait on each other instead of deadlocking.
-        for provider in try tx.identities.forgetSignInMethods(user.id, now: now) {
-            try tx.auditLog.record(Event(type: .identityUnlinked, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider.rawValue), "reason": "address_proved"], createdAt: now))
+        let forgotten = try tx.identities.forgetSignInMethods(user.id, now: now)
+        // The squatter's kept Apple tokens are revoked at Apple (through the outbox), not only dropped.
+        let revocations = try AppleRevocation.queue(forgotten.tokens, in: tx, app: app, user: user.id, sealer: sealer, now: now, log: log)
+        for provider in forgotten.providers {
+            var data: [String: JSON] = ["provider": .string(provider.rawValue), "reason": "address_proved"]
+            if provider == .apple { data["apple_revocations"] = revocations }
+            try tx.auditLog.record(Event(type: .identityUnlinked, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: .object(data), createdAt: now))
         }
         let verified = try tx.users.markEmailVerified(user.id, email: email, now: now) ?? user
         let ended = try tx.sessions.endSessions(of: user.id, keeping: nil, reason: .revoked, now: now)

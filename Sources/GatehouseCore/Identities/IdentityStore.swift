@@ -19,10 +19,14 @@ public protocol IdentityStore: PasswordStore {
     /// also forgets the hash. False when nothing was removed.
     func removeIdentity(_ user: UserID, provider: IdentityProvider, now: Int64) throws -> Bool
     /// Drops every way to sign in to the account (password, identities, kept provider tokens,
-    /// web-flow login codes not yet exchanged); returns the providers of the identities removed.
-    func forgetSignInMethods(_ id: UserID, now: Int64) throws -> [IdentityProvider]
+    /// web-flow login codes not yet exchanged); returns the providers of the identities removed
+    /// and the provider tokens dropped (to revoke them in the same unit of work).
+    func forgetSignInMethods(_ id: UserID, now: Int64) throws -> ForgottenSignInMethods
     /// The provider refresh tokens kept for the user (sealed), to revoke before erasing them.
     func providerTokens(_ user: UserID) throws -> [StoredProviderToken]
+    /// Deletes the refresh tokens kept for the user's `provider` identity and returns them
+    /// (sealed), to revoke them in the same unit of work (unlinking the provider).
+    func takeProviderTokens(_ user: UserID, provider: IdentityProvider) throws -> [StoredProviderToken]
     /// Keeps a provider refresh token (sealed) for revocation at account deletion; false (nothing
     /// kept) when the account is gone.
     @discardableResult
@@ -31,4 +35,19 @@ public protocol IdentityStore: PasswordStore {
     func insertLoginCode(_ code: LoginCode) throws
     /// Takes (marks used) an unexpired, unused login code.
     func takeLoginCode(hash: String, now: Int64) throws -> LoginCode?
+}
+
+/// What ``IdentityStore/forgetSignInMethods(_:now:)`` dropped.
+public struct ForgottenSignInMethods: Sendable, Equatable {
+    /// The providers of the identities removed.
+    public var providers: [IdentityProvider]
+    /// The provider refresh tokens deleted (sealed): each still to be revoked at its provider.
+    public var tokens: [StoredProviderToken]
+
+    public init(providers: [IdentityProvider], tokens: [StoredProviderToken]) {
+        self.providers = providers
+        self.tokens = tokens
+    }
+
+    public var isEmpty: Bool { providers.isEmpty && tokens.isEmpty }
 }

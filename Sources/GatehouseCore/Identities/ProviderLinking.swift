@@ -25,7 +25,8 @@ extension ProviderSignInService {
         }
     }
 
-    /// Unlinks a sign-in method (recent sign-in required); the last one cannot go.
+    /// Unlinks a sign-in method (recent sign-in required); the last one cannot go. Unlinking Apple
+    /// drops its kept refresh tokens and queues their revocation at Apple in the same unit.
     public func unlink(app: AppContext, claims: AccessClaims, provider: IdentityProvider, origin: RequestOrigin) throws -> [Identity] {
         try sessions.requireRecentLogin(app: app, claims: claims)
         let data = store.app(app.id)
@@ -38,7 +39,13 @@ extension ProviderSignInService {
             guard try tx.identities.removeIdentity(claims.userID, provider: provider, now: now) else {
                 throw GatehouseError(.lastSignInMethod, "This is the account's only way to sign in; add another first.")
             }
-            try tx.auditLog.record(Event(type: .identityUnlinked, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider.rawValue)], createdAt: now))
+            var data: [String: JSON] = ["provider": .string(provider.rawValue)]
+            if provider == .apple {
+                // The kept Apple tokens go with the identity, revoked at Apple through the outbox.
+                let tokens = try tx.identities.takeProviderTokens(claims.userID, provider: .apple)
+                data["apple_revocations"] = try AppleRevocation.queue(tokens, in: tx, app: app, user: claims.userID, sealer: sealer, now: now, log: log)
+            }
+            try tx.auditLog.record(Event(type: .identityUnlinked, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: .object(data), createdAt: now))
             return try tx.identities.all(of: claims.userID)
         }
     }

@@ -10,8 +10,10 @@ public final class ProviderSignInService: Sendable {
     /// Sign-ins, for the operator's metrics.
     let metrics: any DomainMetrics
     let providers: any IdentityProviders
-    private let sealer: SecretSealer
+    let sealer: SecretSealer
     let clock: any Clock
+    /// What a caller cannot be told (an Apple token dropped unrevoked).
+    let log: any LogSink
     let limiter: RateLimiter
     let publicURL: String
     /// For the lock on an address a new account takes (``EmailCodes/lockAddress(_:_:)``).
@@ -26,8 +28,10 @@ public final class ProviderSignInService: Sendable {
 
     public init(
         store: any Store, directory: AppDirectory, sessions: SessionService, providers: any IdentityProviders, sealer: SecretSealer, clock: any Clock,
-        publicURL: String, emailCodes: EmailCodes, units: UnitOfWork, metrics: any DomainMetrics = NoDomainMetrics()
+        publicURL: String, emailCodes: EmailCodes, units: UnitOfWork, metrics: any DomainMetrics = NoDomainMetrics(),
+        log: any LogSink = DiscardingLog()
     ) {
+        self.log = log
         self.units = units
         self.emailCodes = emailCodes
         self.store = store

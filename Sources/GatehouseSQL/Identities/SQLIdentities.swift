@@ -54,7 +54,7 @@ extension SQLAppScopedStore: IdentityStore {
         } }
     }
 
-    func forgetSignInMethods(_ id: UserID, now: Int64) throws -> [IdentityProvider] {
+    func forgetSignInMethods(_ id: UserID, now: Int64) throws -> ForgottenSignInMethods {
         try touchUser(id) { stamp in try database.transaction { db in
             try db.execute("""
                 UPDATE users SET password_hash = NULL, updated_at = \(now), \(stamp) WHERE app_id = \(appID) AND id = \(id)
@@ -62,11 +62,21 @@ extension SQLAppScopedStore: IdentityStore {
             let removed = try db.query("""
                 DELETE FROM identities WHERE app_id = \(appID) AND user_id = \(id) RETURNING provider
                 """).map { IdentityProvider(rawValue: try $0.string("provider")) }
-            try db.execute("DELETE FROM provider_tokens WHERE app_id = \(appID) AND user_id = \(id)")
+            // Returned, not only dropped: the caller queues their revocation in the same unit.
+            let tokens = try db.query("""
+                DELETE FROM provider_tokens WHERE app_id = \(appID) AND user_id = \(id) RETURNING provider, client_id, refresh_token
+                """).map(providerTokenRecord).sorted { ($0.provider.rawValue, $0.clientID) < ($1.provider.rawValue, $1.clientID) }
             // A web flow's login code would still open a session (the live ones, by the expiry index).
             try db.execute("DELETE FROM login_codes WHERE app_id = \(appID) AND expires_at > \(now) AND user_id = \(id)")
-            return removed
+            return ForgottenSignInMethods(providers: removed, tokens: tokens)
         } }
+    }
+
+    func takeProviderTokens(_ user: UserID, provider: IdentityProvider) throws -> [StoredProviderToken] {
+        try database.query("""
+            DELETE FROM provider_tokens WHERE app_id = \(appID) AND user_id = \(user) AND provider = \(provider)
+            RETURNING provider, client_id, refresh_token
+            """).map(providerTokenRecord).sorted { $0.clientID < $1.clientID }
     }
 
     func saveProviderToken(_ user: UserID, provider: IdentityProvider, clientID: String, sealedToken: String, now: Int64) throws -> Bool {
