@@ -52,7 +52,7 @@ public enum API {
         AppController(auth: auth, directory: s.directory).register(&routes)
         AdminController(
             auth: auth, apps: s.apps, auditLog: AuditLog(store: s.store), users: AdminUsers(store: s.store, units: s.units, clock: s.clock),
-            deletion: s.deletion, clock: s.clock
+            deletion: s.deletion, deadLetters: DeadLetters(store: s.store, units: s.units, clock: s.clock), clock: s.clock
         ).register(&routes)
         let authController = AuthController(auth: auth, passwords: s.passwords, sessions: s.sessions, providers: s.providerSignIn, emailFlows: s.emailFlows, clock: s.clock)
         authController.register(&routes)

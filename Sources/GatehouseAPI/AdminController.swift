@@ -9,6 +9,7 @@ struct AdminController {
     let auditLog: AuditLog
     let users: AdminUsers
     let deletion: AccountDeletion
+    let deadLetters: DeadLetters
     let clock: any Clock
 
     func register(_ routes: inout Routes) {
@@ -27,6 +28,27 @@ struct AdminController {
         routes.delete("/v1/admin/users/{id}/sessions", endSessions)
         routes.post("/v1/admin/users/{id}/ban", ban)
         routes.delete("/v1/admin/users/{id}/ban", unban)
+        routes.get("/v1/admin/outbox", outbox)
+        routes.post("/v1/admin/outbox/{id}/retry", body: .none, retryOutboxItem)
+    }
+
+    /// Dead outbox items, newest first: an app's own (secret key) or every app's (platform token).
+    func outbox(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminAppOrPlatform(request)
+        let query = try OutboxQuery.parse(request, platform: app == nil)
+        let viewer: DeadLetters.Viewer = app.map { .app($0.id) } ?? .platform
+        if let app, let only = query.app, only != app.id {
+            throw GatehouseError.validation("app_id", "A secret key lists its own app's items only.")
+        }
+        let (items, next) = try deadLetters.list(viewer, only: query.app, after: query.after, limit: query.limit)
+        return HTTPResponse.json(["data": .array(items.map(OutboxQuery.json)), "next_cursor": next.map { .string(OutboxQuery.cursor($0)) } ?? .null]).noStore()
+    }
+
+    /// Queues a dead item again (due now, attempts from 0, a fresh give-up window).
+    func retryOutboxItem(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminAppOrPlatform(request)
+        let item = try deadLetters.retry(app.map { .app($0.id) } ?? .platform, id: request.parameters["id"] ?? "")
+        return HTTPResponse.data(OutboxQuery.json(item)).noStore()
     }
 
     func createApp(_ request: Request) throws -> HTTPResponse {

@@ -66,6 +66,44 @@ enum UsersQuery {
     static func cursor(_ position: AdminUsers.Position) -> String { KeysetCursor.make(tag: "u", millis: position.createdAt, id: position.id.rawValue) }
 }
 
+/// `GET /v1/admin/outbox` query: `state` (only `dead`), `app_id` (one app's items), `limit`
+/// (1–100, default 50) and a keyset `cursor`.
+enum OutboxQuery {
+    static func parse(_ request: Request, platform: Bool) throws(GatehouseError) -> (app: AppID?, after: DeadLetterPosition?, limit: Int) {
+        var errors: [FieldError] = []
+        if request.http.queryValue("state") != "dead" {
+            errors.append(FieldError("state", "Required: dead (the only state listed)."))
+        }
+        var app: AppID?
+        if let text = request.http.queryValue("app_id") {
+            if let id = AppID(parsing: text) { app = id } else { errors.append(FieldError("app_id", "Not an app id (app_…).")) }
+        }
+        let limit = Page.limit(request, errors: &errors)
+        let after = KeysetCursor.read(request, tag: "d", errors: &errors) { DeadLetters.isItemID($0) ? String($0) : nil }.map {
+            DeadLetterPosition(createdAt: $0.millis, id: $0.id)
+        }
+        if !errors.isEmpty { throw .validation(errors) }
+        return (app, after, limit)
+    }
+
+    static func cursor(_ position: DeadLetterPosition) -> String { KeysetCursor.make(tag: "d", millis: position.createdAt, id: position.id) }
+
+    /// An item as an admin sees it: what it is, where it stands, whether it can be retried; never its payload.
+    static func json(_ item: OutboxItemRecord) -> JSON {
+        let state = item.deadAt != nil ? "dead" : item.deliveredAt != nil ? "delivered" : "queued"
+        // A sealed payload is erased 30 days after the item died; an unsealed one is kept.
+        let keptUntil = item.sealed && item.payloadKept ? item.deadAt.map { $0 + MaintenancePolicy.deadOutboxPayloadRetention } : nil
+        return [
+            "id": .string(item.id), "kind": .string(item.kind.rawValue), "app_id": .optional(item.appID?.rawValue), "state": .string(state),
+            "attempts": .int(Int64(item.attempts)), "last_error": .optional(item.lastError), "destination": .optional(item.destination),
+            "created_at": .string(rfc3339(millis: item.createdAt)), "dead_at": item.deadAt.map { .string(rfc3339(millis: $0)) } ?? .null,
+            "retried_at": item.retriedAt.map { .string(rfc3339(millis: $0)) } ?? .null,
+            "retryable": .bool(item.deadAt != nil && item.payloadKept),
+            "payload_kept_until": keptUntil.map { .string(rfc3339(millis: $0)) } ?? .null,
+        ]
+    }
+}
+
 /// A keyset cursor: a place in a list ordered by time and id (`<tag>:<ms>:<id>`, base64url), so
 /// pages neither repeat nor skip while items are added. The tag keeps one list's cursor from
 /// being taken by another.

@@ -35,6 +35,15 @@ struct Authenticator: Sendable {
         return app
     }
 
+    /// The platform operator (the platform token: nil) or the app whose secret key is the bearer token.
+    func adminAppOrPlatform(_ request: Request) throws -> AppContext? {
+        guard let token = request.bearerToken else {
+            throw GatehouseError(.missingToken, "Send the app's secret key or the platform token as Authorization: Bearer ….")
+        }
+        if apps.isPlatformToken(token) { return nil }
+        return try adminApp(request)
+    }
+
     /// Requires the platform token (`GATEHOUSE_ADMIN_TOKEN`).
     func platform(_ request: Request) throws {
         guard let token = request.bearerToken else {

@@ -70,6 +70,12 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
     public static let unsupportedFileType = ErrorCode("files/unsupported-type", 415, "Unsupported file type")
     public static let quotaExceeded = ErrorCode("files/quota-exceeded", 403, "File quota exceeded")
 
+    // MARK: outbox/
+    /// A retry of an outbox item that is not dead (queued, in flight or delivered).
+    public static let outboxItemNotDead = ErrorCode("outbox/not-dead", 409, "Outbox item not dead")
+    /// A retry of a dead item whose sealed payload was erased (30 days after it died).
+    public static let outboxPayloadErased = ErrorCode("outbox/payload-erased", 410, "Outbox item payload erased")
+
     // MARK: server/
     public static let internalError = ErrorCode("server/internal", 500, "Internal server error")
     public static let unavailable = ErrorCode("server/unavailable", 503, "Service unavailable")
@@ -83,7 +89,7 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
         requiresRecentLogin, tooManyRequests, signInMethodDisabled, credentialAlreadyInUse, accountExistsWithDifferentCredential,
         providerNotConfigured, lastSignInMethod, providerUnavailable, invalidRedirectURI, invalidFlow, invalidLoginCode,
         invalidCode, codeExpired, tooManyAttempts, userDisabled, emailNotVerified, unsupportedFileType, quotaExceeded,
-        internalError, unavailable, busy,
+        outboxItemNotDead, outboxPayloadErased, internalError, unavailable, busy,
     ]
 }
 

@@ -23,6 +23,9 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let appDisabled = EventType(rawValue: "app.disabled")
     public static let appEnabled = EventType(rawValue: "app.enabled")
     public static let outboxDeadLettered = EventType(rawValue: "outbox.dead_lettered")
+    /// A tenant admin or the platform operator queued a dead outbox item again (audit only;
+    /// `data`: item_id, kind, by, previous_attempts, previous_error).
+    public static let outboxRetried = EventType(rawValue: "outbox.retried")
     /// The app sent its `rate_limits.mail_per_hour`; mail past it this hour is not queued (at
     /// most one such event an hour; `data.mail_per_hour`).
     public static let appMailCapped = EventType(rawValue: "app.mail_capped")

@@ -77,6 +77,18 @@ extension SQLStore: MaintenanceStore {
         case .rateLimits: return batch("rate_limits", by: "window_start", "window_start >= \(from) AND window_start < \(to)", othersWrite: true)
         case .deliveredOutbox:
             return batch("outbox", by: "delivered_at", "delivered_at IS NOT NULL AND delivered_at >= \(from) AND delivered_at < \(to)")
+        case .deadOutboxPayloads:
+            // An update, not a delete: the dead item stays listed, its secret goes. The rows still
+            // to erase are those of the partial index outbox_dead_sealed (0018): erased ones leave it.
+            // Locked as picked on PostgreSQL (a retry by hand may be taking the same row); the
+            // outer conditions hold for a row a retry took between the pick and the update.
+            let lock = dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
+            let rows: SQL = """
+                SELECT \(unsafeSQL: rowAddress) FROM outbox WHERE dead_at IS NOT NULL AND sealed = 1 AND payload <> ''
+                  AND dead_at >= \(from) AND dead_at < \(to) ORDER BY dead_at LIMIT \(limit)\(unsafeSQL: lock)
+                """
+            let picked: SQL = dialect == .postgres ? "ctid = ANY(ARRAY(\(rows)))" : "rowid IN (\(rows))"
+            return "UPDATE outbox SET payload = '' WHERE \(picked) AND dead_at IS NOT NULL AND dead_at < \(to)"
         case .events: return batch("events", by: "created_at", "created_at >= \(from) AND created_at < \(to)")
         case .outboxDestinations:
             return batch("outbox_destinations", by: "updated_at", "updated_at >= \(from) AND updated_at < \(to)", othersWrite: true)

@@ -73,6 +73,21 @@ extension SQLAppScopedStore {
     func withdraw(idempotencyKey: String) throws -> Bool {
         try database.withConnection { db in try withdrawOutboxItem(db, app: appID, idempotencyKey: idempotencyKey) }
     }
+
+    func item(_ id: String) throws -> OutboxItemRecord? {
+        try database.query("SELECT \(outboxRecordColumns) FROM outbox WHERE app_id = \(appID) AND id = \(id)").first.map(outboxItemRecord)
+    }
+
+    func deadItems(after: DeadLetterPosition?, limit: Int) throws -> [OutboxItemRecord] {
+        try database.withConnection { db in try selectDeadOutboxItems(db, app: appID, after: after, limit: limit) }
+    }
+
+    func requeueDead(_ id: String, now: Int64) throws -> Bool {
+        let queued = try database.withConnection { db in try requeueDeadOutboxItem(db, app: appID, id: id, now: now) }
+        // The worker is woken after the commit, as for an item queued.
+        if queued { ledger?.enqueued() }
+        return queued
+    }
 }
 
 extension SQLAppScopedStore: OutboxQueue {

@@ -252,8 +252,15 @@ struct OutboxTests {
         #expect(worker.deadLettered.load(ordering: .relaxed) == 1)
         let row = try server.gatehouse.database.query("SELECT attempts, payload, last_error FROM outbox")[0]
         #expect(try row.int64("attempts") == 10)
-        #expect(try row.string("payload") == "", "a sealed payload is erased once dead")
+        #expect(try !row.string("payload").isEmpty, "a sealed payload is kept once dead, to be retried")
         #expect(try row.optionalString("last_error")?.contains("451") == true)
+        // The maintenance job erases it 30 days after the item died, not before; the row stays.
+        func payload() throws -> String { try server.gatehouse.database.query("SELECT payload FROM outbox")[0].string("payload") }
+        let died = clock.nowMillis()
+        #expect(try server.gatehouse.maintenance.run(now: died + 30 * 86_400_000 - 1)?.deleted[.deadOutboxPayloads] == 0)
+        #expect(try !payload().isEmpty)
+        #expect(try server.gatehouse.maintenance.run(now: died + 30 * 86_400_000 + 1)?.deleted[.deadOutboxPayloads] == 1)
+        #expect(try payload() == "" && outbox.statistics(now: clock.nowMillis()).dead == 1)
         let events = try server.gatehouse.database.query("SELECT app_id, data FROM events WHERE type = 'outbox.dead_lettered'")
         #expect(events.count == 1)
         #expect(try events.first?.string("app_id") == app.id)

@@ -17,6 +17,11 @@ public struct MaintenancePolicy: Sendable {
     public var endedSessionTokenLookBackMillis: Int64
     /// Delivered outbox items are kept this long (to see what was sent), then deleted.
     public var deliveredOutboxRetentionMillis: Int64 = 7 * day
+    /// A dead outbox item keeps its sealed payload this long (to be retried by hand once its cause
+    /// is fixed: `POST /v1/admin/outbox/{id}/retry`), then the payload is erased; the row stays.
+    public var deadOutboxPayloadRetentionMillis: Int64 = deadOutboxPayloadRetention
+    /// The default of ``deadOutboxPayloadRetentionMillis``: 30 days (API.md), what the admin's list says.
+    public static let deadOutboxPayloadRetention: Int64 = 30 * day
     /// A destination's breaker row that no failure has touched for this long goes.
     public var outboxDestinationRetentionMillis: Int64 = 30 * day
     /// Audit events are kept this long (`GATEHOUSE_EVENT_RETENTION_DAYS`).
@@ -61,6 +66,7 @@ public struct MaintenancePolicy: Sendable {
             (.providerNonces, MaintenanceWindow(to: now)),
             (.rateLimits, MaintenanceWindow(to: now - rateLimitRetentionMillis)),
             (.deliveredOutbox, MaintenanceWindow(to: now - deliveredOutboxRetentionMillis)),
+            (.deadOutboxPayloads, MaintenanceWindow(to: now - deadOutboxPayloadRetentionMillis)),
             (.events, MaintenanceWindow(to: now - eventRetentionMillis)),
             (.outboxDestinations, MaintenanceWindow(to: now - outboxDestinationRetentionMillis)),
         ]

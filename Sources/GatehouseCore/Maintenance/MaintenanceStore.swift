@@ -22,6 +22,9 @@ public enum MaintenanceTask: String, CaseIterable, Sendable {
     case rateLimits = "rate_limits"
     /// Outbox items delivered before the cutoff.
     case deliveredOutbox = "delivered_outbox"
+    /// The sealed payloads of outbox items dead before the cutoff: erased (the item stays, listed
+    /// as no longer retryable). Not a row deleted: a payload.
+    case deadOutboxPayloads = "dead_outbox_payloads"
     /// Audit events recorded before the cutoff.
     case events
     /// Circuit-breaker rows of destinations that have not failed since the cutoff (their items
@@ -51,7 +54,8 @@ public protocol MaintenanceStore: Sendable {
 
 /// What a maintenance round may do while it holds the lock.
 public protocol MaintenanceRound {
-    /// Deletes at most `limit` rows of `task` whose time falls in `window`, in one short
+    /// Deletes at most `limit` rows of `task` (erases their payloads, for
+    /// ``MaintenanceTask/deadOutboxPayloads``) whose time falls in `window`, in one short
     /// transaction of its own, using an index; returns how many went.
     func delete(_ task: MaintenanceTask, in window: MaintenanceWindow, limit: Int) throws -> Int
     /// Gives free space back to the file system where the database can (SQLite with

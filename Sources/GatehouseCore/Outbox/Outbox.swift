@@ -21,7 +21,8 @@ public struct NewOutboxItem: Sendable, Equatable {
     public var idempotencyKey: String
     /// JSON for the kind's handler; sealed (``SecretSealer``) when it carries a secret.
     public var payload: String
-    /// The payload is sealed: it is erased once the item is delivered or dead.
+    /// The payload is sealed: it is erased once the item is delivered, or 30 days after it died
+    /// (``MaintenancePolicy/deadOutboxPayloadRetentionMillis``; until then it can be retried).
     public var sealed: Bool
     /// When the first attempt is due (milliseconds since the epoch); nil: at once.
     public var dueAt: Int64?
@@ -55,11 +56,17 @@ public struct OutboxItem: Sendable, Equatable {
     public var createdAt: Int64
     /// Where it goes, as last known (queued with it, or resolved by an earlier attempt).
     public var destination: String?
+    /// When it was last queued again by hand after it died (``DeadLetters``); nil: never.
+    public var retriedAt: Int64?
+
+    /// Where its give-up window starts: its last retry by hand, else its creation.
+    public var giveUpWindowStart: Int64 { retriedAt ?? createdAt }
 
     public init(
         id: String, appID: AppID?, kind: OutboxKind, idempotencyKey: String, payload: String, sealed: Bool, attempts: Int, createdAt: Int64,
-        destination: String? = nil
+        destination: String? = nil, retriedAt: Int64? = nil
     ) {
+        self.retriedAt = retriedAt
         self.id = id
         self.appID = appID
         self.kind = kind
@@ -241,14 +248,64 @@ public protocol OutboxStore: Sendable {
     func postpone(_ id: String, node: String, destination: String, until: Int64) throws
     /// Until when `app`'s `destination` is paused; nil when it is not.
     func pausedUntil(app: AppID?, destination: String, now: Int64) throws -> Int64?
-    /// Counts the attempt and dead-letters the item; false when the lease was no longer this node's.
-    /// With `event`, the app's audit event of the dead letter is recorded in the same transaction.
+    /// Counts the attempt and dead-letters the item, its payload kept (sealed) to be retried; false
+    /// when the lease was no longer this node's. With `event`, the app's audit event of the dead
+    /// letter is recorded in the same transaction.
     func markDead(_ id: String, node: String, error: String, now: Int64, event: (app: AppID, event: Event)?) throws -> Bool
     /// Gives back items leased and not attempted (at shutdown), due at once for any node.
     func release(_ ids: [String], node: String) throws
     func statistics(now: Int64) throws -> OutboxStatistics
     func breakdown(now: Int64) throws -> OutboxBreakdown
+    /// Every app's dead items, newest first (by death, then id), after `after`, at most `limit`
+    /// (the platform operator's list; an app's own is ``OutboxQueue/deadItems(after:limit:)``).
+    func deadItems(after: DeadLetterPosition?, limit: Int) throws -> [OutboxItemRecord]
+    /// Any app's item, as the platform operator sees it; nil when there is none.
+    func item(_ id: String) throws -> OutboxItemRecord?
 }
+
+/// An outbox item as an admin sees it: never its payload.
+public struct OutboxItemRecord: Sendable, Equatable {
+    public var id: String
+    public var appID: AppID?
+    public var kind: OutboxKind
+    public var attempts: Int
+    /// Why the last attempt failed (never a secret: handlers' reasons hold none).
+    public var lastError: String?
+    public var createdAt: Int64
+    public var deliveredAt: Int64?
+    public var deadAt: Int64?
+    /// When it was last queued again by hand.
+    public var retriedAt: Int64?
+    public var destination: String?
+    public var sealed: Bool
+    /// Its payload is still there: a dead item can be queued again. False for a sealed payload
+    /// erased (delivered, or dead for more than 30 days).
+    public var payloadKept: Bool
+
+    public init(
+        id: String, appID: AppID?, kind: OutboxKind, attempts: Int, lastError: String?, createdAt: Int64, deliveredAt: Int64?, deadAt: Int64?,
+        retriedAt: Int64?, destination: String?, sealed: Bool, payloadKept: Bool
+    ) {
+        self.id = id
+        self.appID = appID
+        self.kind = kind
+        self.attempts = attempts
+        self.lastError = lastError
+        self.createdAt = createdAt
+        self.deliveredAt = deliveredAt
+        self.deadAt = deadAt
+        self.retriedAt = retriedAt
+        self.destination = destination
+        self.sealed = sealed
+        self.payloadKept = payloadKept
+    }
+
+    /// Where it is in a list of dead items (its death, then its id).
+    public var deadPosition: DeadLetterPosition? { deadAt.map { DeadLetterPosition(createdAt: $0, id: id) } }
+}
+
+/// A place in a newest-first list of dead items: the time the item died and its id.
+public typealias DeadLetterPosition = KeysetPosition<String>
 
 extension OutboxStore {
     /// Leases up to `limit` due items of `kinds`, kind after kind, each in round-robin order of

@@ -6,4 +6,12 @@ public protocol OutboxQueue: Sendable {
     /// Removes a queued item not yet attempted nor held by a worker (false when there is none):
     /// a unit of work that makes an item queued ahead of it unneeded (``BlobDeletion``'s reservation).
     func withdraw(idempotencyKey: String) throws -> Bool
+    /// The app's item with this id; nil when there is none (or it is another app's).
+    func item(_ id: String) throws -> OutboxItemRecord?
+    /// The app's dead items, newest first (by death, then id), after `after`, at most `limit`.
+    func deadItems(after: DeadLetterPosition?, limit: Int) throws -> [OutboxItemRecord]
+    /// Queues the app's dead item `id` again, due at `now`: not dead any more, attempts counted
+    /// from 0, its give-up window from `now` (``OutboxItem/retriedAt``). False (nothing changed)
+    /// when there is no such dead item of the app, or its payload was erased.
+    func requeueDead(_ id: String, now: Int64) throws -> Bool
 }

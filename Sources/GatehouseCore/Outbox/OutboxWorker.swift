@@ -191,7 +191,8 @@ public final class OutboxWorker: Sendable {
     ) throws {
         let attempt = item.attempts + 1
         let next = max(policy.nextAttempt(afterFailure: attempt, now: now), notBefore ?? 0)
-        if policy.hasGivenUp(createdAt: item.createdAt, nextAttemptAt: next, after: handler.giveUpAfterMillis) {
+        // From its last retry by hand, if any: a dead item queued again gets a whole window anew.
+        if policy.hasGivenUp(createdAt: item.giveUpWindowStart, nextAttemptAt: next, after: handler.giveUpAfterMillis) {
             try deadLetter(item, reason: "gave up after \(attempt) attempts: \(reason)", now: now)
             return
         }

@@ -134,11 +134,12 @@ struct SQLOutbox: OutboxStore {
             """).first?.int64("paused_until")
     }
 
+    /// The payload stays, sealed, to be retried by hand: the maintenance job erases it 30 days on.
     func markDead(_ id: String, node: String, error: String, now: Int64, event: (app: AppID, event: Event)?) throws -> Bool {
         try database.transaction { db in
             guard try db.execute("""
                 UPDATE outbox SET attempts = attempts + 1, dead_at = \(now), last_error = \(String(error.prefix(1000))), lease_until = NULL,
-                                  leased_by = NULL, payload = CASE WHEN sealed = 1 THEN '' ELSE payload END
+                                  leased_by = NULL
                 WHERE id = \(id) AND leased_by = \(node) AND dead_at IS NULL
                 """) == 1
             else { return false }
@@ -172,6 +173,14 @@ struct SQLOutbox: OutboxStore {
 }
 
 extension SQLOutbox {
+    func deadItems(after: DeadLetterPosition?, limit: Int) throws -> [OutboxItemRecord] {
+        try database.withConnection { db in try selectDeadOutboxItems(db, app: nil, after: after, limit: limit) }
+    }
+
+    func item(_ id: String) throws -> OutboxItemRecord? {
+        try database.query("SELECT \(outboxRecordColumns) FROM outbox WHERE id = \(id)").first.map(outboxItemRecord)
+    }
+
     func breakdown(now: Int64) throws -> OutboxBreakdown {
         var counts: [OutboxBreakdown.Count] = []
         for row in try database.query("""
@@ -234,9 +243,42 @@ func withdrawOutboxItem(_ db: any SQLConnection, app: AppID, idempotencyKey: Str
         """) == 1
 }
 
+/// What an admin may see of an item: never the payload, only whether it is still there.
+let outboxRecordColumns: SQL = """
+    id, app_id, kind, attempts, last_error, created_at, delivered_at, dead_at, retried_at, destination, sealed,
+    CASE WHEN sealed = 1 AND payload = '' THEN 0 ELSE 1 END AS payload_kept
+    """
+
+/// Dead items, newest first (death, then id), of `app` or of every app when nil.
+func selectDeadOutboxItems(_ db: any SQLConnection, app: AppID?, after: DeadLetterPosition?, limit: Int) throws -> [OutboxItemRecord] {
+    let scope: SQL = app.map { " AND app_id = \($0)" } ?? ""
+    let page: SQL = after.map { " AND (dead_at < \($0.createdAt) OR (dead_at = \($0.createdAt) AND id < \($0.id)))" } ?? ""
+    return try db.query("""
+        SELECT \(outboxRecordColumns) FROM outbox WHERE dead_at IS NOT NULL\(scope)\(page) ORDER BY dead_at DESC, id DESC LIMIT \(Int64(limit))
+        """).map(outboxItemRecord)
+}
+
+/// Queues `app`'s dead item again, due at `now`, attempts from 0, its give-up window from `now`;
+/// only while it is dead and its payload kept. Whether it was.
+func requeueDeadOutboxItem(_ db: any SQLConnection, app: AppID, id: String, now: Int64) throws -> Bool {
+    try db.execute("""
+        UPDATE outbox SET dead_at = NULL, attempts = 0, next_attempt_at = \(now), retried_at = \(now), lease_until = NULL, leased_by = NULL
+        WHERE app_id = \(app) AND id = \(id) AND dead_at IS NOT NULL AND NOT (sealed = 1 AND payload = '')
+        """) == 1
+}
+
+func outboxItemRecord(_ row: SQLRow) throws -> OutboxItemRecord {
+    OutboxItemRecord(
+        id: try row.string("id"), appID: try row.optionalString("app_id").map(AppID.init(unchecked:)), kind: OutboxKind(rawValue: try row.string("kind")),
+        attempts: Int(try row.int64("attempts")), lastError: try row.optionalString("last_error"), createdAt: try row.int64("created_at"),
+        deliveredAt: try row.optionalInt64("delivered_at"), deadAt: try row.optionalInt64("dead_at"), retriedAt: try row.optionalInt64("retried_at"),
+        destination: try row.optionalString("destination"), sealed: try row.bool("sealed"), payloadKept: try row.bool("payload_kept"))
+}
+
 private func outboxItem(_ row: SQLRow) throws -> OutboxItem {
     OutboxItem(
         id: try row.string("id"), appID: try row.optionalString("app_id").map(AppID.init(unchecked:)), kind: OutboxKind(rawValue: try row.string("kind")),
         idempotencyKey: try row.string("idempotency_key"), payload: try row.string("payload"), sealed: try row.bool("sealed"),
-        attempts: Int(try row.int64("attempts")), createdAt: try row.int64("created_at"), destination: try row.optionalString("destination"))
+        attempts: Int(try row.int64("attempts")), createdAt: try row.int64("created_at"), destination: try row.optionalString("destination"),
+        retriedAt: try row.optionalInt64("retried_at"))
 }
