@@ -88,20 +88,7 @@ enum OutboxQuery {
 
     static func cursor(_ position: DeadLetterPosition) -> String { KeysetCursor.make(tag: "d", millis: position.createdAt, id: position.id) }
 
-    /// An item as an admin sees it: what it is, where it stands, whether it can be retried; never its payload.
-    static func json(_ item: OutboxItemRecord) -> JSON {
-        let state = item.deadAt != nil ? "dead" : item.deliveredAt != nil ? "delivered" : "queued"
-        // A sealed payload is erased 30 days after the item died; an unsealed one is kept.
-        let keptUntil = item.sealed && item.payloadKept ? item.deadAt.map { $0 + MaintenancePolicy.deadOutboxPayloadRetention } : nil
-        return [
-            "id": .string(item.id), "kind": .string(item.kind.rawValue), "app_id": .optional(item.appID?.rawValue), "state": .string(state),
-            "attempts": .int(Int64(item.attempts)), "last_error": .optional(item.lastError), "destination": .optional(item.destination),
-            "created_at": .string(rfc3339(millis: item.createdAt)), "dead_at": item.deadAt.map { .string(rfc3339(millis: $0)) } ?? .null,
-            "retried_at": item.retriedAt.map { .string(rfc3339(millis: $0)) } ?? .null,
-            "retryable": .bool(item.deadAt != nil && item.payloadKept),
-            "payload_kept_until": keptUntil.map { .string(rfc3339(millis: $0)) } ?? .null,
-        ]
-    }
+    static func json(_ item: OutboxItemRecord) -> JSON { item.adminJSON }
 }
 
 /// A keyset cursor: a place in a list ordered by time and id (`<tag>:<ms>:<id>`, base64url), so

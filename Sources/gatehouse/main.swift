@@ -329,7 +329,55 @@ let commands: [Command] = [
             printJSON(["app_id": .string(app.id.rawValue), "kid": .string(kid)])
         }
     },
+    Command(
+        words: ["outbox", "list"], arguments: "--state dead [--app APP]",
+        summary: "List dead outbox items, newest first: one JSON line each (no payload, no secret).",
+        details: """
+            --state dead is required (dead items are the only ones listed). --app APP (an app id or app
+            key) lists one app's only; every app's otherwise. Each line is {"id", "kind", "app_id",
+            "state", "attempts", "last_error", "destination", "created_at", "dead_at", "retried_at",
+            "retryable", "payload_kept_until"}: a dead item keeps its sealed payload 30 days
+            (retryable true), then the maintenance job erases it. See docs/admin.md, "Dead outbox items".
+            """, valueOptions: ["--state", "--app"]
+    ) { parsed in
+        let command = commands.first { $0.words == ["outbox", "list"] }!
+        guard let state = parsed.values["--state"] else { usageError("outbox list needs --state dead", command) }
+        guard state == "dead" else { usageError("outbox list lists dead items only: --state dead", command) }
+        withGatehouse { gatehouse in
+            let only = try parsed.values["--app"].map { try findAnyApp($0, in: gatehouse).id }
+            let letters = DeadLetters(store: gatehouse.store, units: gatehouse.units, clock: SystemClock())
+            var after: DeadLetterPosition?
+            repeat {
+                let (items, next) = try letters.list(.platform, only: only, after: after, limit: 100)
+                for item in items { printJSON(item.adminJSON) }
+                after = next
+            } while after != nil
+        }
+    },
+    Command(
+        words: ["outbox", "retry"], arguments: "ID",
+        summary: "Queue a dead outbox item (obx_…) again, once its cause is fixed.",
+        details: """
+            The item is due at once, its attempts counted from 0 and its give-up window (72 hours, 30
+            days for an Apple revocation) from now; outbox.retried is recorded in its app's audit log.
+            Prints the item as outbox list shows it. An item that is not dead, or whose payload was
+            erased (30 days after it died), is refused (exit 1) with the reason.
+            """, positionals: 1...1
+    ) { parsed in
+        withGatehouse { gatehouse in
+            let letters = DeadLetters(store: gatehouse.store, units: gatehouse.units, clock: SystemClock())
+            printJSON(try letters.retry(.platform, id: parsed.positionals[0]).adminJSON)
+        }
+    },
 ]
+
+/// The help of a group of commands (`gatehouse help outbox`): its commands' lines.
+@MainActor func groupHelp(_ group: String) -> String? {
+    let members = commands.filter { $0.words.count > 1 && $0.words[0] == group }
+    guard !members.isEmpty else { return nil }
+    return "Usage: gatehouse \(group) \(members.map { $0.words[1] }.joined(separator: "|")) …\n\n"
+        + members.map(\.usageLine).joined(separator: "\n") + "\n\nRun 'gatehouse help \(group) COMMAND' for a command's help."
+}
 
 let usage = """
     gatehouse \(Gatehouse.version) — a multi-tenant identity server
@@ -376,10 +424,16 @@ case "help":
         print(usage)
     } else if let (command, rest) = command(for: words), rest.isEmpty {
         print(command.help)
+    } else if words.count == 1, let help = groupHelp(words[0]) {
+        print(help)
     } else {
         unknownCommand(words)
     }
 default:
+    if args.count == 2, ["--help", "-h"].contains(args[1]), let help = groupHelp(args[0]) {
+        print(help)
+        exit(0)
+    }
     guard let (command, rest) = command(for: args) else { unknownCommand(args) }
     if rest.contains("--help") || rest.contains("-h") {
         print(command.help)

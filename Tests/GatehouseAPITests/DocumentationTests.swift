@@ -222,6 +222,18 @@ struct DocumentationTests {
         try call("DELETE", "/v1/me", appKey: appKey, bearer: leavingAccess, json: ["reason": 7])
         try call("DELETE", "/v1/me", appKey: appKey, bearer: leavingAccess, json: ["reason": "Moving on"])
 
+        // A dead outbox item of the app: listed, queued again (once), refused a second time.
+        let outbox = server.gatehouse.store.outbox
+        #expect(try outbox.enqueue(
+            NewOutboxItem(appID: AppID(unchecked: appID), kind: .webhook, idempotencyKey: "documented-dead", payload: "{}", sealed: false), now: clock.nowMillis()))
+        let dead = try #require(try outbox.claim(kinds: [.webhook], limit: 1, leaseMillis: 60_000, node: "docs", now: clock.nowMillis()).first)
+        #expect(try outbox.markDead(dead.id, node: "docs", error: "refused", now: clock.nowMillis(), event: nil))
+        try call("GET", "/v1/admin/outbox", "/v1/admin/outbox?state=dead&limit=10", bearer: secret)
+        try call("GET", "/v1/admin/outbox", "/v1/admin/outbox?state=queued", bearer: platform)
+        try call("POST", "/v1/admin/outbox/{id}/retry", "/v1/admin/outbox/\(dead.id)/retry", bearer: secret)
+        try call("POST", "/v1/admin/outbox/{id}/retry", "/v1/admin/outbox/\(dead.id)/retry", bearer: platform)
+        try call("POST", "/v1/admin/outbox/{id}/retry", "/v1/admin/outbox/obx_00/retry", bearer: secret)
+
         let problems = try OpenAPIConformance.problems(document: Self.root.appendingPathComponent("docs/openapi.json"), exchanges)
         #expect(problems == [])
         // Every documented operation was called: the walk above keeps up with the document.

@@ -137,7 +137,7 @@ class Walk:
                                                   link_apple, link_google, list_identities, list_sessions, patch_me, request_email_change,
                                                   unlink_identity, upload_photo)
         from gatehouse_client.api.admin import (ban_user, create_app, delete_user, disable_app, enable_app, end_user_sessions, get_app_settings,
-                                                get_user, list_apps, list_events, list_users, patch_app_settings, rotate_secret_key,
+                                                get_user, list_apps, list_dead_outbox_items, list_events, list_users, patch_app_settings, rotate_secret_key, retry_outbox_item,
                                                 rotate_signing_key, unban_user)
         from gatehouse_client.api.apps import get_app, get_authorization_server_metadata, get_discovery, get_jwks
         from gatehouse_client.api.auth import reauthenticate, refresh, sign_in, sign_out, sign_up
@@ -278,6 +278,8 @@ class Walk:
 
         # The tenant admin's user operations.
         self.call("listEvents", list_events, 200, client=self.tenant_admin(), type_="user.signed_in", limit=5)
+        self.call("listDeadOutboxItems", list_dead_outbox_items, 200, client=self.tenant_admin(), state="dead", limit=5)
+        self.call("retryOutboxItem", retry_outbox_item, 404, "obx_0123456789abcdef", client=self.platform())
         self.call("listUsers", list_users, 200, client=self.tenant_admin(), query="ada")
         self.call("getUser", get_user, 200, ada_id, client=self.tenant_admin())
         self.call("banUser", ban_user, 200, ada_id, client=self.tenant_admin(), body=m.BanRequest(sanction_code="spam", reason="Bulk messages"))

@@ -82,6 +82,10 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
     case unsupportedFileType
     /// `files/quota-exceeded`
     case quotaExceeded
+    /// `outbox/not-dead`
+    case outboxItemNotDead
+    /// `outbox/payload-erased`
+    case outboxPayloadErased
     /// `server/internal`
     case serverInternal
     /// `server/unavailable`
@@ -132,6 +136,8 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
         .tooManyRequests,
         .unsupportedFileType,
         .quotaExceeded,
+        .outboxItemNotDead,
+        .outboxPayloadErased,
         .serverInternal,
         .serverUnavailable,
         .serverBusy,
@@ -180,6 +186,8 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
         case .tooManyRequests: "auth/too-many-requests"
         case .unsupportedFileType: "files/unsupported-type"
         case .quotaExceeded: "files/quota-exceeded"
+        case .outboxItemNotDead: "outbox/not-dead"
+        case .outboxPayloadErased: "outbox/payload-erased"
         case .serverInternal: "server/internal"
         case .serverUnavailable: "server/unavailable"
         case .serverBusy: "server/busy"
