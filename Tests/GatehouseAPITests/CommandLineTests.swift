@@ -49,6 +49,10 @@ extension ExecutableTests {
             (["apps", "list", "extra"], "unexpected argument 'extra' after apps list"),
             (["backup"], "backup needs FILE"),
             (["--version", "now"], "--version takes no argument"),
+            (["outbox"], "outbox needs a subcommand: list, retry"),
+            (["outbox", "list"], "outbox list needs --state dead"),
+            (["outbox", "list", "--state", "queued"], "outbox list lists dead items only: --state dead"),
+            (["outbox", "retry"], "outbox retry needs ID"),
         ]
         for (arguments, message) in cases {
             let run = try gatehouse(arguments)
@@ -64,7 +68,7 @@ extension ExecutableTests {
     func everyCommandHasItsOwnHelpAndTheVersionIsPrinted() throws {
         let overview = try gatehouse(["--help"])
         #expect(overview.status == 0)
-        for command in ["serve", "migrate", "backup FILE", "apps list", "apps apply DIR", "apps create", "apps secret-key", "apps disable APP", "apps enable APP", "keys rotate"] {
+        for command in ["serve", "migrate", "backup FILE", "apps list", "apps apply DIR", "apps create", "apps secret-key", "apps disable APP", "apps enable APP", "keys rotate", "outbox list", "outbox retry ID"] {
             #expect(overview.output.contains("gatehouse \(command)"), "\(command)")
             let words = command.split(separator: " ").map(String.init).filter { $0 == $0.lowercased() }
             let help = try gatehouse(["help"] + words)
@@ -74,6 +78,10 @@ extension ExecutableTests {
             #expect(try gatehouse(words + ["--help"]).output == help.output, "\(command)")
         }
         #expect(try gatehouse(["help", "nothing"]).status == 2)
+        // A group's help lists its commands.
+        let group = try gatehouse(["help", "outbox"])
+        #expect(group.status == 0 && group.output.contains("gatehouse outbox list --state dead") && group.output.contains("gatehouse outbox retry ID"), "\(group.output)")
+        #expect(try gatehouse(["outbox", "--help"]).output == group.output)
         let version = try gatehouse(["--version"])
         #expect(version.status == 0)
         #expect(version.output == "gatehouse \(Gatehouse.version)\n")
@@ -97,6 +105,50 @@ extension ExecutableTests {
         #expect(lines[0]["app_key"] == shop["app_key"])
         #expect(lines[0]["source"] == "api")
         #expect(!list.output.contains(try #require(shop["secret_key"]?.stringValue)))
+    }
+
+    /// `outbox list --state dead` shows every app's dead items (or one app's), without their
+    /// payload; `outbox retry ID` queues one again, once.
+    @Test
+    func outboxListAndRetryShowAndQueueDeadItemsWithoutSecrets() throws {
+        let folder = NSTemporaryDirectory() + "gatehouse-cli-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let environment = ["GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/gatehouse.db"]
+        let shop = try #require(try JSON.parse(Array(try gatehouse(["apps", "create", "--name", "Shop"], environment: environment).output.utf8))["app_id"]?.stringValue)
+        let blog = try #require(try JSON.parse(Array(try gatehouse(["apps", "create", "--name", "Blog"], environment: environment).output.utf8))["app_id"]?.stringValue)
+        // A dead item of each app, as the worker leaves one: Shop's payload sealed, with a secret in it.
+        let opened = try Gatehouse.open(configuration: try Configuration.fromEnvironment(environment), log: Log(enabled: false))
+        var dead: [String] = []
+        for (index, (app, sealed)) in [(shop, true), (blog, false)].enumerated() {
+            let now = Int64(Date().timeIntervalSince1970 * 1000) + Int64(index)
+            let payload = sealed ? opened.sealer.seal(#"{"token":"s3cr3t-token"}"#, app: AppID(unchecked: app), field: "cli-test") : "{}"
+            let item = NewOutboxItem(appID: AppID(unchecked: app), kind: .webhook, idempotencyKey: "cli-\(app)", payload: payload, sealed: sealed)
+            #expect(try opened.store.outbox.enqueue(item, now: now))
+            let claimed = try #require(try opened.store.outbox.claim(kinds: [.webhook], limit: 1, leaseMillis: 60_000, node: "cli", now: now).first)
+            #expect(try opened.store.outbox.markDead(claimed.id, node: "cli", error: "the endpoint refused it", now: now, event: nil))
+            dead.append(claimed.id)
+        }
+        opened.close()
+        func listed(_ extra: [String] = []) throws -> [JSON] {
+            let run = try gatehouse(["outbox", "list", "--state", "dead"] + extra, environment: environment)
+            #expect(run.status == 0, "\(run.errors)")
+            #expect(!run.output.contains("s3cr3t") && !run.output.contains("payload\""))
+            return try run.output.split(separator: "\n").map { try JSON.parse(Array($0.utf8)) }
+        }
+        let all = try listed()
+        #expect(all.map { $0["id"]?.stringValue } == [dead[1], dead[0]], "newest first")
+        #expect(all.allSatisfy { $0["retryable"] == true && $0["last_error"] == "the endpoint refused it" && $0["state"] == "dead" })
+        #expect(try listed(["--app", shop]).map { $0["id"]?.stringValue } == [dead[0]])
+
+        let retried = try gatehouse(["outbox", "retry", dead[0]], environment: environment)
+        #expect(retried.status == 0, "\(retried.errors)")
+        let item = try JSON.parse(Array(retried.output.utf8))
+        #expect(item["id"] == .string(dead[0]) && item["state"] == "queued" && item["attempts"] == 0 && item["retried_at"] != .null)
+        #expect(try listed().map { $0["id"]?.stringValue } == [dead[1]])
+        let again = try gatehouse(["outbox", "retry", dead[0]], environment: environment)
+        #expect(again.status == 1 && again.errors.contains("not dead"), "\(again.errors)")
+        #expect(try gatehouse(["outbox", "retry", "obx_0000"], environment: environment).errors.contains("No such outbox item"))
+        #expect(try gatehouse(["outbox", "list", "--state", "dead", "--app", "app_aaaaaaaaaaaaaaaaaaaaaaaa"], environment: environment).status == 1)
     }
 
     /// `apps disable` and `apps enable` switch a tenant (by id or app key); `apps list` says which are off.
