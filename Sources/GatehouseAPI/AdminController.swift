@@ -35,7 +35,7 @@ struct AdminController {
     /// Dead outbox items, newest first: an app's own (secret key) or every app's (platform token).
     func outbox(_ request: Request) throws -> HTTPResponse {
         let app = try auth.adminAppOrPlatform(request)
-        let query = try OutboxQuery.parse(request, platform: app == nil)
+        let query = try OutboxQuery.parse(request)
         let viewer: DeadLetters.Viewer = app.map { .app($0.id) } ?? .platform
         if let app, let only = query.app, only != app.id {
             throw GatehouseError.validation("app_id", "A secret key lists its own app's items only.")

@@ -69,7 +69,7 @@ enum UsersQuery {
 /// `GET /v1/admin/outbox` query: `state` (only `dead`), `app_id` (one app's items), `limit`
 /// (1–100, default 50) and a keyset `cursor`.
 enum OutboxQuery {
-    static func parse(_ request: Request, platform: Bool) throws(GatehouseError) -> (app: AppID?, after: DeadLetterPosition?, limit: Int) {
+    static func parse(_ request: Request) throws(GatehouseError) -> (app: AppID?, after: DeadLetterPosition?, limit: Int) {
         var errors: [FieldError] = []
         if request.http.queryValue("state") != "dead" {
             errors.append(FieldError("state", "Required: dead (the only state listed)."))
