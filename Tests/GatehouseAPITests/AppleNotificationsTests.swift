@@ -348,6 +348,10 @@ struct AppleNotificationsTests {
         #expect(unknown.status == 200 && unknown.data?["outcome"] == "unknown_subject")
         let newType = try world.notify("something-apple-adds-later")
         #expect(newType.status == 200 && newType.data?["outcome"] == "ignored")
+        // The answers are as the OpenAPI document says.
+        let template = "/v1/apps/{app_id}/apple/notifications"
+        let exchanges = [unknown, newType].map { OpenAPIConformance.Exchange("POST", template, requestBody: nil, requestContentType: nil, $0) }
+        #expect(try OpenAPIConformance.problems(document: DocumentationTests.root.appendingPathComponent("docs/openapi.json"), exchanges) == [])
         #expect(try world.me(session).status == 200)
         #expect(try world.count("SELECT 1 AS found FROM apple_notifications") == 0)
         #expect(try world.deliverWebhooks().isEmpty)
