@@ -18,13 +18,15 @@ public enum API {
         public var emailFlows: EmailFlowService
         public var providerSignIn: ProviderSignInService
         public var deletion: AccountDeletion
+        public var appleNotifications: AppleNotifications
         public var files: FilesService
         public var metrics: any RequestMetrics
         public var clock: any Clock
 
         public init(
             store: any Store, directory: AppDirectory, apps: AppService, tokens: TokenService, units: UnitOfWork, accounts: AccountService,
-            sessions: SessionService, passwords: PasswordService, emailFlows: EmailFlowService, providerSignIn: ProviderSignInService, deletion: AccountDeletion, files: FilesService, metrics: any RequestMetrics, clock: any Clock
+            sessions: SessionService, passwords: PasswordService, emailFlows: EmailFlowService, providerSignIn: ProviderSignInService, deletion: AccountDeletion,
+            appleNotifications: AppleNotifications, files: FilesService, metrics: any RequestMetrics, clock: any Clock
         ) {
             self.store = store
             self.directory = directory
@@ -37,6 +39,7 @@ public enum API {
             self.emailFlows = emailFlows
             self.providerSignIn = providerSignIn
             self.deletion = deletion
+            self.appleNotifications = appleNotifications
             self.files = files
             self.metrics = metrics
             self.clock = clock
@@ -60,6 +63,7 @@ public enum API {
         ProviderController(auth: auth, providers: s.providerSignIn, sessions: authController).register(&routes)
         MeController(auth: auth, accounts: s.accounts, passwords: s.passwords, sessions: s.sessions, deletion: s.deletion, files: s.files).register(&routes)
         FilesController(auth: auth, files: s.files).register(&routes)
+        AppleNotificationsController(directory: s.directory, notifications: s.appleNotifications).register(&routes)
         return routes
     }
 

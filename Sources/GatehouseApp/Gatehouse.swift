@@ -34,6 +34,8 @@ public final class Gatehouse: Sendable {
     public let providerSignIn: ProviderSignInService
     /// Account deletion, its grace period and purge.
     public let deletion: AccountDeletion
+    /// Apple's server-to-server notifications.
+    public let appleNotifications: AppleNotifications
     /// Users' files and profile photos.
     public let files: FilesService
     /// Where file contents live (``Configuration/blobStorage``).
@@ -100,7 +102,8 @@ public final class Gatehouse: Sendable {
             directory: directory, sealer: sealer, platformSMTPURL: configuration.smtpURL,
             // GATEHOUSE_SMTP_FROM, else no-reply@ the public host (checked by the configuration).
             platformSender: try (try? MailAddress(configuration.platformSenderAddress)) ?? MailAddress("no-reply@localhost"),
-            allowPrivateOutbound: configuration.allowPrivateOutbound, clock: clock, log: { [log] text in log.info("mail", ["message": .string(text)]) })
+            allowPrivateOutbound: configuration.allowPrivateOutbound, clock: clock, log: { [log] text in log.info("mail", ["message": .string(text)]) },
+            relayForwarding: AppleRelayForwarding(store: store))
         let outbound = OutboundHTTPClient(
             observer: metrics.providerCallObserver(
                 appleURL: configuration.appleURL, googleKeysURL: configuration.googleJWKSURL, firebaseKeysURL: configuration.firebaseJWKSURL))
@@ -174,6 +177,7 @@ public final class Gatehouse: Sendable {
             store: store, directory: directory, sessions: sessions, sealer: sealer, clock: clock, erasers: [FileEraser()], units: units,
             log: log)
         self.deletion = deletion
+        appleNotifications = AppleNotifications(store: store, providers: providers, deletion: deletion, units: units, clock: clock, log: log)
         // Photo uploads run on the offload threads; as many may wait as decode.
         let photos = PhotoProcessor(threads: configuration.photoConcurrency, maxQueued: configuration.photoConcurrency)
         self.photos = photos
@@ -219,7 +223,7 @@ public final class Gatehouse: Sendable {
             API.Services(
                 store: store, directory: directory, apps: apps, tokens: tokens, units: units, accounts: accounts, sessions: sessions, passwords: passwords,
                 emailFlows: emailFlows, providerSignIn: providerSignIn,
-                deletion: deletion, files: files, metrics: requestMetrics, clock: clock))
+                deletion: deletion, appleNotifications: appleNotifications, files: files, metrics: requestMetrics, clock: clock))
     }
 
     /// A bucket that is missing or refuses the credentials stops the start (uploads could only

@@ -34,6 +34,10 @@ struct ProviderAdapter: IdentityProviders {
         do { try apple.revoke(refreshToken: refreshToken, clientID: clientID, credentials: credentials) } catch { throw map(error) }
     }
 
+    func verifyAppleNotification(_ token: String, audiences: [String]) throws(ProviderFailure) -> AppleAccountEvent {
+        do { return try verifier.verifyAppleNotification(token, audiences: audiences) } catch { throw map(error) }
+    }
+
     func appleAuthorizeURL(servicesID: String, redirectURI: String, state: String, nonce: String) -> String {
         apple.authorizeURL(servicesID: servicesID, redirectURI: redirectURI, state: state, nonce: nonce)
     }

@@ -49,13 +49,23 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     /// A file was deleted by its user (account deletion records `user.deleted` instead).
     public static let fileDeleted = EventType(rawValue: "file.deleted")
 
+    /// Apple's notifications (``AppleNotifications``): the user stopped using Sign in with Apple
+    /// with the app, so the Apple identity was unlinked (`data`: `only_method`, `sessions_ended`).
+    public static let identityAppleConsentRevoked = EventType(rawValue: "identity.apple_consent_revoked")
+    /// The user deleted their Apple account: the Apple identity was unlinked, and an account it
+    /// was the only way into erased (`data`: `only_method`, `erased`).
+    public static let identityAppleAccountDeleted = EventType(rawValue: "identity.apple_account_deleted")
+    /// Apple's private relay stopped or resumed forwarding the user's mail (`data`: `forwarding`
+    /// `on`/`off`); mail to a relay address whose forwarding is off is not sent.
+    public static let userEmailRelayChanged = EventType(rawValue: "user.email_relay_changed")
+
     /// Never recorded: the webhook name of `user.signed_up` (every sign-up, whatever the method).
     public static let userCreated = EventType(rawValue: "user.created")
 
     /// The types an app's webhook may subscribe to (API.md, "Webhooks").
     public static let webhookCatalogue: [EventType] = [
         userCreated, userUpdated, userDeleted, userRestored, userBanned, userUnbanned, userEmailChanged, userPasswordChanged,
-        identityLinked, identityUnlinked, sessionRevoked,
+        identityLinked, identityUnlinked, sessionRevoked, identityAppleConsentRevoked, identityAppleAccountDeleted, userEmailRelayChanged,
     ]
 
     /// The webhook type an audit event of this type is delivered as, or nil when no webhook can

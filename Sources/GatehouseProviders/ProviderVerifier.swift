@@ -58,6 +58,32 @@ public final class ProviderVerifier: Sendable {
             claims)
     }
 
+    /// Verifies one of Apple's server-to-server notifications (the body's `payload`): RS256 by a
+    /// key from Apple's JWKS (the same cache and unknown-`kid` rule as identity tokens), `iss`
+    /// `https://appleid.apple.com`, `aud` one of `audiences`, `exp`/`iat` within 60 s of leeway,
+    /// and an `events` claim that is a JSON *string* holding an object with a non-empty `type`
+    /// and `sub`, an integer `event_time` (milliseconds) and optionally `email` and
+    /// `is_private_email` (a bool or `"true"`/`"false"`). Any other shape is an invalid token.
+    public func verifyAppleNotification(_ token: String, audiences: [String]) throws(ProviderError) -> AppleAccountEvent {
+        let claims = try verifiedClaims(token, keysURL: appleKeysURL)
+        try check(issuer: claims, oneOf: [Self.appleIssuer])
+        let audience = try check(audience: claims, oneOf: audiences)
+        try checkTimes(claims)
+        guard let text = claims["events"]?.stringValue else { throw .invalidToken("events is not a JSON string") }
+        guard let events = (try? JSON.parse(Array(text.utf8)))?.objectValue else { throw .invalidToken("events does not hold a JSON object") }
+        guard let type = events["type"]?.stringValue, !type.isEmpty, type.utf8.count <= 64 else { throw .invalidToken("events.type missing") }
+        guard let subject = events["sub"]?.stringValue, !subject.isEmpty, subject.utf8.count <= 255 else { throw .invalidToken("events.sub missing") }
+        guard case .int(let eventTime)? = events["event_time"], eventTime > 0 else { throw .invalidToken("events.event_time missing") }
+        let email: String?
+        switch events["email"] {
+        case nil, .null?: email = nil
+        case .string(let value)? where !value.isEmpty && value.utf8.count <= 320: email = value
+        default: throw .invalidToken("events.email is not an address")
+        }
+        let isPrivate: Bool? = events["is_private_email"].flatMap { $0 == .null ? nil : Self.flag($0) }
+        return AppleAccountEvent(type: type, subject: subject, eventTime: eventTime, email: email, isPrivateEmail: isPrivate, audience: audience)
+    }
+
     /// Verifies a Google ID token: RS256 by a key from Google's JWKS, `iss` `accounts.google.com`
     /// or `https://accounts.google.com`, `aud` one of `audiences`, `exp`/`iat` within 60 s of
     /// leeway, a non-empty `sub`, and — when `nonce` is given — a `nonce` claim equal to it (raw).

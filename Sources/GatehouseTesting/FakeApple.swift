@@ -119,6 +119,43 @@ public final class FakeApple: Sendable {
         return keys.mint(claims: claims, kid: kid, signature: signature, headerOverrides: headerOverrides)
     }
 
+    // MARK: - Server-to-server notifications
+
+    /// A notification JWT exactly like Apple's: signed with the fake's current key (its `kid` from
+    /// the JWKS), claims `iss`, `aud`, `iat`, `exp` (`iat` + 1 day, as Apple's), `jti`, and
+    /// `events`: a JSON *string* holding `{"type", "sub", "event_time"}` (milliseconds) and, for
+    /// the email events, `email` and `is_private_email` (the string `"true"`, as Apple sends it).
+    /// `eventTime` defaults to now by the fake's clock. For attack tests: `issuer`, `kid`,
+    /// `signature`, `issuedAt`/`expiresAt`, `events` (sent instead of the string built here) and
+    /// `extraClaims` merged last (`null` removes a claim).
+    public func mintNotification(
+        type: String, sub: String, aud: String, email: String? = nil, eventTime: Int64? = nil, issuedAt: Int64? = nil, expiresAt: Int64? = nil,
+        issuer: String = FakeApple.issuer, kid: String? = nil, signature: FakeSignature = .valid, events: JSON? = nil, extraClaims: [String: JSON] = [:]
+    ) -> String {
+        let iat = issuedAt ?? clock.nowSeconds
+        var event: [String: JSON] = ["type": .string(type), "sub": .string(sub), "event_time": .int(eventTime ?? clock.nowMillis())]
+        if let email {
+            event["email"] = .string(email)
+            event["is_private_email"] = "true"
+        }
+        let claims = JSON.claims(
+            [
+                "iss": .string(issuer), "aud": .string(aud), "iat": .int(iat), "exp": .int(expiresAt ?? iat + 86_400),
+                "jti": .string(SecureRandom.token(byteCount: 12)), "events": events ?? .string(JSON.object(event).serializedString),
+            ], extra: extraClaims)
+        return keys.mint(claims: claims, kid: kid, signature: signature)
+    }
+
+    /// Delivers a notification as Apple does: `POST <serverURL>/v1/apps/<appID>/apple/notifications`
+    /// with `{"payload": "<JWT>"}` over real HTTP. Returns the server's answer.
+    @discardableResult
+    public func sendNotification(_ payload: String, to serverURL: String, appID: String) throws -> TestResponse {
+        let body: JSON = ["payload": .string(payload)]
+        return try TestHTTPClient.send(
+            "POST", "\(serverURL)/v1/apps/\(appID)/apple/notifications", headers: [("Content-Type", "application/json"), ("User-Agent", "Apple")],
+            body: body.serialized())
+    }
+
     // MARK: - What happened
 
     /// The form fields of every `/auth/token` request that reached the fake, in order.

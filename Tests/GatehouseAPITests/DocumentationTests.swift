@@ -193,6 +193,10 @@ struct DocumentationTests {
         try call("POST", "/v1/auth/oauth/google", appKey: appKey, json: ["id_token": "x.y.z"])
         try call("GET", "/v1/auth/oauth/apple/authorize", "/v1/auth/oauth/apple/authorize?app_key=\(appKey)&redirect_uri=https%3A%2F%2Fapp.example.com%2Fdone&state=s")
         try call("POST", "/v1/auth/oauth/apple/callback", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array("state=unknown&code=c".utf8))
+        // Apple's notifications: an app without Apple client ids, a body without payload, an unknown app.
+        try call("POST", "/v1/apps/{app_id}/apple/notifications", "/v1/apps/\(appID)/apple/notifications", json: ["payload": "x.y.z"])
+        try call("POST", "/v1/apps/{app_id}/apple/notifications", "/v1/apps/\(appID)/apple/notifications", json: [:])
+        try call("POST", "/v1/apps/{app_id}/apple/notifications", "/v1/apps/app_unknown/apple/notifications", json: ["payload": "x.y.z"])
         try call("POST", "/v1/auth/exchange", appKey: appKey, json: ["login_code": "unknown"])
         try call("POST", "/v1/me/identities/apple", appKey: appKey, bearer: access, json: ["identity_token": "x.y.z", "nonce": "n", "authorization_code": "c"])
         try call("POST", "/v1/me/identities/google", appKey: appKey, bearer: access, json: [:])
@@ -241,10 +245,11 @@ struct DocumentationTests {
         let routed = Set(server.gatehouse.operations.map { "\($0.method) \($0.pattern)" })
         #expect(routed.subtracting(called).sorted() == [])
         // And answered with success, but for the provider operations (their successes need the
-        // fake providers, and are checked in ProvidersAPITests).
+        // fake providers, and are checked in ProvidersAPITests and AppleNotificationsTests).
         let succeeded = Set(exchanges.filter { $0.response.status < 400 }.map { "\($0.method) \($0.pathTemplate)" })
         #expect(routed.subtracting(succeeded).sorted() == [
-            "DELETE /v1/me/identities/{provider}", "GET /v1/auth/oauth/apple/authorize", "POST /v1/auth/exchange", "POST /v1/auth/oauth/apple",
+            "DELETE /v1/me/identities/{provider}", "GET /v1/auth/oauth/apple/authorize", "POST /v1/apps/{app_id}/apple/notifications",
+            "POST /v1/auth/exchange", "POST /v1/auth/oauth/apple",
             "POST /v1/auth/oauth/apple/callback", "POST /v1/auth/oauth/google", "POST /v1/me/identities/apple", "POST /v1/me/identities/google",
             "POST /v1/me/identities/password",
         ])

@@ -89,6 +89,7 @@ import Testing
         Check(name: "users", run: users),
         Check(name: "identities", run: identities),
         Check(name: "provider tokens", run: providerTokens),
+        Check(name: "Apple notifications", run: appleAccounts),
         Check(name: "sessions", run: sessions),
         Check(name: "login codes", run: loginCodes),
         Check(name: "email codes", run: emailCodes),
@@ -189,6 +190,27 @@ import Testing
         #expect(try f.a.identities.providerTokens(f.userA.id).map(\.sealedToken) == ["sealed-a"])
         #expect(try f.a.identities.takeProviderTokens(f.userA.id, provider: .apple).map(\.sealedToken) == ["sealed-a"])
         #expect(try f.a.identities.providerTokens(f.userA.id).isEmpty)
+    }
+
+    /// What A keeps of Apple's notifications: B neither reads nor changes A's relay forwarding,
+    /// revoked identities, notification records or Apple sessions.
+    static func appleAccounts(_ f: TwoApps) throws {
+        let now = TwoApps.now + 1, relay = "a1@privaterelay.appleid.com"
+        try f.a.identities.addIdentity(f.userA.id, Identity(provider: .apple, subject: "apple-sub-a", email: relay, createdAt: now))
+        #expect(try f.a.appleAccounts.setRelayForwarding(relay, user: f.userA.id, forwarding: false, eventTime: 10, now: now))
+        #expect(try f.a.appleAccounts.recordAppleNotification(subjectDigest: "digest-a", type: "email-disabled", eventTime: 10, now: now))
+        #expect(try f.b.appleAccounts.isRelayForwardingOff(relay) == false)
+        #expect(try f.b.appleAccounts.setRelayForwarding(relay, user: f.userB.id, forwarding: true, eventTime: 20, now: now) == false, "B's own row, on as by default")
+        #expect(try f.a.appleAccounts.isRelayForwardingOff(relay))
+        #expect(try f.b.appleAccounts.recordAppleNotification(subjectDigest: "digest-a", type: "email-disabled", eventTime: 10, now: now), "B's own record")
+        #expect(try f.b.appleAccounts.revokeAppleIdentity(f.userA.id, subject: "apple-sub-a", remember: true, now: now) == false)
+        #expect(try f.b.appleAccounts.endSessions(of: f.userA.id, startedWith: .password, reason: .revoked, now: now).isEmpty)
+        #expect(try f.a.identities.user(provider: .apple, subject: "apple-sub-a")?.id == f.userA.id)
+        #expect(try f.a.appleAccounts.revokeAppleIdentity(f.userA.id, subject: "apple-sub-a", remember: true, now: now))
+        #expect(try f.b.appleAccounts.revokedAppleIdentityOwner(subject: "apple-sub-a") == nil)
+        #expect(try f.b.appleAccounts.takeRevokedAppleIdentity(subject: "apple-sub-a") == nil)
+        #expect(try f.a.appleAccounts.revokedAppleIdentityOwner(subject: "apple-sub-a") == f.userA.id)
+        #expect(try f.a.sessions.session(f.sessionA.id)?.endedAt == nil)
     }
 
     /// A's session: B neither reads, ends, rotates nor touches it, nor opens one for A's user.

@@ -145,7 +145,8 @@ class Walk:
                                                       send_sign_in_code, send_verification_code, verify_sign_in_code)
         from gatehouse_client.api.files import delete_file, get_file, get_file_content, get_public_content, list_files, upload_file
         from gatehouse_client.api.operations import health, metrics, ready
-        from gatehouse_client.api.providers import apple_authorize, apple_callback, exchange_login_code, sign_in_with_apple, sign_in_with_google
+        from gatehouse_client.api.providers import (apple_authorize, apple_callback, exchange_login_code, receive_apple_notification, sign_in_with_apple,
+                                                    sign_in_with_google)
         from gatehouse_client.types import File
 
         apple_client_id, google_client_id = "com.example.openapi", "openapi-client.apps.googleusercontent.com"
@@ -258,6 +259,14 @@ class Walk:
         if not location.path.endswith("/auth/authorize") or "gh_flow=" not in started.headers.get("Set-Cookie", ""):
             raise SystemExit(f"appleAuthorize: redirected to {location.geturl()}, cookie {started.headers.get('Set-Cookie')!r}")
         self.call("appleCallback", apple_callback, 400, client=self.anonymous(), body=m.AppleCallbackForm(state="not-a-flow", code="c"))
+        # Apple's server-to-server notification, signed as Apple signs it, for an Apple account no user has.
+        now = int(time.time())
+        notification = self.jwt.encode({
+            "iss": "https://appleid.apple.com", "aud": apple_client_id, "iat": now, "exp": now + 600, "jti": "openapi",
+            "events": json.dumps({"type": "consent-revoked", "sub": "000.openapi.nobody", "event_time": now * 1000})},
+            self.provider_key, algorithm="RS256", headers={"kid": KID})
+        self.call("receiveAppleNotification", receive_apple_notification, 200, app_id, client=self.anonymous(),
+                  body=m.AppleNotificationRequest(payload=notification))
         self.call("exchangeLoginCode", exchange_login_code, 400, client=self.app(), body=m.ExchangeRequest(login_code="unknown", code_verifier=verifier))
 
         # Files and the photo.

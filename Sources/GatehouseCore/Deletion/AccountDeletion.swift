@@ -110,6 +110,26 @@ public final class AccountDeletion: Sendable {
         }
     }
 
+    /// Erases an account at once, in the caller's unit of work `tx`, because Apple told the app
+    /// the user deleted the Apple account that was its only way in (``AppleNotifications``): as
+    /// an admin's deletion (every session ends, `user.deleted` with `by: "apple"`, then the
+    /// erase), except that its kept Apple tokens are dropped unrevoked: Apple revoked them with
+    /// the Apple account. No grace period: nothing could sign in to restore it. False when the
+    /// account is gone already.
+    public func eraseAfterAppleAccountDeletion(_ tx: any AppScopedStore, user id: UserID, now: Int64) throws -> Bool {
+        guard try tx.users.lockUser(id) != nil else { return false }
+        let ended = try tx.sessions.endSessions(of: id, keeping: nil, reason: .deleted, now: now)
+        for session in ended {
+            try tx.auditLog.record(Event(type: .sessionRevoked, userID: id, sessionID: session, ip: nil, userAgent: nil, data: ["reason": "deleted"], createdAt: now))
+        }
+        let tokens = try tx.identities.providerTokens(id).filter { $0.provider == .apple }
+        try tx.auditLog.record(Event(
+            type: .userDeleted, userID: id, sessionID: nil, ip: nil, userAgent: nil,
+            data: ["by": "apple", "reason": .null, "apple_revocations": ["status": "revoked_by_apple", "count": .int(Int64(tokens.count))]],
+            createdAt: now))
+        return try erase(tx, user: id, dueBy: nil, now: now) != nil
+    }
+
     // MARK: - The purge
 
     /// Erases the accounts whose grace period has passed, up to `limit` of them, queuing their Apple

@@ -98,7 +98,7 @@ extension ProviderSignInService {
             try useNonce(of: identity)
             let names = Self.appleUserNames(callback.user)
             let data = store.app(app.id)
-            let existing = try data.identities.user(provider: .apple, subject: identity.subject)
+            let existing = try owner(data, provider: .apple, identity: identity, origin: origin)
             let (user, isNew) = try account(
                 app: app, data, provider: .apple, identity: identity, existing: existing, firstName: names.first, lastName: names.last, origin: origin)
             try keepAppleToken(app: app, data, user: user.id, identity: identity, refreshToken: exchanged.refreshToken)

@@ -7,8 +7,9 @@ public enum IdentityConflict: Error, Sendable, Equatable {
 }
 
 /// The app's ways to sign in: identities (a password is one: ``PasswordStore``), the provider
-/// tokens kept for them, and the Apple web flow's login codes. Every query binds the app.
-public protocol IdentityStore: PasswordStore {
+/// tokens kept for them, the Apple web flow's login codes, and what Apple's notifications keep
+/// (``AppleAccountStore``). Every query binds the app.
+public protocol IdentityStore: PasswordStore, AppleAccountStore {
     func all(of id: UserID) throws -> [Identity]
     /// The user with this provider identity.
     func user(provider: IdentityProvider, subject: String) throws -> User?

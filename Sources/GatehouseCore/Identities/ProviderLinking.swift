@@ -19,6 +19,8 @@ extension ProviderSignInService {
             try IdentityConflict.answering {
                 try tx.identities.addIdentity(claims.userID, Identity(provider: provider.identity, subject: identity.subject, email: identity.email, createdAt: now))
             }
+            // An Apple account whose consent was revoked, now linked here: no longer waiting to be relinked elsewhere.
+            if provider == .apple { _ = try tx.appleAccounts.takeRevokedAppleIdentity(subject: identity.subject) }
             try keepAppleToken(app: app, tx, user: claims.userID, identity: identity, refreshToken: appleRefreshToken)
             try tx.auditLog.record(Event(type: .identityLinked, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider.rawValue)], createdAt: now))
             return try tx.identities.all(of: claims.userID)

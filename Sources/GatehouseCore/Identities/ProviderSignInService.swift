@@ -86,7 +86,7 @@ public final class ProviderSignInService: Sendable {
         let (identity, appleCode) = try verify(app: app, provider: provider, proof: proof)
         // A refused sign-up is refused before the code is redeemed: else Apple's refresh token
         // for it would be dropped unrevoked.
-        let existing = try data.identities.user(provider: provider.identity, subject: identity.subject)
+        let existing = try owner(data, provider: provider, identity: identity, origin: origin)
         if appleCode != nil, existing == nil { try requireNewAccountAllowed(app: app, data, identity: identity) }
         let appleRefreshToken = try releasingNonceIfUnavailable(identity) { try redeemAppleCode(appleCode, app: app, identity: identity) }
         let (user, isNew) = try account(
@@ -138,6 +138,29 @@ public final class ProviderSignInService: Sendable {
             throw GatehouseError(.invalidCredential, "The authorization code is not of the Apple account of identity_token.", status: 401)
         }
         return exchanged.refreshToken
+    }
+
+    /// The account a verified identity signs in to: the one it is linked to or, for Apple, the one
+    /// whose Apple identity of this `sub` Apple's `consent-revoked` unlinked (``AppleNotifications``):
+    /// the same Apple account signing in again links to it anew (`identity.linked`, `relinked`).
+    func owner(_ data: any AppScopedStore, provider: Provider, identity: ExternalIdentity, origin: RequestOrigin) throws -> User? {
+        if let user = try data.identities.user(provider: provider.identity, subject: identity.subject) { return user }
+        guard provider == .apple, try data.appleAccounts.revokedAppleIdentityOwner(subject: identity.subject) != nil else { return nil }
+        let now = clock.nowMillis()
+        return try units.run(data) { tx -> User? in
+            // Taken, and the account's row held: of two sign-ins at once, one links; the other finds the link.
+            guard let id = try tx.appleAccounts.takeRevokedAppleIdentity(subject: identity.subject), try tx.users.lockUser(id) != nil else {
+                return try tx.identities.user(provider: provider.identity, subject: identity.subject)
+            }
+            let email = identity.email.flatMap { try? InputRules.email($0) }
+            try IdentityConflict.answering {
+                try tx.identities.addIdentity(id, Identity(provider: .apple, subject: identity.subject, email: email, createdAt: now))
+            }
+            try tx.auditLog.record(Event(
+                type: .identityLinked, userID: id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": "apple", "relinked": true],
+                createdAt: now))
+            return try tx.users.user(id)
+        }
     }
 
     /// The user of a verified identity: `existing`, the one it is linked to, or a new account

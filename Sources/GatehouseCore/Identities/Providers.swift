@@ -94,6 +94,10 @@ public protocol IdentityProviders: Sendable {
     /// cannot be reached or refuses our credentials (worth a retry).
     func revokeAppleToken(_ refreshToken: String, clientID: String, credentials: AppleCredentials) throws(ProviderFailure)
     func appleAuthorizeURL(servicesID: String, redirectURI: String, state: String, nonce: String) -> String
+    /// Verifies one of Apple's server-to-server notifications (the `payload` JWT) with Apple's
+    /// keys: `iss` Apple, `aud` one of `audiences`, `iat`/`exp`, and an `events` claim that is a
+    /// JSON string of `{type, sub, event_time}`. ``ProviderFailure/invalidToken(reason:clientDetail:)`` otherwise.
+    func verifyAppleNotification(_ token: String, audiences: [String]) throws(ProviderFailure) -> AppleAccountEvent
 }
 
 /// A started Apple web flow (API.md "Apple web flow").

@@ -24,6 +24,8 @@ public struct MaintenancePolicy: Sendable {
     public static let deadOutboxPayloadRetention: Int64 = 30 * day
     /// A destination's breaker row that no failure has touched for this long goes.
     public var outboxDestinationRetentionMillis: Int64 = 30 * day
+    /// A handled Apple notification is remembered this long (a repeat within it changes nothing).
+    public var appleNotificationRetentionMillis: Int64 = AppleNotifications.retentionMillis
     /// Audit events are kept this long (`GATEHOUSE_EVENT_RETENTION_DAYS`).
     public var eventRetentionMillis: Int64
     /// A rate-limit counter whose window started this long ago counts nothing any more.
@@ -64,6 +66,7 @@ public struct MaintenancePolicy: Sendable {
             (.webFlows, MaintenanceWindow(to: now)), (.loginCodes, MaintenanceWindow(to: now)),
             (.emailCodes, MaintenanceWindow(to: now - emailCodeRetentionMillis)),
             (.providerNonces, MaintenanceWindow(to: now)),
+            (.appleNotifications, MaintenanceWindow(to: now - appleNotificationRetentionMillis)),
             (.rateLimits, MaintenanceWindow(to: now - rateLimitRetentionMillis)),
             (.deliveredOutbox, MaintenanceWindow(to: now - deliveredOutboxRetentionMillis)),
             (.deadOutboxPayloads, MaintenanceWindow(to: now - deadOutboxPayloadRetentionMillis)),

@@ -54,6 +54,10 @@ public enum SessionEndReason: String, Sendable {
     case passwordChanged = "password_changed"
     case refreshReused = "refresh_reused"
     case deleted
+    /// Apple told the app the user stopped using Sign in with Apple with it (`consent-revoked`).
+    case appleConsentRevoked = "apple_consent_revoked"
+    /// Apple told the app the user deleted their Apple account (`account-delete`).
+    case appleAccountDeleted = "apple_account_deleted"
 }
 
 /// What a refresh-token presentation turned out to be (decided atomically by the store).

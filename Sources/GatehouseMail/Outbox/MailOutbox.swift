@@ -51,16 +51,21 @@ public struct MailOutboxHandler: OutboxHandler {
     let allowPrivateOutbound: Bool
     let clock: any Clock
     let log: @Sendable (String) -> Void
+    /// Relay addresses whose forwarding the user turned off at Apple are not mailed (nil: no check).
+    let relayForwarding: AppleRelayForwarding?
     /// One mailer per SMTP server and login, kept across deliveries so that their connections are
     /// reused (``SMTPMailer``).
     private let mailers = MailerCache()
 
     /// - Parameter platformSender: the sender of every app over the platform's mailer
     ///   (`GATEHOUSE_SMTP_FROM`), and of an app with its own server that sets no `email.from`.
+    /// - Parameter relayForwarding: asked before each send; a relay address whose forwarding is
+    ///   off makes the mail a dead letter that says so.
     public init(
         directory: AppDirectory, sealer: SecretSealer, platformSMTPURL: String, platformSender: MailAddress, allowPrivateOutbound: Bool,
-        clock: any Clock, log: @escaping @Sendable (String) -> Void
+        clock: any Clock, log: @escaping @Sendable (String) -> Void, relayForwarding: AppleRelayForwarding? = nil
     ) {
+        self.relayForwarding = relayForwarding
         self.directory = directory
         self.sealer = sealer
         self.platformSMTPURL = platformSMTPURL
@@ -88,6 +93,13 @@ public struct MailOutboxHandler: OutboxHandler {
         guard let opened = try? sealer.open(item.payload, app: appID, field: QueuedMail.sealedField),
             let parsed = try? JSON.parse(Array(opened.utf8)), let mail = QueuedMail(json: parsed)
         else { return .dead(reason: "the payload cannot be opened with this master key") }
+        if let relayForwarding {
+            do {
+                if try relayForwarding.isTurnedOff(app: appID, address: mail.to) { return .dead(reason: AppleRelayForwarding.turnedOffReason) }
+            } catch {
+                return .retry(reason: "whether the relay address forwards cannot be read now")
+            }
+        }
         let message: MailMessage
         do {
             let (from, replyTo) = try MailerSelection.addressing(for: app.settings.email, appName: app.settings.name, platformSender: platformSender)

@@ -39,6 +39,9 @@ struct SQLAccountDeletion: AccountDeletionStore {
                 DELETE FROM provider_tokens WHERE app_id = \(store.appID) AND user_id = \(id) RETURNING provider, client_id, refresh_token
                 """).map(providerTokenRecord)
             try db.execute("DELETE FROM login_codes WHERE app_id = \(store.appID) AND user_id = \(id)")
+            // What Apple's notifications kept of it: its relay addresses, an Apple identity waiting to be relinked.
+            try db.execute("DELETE FROM apple_relay_forwarding WHERE app_id = \(store.appID) AND user_id = \(id)")
+            try db.execute("DELETE FROM apple_revoked_identities WHERE app_id = \(store.appID) AND user_id = \(id)")
             // Its live codes die; the address's send windows stay (they limit the address, not the account).
             try db.execute("UPDATE email_codes SET user_id = NULL, code_hash = NULL WHERE app_id = \(store.appID) AND user_id = \(id)")
             // The ended sessions stay with the tombstone (every node's revocation poll reads them), without where they came from.
