@@ -275,6 +275,20 @@ struct MailLanguageTests {
 
         let settings = try world.server.request("GET", "/v1/admin/app", bearer: world.app.secretKey).data?["email"]
         #expect(settings?["templates"] == [:], "nothing stored")
+        // All of them together are bounded, however many patches bring them.
+        let long = JSON.string(String(repeating: "x", count: 19_000) + text)
+        let purposes = ["sign_in_code", "verification", "password_reset", "email_change", "reauthentication"]
+        for (index, purpose) in purposes.enumerated() {
+            let three: JSON = .object(Dictionary(uniqueKeysWithValues: ["fr", "de", "es"].map { ($0, ["subject": "{{app_name}}", "text": long] as JSON) }))
+            let response = try Self.patchApp(world, ["email": ["templates": [purpose: three]]])
+            if index < 4 {
+                #expect(response.status == 200, "\(purpose): \(response.json ?? .null)")
+            } else {
+                #expect(response.status == 400 && Self.fieldErrors(response).keys.sorted() == ["email.templates"])
+                #expect(Self.fieldErrors(response)["email.templates"]?.contains("262144 bytes") == true)
+            }
+        }
+        #expect(try Self.patchApp(world, ["email": ["templates": .null]]).status == 200)
         // A line break and a tab in a body are fine, and CRLF is kept as LF.
         #expect(try Self.patchApp(world, ["email": ["templates": ["verification": ["en": ["subject": "{{app_name}}", "text": "{{app_name}}\r\n\t{{code}} {{minutes}}"]]]]]).data?["email"]?["templates"]?["verification"]?["en"]?["text"] == "{{app_name}}\n\t{{code}} {{minutes}}")
     }

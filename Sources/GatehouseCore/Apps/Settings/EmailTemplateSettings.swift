@@ -20,6 +20,9 @@ public struct AppMailTemplate: Sendable, Equatable {
     public static let maxBodyBytes = 20_480
     /// Locales a purpose may have its own templates for.
     public static let maxLocales = 30
+    /// All of an app's own templates together, in bytes: every node keeps them in memory with the
+    /// app's settings, and merge patches could otherwise pile them up far past one request's body.
+    public static let maxTotalBytes = 262_144
 
     /// Parses the parts (placeholders are checked against a purpose by the settings' decoder).
     public init(subject: String, text: String, html: String?) throws(TemplateText.Problem) {
@@ -85,6 +88,11 @@ extension AppSettings.Email {
                 if let template, r.errors.isEmpty { own[locale] = template }
             }
             if !own.isEmpty { templates[purpose] = own }
+        }
+        let total = templates.values.flatMap(\.values).reduce(0) { $0 + $1.subject.utf8.count + $1.text.utf8.count + ($1.html?.utf8.count ?? 0) }
+        if total > AppMailTemplate.maxTotalBytes {
+            f.fail("templates", "Must be at most \(AppMailTemplate.maxTotalBytes) bytes in all (these are \(total)); remove templates no user needs.")
+            return [:]
         }
         return templates
     }
