@@ -99,6 +99,8 @@ export interface User {
   firstName: string | null;
   lastName: string | null;
   photoUrl: string | null;
+  /** The user's language (a BCP 47 tag such as `ja` or `ko-KR`): the language of their mail. */
+  locale: string | null;
   createdAt: string;
   lastSignInAt: string;
   identities: Array<'password' | 'apple' | 'google' | string>;
@@ -172,7 +174,8 @@ export declare class Gatehouse {
   getAccessToken(): Promise<string>;
   refresh(): Promise<StoredSession>;
 
-  signUp(input: { email: string; password: string; firstName?: string; lastName?: string }): Promise<Session>;
+  /** `locale`: the user's language (a BCP 47 tag, e.g. `navigator.language`), for their mail. */
+  signUp(input: { email: string; password: string; firstName?: string; lastName?: string; locale?: string }): Promise<Session>;
   signIn(input: { email: string; password: string }): Promise<Session>;
   sendEmailCode(email: string): Promise<void>;
   verifyEmailCode(input: { email: string; code: string }): Promise<Session>;
@@ -188,7 +191,7 @@ export declare class Gatehouse {
 
   getApp(): Promise<AppInfo>;
   getUser(): Promise<User>;
-  updateUser(input: { firstName?: string | null; lastName?: string | null; photoFileId?: string }): Promise<User>;
+  updateUser(input: { firstName?: string | null; lastName?: string | null; locale?: string | null; photoFileId?: string }): Promise<User>;
   uploadPhoto(photo: Blob, filename?: string): Promise<User>;
   deletePhoto(): Promise<User>;
   changePassword(input: { currentPassword: string; password: string }): Promise<void>;

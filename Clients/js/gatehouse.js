@@ -549,9 +549,9 @@ export class Gatehouse {
 
   // MARK: Sign-up and sign-in
 
-  /** `POST /v1/auth/signup`: 201, a verification code mailed. */
-  async signUp({ email, password, firstName, lastName }) {
-    const { data } = await this.#send('POST', '/v1/auth/signup', { json: body({ email, password, first_name: firstName, last_name: lastName }) });
+  /** `POST /v1/auth/signup`: 201, a verification code mailed (in `locale`, the user's language, when given). */
+  async signUp({ email, password, firstName, lastName, locale }) {
+    const { data } = await this.#send('POST', '/v1/auth/signup', { json: body({ email, password, first_name: firstName, last_name: lastName, locale }) });
     return this.#signedIn(data);
   }
 
@@ -657,9 +657,9 @@ export class Gatehouse {
     return user;
   }
 
-  /** `firstName`/`lastName`: a string, or null to clear; `photoFileId`: one of the user's image files (the photo is made from it; the file stays as it was). */
-  async updateUser({ firstName, lastName, photoFileId }) {
-    const json = body({ first_name: firstName, last_name: lastName, photo_file_id: photoFileId });
+  /** `firstName`/`lastName`/`locale` (a BCP 47 tag): a string, or null to clear; `photoFileId`: one of the user's image files (the photo is made from it; the file stays as it was). */
+  async updateUser({ firstName, lastName, locale, photoFileId }) {
+    const json = body({ first_name: firstName, last_name: lastName, locale, photo_file_id: photoFileId });
     return this.#userAnswer(this.#authorized('PATCH', '/v1/me', { json }));
   }
 

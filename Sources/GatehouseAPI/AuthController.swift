@@ -44,8 +44,10 @@ struct AuthController {
         let password = body.required("password", maxLength: 4096)
         let first = body.optional("first_name", maxLength: 200)
         let last = body.optional("last_name", maxLength: 200)
+        let locale = body.optional("locale", maxLength: 64)
         try body.finish()
-        return sessionResponse(app, try passwords.signUp(app: app, email: email, password: password, firstName: first, lastName: last, origin: request.origin))
+        return sessionResponse(
+            app, try passwords.signUp(app: app, email: email, password: password, firstName: first, lastName: last, locale: locale, origin: request.mailOrigin))
     }
 
     func signIn(_ request: Request) throws -> HTTPResponse {

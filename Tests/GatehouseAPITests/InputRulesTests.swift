@@ -1,4 +1,5 @@
 import Foundation
+@testable import GatehouseAPI
 import GatehouseCore
 import GatehouseTesting
 import Testing
@@ -101,5 +102,40 @@ struct InputRulesTests {
         #expect(renamed.problemCode == "request/validation-failed")
         #expect(renamed.json?["errors"]?.arrayValue?.first?["field"]?.stringValue == "name")
         #expect(try server.request("GET", "/v1/admin/app", bearer: app.secretKey).data?["name"] == "Names")
+    }
+
+    // MARK: Language tags
+
+    /// A user's `locale` is a BCP 47 tag, kept in the RFC's conventional case.
+    @Test func languageTagsAreWellFormedAndNormalised() throws {
+        let normalised = [
+            "ja": "ja", "KO-kr": "ko-KR", "pt-br": "pt-BR", "zh-hant-tw": "zh-Hant-TW", "es-419": "es-419", "sr-latn-rs": "sr-Latn-RS",
+            "de-CH-1996": "de-CH-1996", "en-US-u-CA-gregory": "en-US-u-ca-gregory", "en-x-PRIVATE": "en-x-private", "yue": "yue",
+        ]
+        for (given, expected) in normalised {
+            #expect(try InputRules.locale(given) == expected, "\(given)")
+        }
+        for bad in ["", "j", "ja_JP", "ja-", "-ja", "ja--JP", "en-x", "ja JP", "日本語", "ja-JP-toolongsubtag", "1a", String(repeating: "a", count: 36),
+            "en-" + String(repeating: "abcdefgh-", count: 4)]
+        {
+            let error = #expect(throws: GatehouseError.self, "\(bad)") { try InputRules.locale(bad) }
+            #expect(error?.fieldErrors.first?.field == "locale")
+        }
+        #expect(LanguageTag("zh-Hant-TW")?.lookupChain == ["zh-Hant-TW", "zh-Hant", "zh"])
+        #expect(LanguageTag("en-a-bc-x-yz")?.lookupChain == ["en-a-bc-x-yz", "en-a-bc", "en"])
+        #expect(LanguageTag.lookup(["de-AT", "ko-KR", "ja"].compactMap(LanguageTag.init), in: ["en", "ko", "ja"]) == "ko")
+    }
+
+    /// `Accept-Language` by weight, the header's order among equals; `q=0`, `*` and malformed ranges left out.
+    @Test func acceptLanguageIsReadByWeight() {
+        func read(_ header: String?) -> [String] { AcceptLanguage.languages(header).map(\.rawValue) }
+        #expect(read(nil) == [] && read("") == [])
+        #expect(read("fr-CH, fr;q=0.9, en;q=0.8, de;q=0.7, *;q=0.5") == ["fr-CH", "fr", "en", "de"])
+        #expect(read("ja;q=0.5, ko, en;q=0.5") == ["ko", "ja", "en"])
+        #expect(read("ko;q=0, ja-jp;q=0.001, en;q=1.000") == ["en", "ja-JP"])
+        #expect(read("ko;q=1.5, ja;q=.5, zh;q=0.1234, en;q=x, de ; Q=0.3 , fr;level=1") == ["fr", "de"])
+        #expect(read("en_US, i am not a tag, pt-BR") == ["pt-BR"])
+        #expect(read("ko, KO, ko;q=0.1") == ["ko"])
+        #expect(read(Array(repeating: "de", count: 30).joined(separator: ",") + ",ja") == ["de"], "past 20 ranges, the rest is ignored")
     }
 }

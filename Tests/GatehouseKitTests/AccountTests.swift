@@ -12,11 +12,13 @@ struct AccountTests {
         let world = try KitWorld()
         defer { world.stop() }
         let client = world.client()
-        _ = try await client.signUp(email: "ada@example.com", password: "correct horse battery", firstName: "Ada")
+        let signedUp = try await client.signUp(email: "ada@example.com", password: "correct horse battery", firstName: "Ada", locale: "ja")
+        #expect(signedUp.user.locale == "ja")
         _ = try world.code(to: "ada@example.com")
 
-        let named = try await client.updateProfile(lastName: .set("Lovelace"))
-        #expect(named.firstName == "Ada" && named.lastName == "Lovelace")
+        let named = try await client.updateProfile(lastName: .set("Lovelace"), locale: .set("ko-kr"))
+        #expect(named.firstName == "Ada" && named.lastName == "Lovelace" && named.locale == "ko-KR")
+        #expect(try await client.updateProfile(locale: .clear).locale == nil)
         let cleared = try await client.updateProfile(firstName: .clear)
         #expect(cleared.firstName == nil && cleared.lastName == "Lovelace")
         #expect(try await client.currentUser == cleared, "the stored user follows the server's answers")

@@ -11,9 +11,11 @@ import Testing
         _ template: EmailToSend.Template, locale: String = "en", appName: String = "Shop", to: String = "ada@example.com"
     ) -> EmailToSend {
         template == .emailChangedNotice
-            ? EmailToSend(template: template, to: to, locale: locale, appName: appName, code: nil, minutes: 10, newEmail: "ada.new@example.com")
-            : EmailToSend(template: template, to: to, locale: locale, appName: appName, code: "482913", minutes: 10)
+            ? EmailToSend(template: template, to: to, languages: languages(locale), appName: appName, code: nil, minutes: 10, newEmail: "ada.new@example.com")
+            : EmailToSend(template: template, to: to, languages: languages(locale), appName: appName, code: "482913", minutes: 10)
     }
+
+    static func languages(_ tags: String...) -> [LanguageTag] { tags.compactMap(LanguageTag.init) }
 
     @Test func everyTemplateInEveryLocaleRendersWhatItMust() throws {
         let templates = try Self.templates.get()
@@ -63,7 +65,7 @@ import Testing
 
     @Test func koreanIsKoreanAndAnUnknownLocaleIsEnglish() throws {
         let templates = try Self.templates.get()
-        for locale in ["ko", "ko-KR", "KO_kr"] {
+        for locale in ["ko", "ko-KR", "KO-kr"] {
             let (subject, text, html) = templates.render(Self.mail(.signInCode, locale: locale))
             #expect(subject == "[Shop] 로그인 인증 코드", "\(locale)")
             #expect(text.contains("Shop 로그인 인증 코드입니다.\n\n482913\n\n이 코드는 10분 동안 유효합니다."), "\(locale)")
@@ -71,15 +73,76 @@ import Testing
         }
         let notice = templates.render(Self.mail(.emailChangedNotice, locale: "ko"))
         #expect(notice.subject == "[Shop] 이메일 주소가 변경되었습니다")
-        #expect(notice.text.contains("이메일 주소가 ada.new@example.com(으)로 변경되었습니다."))
-        for locale in ["fr", "", "english", "-"] {
+        #expect(notice.text.contains("이메일 주소가 변경되었습니다.\n\n새 이메일 주소: ada.new@example.com"))
+        for locale in ["fr", "", "english-language", "-", "KO_kr"] {
             #expect(templates.render(Self.mail(.signInCode, locale: locale)).subject == "Your Shop sign-in code", "\(locale)")
         }
     }
 
+    @Test func japaneseIsJapanese() throws {
+        let templates = try Self.templates.get()
+        for locale in ["ja", "ja-JP"] {
+            let mail = Self.mail(.signInCode, locale: locale)
+            #expect(templates.locale(of: mail) == "ja")
+            let (subject, text, html) = templates.render(mail)
+            #expect(subject == "【Shop】ログイン用の確認コード", "\(locale)")
+            #expect(text == "Shopにログインするための確認コードです。\n\n482913\n\nこのコードの有効期限は10分です。\n\nお心当たりのない場合は、このメールを破棄してください。")
+            #expect(html.hasPrefix("<!DOCTYPE html>\n<html lang=\"ja\">") && html.contains("<p>このコードの有効期限は10分です。</p>"))
+        }
+        let notice = templates.render(Self.mail(.emailChangedNotice, locale: "ja"))
+        #expect(notice.subject == "【Shop】メールアドレスが変更されました")
+        #expect(notice.text.contains("新しいメールアドレス：ada.new@example.com"))
+    }
+
+    /// The first language with a template wins, each tried as itself and then by its language;
+    /// none: English.
+    @Test func theFirstLanguageWithATemplateIsChosen() throws {
+        let templates = try Self.templates.get()
+        func locale(_ tags: String...) -> String {
+            var mail = Self.mail(.verification)
+            mail.languages = tags.compactMap(LanguageTag.init)
+            return templates.locale(of: mail)
+        }
+        #expect(locale() == "en")
+        #expect(locale("de", "ja") == "ja")
+        #expect(locale("ko-KR", "ja") == "ko")
+        #expect(locale("zh-Hant-TW", "de-AT") == "en")
+        #expect(locale("en-GB", "ko") == "en")
+    }
+
+    static func own(_ subject: String, _ text: String, _ html: String? = nil) throws -> AppMailTemplate {
+        try AppMailTemplate(subject: subject, text: text, html: html)
+    }
+
+    /// An app's own template wins over the built-in one of its locale, gives a locale without
+    /// built-in templates its mail, and without HTML of its own gets one made from its text.
+    @Test func anAppsOwnTemplateWinsAndItsTextMakesItsHTML() throws {
+        let templates = try Self.templates.get()
+        var mail = Self.mail(.signInCode, locale: "fr-CA", appName: "Shop & <Co>")
+        mail.ownTemplates = [
+            "fr": try Self.own("Votre code {{app_name}}", "Bonjour,\nvoici votre code pour {{app_name}} :\n\n{{code}}\n\nIl expire dans {{minutes}} minutes."),
+            "ja": try Self.own("{{app_name}} のコード", "{{code}} ({{minutes}}分) {{app_name}}", "<h1>{{code}}</h1><p>{{app_name}} {{minutes}}</p>"),
+        ]
+        #expect(templates.locale(of: mail) == "fr")
+        let (subject, text, html) = templates.render(mail)
+        #expect(subject == "Votre code Shop & <Co>")
+        #expect(text == "Bonjour,\nvoici votre code pour Shop & <Co> :\n\n482913\n\nIl expire dans 10 minutes.")
+        #expect(html.hasPrefix("<!DOCTYPE html>\n<html lang=\"fr\">"))
+        #expect(html.contains("<p>Bonjour,<br>\nvoici votre code pour Shop &amp; &lt;Co&gt; :</p>\n<p>482913</p>\n<p>Il expire dans 10 minutes.</p>"))
+        #expect(html.hasSuffix("</html>\n"))
+
+        mail.languages = Self.languages("ja")
+        let japanese = templates.render(mail)
+        #expect(japanese.subject == "Shop & <Co> のコード" && japanese.text == "482913 (10分) Shop & <Co>")
+        #expect(japanese.html.contains("<h1>482913</h1><p>Shop &amp; &lt;Co&gt; 10</p>") && japanese.html.contains("<html lang=\"ja\">"))
+        // Another purpose's mail has no own template here: the built-in one.
+        mail.languages = Self.languages("ko")
+        #expect(templates.render(mail).subject == "[Shop & <Co>] 로그인 인증 코드")
+    }
+
     @Test(arguments: MailTemplates.locales)
     func aRenderedMailIsAMessageThatPythonReadsBack(_ locale: String) throws {
-        let appName = locale == "ko" ? "상점 <Shop> & \"Co\"" : "Shop <Shop> & \"Co\""
+        let appName = ["ko": "상점 <Shop> & \"Co\"", "ja": "ショップ <Shop> & \"Co\""][locale] ?? "Shop <Shop> & \"Co\""
         for template in EmailToSend.Template.allCases {
             let (subject, text, html) = try Self.templates.get().render(Self.mail(template, locale: locale, appName: appName))
             let message = MailMessage(

@@ -38,12 +38,16 @@ DOMAIN_REFUSALS = {
 # Fields whose valid values depend on what the server issued or stored, on the clock, or on
 # outside facts, which no schema can state: a cursor is valid only if the endpoint gave it out; a
 # ban's suspended_until must be in the future; an Apple private key must parse as a P-256 key; a
-# webhook URL must not name a private address. A validation error on such fields alone is a domain refusal too.
+# webhook URL must not name a private address; a mail template must hold the placeholders of its
+# purpose (and its body fit in bytes, not characters); email.locale must have templates. A
+# validation error on such fields alone is a domain refusal too.
 OUTSIDE_FACT_FIELDS = [
     re.compile(r"^cursor$"),
     re.compile(r"^suspended_until$"),
     re.compile(r"^apple\.private_key$"),
     re.compile(r"^webhooks\[\d+\]\.url$"),
+    re.compile(r"^email\.templates\."),
+    re.compile(r"^email\.locale$"),
 ]
 # Rules between two fields that OpenAPI cannot state (an idle timeout at least the access token's
 # life), a secret kept with {"set": true} when none is stored, and the read-only fields of the

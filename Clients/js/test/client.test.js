@@ -34,8 +34,9 @@ test('sign-up, sign-in, /me, profile, sessions and sign-out', async () => {
   const web = client();
   const changes = [];
   web.onAuthStateChange((user) => changes.push(user?.email ?? null));
-  const created = await web.signUp({ email, password: PASSWORD, firstName: 'Ada' });
+  const created = await web.signUp({ email, password: PASSWORD, firstName: 'Ada', locale: 'ko-kr' });
   assert.equal(created.isNewUser, true);
+  assert.equal(created.user.locale, 'ko-KR');
   assert.equal(created.tokenType, 'Bearer');
   assert.equal(created.user.email, email);
   assert.equal(created.user.firstName, 'Ada');
@@ -51,8 +52,9 @@ test('sign-up, sign-in, /me, profile, sessions and sign-out', async () => {
   const signedIn = await other.signIn({ email, password: PASSWORD });
   assert.equal(signedIn.isNewUser, false);
 
-  const updated = await web.updateUser({ lastName: 'Lovelace' });
+  const updated = await web.updateUser({ lastName: 'Lovelace', locale: null });
   assert.equal(updated.lastName, 'Lovelace');
+  assert.equal(updated.locale, null);
   assert.equal((await other.getUser()).lastName, 'Lovelace');
   assert.equal((await web.currentUser()).lastName, 'Lovelace', 'the stored user follows the answer');
 

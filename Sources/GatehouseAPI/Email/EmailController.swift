@@ -2,7 +2,8 @@ import GatehouseCore
 import GatehouseHTTP
 
 /// The routes that mail a code, and those that take it back. Every send answers 202 with no
-/// body, whether or not the address has an account.
+/// body, whether or not the address has an account. The routes that mail read the request's
+/// `Accept-Language` (``Request/mailOrigin``): the language of a mail to someone who chose none.
 struct EmailController {
     let auth: Authenticator
     let flows: EmailFlowService
@@ -25,7 +26,7 @@ struct EmailController {
         var body = try Body(request)
         let email = body.required("email", maxLength: 320)
         try body.finish()
-        try flows.sendSignInCode(app: app, email: email, origin: request.origin)
+        try flows.sendSignInCode(app: app, email: email, origin: request.mailOrigin)
         return .accepted
     }
 
@@ -34,15 +35,16 @@ struct EmailController {
         var body = try Body(request)
         let email = body.required("email", maxLength: 320)
         let code = body.required("code", maxLength: 64)
+        let locale = body.optional("locale", maxLength: 64)
         try body.finish()
-        return sessions.sessionResponse(app, try flows.verifySignInCode(app: app, email: email, code: code, origin: request.origin))
+        return sessions.sessionResponse(app, try flows.verifySignInCode(app: app, email: email, code: code, locale: locale, origin: request.origin))
     }
 
     func sendVerification(_ request: Request) throws -> HTTPResponse {
         let (app, claims) = try auth.user(request)
         let body = try Body(request, allowEmpty: true)
         try body.finish()
-        try flows.sendVerification(app: app, claims: claims, origin: request.origin)
+        try flows.sendVerification(app: app, claims: claims, origin: request.mailOrigin)
         return .accepted
     }
 
@@ -60,7 +62,7 @@ struct EmailController {
         var body = try Body(request)
         let email = body.required("email", maxLength: 320)
         try body.finish()
-        try flows.sendPasswordReset(app: app, email: email, origin: request.origin)
+        try flows.sendPasswordReset(app: app, email: email, origin: request.mailOrigin)
         return .accepted
     }
 
@@ -79,7 +81,7 @@ struct EmailController {
         let (app, claims) = try auth.user(request)
         let body = try Body(request, allowEmpty: true)
         try body.finish()
-        try flows.sendReauthenticationCode(app: app, claims: claims, origin: request.origin)
+        try flows.sendReauthenticationCode(app: app, claims: claims, origin: request.mailOrigin)
         return .accepted
     }
 
@@ -88,7 +90,7 @@ struct EmailController {
         var body = try Body(request)
         let email = body.required("email", maxLength: 320)
         try body.finish()
-        try flows.requestEmailChange(app: app, claims: claims, email: email, origin: request.origin)
+        try flows.requestEmailChange(app: app, claims: claims, email: email, origin: request.mailOrigin)
         return .accepted
     }
 
@@ -98,7 +100,7 @@ struct EmailController {
         let email = body.required("email", maxLength: 320)
         let code = body.required("code", maxLength: 64)
         try body.finish()
-        let (user, identities) = try flows.confirmEmailChange(app: app, claims: claims, email: email, code: code, origin: request.origin)
+        let (user, identities) = try flows.confirmEmailChange(app: app, claims: claims, email: email, code: code, origin: request.mailOrigin)
         return HTTPResponse.data(UserObject.json(user, identities)).noStore()
     }
 }

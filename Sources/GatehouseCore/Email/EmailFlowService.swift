@@ -58,30 +58,37 @@ public final class EmailFlowService: Sendable {
         try limitSends(app, data, origin)
         try units.run(data) { tx in
             let user = try account(tx, email: email)
-            try codes.send(tx, app: app, purpose: purpose, address: email, userID: nil, mail: EmailToSend(template, to: email, app: app), deliver: deliverTo(user))
+            try codes.send(
+                tx, app: app, purpose: purpose, address: email, userID: nil, mail: EmailToSend(template, to: email, app: app, user: user, origin: origin),
+                deliver: deliverTo(user))
         }
     }
 
     /// `POST /v1/auth/email-code/verify`: a session for the address's account, made now (201,
-    /// address verified) when there is none and the app accepts sign-ups.
-    public func verifySignInCode(app: AppContext, email rawEmail: String, code: String, origin: RequestOrigin) throws -> SessionGrant {
-        try metrics.countingSignIn(.emailCode) { try redeemSignInCode(app: app, email: rawEmail, code: code, origin: origin) }
+    /// address verified) when there is none and the app accepts sign-ups; `locale` is the new
+    /// account's language (ignored for an account that exists).
+    public func verifySignInCode(app: AppContext, email rawEmail: String, code: String, locale: String? = nil, origin: RequestOrigin) throws -> SessionGrant {
+        try metrics.countingSignIn(.emailCode) { try redeemSignInCode(app: app, email: rawEmail, code: code, locale: locale, origin: origin) }
     }
 
-    private func redeemSignInCode(app: AppContext, email rawEmail: String, code: String, origin: RequestOrigin) throws -> SessionGrant {
+    private func redeemSignInCode(app: AppContext, email rawEmail: String, code: String, locale rawLocale: String?, origin: RequestOrigin) throws -> SessionGrant {
         let data = store.app(app.id)
         try gate.limitAuth(app, data, origin)
         try gate.requireMethod(.emailCode, app)
         var checks = FieldChecks()
         var email = ""
+        var locale: String?
         try checks.run { () throws(GatehouseError) in email = try InputRules.email(rawEmail) }
         try checks.run { () throws(GatehouseError) in try InputRules.emailCode(code) }
+        try checks.run { () throws(GatehouseError) in locale = try rawLocale.map { tag throws(GatehouseError) in try InputRules.locale(tag) } }
         try checks.finish()
         return try codes.redeem(data, app: app, purpose: .signIn, address: email, code: code, userID: nil) { tx -> SessionGrant in
             let now = clock.nowMillis()
             guard var user = try account(tx, email: email) else {
                 guard app.settings.allowSignup else { throw GatehouseError(.invalidCode, "The code is not valid.") }
-                let user = User(id: .generate(), email: email, emailVerified: true, firstName: nil, lastName: nil, createdAt: now, updatedAt: now, lastSignInAt: now)
+                let user = User(
+                    id: .generate(), email: email, emailVerified: true, firstName: nil, lastName: nil, createdAt: now, updatedAt: now, lastSignInAt: now,
+                    locale: locale)
                 try UserConflict.answering {
                     try tx.users.insertUser(
                         user, passwordHash: nil, identity: nil,
@@ -104,8 +111,8 @@ public final class EmailFlowService: Sendable {
         guard let email = user.email else { throw GatehouseError.validation("email", "The account has no email address.") }
         try units.run(data) { tx in
             try codes.send(
-                tx, app: app, purpose: .verification, address: email, userID: user.id, mail: EmailToSend(.verification, to: email, app: app),
-                deliver: !user.emailVerified)
+                tx, app: app, purpose: .verification, address: email, userID: user.id,
+                mail: EmailToSend(.verification, to: email, app: app, user: user, origin: origin), deliver: !user.emailVerified)
         }
     }
 
@@ -211,7 +218,9 @@ public final class EmailFlowService: Sendable {
         }
         try requireAvailable(data, app, email, user: user.id)
         try units.run(data) { tx in
-            try codes.send(tx, app: app, purpose: .emailChange, address: email, userID: user.id, mail: EmailToSend(.emailChange, to: email, app: app), deliver: true)
+            try codes.send(
+                tx, app: app, purpose: .emailChange, address: email, userID: user.id,
+                mail: EmailToSend(.emailChange, to: email, app: app, user: user, origin: origin), deliver: true)
         }
     }
 
@@ -237,7 +246,7 @@ public final class EmailFlowService: Sendable {
                 data: ["previous_email": before.email.map(JSON.string) ?? .null, "email": .string(email)], createdAt: now))
             // Only to an address someone proved: a typo'd or squatted address learns nothing.
             if let old = before.email, before.emailVerified {
-                var notice = EmailToSend(.emailChangedNotice, to: old, app: app)
+                var notice = EmailToSend(.emailChangedNotice, to: old, app: app, user: before, origin: origin)
                 notice.newEmail = email
                 try codes.notify(tx, app: app, mail: notice, idempotencyKey: "notice/\(app.id.rawValue)/\(before.id.rawValue)/\(now)")
             }
@@ -265,7 +274,9 @@ public final class EmailFlowService: Sendable {
         guard let user = try data.users.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
         guard let email = user.email else { throw GatehouseError.validation("email", "The account has no email address to send a code to.") }
         try units.run(data) { tx in
-            try codes.send(tx, app: app, purpose: .reauthentication, address: email, userID: user.id, mail: EmailToSend(.reauthentication, to: email, app: app), deliver: true)
+            try codes.send(
+                tx, app: app, purpose: .reauthentication, address: email, userID: user.id,
+                mail: EmailToSend(.reauthentication, to: email, app: app, user: user, origin: origin), deliver: true)
         }
     }
 

@@ -29,8 +29,11 @@ public struct EmailToSend: Sendable, Equatable {
 
     public var template: Template
     public var to: String
-    /// `en`, `ko` (the app's `email.locale`).
-    public var locale: String
+    /// The languages to write the mail in, best first: the recipient's `locale` when the mail goes
+    /// to a known user, the app's `email.locale`, then the languages of the request that caused
+    /// it (its `Accept-Language`). The mail module takes the first it has a template for (the
+    /// app's own or a built-in one), else `en`.
+    public var languages: [LanguageTag]
     /// The app's name, for subject and body.
     public var appName: String
     /// The code, for every template but the notice.
@@ -39,22 +42,37 @@ public struct EmailToSend: Sendable, Equatable {
     public var minutes: Int
     /// The notice's new address.
     public var newEmail: String?
+    /// The app's own templates for this mail's template, by locale (`email.templates`): each wins
+    /// over the built-in one of its locale.
+    public var ownTemplates: [String: AppMailTemplate]
 
-    public init(template: Template, to: String, locale: String, appName: String, code: String?, minutes: Int, newEmail: String? = nil) {
+    public init(
+        template: Template, to: String, languages: [LanguageTag], appName: String, code: String?, minutes: Int, newEmail: String? = nil,
+        ownTemplates: [String: AppMailTemplate] = [:]
+    ) {
         self.template = template
         self.to = to
-        self.locale = locale
+        self.languages = languages
         self.appName = appName
         self.code = code
         self.minutes = minutes
         self.newEmail = newEmail
+        self.ownTemplates = ownTemplates
     }
 }
 
 extension EmailToSend {
-    /// A mail of `app`, in its locale and with its name; the code is filled in when it is made.
-    public init(_ template: Template, to address: String, app: AppContext) {
-        self.init(template: template, to: address, locale: app.settings.email.locale, appName: app.settings.name, code: nil, minutes: 10)
+    /// The locales Gatehouse ships templates for (`Templates/<locale>/` of the mail module).
+    public static let builtInLocales = ["en", "ko", "ja"]
+
+    /// A mail of `app`, with its name and its own templates; the code is filled in when it is
+    /// made. Its languages: the `user`'s `locale` (when the mail goes to a known user), the app's
+    /// `email.locale`, then the request's (``RequestOrigin/languages``).
+    public init(_ template: Template, to address: String, app: AppContext, user: User?, origin: RequestOrigin?) {
+        let languages = [user?.locale, app.settings.email.locale].compactMap { $0.flatMap(LanguageTag.init) } + (origin?.languages ?? [])
+        self.init(
+            template: template, to: address, languages: languages, appName: app.settings.name, code: nil, minutes: 10,
+            ownTemplates: app.settings.email.templates[template] ?? [:])
     }
 }
 

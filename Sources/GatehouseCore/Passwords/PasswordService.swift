@@ -39,11 +39,18 @@ public final class PasswordService: Sendable {
 
     // MARK: - Signing up and in
 
-    public func signUp(app: AppContext, email rawEmail: String, password: String, firstName: String?, lastName: String?, origin: RequestOrigin) throws -> SessionGrant {
-        try metrics.countingSignIn(.password) { try createAccount(app: app, email: rawEmail, password: password, firstName: firstName, lastName: lastName, origin: origin) }
+    /// `POST /v1/auth/signup`; `locale` is the user's language (a tag, ``InputRules/locale(_:field:)``).
+    public func signUp(
+        app: AppContext, email rawEmail: String, password: String, firstName: String?, lastName: String?, locale: String? = nil, origin: RequestOrigin
+    ) throws -> SessionGrant {
+        try metrics.countingSignIn(.password) {
+            try createAccount(app: app, email: rawEmail, password: password, firstName: firstName, lastName: lastName, locale: locale, origin: origin)
+        }
     }
 
-    private func createAccount(app: AppContext, email rawEmail: String, password: String, firstName: String?, lastName: String?, origin: RequestOrigin) throws -> SessionGrant {
+    private func createAccount(
+        app: AppContext, email rawEmail: String, password: String, firstName: String?, lastName: String?, locale rawLocale: String?, origin: RequestOrigin
+    ) throws -> SessionGrant {
         let data = store.app(app.id)
         try gate.limitAuth(app, data, origin)
         guard app.settings.allowSignup else { throw GatehouseError(.signupDisabled, "This app does not accept new accounts.") }
@@ -52,10 +59,12 @@ public final class PasswordService: Sendable {
         var email = ""
         var first: String?
         var last: String?
+        var locale: String?
         try checks.run { () throws(GatehouseError) in email = try InputRules.email(rawEmail) }
         try checks.run { () throws(GatehouseError) in try InputRules.presentedPassword(password) }
         try checks.run { () throws(GatehouseError) in first = try firstName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "first_name") } }
         try checks.run { () throws(GatehouseError) in last = try lastName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "last_name") } }
+        try checks.run { () throws(GatehouseError) in locale = try rawLocale.map { tag throws(GatehouseError) in try InputRules.locale(tag) } }
         try checks.finish()
         try InputRules.newPassword(password, minimum: app.settings.passwordMinLength)
         // Also an account that signs in with a provider and has this email, unless the app keeps
@@ -66,7 +75,8 @@ public final class PasswordService: Sendable {
 
         let hash = try hasher.hash(password)
         let now = clock.nowMillis()
-        let user = User(id: .generate(), email: email, emailVerified: false, firstName: first, lastName: last, createdAt: now, updatedAt: now, lastSignInAt: now)
+        let user = User(
+            id: .generate(), email: email, emailVerified: false, firstName: first, lastName: last, createdAt: now, updatedAt: now, lastSignInAt: now, locale: locale)
         // The account, its event, its verification mail and its first session commit together.
         return try units.run(data) { tx in
             // Checked again holding the address: another sign-up or a code sign-in may have taken it.
@@ -79,7 +89,7 @@ public final class PasswordService: Sendable {
                     user, passwordHash: hash, identity: Identity(provider: .password, subject: email, email: email, createdAt: now),
                     event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: now))
             }
-            try queueVerification(tx, app: app, email: email, user: user.id)
+            try queueVerification(tx, app: app, email: email, user: user, origin: origin)
             return try sessions.startSession(app: app, tx, user: user, method: .password, isNewUser: true, origin: origin)
         }
     }
@@ -87,11 +97,13 @@ public final class PasswordService: Sendable {
     /// Sign-up's verification code. Past the address's send windows (an address signed up,
     /// deleted and signed up again and again), or to an address the mailer cannot write, the
     /// account is made all the same, without the mail.
-    private func queueVerification(_ tx: any AppScopedStore, app: AppContext, email: String, user: UserID) throws {
+    private func queueVerification(_ tx: any AppScopedStore, app: AppContext, email: String, user: User, origin: RequestOrigin) throws {
         do {
-            try emailCodes.send(tx, app: app, purpose: .verification, address: email, userID: user, mail: EmailToSend(.verification, to: email, app: app), deliver: true)
+            try emailCodes.send(
+                tx, app: app, purpose: .verification, address: email, userID: user.id,
+                mail: EmailToSend(.verification, to: email, app: app, user: user, origin: origin), deliver: true)
         } catch let error as GatehouseError where error.code == .tooManyRequests || error.code == .validationFailed {
-            log.info("sign-up sent no verification mail", ["app_id": .string(app.id.rawValue), "user_id": .string(user.rawValue), "reason": .string(error.code.rawValue)])
+            log.info("sign-up sent no verification mail", ["app_id": .string(app.id.rawValue), "user_id": .string(user.id.rawValue), "reason": .string(error.code.rawValue)])
         }
     }
 

@@ -72,12 +72,17 @@ public enum RefreshOutcome: Sendable, Equatable {
     case invalid
 }
 
-/// Where a request came from, for sessions and audit events.
+/// Where a request came from, for sessions and audit events, and whose language it speaks.
 public struct RequestOrigin: Sendable {
     public var ip: String?
     public var userAgent: String?
-    public init(ip: String?, userAgent: String?) {
+    /// The languages the client prefers, best first (from its `Accept-Language`): the language of
+    /// a mail the request causes when neither its recipient nor the app chose one. Empty when the
+    /// request names none, or its route mails nothing.
+    public var languages: [LanguageTag]
+    public init(ip: String?, userAgent: String?, languages: [LanguageTag] = []) {
         self.ip = ip
         self.userAgent = userAgent.map { String($0.prefix(512)) }
+        self.languages = languages
     }
 }

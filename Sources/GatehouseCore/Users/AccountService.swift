@@ -23,15 +23,16 @@ public final class AccountService: Sendable {
         return found
     }
 
-    /// `PATCH /v1/me`: names (absent keeps, null or empty clears) and, through Files, the photo
+    /// `PATCH /v1/me`: names (absent keeps, null or empty clears), the `locale` (absent keeps, null
+    /// clears; a language tag, ``InputRules/locale(_:field:)``) and, through Files, the photo
     /// (``FilesService/photoChange(app:user:session:fileID:origin:)``). Every field is checked
     /// before anything is written; the change, its `user.updated` event (naming the fields it
     /// changed) and the photo's files commit in one unit of work, the user's row locked (a photo
     /// not committed is abandoned). Nothing changed: no change and no event recorded (with a photo
     /// field the row is still locked, which marks it changed).
     public func updateProfile(
-        app: AppContext, user id: UserID, session: SessionID?, firstName: String??, lastName: String??, photo: PhotoChange? = nil,
-        origin: RequestOrigin
+        app: AppContext, user id: UserID, session: SessionID?, firstName: String??, lastName: String??, locale: String?? = nil,
+        photo: PhotoChange? = nil, origin: RequestOrigin
     ) throws -> (User, [Identity]) {
         var committed = false
         defer { if !committed { photo?.abandoned() } }
@@ -42,21 +43,38 @@ public final class AccountService: Sendable {
         var checks = FieldChecks()
         var first: String?? = nil
         var last: String?? = nil
+        var language: String?? = nil
         try checks.run { () throws(GatehouseError) in first = try checked(firstName, "first_name") }
         try checks.run { () throws(GatehouseError) in last = try checked(lastName, "last_name") }
+        try checks.run { () throws(GatehouseError) in
+            if case .some(.some(let value)) = locale { language = .some(try InputRules.locale(value)) } else { language = locale }
+        }
         try checks.finish()
         guard let (user, identities) = try cache.account(app: app.id, user: id, store: store).map({ ($0.user, $0.identities) }) else { throw Self.accountGone }
-        if photo == nil, (first ?? user.firstName) == user.firstName, (last ?? user.lastName) == user.lastName { return (user, identities) }
+        if photo == nil, (first ?? user.firstName) == user.firstName, (last ?? user.lastName) == user.lastName, (language ?? user.locale) == user.locale {
+            return (user, identities)
+        }
         let now = clock.nowMillis()
         let (updated, removed) = try units.run(store.app(app.id)) { tx -> (User, [BlobKey]) in
             guard let account = try tx.users.lockUser(id) else { throw Self.accountGone }
             let (photoURL, removed) = try photo?.apply(tx, id, now) ?? (account.photoURL, [])
             let firstName = first ?? account.firstName
             let lastName = last ?? account.lastName
-            let changed = [("first_name", account.firstName != firstName), ("last_name", account.lastName != lastName), ("photo_url", account.photoURL != photoURL)]
-                .filter(\.1).map { JSON.string($0.0) }
+            let userLocale = language ?? account.locale
+            let changed = [
+                ("first_name", account.firstName != firstName), ("last_name", account.lastName != lastName), ("photo_url", account.photoURL != photoURL),
+                ("locale", account.locale != userLocale),
+            ].filter(\.1).map { JSON.string($0.0) }
             guard !changed.isEmpty else { return (account, removed) }
-            guard let updated = try tx.users.updateProfile(id, firstName: firstName, lastName: lastName, photoURL: photoURL, now: now) else { throw Self.accountGone }
+            var updated = account
+            if account.firstName != firstName || account.lastName != lastName || account.photoURL != photoURL {
+                guard let profile = try tx.users.updateProfile(id, firstName: firstName, lastName: lastName, photoURL: photoURL, now: now) else { throw Self.accountGone }
+                updated = profile
+            }
+            if account.locale != userLocale {
+                guard let withLocale = try tx.users.setLocale(id, userLocale, now: now) else { throw Self.accountGone }
+                updated = withLocale
+            }
             try tx.auditLog.record(Event(
                 type: .userUpdated, userID: id, sessionID: session, ip: origin.ip, userAgent: origin.userAgent, data: ["fields": .array(changed)],
                 createdAt: now))

@@ -12,6 +12,9 @@ public struct User: Sendable, Equatable {
     public var firstName: String?
     public var lastName: String?
     public var photoURL: String?
+    /// The user's language (a ``LanguageTag`` in its conventional case), for the mail sent to them;
+    /// nil: the app's or the request's.
+    public var locale: String?
     public var createdAt: Int64
     public var updatedAt: Int64
     public var lastSignInAt: Int64?
@@ -22,8 +25,9 @@ public struct User: Sendable, Equatable {
 
     public init(
         id: UserID, email: String?, emailVerified: Bool, firstName: String?, lastName: String?, photoURL: String? = nil, createdAt: Int64,
-        updatedAt: Int64, lastSignInAt: Int64?, ban: Ban? = nil, pendingDeletion: PendingDeletion? = nil
+        updatedAt: Int64, lastSignInAt: Int64?, ban: Ban? = nil, pendingDeletion: PendingDeletion? = nil, locale: String? = nil
     ) {
+        self.locale = locale
         self.ban = ban
         self.pendingDeletion = pendingDeletion
         self.id = id

@@ -29,6 +29,8 @@ public protocol UserStore: Sendable {
     /// Sets or lifts (nil) the user's ban; the user, or nil when there is none.
     func setBan(_ id: UserID, _ ban: Ban?, now: Int64) throws -> User?
     func updateProfile(_ id: UserID, firstName: String?, lastName: String?, photoURL: String?, now: Int64) throws -> User?
+    /// Sets or clears (nil) the user's `locale`; the user, or nil when there is none.
+    func setLocale(_ id: UserID, _ locale: String?, now: Int64) throws -> User?
     /// Sets names only where the user has none (Apple sends the name once).
     func fillNames(_ user: UserID, firstName: String?, lastName: String?, now: Int64) throws
     /// Locks the user's row for the rest of the transaction and reads it (nil: no such live

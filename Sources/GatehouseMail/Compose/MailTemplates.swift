@@ -3,10 +3,11 @@ import GatehouseCore
 
 /// The mail templates for emailed codes, read from the files in `Templates/` (see its README).
 /// Loaded and checked once at startup, so a missing file or a mistyped placeholder stops the
-/// server from starting instead of failing the first user who asks for a code.
+/// server from starting instead of failing the first user who asks for a code. An app's own
+/// templates (``AppMailTemplate``) come with each mail and win over these.
 public struct MailTemplates: Sendable {
-    /// The locales a template file exists for; any other falls back to `en`.
-    public static let locales = ["en", "ko"]
+    /// The locales a template file exists for.
+    public static let locales = EmailToSend.builtInLocales
     static let fallbackLocale = "en"
 
     struct Message: Sendable {
@@ -16,6 +17,10 @@ public struct MailTemplates: Sendable {
     }
 
     private let messages: [String: [EmailToSend.Template: Message]]
+    /// `layout.html` before and after its `{{content}}`, its `{{lang}}` left as ``langMark``.
+    private let layout: (before: TemplateText, after: TemplateText)
+    /// Stands for `{{lang}}` in ``layout`` until a locale is put in; no template file holds it.
+    private static let langMark = "\u{0}lang\u{0}"
 
     /// The templates shipped in this module's resources.
     public static func bundled() throws(MailTemplateError) -> MailTemplates {
@@ -30,10 +35,11 @@ public struct MailTemplates: Sendable {
     /// Reads `layout.html` and `<locale>/<template>.txt` for every locale and template from
     /// `directory`, and checks each.
     public init(directory: URL) throws(MailTemplateError) {
-        let layout = try Self.read(directory, "layout.html")
+        let layout = try Self.layout(Self.read(directory, "layout.html"))
+        self.layout = layout
         var messages: [String: [EmailToSend.Template: Message]] = [:]
         for locale in Self.locales {
-            let (beforeContent, afterContent) = try Self.layout(layout, locale: locale)
+            let (beforeContent, afterContent) = Self.layout(layout, for: locale)
             for template in EmailToSend.Template.allCases {
                 let file = "\(locale)/\(template.rawValue).txt"
                 let sections = try Self.sections(of: Self.read(directory, file), file: file)
@@ -48,11 +54,19 @@ public struct MailTemplates: Sendable {
         self.messages = messages
     }
 
-    /// The subject, plain-text body and HTML body of `mail`. Values are escaped in the HTML; in
-    /// the subject, control characters become spaces, so an app's name cannot end the header line.
+    /// The locale `mail` is written in: the first of its languages (each as itself, then by its
+    /// language: `ko-KR`, then `ko`) that has a template, the app's own for this mail or a
+    /// built-in one; else `en`.
+    public func locale(of mail: EmailToSend) -> String {
+        let available = Set(Self.locales).union(mail.ownTemplates.keys)
+        return LanguageTag.lookup(mail.languages, in: available) ?? Self.fallbackLocale
+    }
+
+    /// The subject, plain-text body and HTML body of `mail`, in its locale (``locale(of:)``), from
+    /// the app's own template of that locale if it has one. Values are escaped in the HTML; in the
+    /// subject, control characters become spaces, so an app's name cannot end the header line.
     public func render(_ mail: EmailToSend) -> (subject: String, text: String, html: String) {
-        // init loaded every template for every locale in `locales`.
-        let message = messages[Self.locale(mail.locale)]![mail.template]!
+        let locale = locale(of: mail)
         func value(_ placeholder: Placeholder) -> String {
             switch placeholder {
             case .appName: mail.appName
@@ -61,17 +75,32 @@ public struct MailTemplates: Sendable {
             case .newEmail: mail.newEmail ?? ""
             }
         }
-        return (
-            message.subject.rendered { Self.oneLine(value($0)) },
-            message.text.rendered(value),
-            message.html.rendered { Self.escapingHTML(value($0)) }
-        )
+        let subject: String, text: String, html: String
+        if let own = mail.ownTemplates[locale] {
+            subject = own.subjectTemplate.rendered { Self.oneLine(value($0)) }
+            text = own.textTemplate.rendered(value)
+            let (before, after) = Self.layout(layout, for: locale)
+            let content = own.htmlTemplate.map { $0.rendered { Self.escapingHTML(value($0)) } } ?? Self.paragraphs(text)
+            let escaped = { (placeholder: Placeholder) in Self.escapingHTML(value(placeholder)) }
+            html = before.rendered(escaped) + content + after.rendered(escaped)
+        } else {
+            // init loaded every template for every built-in locale, and `locale` is one of them.
+            let message = messages[locale]![mail.template]!
+            subject = message.subject.rendered { Self.oneLine(value($0)) }
+            text = message.text.rendered(value)
+            html = message.html.rendered { Self.escapingHTML(value($0)) }
+        }
+        return (subject, text, html)
     }
 
-    /// `ko`, `ko-KR` and `KO_kr` are Korean; anything not shipped is English.
-    static func locale(_ requested: String) -> String {
-        let language = requested.lowercased().split(whereSeparator: { $0 == "-" || $0 == "_" }).first.map(String.init)
-        return language.flatMap { locales.contains($0) ? $0 : nil } ?? fallbackLocale
+    /// A plain-text body as HTML: escaped, a paragraph for each run of lines between blank lines,
+    /// its line breaks kept.
+    static func paragraphs(_ text: String) -> String {
+        text.components(separatedBy: "\n\n")
+            .map { $0.trimmingCharacters(in: .newlines) }
+            .filter { !$0.isEmpty }
+            .map { "<p>" + escapingHTML($0).replacingOccurrences(of: "\n", with: "<br>\n") + "</p>" }
+            .joined(separator: "\n")
     }
 
     static func escapingHTML(_ value: String) -> String {
@@ -113,13 +142,20 @@ public struct MailTemplates: Sendable {
         return content.replacingOccurrences(of: "\r\n", with: "\n")
     }
 
-    /// The layout around the HTML section, its `{{lang}}` filled for `locale`.
-    private static func layout(_ layout: String, locale: String) throws(MailTemplateError) -> (TemplateText, TemplateText) {
-        let parts = layout.replacingOccurrences(of: "{{lang}}", with: locale).components(separatedBy: "{{content}}")
+    /// The layout around the HTML section, split at its `{{content}}`, its `{{lang}}` marked.
+    private static func layout(_ layout: String) throws(MailTemplateError) -> (TemplateText, TemplateText) {
+        let parts = layout.replacingOccurrences(of: "{{lang}}", with: langMark).components(separatedBy: "{{content}}")
         guard parts.count == 2 else {
             throw MailTemplateError(file: "layout.html", problem: "must hold {{content}} exactly once")
         }
         return (try parse(parts[0], file: "layout.html", section: "layout"), try parse(parts[1], file: "layout.html", section: "layout"))
+    }
+
+    /// The layout with its `{{lang}}` filled for `locale` (a language tag: letters, digits and `-`,
+    /// nothing to escape in an attribute).
+    private static func layout(_ layout: (before: TemplateText, after: TemplateText), for locale: String) -> (TemplateText, TemplateText) {
+        let fill = { (text: String) in text.replacingOccurrences(of: langMark, with: locale) }
+        return (layout.before.mappingLiterals(fill), layout.after.mappingLiterals(fill))
     }
 
     private static let sectionNames = ["subject", "text", "html"]
@@ -169,20 +205,18 @@ public struct MailTemplates: Sendable {
     }
 
     /// Every template names the app in all three parts; a code template gives the code and its
-    /// lifetime in both bodies, the notice the new address. A placeholder the template has no
+    /// lifetime in both bodies, the notice the new address (``EmailToSend/Template/problem(in:_:)``,
+    /// the rules an app's own templates are checked by too). A placeholder the template has no
     /// value for is refused, so it cannot render empty.
     private static func check(_ message: Message, template: EmailToSend.Template, file: String) throws(MailTemplateError) {
-        let isCode = template != .emailChangedNotice
-        let allowed: Set<Placeholder> = isCode ? [.appName, .code, .minutes] : [.appName, .newEmail]
-        let inBodies: Set<Placeholder> = isCode ? [.appName, .code, .minutes] : [.appName, .newEmail]
-        let parts = [("subject", message.subject, Set([Placeholder.appName])), ("text", message.text, inBodies), ("html", message.html, inBodies)]
-        for (section, text, required) in parts {
-            let used = text.placeholders
-            if let extra = used.subtracting(allowed).map(\.rawValue).sorted().first {
-                throw MailTemplateError(file: file, problem: "{{\(extra)}} has no value in this template (\(section))")
-            }
-            if let missing = required.subtracting(used).map(\.rawValue).sorted().first {
-                throw MailTemplateError(file: file, problem: "the \(section) must hold {{\(missing)}}")
+        for (part, text) in [(TemplatePart.subject, message.subject), (.text, message.text), (.html, message.html)] {
+            switch template.problem(in: part, text) {
+            case .noValue(let extra)?:
+                throw MailTemplateError(file: file, problem: "{{\(extra.rawValue)}} has no value in this template (\(part.rawValue))")
+            case .missing(let missing)?:
+                throw MailTemplateError(file: file, problem: "the \(part.rawValue) must hold {{\(missing.rawValue)}}")
+            case nil:
+                continue
             }
         }
     }

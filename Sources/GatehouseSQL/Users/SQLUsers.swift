@@ -10,8 +10,8 @@ extension SQLAppScopedStore: UserStore {
         try database.transaction { db in
             do {
                 try db.execute("""
-                    INSERT INTO users (id, app_id, email, email_verified, first_name, last_name, photo_url, password_hash, created_at, updated_at, last_sign_in_at)
-                    VALUES (\(user.id), \(appID), \(user.email), \(user.emailVerified), \(user.firstName), \(user.lastName), \(user.photoURL),
+                    INSERT INTO users (id, app_id, email, email_verified, first_name, last_name, photo_url, locale, password_hash, created_at, updated_at, last_sign_in_at)
+                    VALUES (\(user.id), \(appID), \(user.email), \(user.emailVerified), \(user.firstName), \(user.lastName), \(user.photoURL), \(user.locale),
                             \(passwordHash), \(user.createdAt), \(user.updatedAt), \(user.lastSignInAt))
                     """)
                 if let identity { try insertIdentity(db, app: appID, user: user.id, identity) }
@@ -91,6 +91,15 @@ extension SQLAppScopedStore: UserStore {
         try touchUser(id) { stamp in
             try database.query("""
                 UPDATE users SET first_name = \(firstName), last_name = \(lastName), photo_url = \(photoURL), updated_at = \(now), \(stamp)
+                WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
+                """).first.map(userRecord)
+        }
+    }
+
+    func setLocale(_ id: UserID, _ locale: String?, now: Int64) throws -> User? {
+        try touchUser(id) { stamp in
+            try database.query("""
+                UPDATE users SET locale = \(locale), updated_at = \(now), \(stamp)
                 WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
                 """).first.map(userRecord)
         }
@@ -212,5 +221,6 @@ func userRecord(_ row: SQLRow) throws -> User {
         },
         pendingDeletion: try row.optionalInt64("deletion_due_at").map { due in
             PendingDeletion(requestedAt: try row.optionalInt64("deletion_requested_at") ?? due, purgeAt: due)
-        })
+        },
+        locale: try row.optionalString("locale"))
 }

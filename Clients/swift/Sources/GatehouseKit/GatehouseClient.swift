@@ -101,10 +101,14 @@ public final class GatehouseClient: Sendable {
     // MARK: - Email and password
 
     /// `POST /v1/auth/signup`: creates the account and signs in (a verification code is mailed).
-    public func signUp(email: String, password: String, firstName: String? = nil, lastName: String? = nil) async throws -> SignInResult {
+    /// `locale` is the user's language, a BCP 47 tag (`ja`, `ko-KR`): the language of their mail.
+    public func signUp(
+        email: String, password: String, firstName: String? = nil, lastName: String? = nil, locale: String? = nil
+    ) async throws -> SignInResult {
         var body: [String: JSONValue] = ["email": .string(email), "password": .string(password)]
         if let firstName { body["first_name"] = .string(firstName) }
         if let lastName { body["last_name"] = .string(lastName) }
+        if let locale { body["locale"] = .string(locale) }
         return try await signIn("/v1/auth/signup", body)
     }
 
@@ -262,12 +266,14 @@ public final class GatehouseClient: Sendable {
         try await userAnswer(try await authorized("GET", "/v1/me"))
     }
 
-    /// `PATCH /v1/me`: names (``FieldChange/clear`` sends `null`) and the photo by a file id.
+    /// `PATCH /v1/me`: names and the user's `locale` (a BCP 47 tag; ``FieldChange/clear`` sends
+    /// `null`) and the photo by a file id.
     public func updateProfile(
-        firstName: FieldChange<String> = .unchanged, lastName: FieldChange<String> = .unchanged, photoFileID: String? = nil
+        firstName: FieldChange<String> = .unchanged, lastName: FieldChange<String> = .unchanged, locale: FieldChange<String> = .unchanged,
+        photoFileID: String? = nil
     ) async throws -> User {
         var body: [String: JSONValue] = [:]
-        for (key, change) in [("first_name", firstName), ("last_name", lastName)] {
+        for (key, change) in [("first_name", firstName), ("last_name", lastName), ("locale", locale)] {
             switch change {
             case .unchanged: break
             case .set(let value): body[key] = .string(value)

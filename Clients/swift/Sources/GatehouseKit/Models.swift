@@ -28,13 +28,15 @@ public struct User: Codable, Sendable, Equatable {
     public let lastName: String?
     /// Absolute URL of the photo, when set.
     public let photoURL: URL?
+    /// The user's language (a BCP 47 tag such as `ja` or `ko-KR`): the language of their mail.
+    public let locale: String?
     public let createdAt: Date
     public let lastSignInAt: Date?
     /// The sign-in methods linked to the account (`password`, `apple`, `google`).
     public let identities: [SignInProvider]
 
     enum CodingKeys: String, CodingKey {
-        case id, email, identities
+        case id, email, identities, locale
         case emailVerified = "email_verified"
         case firstName = "first_name"
         case lastName = "last_name"

@@ -8,7 +8,11 @@ extension AppSettings {
         /// Secret.
         public var smtpPassword: String?
         public var from: String?
-        public var locale = "en"
+        /// The language of the app's mail when its user has no `locale` of their own (a tag that has
+        /// templates, built-in or the app's); nil: the request's `Accept-Language`, else `en`.
+        public var locale: String?
+        /// The app's own templates, by purpose and locale (``AppMailTemplate``).
+        public var templates: [EmailToSend.Template: [String: AppMailTemplate]] = [:]
     }
 }
 
@@ -29,8 +33,15 @@ extension AppSettings.Email {
             // what it cannot write), so the app still loads; the next save must fix it.
             if AppSettings.isSenderMailbox(v) || context.storedBefore { email.from = v } else { f.fail("from", "Must be an ASCII address, optionally after a display name: Name <no-reply@example.com>.") }
         }
-        if let v = f.string("locale") {
-            if ["en", "ko"].contains(v) { email.locale = v } else { f.fail("locale", "Must be en or ko.") }
+        email.templates = decodeTemplates(&f)
+        if let v = f.string("locale", maxLength: 64) {
+            // A language the app has mail for, built in or its own (`ko-KR` finds `ko`).
+            let available = Set(EmailToSend.builtInLocales + email.templates.values.flatMap(\.keys))
+            if let tag = LanguageTag(v), LanguageTag.lookup([tag], in: available) != nil {
+                email.locale = tag.rawValue
+            } else {
+                f.fail("locale", "Must be a language tag with templates: \(EmailToSend.builtInLocales.joined(separator: ", ")) or a locale of email.templates.")
+            }
         }
         return email
     }
@@ -39,7 +50,7 @@ extension AppSettings.Email {
         [
             "smtp_url": .optional(smtpURL), "smtp_username": .optional(smtpUsername),
             "smtp_password": secrets.render(smtpPassword, "email.smtp_password"), "from": .optional(from),
-            "locale": .string(locale),
+            "locale": .optional(locale), "templates": Self.templatesJSON(templates),
         ]
     }
 }
