@@ -2,7 +2,7 @@
 # it) and for the bench (bench/run runs it directly): Debian's python3-aiosmtpd, not an SMTP
 # implementation of our own (scripts/install-deps installs it).
 #
-#   /usr/bin/python3 scripts/smtp-sink.py DIRECTORY [USER:PASSWORD]
+#   /usr/bin/python3 scripts/smtp-sink.py DIRECTORY [USER:PASSWORD] [--smtputf8]
 #
 # It listens on 127.0.0.1 on a free port and writes the port to DIRECTORY/port. Every message it
 # accepts is stored as DIRECTORY/NNNN.eml (the data) and NNNN.json (the envelope), each written
@@ -15,6 +15,14 @@
 #   slow:N              like accept, but wait N milliseconds after the data before answering
 #                       250 (a slow mail server; other connections are served meanwhile)
 # With USER:PASSWORD it requires AUTH (PLAIN or LOGIN, allowed without TLS on loopback).
+#
+# SMTPUTF8 (RFC 6531): with --smtputf8 the EHLO answer offers it, and a MAIL FROM or RCPT TO
+# with a non-ASCII address is refused (553 5.6.7) unless MAIL FROM carried the SMTPUTF8
+# parameter. Without it (the default) aiosmtpd refuses any non-ASCII command argument (500
+# "strict ASCII mode"), as a server that does not speak SMTPUTF8 does. Either way a message whose
+# header holds bytes outside ASCII is refused (550 5.6.7) unless its MAIL FROM said SMTPUTF8.
+# NNNN.json records the MAIL FROM parameters as received ("mail_options") and whether the
+# message came with SMTPUTF8 ("smtputf8").
 #
 # When its standard input is a pipe (the test process's), it exits once that pipe closes: the
 # test process is gone. Otherwise (bench/run, stdin /dev/null) it runs until it is killed.
@@ -29,7 +37,10 @@ import asyncio, json, sys
 from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword
 
 directory = sys.argv[1]
-credentials = sys.argv[2] if len(sys.argv) > 2 else None
+flags = [a for a in sys.argv[2:] if a.startswith("--")]
+positional = [a for a in sys.argv[2:] if not a.startswith("--")]
+credentials = positional[0] if positional else None
+offers_smtputf8 = "--smtputf8" in flags
 counts = {"connections": 0, "messages": 0}
 
 
@@ -64,13 +75,26 @@ def text(value):
     return value.decode() if isinstance(value, bytes) else value
 
 
+def is_ascii(address):
+    return all(ord(c) < 128 for c in address)
+
+
 class Handler:
+    async def handle_MAIL(self, server, session, envelope, address, mail_options):
+        if not is_ascii(address) and "SMTPUTF8" not in mail_options:
+            return "553 5.6.7 A non-ASCII address needs SMTPUTF8 (test sink)"
+        envelope.mail_from = address
+        envelope.mail_options.extend(mail_options)
+        return "250 OK"
+
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         current = mode()
         if current == "refuse-temporarily":
             return "451 4.3.0 Try again later (test sink)"
         if current == "refuse-permanently":
             return "550 5.1.1 No such mailbox (test sink)"
+        if not is_ascii(address) and not envelope.smtp_utf8:
+            return "553 5.6.7 A non-ASCII address needs SMTPUTF8 (test sink)"
         envelope.rcpt_tos.append(address)
         return "250 OK"
 
@@ -78,11 +102,18 @@ class Handler:
         delay = slow_millis(mode())
         if delay:
             await asyncio.sleep(delay / 1000)
+        content = envelope.original_content or envelope.content
+        head = content.split(b"\r\n\r\n", 1)[0]
+        if not envelope.smtp_utf8 and any(b > 127 for b in head):
+            return "550 5.6.7 Header bytes outside ASCII need SMTPUTF8 (test sink)"
         counts["messages"] += 1
         name = "%04d" % counts["messages"]
-        write(name + ".eml", envelope.original_content or envelope.content)
+        write(name + ".eml", content)
         auth = text(getattr(session, "auth_data", None)) if getattr(session, "authenticated", False) else None
-        write(name + ".json", json.dumps({"mail_from": envelope.mail_from, "rcpt_tos": envelope.rcpt_tos, "auth": auth}).encode())
+        write(name + ".json", json.dumps({
+            "mail_from": envelope.mail_from, "rcpt_tos": envelope.rcpt_tos, "auth": auth,
+            "mail_options": envelope.mail_options, "smtputf8": bool(envelope.smtp_utf8),
+        }).encode())
         return "250 2.0.0 Stored (test sink)"
 
 
@@ -106,8 +137,9 @@ def connection():
     if mode() == "hang":
         return Hang()
     if credentials:
-        return SMTP(Handler(), hostname="sink.test", auth_required=True, auth_require_tls=False, authenticator=authenticator)
-    return SMTP(Handler(), hostname="sink.test")
+        return SMTP(Handler(), hostname="sink.test", enable_SMTPUTF8=offers_smtputf8,
+                    auth_required=True, auth_require_tls=False, authenticator=authenticator)
+    return SMTP(Handler(), hostname="sink.test", enable_SMTPUTF8=offers_smtputf8)
 
 
 async def main():

@@ -1,7 +1,11 @@
 import Foundation
 
 /// Reads a raw email with Python's `email` package (policy `default`: RFC 5322 and MIME, RFC 2047
-/// decoding), not with Gatehouse's code, and reports what a mail client would see.
+/// decoding), not with Gatehouse's code, and reports what a mail client would see. A message
+/// whose header holds bytes outside ASCII is read as RFC 6532 (UTF-8 header fields, as sent with
+/// SMTPUTF8): decoded as UTF-8 (invalid UTF-8 fails the parse), and Python's
+/// `NonASCIILocalPartDefect`, which its address parser reports even where RFC 6532 allows such a
+/// local part, is not counted among the defects.
 public enum IndependentMailParser {
     /// What Python made of a message.
     public struct Parsed: Decodable, Sendable {
@@ -26,6 +30,8 @@ public enum IndependentMailParser {
         public let bareLineBreaks: Int
         /// Bytes outside 7-bit ASCII.
         public let eightBitBytes: Int
+        /// The header holds bytes outside ASCII (UTF-8 header fields, RFC 6532).
+        public let utf8Headers: Bool
 
         public struct Part: Decodable, Sendable {
             public let contentType: String
@@ -38,6 +44,7 @@ public enum IndependentMailParser {
         enum CodingKeys: String, CodingKey {
             case headerNames = "header_names", headers, from, to, decodedFrom = "decoded_from", contentType = "content_type", parts, defects
             case longestLine = "longest_line", bareLineBreaks = "bare_line_breaks", eightBitBytes = "eight_bit_bytes"
+            case utf8Headers = "utf8_headers"
         }
     }
 
@@ -46,11 +53,16 @@ public enum IndependentMailParser {
         from email import policy
         from email.header import decode_header, make_header
         raw = open(sys.argv[1], "rb").read()
-        message = email.message_from_bytes(raw, policy=policy.default)
+        utf8_headers = any(b > 127 for b in raw.split(b"\r\n\r\n", 1)[0])
+        if utf8_headers:
+            message = email.message_from_string(raw.decode("utf-8"), policy=policy.default)
+        else:
+            message = email.message_from_bytes(raw, policy=policy.default)
         defects = [type(d).__name__ for d in message.defects]
         headers = {}
         for name, value in message.items():
-            defects += ["%s: %s" % (name, type(d).__name__) for d in getattr(value, "defects", [])]
+            defects += ["%s: %s" % (name, type(d).__name__) for d in getattr(value, "defects", [])
+                        if not (utf8_headers and type(d).__name__ == "NonASCIILocalPartDefect")]
             headers.setdefault(name, str(value))
         def mailboxes(name):
             value = message[name]
@@ -70,7 +82,7 @@ public enum IndependentMailParser {
             "content_type": message.get_content_type(), "parts": parts, "defects": defects,
             "longest_line": max(len(l) for l in lines),
             "bare_line_breaks": sum(l.count(b"\r") + l.count(b"\n") for l in lines),
-            "eight_bit_bytes": sum(1 for b in raw if b > 127),
+            "eight_bit_bytes": sum(1 for b in raw if b > 127), "utf8_headers": utf8_headers,
         }))
         """#
 

@@ -8,6 +8,12 @@ import Foundation
 /// a word), or accept slowly. With `credentials` it requires AUTH (PLAIN or LOGIN, allowed
 /// without TLS on loopback) and accepts only that user.
 ///
+/// SMTPUTF8 (RFC 6531): with `offersSMTPUTF8` the EHLO answer offers it and a non-ASCII address
+/// in `MAIL FROM` or `RCPT TO` is refused (553 5.6.7) unless `MAIL FROM` carried the `SMTPUTF8`
+/// parameter; without it (the default) any non-ASCII command argument is refused (500), as by a
+/// server that does not speak SMTPUTF8. Either way a message with bytes outside ASCII in its header
+/// is refused (550 5.6.7) unless sent with SMTPUTF8.
+///
 /// The server exits when ``stop()`` is called, when the sink is released, or when the test
 /// process dies (it watches its standard input).
 public final class SMTPSink: @unchecked Sendable {  // the process is touched only under `lock`
@@ -40,8 +46,12 @@ public final class SMTPSink: @unchecked Sendable {  // the process is touched on
     public struct Message: Sendable {
         /// The envelope sender (`MAIL FROM`), without angle brackets.
         public let mailFrom: String
-        /// The envelope recipients (`RCPT TO`).
+        /// The envelope recipients (`RCPT TO`), as received.
         public let recipients: [String]
+        /// The parameters of `MAIL FROM` as received, upper-cased (`SMTPUTF8`, `SIZE=…`).
+        public let mailOptions: [String]
+        /// Whether the message came with SMTPUTF8.
+        public let smtputf8: Bool
         /// The user that authenticated, if the sink required AUTH.
         public let authenticatedAs: String?
         /// The message as received (after SMTP's dot-unstuffing).
@@ -82,13 +92,18 @@ public final class SMTPSink: @unchecked Sendable {  // the process is touched on
     /// the server exits.
     private let input: Int32
 
+    /// Whether the sink offers SMTPUTF8 in its EHLO answer.
+    public let offersSMTPUTF8: Bool
+
     /// Starts the sink and waits (up to 10 s) until it listens.
-    public init(credentials: (username: String, password: String)? = nil) throws {
+    public init(credentials: (username: String, password: String)? = nil, offersSMTPUTF8: Bool = false) throws {
+        self.offersSMTPUTF8 = offersSMTPUTF8
         directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("gatehouse-smtp-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let log = directory.appendingPathComponent("sink.log")
         var arguments = [ExternalProgram.python, Self.script, directory.path]
         if let credentials { arguments.append("\(credentials.username):\(credentials.password)") }
+        if offersSMTPUTF8 { arguments.append("--smtputf8") }
 
         var pipeEnds: [Int32] = [0, 0]
         guard pipe(&pipeEnds) == 0 else { throw TestHTTPClient.Failure(description: "pipe failed (errno \(errno))") }
@@ -170,7 +185,9 @@ public final class SMTPSink: @unchecked Sendable {  // the process is touched on
         return try names.map { name in
             let envelope = try JSONDecoder().decode(Envelope.self, from: Data(contentsOf: directory.appendingPathComponent(name)))
             let raw = try Data(contentsOf: directory.appendingPathComponent(name.replacingOccurrences(of: ".json", with: ".eml")))
-            return Message(mailFrom: envelope.mail_from, recipients: envelope.rcpt_tos, authenticatedAs: envelope.auth, raw: Array(raw))
+            return Message(
+                mailFrom: envelope.mail_from, recipients: envelope.rcpt_tos, mailOptions: envelope.mail_options, smtputf8: envelope.smtputf8,
+                authenticatedAs: envelope.auth, raw: Array(raw))
         }
     }
 
@@ -195,6 +212,8 @@ public final class SMTPSink: @unchecked Sendable {  // the process is touched on
         let mail_from: String
         let rcpt_tos: [String]
         let auth: String?
+        let mail_options: [String]
+        let smtputf8: Bool
     }
 
     /// scripts/smtp-sink.py, which the bench also runs on its own.

@@ -78,9 +78,63 @@ import Testing
         #expect(throws: MailFieldError.emptyPart) { try MailAddress("ada@") }
         #expect(throws: MailFieldError.invalidCharacter) { try MailAddress("ada lovelace@example.com") }
         #expect(throws: MailFieldError.invalidCharacter) { try MailAddress("ada>,<eve@evil.example") }
-        #expect(throws: MailFieldError.notASCII) { try MailAddress("김@example.com") }
+        #expect(throws: MailFieldError.invalidCharacter) { try MailAddress("ada\u{200B}@example.com") }
+        #expect(throws: MailFieldError.invalidCharacter) { try MailAddress("ada\u{2028}@example.com") }
+        #expect(throws: MailFieldError.invalidCharacter) { try MailAddress("ada\u{3000}x@example.com") }
         #expect(throws: MailFieldError.tooLong) { try MailAddress(String(repeating: "a", count: 250) + "@b.example") }
         #expect(try MailAddress("ada@example.com").address == "ada@example.com")
+    }
+
+    /// A non-ASCII domain has its IDNA form from libcurl (libidn2); a non-ASCII local part has
+    /// none, so only SMTPUTF8 can carry it.
+    @Test func internationalAddressesHaveTheirIDNAFormOrNeedSMTPUTF8() throws {
+        let idn = try MailAddress("user@b\u{00FC}cher.example")
+        #expect(idn.asciiDomain == "xn--bcher-kva.example")
+        #expect(idn.asciiAddress == "user@xn--bcher-kva.example")
+        #expect(!idn.needsSMTPUTF8)
+        let japanese = try MailAddress("\u{30E6}\u{30FC}\u{30B6}\u{30FC}@\u{4F8B}\u{3048}.jp")
+        #expect(japanese.asciiDomain == "xn--r8jz45g.jp")
+        #expect(japanese.asciiAddress == nil)
+        #expect(japanese.needsSMTPUTF8)
+        #expect(try MailAddress("\u{AE40}@example.com").needsSMTPUTF8)
+        #expect(try MailAddress("ada@example.com").asciiAddress == "ada@example.com")
+        // No IDNA form: a label over 63 bytes once encoded, a leading combining mark, a "%" that
+        // libcurl's URL parser would decode.
+        #expect(throws: MailFieldError.invalidDomain) { try MailAddress("a@" + String(repeating: "a", count: 60) + "\u{00FC}\u{00FC}.example") }
+        #expect(throws: MailFieldError.invalidDomain) { try MailAddress("a@\u{0301}x.example") }
+        #expect(throws: MailFieldError.invalidDomain) { try MailAddress("a@ex%41\u{00FC}.example") }
+        // 254 bytes at most in the A-label form too.
+        let domain = Array(repeating: "\u{00FC}", count: 10).joined(separator: ".") + ".de"  // each label "xn--tda" once encoded
+        let long = String(repeating: "a", count: 254 - 1 - domain.utf8.count) + "@" + domain
+        #expect(long.utf8.count == 254)
+        #expect(throws: MailFieldError.tooLong) { try MailAddress(long) }
+    }
+
+    /// Without SMTPUTF8 the headers carry the domain in A-labels, and stay 7-bit; with it (or for a
+    /// local part that has no ASCII form) the address as it is, raw UTF-8 (RFC 6532), which Python
+    /// reads back. Display names stay encoded words either way.
+    @Test func internationalAddressesAreWrittenAsIDNAOrRawUTF8() throws {
+        let idn = try Self.message(to: MailAddress("user@b\u{00FC}cher.example", displayName: "J\u{00FC}rgen"))
+        let plain = try IndependentMailParser.parse(idn.rendered())
+        #expect(plain.to == [["J\u{00FC}rgen", "user@xn--bcher-kva.example"]])
+        #expect(plain.eightBitBytes == 0 && !plain.utf8Headers)
+        #expect(plain.defects.isEmpty, "\(plain.defects)")
+        #expect(!idn.requiresSMTPUTF8)
+        let raw = try IndependentMailParser.parse(idn.rendered(smtputf8: true))
+        #expect(raw.to == [["J\u{00FC}rgen", "user@b\u{00FC}cher.example"]])
+        #expect(raw.utf8Headers)
+        #expect(raw.defects.isEmpty, "\(raw.defects)")
+
+        let local = try Self.message(to: MailAddress("jos\u{00E9}@b\u{00FC}cher.example"))
+        #expect(local.requiresSMTPUTF8)
+        for smtputf8 in [false, true] {
+            let parsed = try IndependentMailParser.parse(local.rendered(smtputf8: smtputf8))
+            #expect(parsed.to == [["", "jos\u{00E9}@b\u{00FC}cher.example"]], "\(smtputf8)")
+            #expect(parsed.defects.isEmpty, "\(parsed.defects)")
+        }
+        // The Message-ID names the sender's domain in A-labels.
+        let sender = try Self.message(from: MailAddress("no-reply@b\u{00FC}cher.example"))
+        #expect(sender.messageID.hasSuffix("@xn--bcher-kva.example>"))
     }
 
     @Test func aDisplayNameThatLooksLikeHeadersOrAddressesStaysOneName() throws {

@@ -192,6 +192,136 @@ import Testing
         #expect(down?.description.contains("correct-horse-battery") == false)
     }
 
+    // MARK: Addresses outside ASCII (SMTPUTF8, RFC 6531 / 6532)
+
+    static let jose = "jos\u{00E9}@b\u{00FC}cher.example"
+    static let japanese = "\u{30E6}\u{30FC}\u{30B6}\u{30FC}@\u{4F8B}\u{3048}.jp"
+    static let idnOnly = "user@b\u{00FC}cher.example"
+
+    /// With SMTPUTF8 offered: `MAIL FROM` carries the parameter, `RCPT TO` the local part as it
+    /// is (libcurl 7.88 writes the envelope's domain in A-labels, which RFC 6531 allows), and the
+    /// `To` header the address as it is, raw UTF-8, which Python reads back.
+    @Test(arguments: [jose, japanese])
+    func aNonASCIILocalPartGoesWithSMTPUTF8WhenTheServerOffersIt(_ address: String) throws {
+        let sink = try SMTPSink(offersSMTPUTF8: true)
+        let message = try Self.message(to: address)
+        try SMTPMailer(url: sink.url).send(message)
+        let received = try sink.messages()
+        try #require(received.count == 1, "\(sink.log)")
+        #expect(received[0].mailOptions == ["SMTPUTF8"])
+        #expect(received[0].smtputf8)
+        let mailbox = try MailAddress(address)
+        #expect(received[0].recipients == ["\(mailbox.localPart)@\(mailbox.asciiDomain)"])
+        #expect(received[0].raw == message.rendered(smtputf8: true))
+        let parsed = try IndependentMailParser.parse(received[0].raw)
+        #expect(parsed.utf8Headers)
+        #expect(parsed.to == [["Ada", address]])
+        #expect(parsed.defects.isEmpty, "\(parsed.defects)")
+        #expect(parsed.parts.map(\.content) == ["Your code is 123456.", "<p>Your code is <b>123456</b>.</p>"])
+    }
+
+    /// Without SMTPUTF8 a non-ASCII local part cannot be sent: the send stops after `MAIL FROM`
+    /// (no raw `RCPT TO` reaches the server), permanently, with a reason that names the server
+    /// and the missing extension, not the address.
+    @Test(arguments: [jose, japanese])
+    func aNonASCIILocalPartIsPermanentlyRefusedWithoutSMTPUTF8(_ address: String) throws {
+        let sink = try SMTPSink()
+        let mailer = try SMTPMailer(url: sink.url)
+        let error = expectFailure(mailer, try Self.message(to: address))
+        #expect(error?.isTransient == false, "\(String(describing: error))")
+        #expect(error?.blamesServer == false)
+        #expect(error?.reason == "\(sink.url) does not offer SMTPUTF8, which the recipient's address needs (its part before the @ is not ASCII)")
+        let mailbox = try MailAddress(address)
+        #expect(error?.reason.contains(mailbox.localPart) == false)
+        #expect(try sink.messages().isEmpty)
+        #expect(!sink.log.contains("strict ASCII"), "no non-ASCII command reached the server: \(sink.log)")
+        // The mailer goes on with other mail.
+        try mailer.send(try Self.message())
+        #expect(try sink.messages().count == 1)
+    }
+
+    /// An ASCII local part with an IDN domain goes to any server: without SMTPUTF8 as A-labels in
+    /// the envelope and the headers (7-bit); with it, libcurl still writes the envelope's domain in
+    /// A-labels (and says SMTPUTF8), and the headers carry the address as it is.
+    @Test func anIDNDomainGoesAsIDNAWithoutSMTPUTF8AndRawInTheHeadersWithIt() throws {
+        let plain = try SMTPSink()
+        let message = try Self.message(to: Self.idnOnly)
+        try SMTPMailer(url: plain.url).send(message)
+        let without = try plain.messages()
+        try #require(without.count == 1, "\(plain.log)")
+        #expect(without[0].recipients == ["user@xn--bcher-kva.example"])
+        #expect(without[0].mailOptions.isEmpty && !without[0].smtputf8)
+        let parsedWithout = try IndependentMailParser.parse(without[0].raw)
+        #expect(parsedWithout.to == [["Ada", "user@xn--bcher-kva.example"]])
+        #expect(parsedWithout.eightBitBytes == 0)
+        #expect(parsedWithout.defects.isEmpty, "\(parsedWithout.defects)")
+
+        let offering = try SMTPSink(offersSMTPUTF8: true)
+        try SMTPMailer(url: offering.url).send(message)
+        let with = try offering.messages()
+        try #require(with.count == 1, "\(offering.log)")
+        #expect(with[0].recipients == ["user@xn--bcher-kva.example"])
+        #expect(with[0].mailOptions == ["SMTPUTF8"])
+        let parsedWith = try IndependentMailParser.parse(with[0].raw)
+        #expect(parsedWith.to == [["Ada", Self.idnOnly]])
+        #expect(parsedWith.defects.isEmpty, "\(parsedWith.defects)")
+
+        // An all-ASCII message is sent as before, SMTPUTF8 offered or not: no parameter, 7-bit.
+        let asciiMessage = try Self.message()
+        try SMTPMailer(url: offering.url).send(asciiMessage)
+        let ascii = try offering.messages()[1]
+        #expect(ascii.mailOptions.isEmpty && !ascii.smtputf8)
+        #expect(ascii.raw == asciiMessage.rendered())
+    }
+
+    /// The sink itself: without SMTPUTF8 offered it refuses a non-ASCII envelope, as a server that
+    /// does not speak it does; offered, it refuses one sent without the parameter.
+    @Test func theSinkRefusesANonASCIIEnvelopeWithoutSMTPUTF8() throws {
+        for offers in [false, true] {
+            let sink = try SMTPSink(offersSMTPUTF8: offers)
+            let answer = try Self.smtpConversation(port: sink.port, [
+                "EHLO test", "MAIL FROM:<a@example.com>", "RCPT TO:<jos\u{00E9}@example.com>", "QUIT",
+            ])
+            #expect(answer.contains("250-SMTPUTF8") == offers, "\(answer)")
+            #expect(answer.contains(offers ? "553 5.6.7" : "500 Error: strict ASCII mode"), "\(answer)")
+        }
+    }
+
+    /// Speaks to `port` line by line (a test of the sink, not of the mailer): the replies, joined.
+    static func smtpConversation(port: UInt16, _ commands: [String]) throws -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        try #require(connected == 0)
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var replies = ""
+        func readReply() {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            var text = ""
+            // A reply ends with a line whose code is followed by a space.
+            while !text.split(separator: "\r\n").contains(where: { $0.count >= 4 && Array($0.utf8)[3] == UInt8(ascii: " ") }) {
+                let n = read(fd, &buffer, buffer.count)
+                if n <= 0 { break }
+                text += String(decoding: buffer[0..<n], as: UTF8.self)
+            }
+            replies += text
+        }
+        readReply()
+        for command in commands {
+            let bytes = Array((command + "\r\n").utf8)
+            _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            readReply()
+        }
+        return replies
+    }
+
     @Test func anUnusableURLIsRefusedWhenTheMailerIsMade() {
         for url in ["http://mail.example.com", "smtp://", "smtp://mail.example.com/path", "smtp://mail.example.com:25\r\nRCPT", "log:"] {
             #expect(throws: MailDeliveryError.self, "\(url)") { try SMTPMailer(url: url) }

@@ -14,6 +14,16 @@ import Synchronization
 /// counts the server's greeting as part of connecting), done within `timeout`.
 /// Every socket is checked against ``addressPolicy`` after DNS resolution: tenant URLs get
 /// ``OutboundAddressPolicy/forTenantURLs(allowPrivate:)`` and never go through a proxy.
+///
+/// Addresses outside ASCII (RFC 6531, as libcurl 7.88 does it, lib/smtp.c): libcurl writes the
+/// envelope. It converts a non-ASCII domain to IDNA A-labels in `MAIL FROM` and `RCPT TO` whether
+/// or not the server offers SMTPUTF8 (``UTF8Locale`` lets it), keeps the local part as it is, and
+/// adds the `SMTPUTF8` parameter to `MAIL FROM` when the server offers it and an envelope address
+/// is not ASCII as given. The message is rendered once that `MAIL FROM` is sent: with SMTPUTF8 its
+/// address headers carry the addresses as they are (RFC 6532), without it their domains in
+/// A-labels. An address with a non-ASCII local part cannot go without SMTPUTF8: when `MAIL FROM`
+/// went without it, the send stops before `RCPT TO` (libcurl would send the raw address anyway)
+/// and fails permanently.
 public final class SMTPMailer: Mailer {
     /// The URL without credentials, e.g. `smtp://mail.example.com:587`.
     public let url: String
@@ -115,9 +125,9 @@ public final class SMTPMailer: Mailer {
         var reusable = false
         defer { if reusable { giveBack(handle) } else { Self.close(handle) } }
 
-        let body = MessageReader(bytes: message.rendered())
-        let unmanagedBody = Unmanaged.passRetained(body)
-        defer { unmanagedBody.release() }
+        let conversation = Conversation(message: message)
+        let unmanagedConversation = Unmanaged.passRetained(conversation)
+        defer { unmanagedConversation.release() }
         let recipients = curl_slist_append(nil, "<\(message.to.address)>")
         defer { curl_slist_free_all(recipients) }
         let addressGuard = CurlAddressGuard(policy: addressPolicy)
@@ -144,13 +154,22 @@ public final class SMTPMailer: Mailer {
             }
             set(gh_curl_setopt_long(handle, CURLOPT_UPLOAD, 1))
             set(gh_curl_set_read_function(handle, readMessage))
-            set(gh_curl_setopt_ptr(handle, CURLOPT_READDATA, unmanagedBody.toOpaque()))
+            set(gh_curl_setopt_ptr(handle, CURLOPT_READDATA, unmanagedConversation.toOpaque()))
+            // The commands libcurl sends reach the debug function (verbose on; nothing is written
+            // anywhere): `MAIL FROM` says whether libcurl uses SMTPUTF8. The server's replies
+            // reach the header function, which can stop the send before `RCPT TO`.
+            set(gh_curl_set_debug_function(handle, watchCommands))
+            set(gh_curl_setopt_ptr(handle, CURLOPT_DEBUGDATA, unmanagedConversation.toOpaque()))
+            set(gh_curl_setopt_long(handle, CURLOPT_VERBOSE, 1))
+            set(gh_curl_set_header_function(handle, watchReplies))
+            set(gh_curl_setopt_ptr(handle, CURLOPT_HEADERDATA, unmanagedConversation.toOpaque()))
             set(gh_curl_setopt_ptr(handle, CURLOPT_ERRORBUFFER, errorText.baseAddress))
             guard setup == CURLE_OK else {
                 _ = gh_curl_setopt_ptr(handle, CURLOPT_ERRORBUFFER, nil)
                 return (setup, -1)
             }
-            let code = curl_easy_perform(handle)
+            // libcurl converts the envelope's non-ASCII domains with libidn2, which needs a UTF-8 locale.
+            let code = UTF8Locale.run { curl_easy_perform(handle) }
             var response = 0
             gh_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &response)
             _ = gh_curl_setopt_ptr(handle, CURLOPT_ERRORBUFFER, nil)  // the buffer is about to move
@@ -160,6 +179,12 @@ public final class SMTPMailer: Mailer {
         if response == -1 { throw .permanent("\(url): curl setup failed: \(Self.message(code))") }
         if let refused = addressGuard.refused {
             throw .permanent("\(url) resolved to \(refused), which this mailer may not reach")
+        }
+        if conversation.stoppedWithoutSMTPUTF8 {
+            // The address itself stays out of the reason (it is read in admin listings and logs).
+            let whose = message.to.needsSMTPUTF8 ? "the recipient's address" : message.from.needsSMTPUTF8 ? "the sender's address" : "the Reply-To address"
+            let why = message.to.needsSMTPUTF8 || message.from.needsSMTPUTF8 ? "does not offer SMTPUTF8" : "did not take this mail with SMTPUTF8 (its envelope is ASCII)"
+            throw .permanent("\(url) \(why), which \(whose) needs (its part before the @ is not ASCII)")
         }
         guard code != CURLE_OK else {
             reusable = true
@@ -208,22 +233,61 @@ public final class SMTPMailer: Mailer {
     }
 }
 
-/// The message being uploaded; read by libcurl's callback on the thread inside
-/// `curl_easy_perform` only.
-private final class MessageReader {
-    let bytes: [UInt8]
+/// One send as libcurl's callbacks see it, on the thread inside `curl_easy_perform` only: what
+/// the envelope said, and the message, rendered when libcurl first reads it (after `MAIL FROM`
+/// and `RCPT TO`, so with SMTPUTF8 known).
+private final class Conversation {
+    let message: MailMessage
+    /// `MAIL FROM` has been sent.
+    var mailFromSent = false
+    /// It carried the `SMTPUTF8` parameter.
+    var smtputf8 = false
+    /// The send was stopped: the message needs SMTPUTF8 and `MAIL FROM` went without it.
+    var stoppedWithoutSMTPUTF8 = false
+    var bytes: [UInt8]?
     var offset = 0
-    init(bytes: [UInt8]) { self.bytes = bytes }
+    init(message: MailMessage) { self.message = message }
 }
 
 private let readMessage: curl_read_callback = { buffer, size, count, context in
     guard let buffer, let context else { return 0 }
-    let reader = Unmanaged<MessageReader>.fromOpaque(context).takeUnretainedValue()
-    let n = min(size * count, reader.bytes.count - reader.offset)
+    let conversation = Unmanaged<Conversation>.fromOpaque(context).takeUnretainedValue()
+    let bytes = conversation.bytes ?? conversation.message.rendered(smtputf8: conversation.smtputf8)
+    conversation.bytes = bytes
+    let n = min(size * count, bytes.count - conversation.offset)
     guard n > 0 else { return 0 }
-    reader.bytes.withUnsafeBufferPointer { source in
-        UnsafeMutableRawPointer(buffer).copyMemory(from: source.baseAddress! + reader.offset, byteCount: n)
+    bytes.withUnsafeBufferPointer { source in
+        UnsafeMutableRawPointer(buffer).copyMemory(from: source.baseAddress! + conversation.offset, byteCount: n)
     }
-    reader.offset += n
+    conversation.offset += n
     return n
+}
+
+/// Notes whether libcurl's `MAIL FROM` carried `SMTPUTF8`. Every other command (and the data)
+/// passes unread: none of it is kept or written.
+private let watchCommands: curl_debug_callback = { _, type, data, size, context in
+    guard type == CURLINFO_HEADER_OUT, let data, let context else { return 0 }
+    let prefix = Array("MAIL FROM:".utf8)
+    guard size >= prefix.count else { return 0 }
+    let bytes = UnsafeRawBufferPointer(start: data, count: size)
+    guard zip(bytes, prefix).allSatisfy({ $0 == $1 }) else { return 0 }
+    let conversation = Unmanaged<Conversation>.fromOpaque(context).takeUnretainedValue()
+    let line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    conversation.mailFromSent = true
+    conversation.smtputf8 = line.uppercased().hasSuffix(" SMTPUTF8")
+    return 0
+}
+
+/// Each reply line of the server. Once `MAIL FROM` is sent without SMTPUTF8 for a message that
+/// needs it, the first reply stops the send (a header function that takes less than it is
+/// given makes libcurl fail with `CURLE_WRITE_ERROR`): no non-ASCII `RCPT TO` reaches a server
+/// that did not offer SMTPUTF8.
+private let watchReplies: gh_curl_write_callback = { _, size, count, context in
+    guard let context else { return size * count }
+    let conversation = Unmanaged<Conversation>.fromOpaque(context).takeUnretainedValue()
+    if conversation.mailFromSent && !conversation.smtputf8 && conversation.message.requiresSMTPUTF8 {
+        conversation.stoppedWithoutSMTPUTF8 = true
+        return 0
+    }
+    return size * count
 }

@@ -4,7 +4,7 @@ import GatehouseCrypto
 
 /// One email: a sender, one recipient, a subject and the same content as plain text and HTML.
 /// Every header value is a checked type (``MailAddress``, ``HeaderText``), so no field can carry
-/// a line break into the header; ``rendered()`` gives the RFC 5322 / MIME bytes to send.
+/// a line break into the header; ``rendered(smtputf8:)`` gives the RFC 5322 / MIME bytes to send.
 public struct MailMessage: Sendable {
     public let from: MailAddress
     public let to: MailAddress
@@ -35,20 +35,33 @@ public struct MailMessage: Sendable {
         self.textBody = textBody
         self.htmlBody = htmlBody
         self.dateMillis = clock.nowMillis()
-        let domain = from.address.split(separator: "@").last.map(String.init) ?? "localhost"
-        self.messageID = "<\(Self.hex(SecureRandom.bytes(16)))@\(domain)>"
+        self.messageID = "<\(Self.hex(SecureRandom.bytes(16)))@\(from.asciiDomain)>"
         // "=_" never occurs in quoted-printable text ("=" is always followed by hex digits or a
         // line break), so the boundary cannot appear inside a part.
         self.boundary = "=_gatehouse_\(Self.hex(SecureRandom.bytes(12)))"
     }
 
-    /// The message as sent: CRLF line breaks, 7-bit, no line over 78 characters.
-    public func rendered() -> [UInt8] {
+    /// Whether an address of the message has a local part outside ASCII, so that it can only be
+    /// sent to a server that offers SMTPUTF8 and with it (RFC 6531).
+    public var requiresSMTPUTF8: Bool {
+        [from, to].contains { $0.needsSMTPUTF8 } || replyTo?.needsSMTPUTF8 == true
+    }
+
+    /// The message as sent: CRLF line breaks, no line over 78 characters, 7-bit except for the
+    /// addresses of an SMTPUTF8 message.
+    ///
+    /// With `smtputf8` (the server offered SMTPUTF8 and the envelope uses it) the addresses in
+    /// `From`, `To` and `Reply-To` are written as they are, raw UTF-8 (RFC 6532). Without it an
+    /// address is written with its domain in IDNA A-labels (``MailAddress/asciiAddress``), valid
+    /// for any server; only an address whose local part is not ASCII, which has no such form, is
+    /// written raw (such a message is sent only with SMTPUTF8: ``requiresSMTPUTF8``). Display
+    /// names and the subject are RFC 2047 encoded words either way.
+    public func rendered(smtputf8: Bool = false) -> [UInt8] {
         var lines: [String] = [
             "Date: \(Self.rfc5322Date(millis: dateMillis))",
-            "From: \(Self.mailbox(from))",
-            "To: \(Self.mailbox(to))",
-        ] + (replyTo.map { ["Reply-To: \(Self.mailbox($0, fieldName: "Reply-To"))"] } ?? []) + [
+            "From: \(Self.mailbox(from, smtputf8: smtputf8))",
+            "To: \(Self.mailbox(to, smtputf8: smtputf8))",
+        ] + (replyTo.map { ["Reply-To: \(Self.mailbox($0, fieldName: "Reply-To", smtputf8: smtputf8))"] } ?? []) + [
             "Subject: \(Self.unstructured(subject.text, fieldName: "Subject"))",
             "Message-ID: \(messageID)",
             "MIME-Version: 1.0",
@@ -70,10 +83,12 @@ public struct MailMessage: Sendable {
         return Array((lines.joined(separator: "\r\n") + "\r\n").utf8)
     }
 
-    static func mailbox(_ mailbox: MailAddress, fieldName: String = "From") -> String {
-        guard let name = mailbox.displayName else { return "<\(mailbox.address)>" }
+    static func mailbox(_ mailbox: MailAddress, fieldName: String = "From", smtputf8: Bool = false) -> String {
+        // Checked when the MailAddress was made: no control character, space or delimiter.
+        let address = smtputf8 ? mailbox.address : (mailbox.asciiAddress ?? mailbox.address)
+        guard let name = mailbox.displayName else { return "<\(address)>" }
         // The name follows the field's name; the address starts its own folded line.
-        return "\(MIMEEncoding.displayName(name, fieldName: fieldName))\r\n <\(mailbox.address)>"
+        return "\(MIMEEncoding.displayName(name, fieldName: fieldName))\r\n <\(address)>"
     }
 
     static func unstructured(_ text: String, fieldName: String) -> String {

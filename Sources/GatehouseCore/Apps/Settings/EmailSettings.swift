@@ -56,9 +56,9 @@ extension AppSettings.Email {
 }
 
 extension AppSettings {
-    /// `Name <a@b.example>` or `a@b.example`, the address ASCII without spaces (the mailer writes
-    /// no SMTPUTF8): checked when saved, so a `from` the mailer would refuse never gets stored to
-    /// dead-letter every mail of the app.
+    /// `Name <a@b.example>` or `a@b.example`, the address ASCII without spaces (a sender goes to
+    /// every server, SMTPUTF8 or not; only recipients may be outside ASCII): checked when saved, so
+    /// a `from` the mailer would refuse never gets stored to dead-letter every mail of the app.
     static func isSenderMailbox(_ value: String) -> Bool {
         guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return false }
         var address = Substring(value.trimmingCharacters(in: .whitespaces))
