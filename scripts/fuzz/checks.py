@@ -51,8 +51,11 @@ OUTSIDE_FACT_FIELDS = [
 ]
 # Rules between two fields that OpenAPI cannot state (an idle timeout at least the access token's
 # life), a secret kept with {"set": true} when none is stored, and the read-only fields of the
-# settings, which a patch may carry only with their stored values: known by their messages.
-OUTSIDE_FACT_MESSAGES = ("No value is set to keep", "Must be at least access_token_ttl_seconds", "Read-only.")
+# settings, which a patch may carry only with their stored values, and an email change to the
+# account's own address, and a NUL in a field the schema leaves open (Apple's notification body
+# accepts fields Apple may add; the server refuses U+0000 anywhere in JSON): known by their messages.
+OUTSIDE_FACT_MESSAGES = ("No value is set to keep", "Must be at least access_token_ttl_seconds", "Read-only.",
+                         "This is the account's address already.", "Must not contain U+0000.")
 
 
 def _outside_fact(error):
