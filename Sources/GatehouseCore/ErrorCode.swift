@@ -65,6 +65,10 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
     public static let tooManyAttempts = ErrorCode("auth/too-many-attempts", 429, "Too many attempts")
     public static let userDisabled = ErrorCode("auth/user-disabled", 403, "User disabled")
     public static let emailNotVerified = ErrorCode("auth/email-not-verified", 403, "Email not verified")
+    /// The first factor was right; the second step (`POST /v1/auth/mfa/verify`) opens the session.
+    public static let mfaRequired = ErrorCode("auth/mfa-required", 401, "Second factor required")
+    /// An mfa_token that is unknown, expired, used, or another app's.
+    public static let invalidMFAToken = ErrorCode("auth/invalid-mfa-token", 401, "Invalid MFA token")
 
     // MARK: files/
     public static let unsupportedFileType = ErrorCode("files/unsupported-type", 415, "Unsupported file type")
@@ -88,7 +92,7 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
         invalidRefreshToken, refreshTokenReused, invalidCredential, emailAlreadyInUse, weakPassword, signupDisabled,
         requiresRecentLogin, tooManyRequests, signInMethodDisabled, credentialAlreadyInUse, accountExistsWithDifferentCredential,
         providerNotConfigured, lastSignInMethod, providerUnavailable, invalidRedirectURI, invalidFlow, invalidLoginCode,
-        invalidCode, codeExpired, tooManyAttempts, userDisabled, emailNotVerified, unsupportedFileType, quotaExceeded,
+        invalidCode, codeExpired, tooManyAttempts, userDisabled, emailNotVerified, mfaRequired, invalidMFAToken, unsupportedFileType, quotaExceeded,
         outboxItemNotDead, outboxPayloadErased, internalError, unavailable, busy,
     ]
 }

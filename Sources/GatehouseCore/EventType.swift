@@ -59,6 +59,11 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     /// `on`/`off`); mail to a relay address whose forwarding is off is not sent.
     public static let userEmailRelayChanged = EventType(rawValue: "user.email_relay_changed")
 
+    /// A TOTP factor was confirmed (`data`: `factor_id`, `type`).
+    public static let mfaEnrolled = EventType(rawValue: "mfa.enrolled")
+    /// A TOTP factor was removed by its user or a tenant admin (`data`: `factor_id`, `type`, `by`).
+    public static let mfaRemoved = EventType(rawValue: "mfa.removed")
+
     /// Never recorded: the webhook name of `user.signed_up` (every sign-up, whatever the method).
     public static let userCreated = EventType(rawValue: "user.created")
 
@@ -66,6 +71,7 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let webhookCatalogue: [EventType] = [
         userCreated, userUpdated, userDeleted, userRestored, userBanned, userUnbanned, userEmailChanged, userPasswordChanged,
         identityLinked, identityUnlinked, sessionRevoked, identityAppleConsentRevoked, identityAppleAccountDeleted, userEmailRelayChanged,
+        mfaEnrolled, mfaRemoved,
     ]
 
     /// The webhook type an audit event of this type is delivered as, or nil when no webhook can

@@ -115,6 +115,8 @@ public protocol AppScopedStore: Sendable {
     var sessions: any SessionStore { get }
     /// The app's rate-limit counters.
     var rateLimits: any RateLimitStore { get }
+    /// The app's TOTP factors, recovery codes and open second steps.
+    var mfa: any MFAStore { get }
 }
 
 extension AppScopedStore {

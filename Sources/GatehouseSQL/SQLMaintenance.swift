@@ -70,6 +70,7 @@ extension SQLStore: MaintenanceStore {
         case .expiredSessions: return batch("sessions", by: "expires_at", "expires_at >= \(from) AND expires_at < \(to)")
         case .webFlows: return batch("web_flows", by: "expires_at", "expires_at >= \(from) AND expires_at < \(to)")
         case .loginCodes: return batch("login_codes", by: "expires_at", "expires_at >= \(from) AND expires_at < \(to)")
+        case .mfaChallenges: return batch("mfa_challenges", by: "expires_at", "expires_at >= \(from) AND expires_at < \(to)")
         case .emailCodes:
             return batch(
                 "email_codes", by: "last_sent_at", "last_sent_at >= \(from) AND last_sent_at < \(to) AND window_start < \(to) AND expires_at < \(to)", othersWrite: true)

@@ -32,6 +32,8 @@ public struct AppSettings: Sendable, Equatable {
     public var firebase = Firebase()
     public var email = Email()
     public var webhooks: [Webhook] = []
+    /// Second factors: the policy and the factors users may enrol.
+    public var mfa = MFA()
 
     /// Where token responses put the refresh token (`refresh_cookie`: `false`, `true` or `"only"`).
     public enum RefreshCookie: Sendable, Equatable {
@@ -85,6 +87,7 @@ extension AppSettings {
         s.firebase = r.section("firebase", context, Firebase.decode) ?? s.firebase
         s.email = r.section("email", context, Email.decode) ?? s.email
         s.webhooks = Webhook.decodeList(&r, context)
+        s.mfa = r.section("mfa", context, MFA.decode) ?? s.mfa
         r.rejectUnknown()
         if !r.errors.isEmpty { throw .validation(r.errors) }
         return s
@@ -188,6 +191,7 @@ extension AppSettings {
             "firebase": firebase.json,
             "email": email.json(secrets: secrets),
             "webhooks": .array(webhooks.enumerated().map { i, hook in hook.json(at: i, secrets: secrets) }),
+            "mfa": mfa.json,
         ]
     }
 }

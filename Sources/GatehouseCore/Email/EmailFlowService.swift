@@ -82,7 +82,9 @@ public final class EmailFlowService: Sendable {
         try checks.run { () throws(GatehouseError) in try InputRules.emailCode(code) }
         try checks.run { () throws(GatehouseError) in locale = try rawLocale.map { tag throws(GatehouseError) in try InputRules.locale(tag) } }
         try checks.finish()
-        return try codes.redeem(data, app: app, purpose: .signIn, address: email, code: code, userID: nil) { tx -> SessionGrant in
+        // The outcome is answered once the code's unit of work has committed (a sign-up that
+        // must answer a second step keeps its account, and the code stays used).
+        return try codes.redeem(data, app: app, purpose: .signIn, address: email, code: code, userID: nil) { tx -> SignInOutcome in
             let now = clock.nowMillis()
             guard var user = try account(tx, email: email) else {
                 guard app.settings.allowSignup else { throw GatehouseError(.invalidCode, "The code is not valid.") }
@@ -98,7 +100,7 @@ public final class EmailFlowService: Sendable {
             }
             if !user.emailVerified { user = try takeOver(tx, app, user, email: email, origin: origin, now: now) }
             return try sessions.startSession(app: app, tx, user: user, method: .emailCode, isNewUser: false, origin: origin)
-        }
+        }.session()
     }
 
     // MARK: - Verification

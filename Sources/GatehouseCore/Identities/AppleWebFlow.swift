@@ -143,7 +143,7 @@ extension ProviderSignInService {
             else { throw refused }
         }
         guard let user = try data.users.user(code.userID) else { throw refused }
-        return try sessions.startSession(app: app, data, user: user, method: code.method, isNewUser: code.isNewUser, origin: origin)
+        return try sessions.startSession(app: app, data, user: user, method: code.method, isNewUser: code.isNewUser, origin: origin).session()
     }
 
     func limitWebFlow(_ app: AppContext, _ origin: RequestOrigin) throws {

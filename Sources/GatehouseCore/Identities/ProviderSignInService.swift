@@ -92,7 +92,7 @@ public final class ProviderSignInService: Sendable {
         let (user, isNew) = try account(
             app: app, data, provider: provider, identity: identity, existing: existing, firstName: first, lastName: last, origin: origin)
         try keepAppleToken(app: app, data, user: user.id, identity: identity, refreshToken: appleRefreshToken)
-        return try sessions.startSession(app: app, data, user: user, method: provider.method, isNewUser: isNew, origin: origin)
+        return try sessions.startSession(app: app, data, user: user, method: provider.method, isNewUser: isNew, origin: origin).session()
     }
 
     /// Verifies a proof for the app: the provider must be configured and the token valid. An

@@ -64,6 +64,7 @@ public struct MaintenancePolicy: Sendable {
             (.tokensOfEndedSessions, sessionsOver), (.tokensOfExpiredSessions, sessionsOver),
             (.endedSessions, sessionsOver), (.expiredSessions, sessionsOver),
             (.webFlows, MaintenanceWindow(to: now)), (.loginCodes, MaintenanceWindow(to: now)),
+            (.mfaChallenges, MaintenanceWindow(to: now)),
             (.emailCodes, MaintenanceWindow(to: now - emailCodeRetentionMillis)),
             (.providerNonces, MaintenanceWindow(to: now)),
             (.appleNotifications, MaintenanceWindow(to: now - appleNotificationRetentionMillis)),

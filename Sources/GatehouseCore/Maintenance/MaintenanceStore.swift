@@ -14,6 +14,8 @@ public enum MaintenanceTask: String, CaseIterable, Sendable {
     case webFlows = "web_flows"
     /// One-time login codes past their expiry.
     case loginCodes = "login_codes"
+    /// Second steps (`mfa_token`s) past their expiry.
+    case mfaChallenges = "mfa_challenges"
     /// Emailed-code rows whose code, send window and last send are all older than the cutoff.
     case emailCodes = "email_codes"
     /// Provider token nonces past their token's expiry.

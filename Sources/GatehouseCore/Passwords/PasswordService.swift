@@ -77,7 +77,8 @@ public final class PasswordService: Sendable {
         let now = clock.nowMillis()
         let user = User(
             id: .generate(), email: email, emailVerified: false, firstName: first, lastName: last, createdAt: now, updatedAt: now, lastSignInAt: now, locale: locale)
-        // The account, its event, its verification mail and its first session commit together.
+        // The account, its event, its verification mail and its first session (or its second
+        // step, answered once all of it has committed) commit together.
         return try units.run(data) { tx in
             // Checked again holding the address: another sign-up or a code sign-in may have taken it.
             try emailCodes.lockAddress(tx, email)
@@ -91,7 +92,7 @@ public final class PasswordService: Sendable {
             }
             try queueVerification(tx, app: app, email: email, user: user, origin: origin)
             return try sessions.startSession(app: app, tx, user: user, method: .password, isNewUser: true, origin: origin)
-        }
+        }.session()
     }
 
     /// Sign-up's verification code. Past the address's send windows (an address signed up,
@@ -149,7 +150,7 @@ public final class PasswordService: Sendable {
                 matched = current
             }
         }
-        return try sessions.startSession(app: app, data, user: user, method: .password, isNewUser: false, origin: origin, passwordHash: matched)
+        return try sessions.startSession(app: app, data, user: user, method: .password, isNewUser: false, origin: origin, passwordHash: matched).session()
     }
 
     // MARK: - Recent login

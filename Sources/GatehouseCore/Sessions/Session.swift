@@ -17,6 +17,9 @@ public enum SessionRefusal: Error, Sendable, Equatable {
 }
 
 public struct Session: Sendable, Equatable {
+    /// What the session's access tokens say in `amr` (RFC 8176).
+    public var authenticationMethods: [String] { amr ?? [method.amr] }
+
     public var id: SessionID
     public var userID: UserID
     public var method: SignInMethod
@@ -29,11 +32,15 @@ public struct Session: Sendable, Equatable {
     public var endedAt: Int64?
     public var ip: String?
     public var userAgent: String?
+    /// The access tokens' `amr` when the sign-in said more than its method (a second step added
+    /// `otp` or `hwk`/`swk`, and `mfa`); nil: `[method.amr]`. Kept, so a refresh says the same.
+    public var amr: [String]?
 
     public init(
         id: SessionID, userID: UserID, method: SignInMethod, authTime: Int64, createdAt: Int64, lastUsedAt: Int64, expiresAt: Int64,
-        endedAt: Int64? = nil, ip: String?, userAgent: String?
+        endedAt: Int64? = nil, ip: String?, userAgent: String?, amr: [String]? = nil
     ) {
+        self.amr = amr
         self.id = id
         self.userID = userID
         self.method = method

@@ -12,7 +12,7 @@ public struct SessionGrant: Sendable {
     public var isRestored = false
 }
 
-/// Sessions: every sign-in's session and token pair (``startSession(app:_:user:method:isNewUser:origin:passwordHash:)``),
+/// Sessions: every sign-in's session and token pair (``startSession(app:_:user:method:isNewUser:origin:passwordHash:secondStep:)``),
 /// refresh-token rotation, signing out, the user's devices, and recent login (`auth_time`).
 public final class SessionService: Sendable {
     private let tokens: TokenService
@@ -47,20 +47,35 @@ public final class SessionService: Sendable {
     /// before the sign-in's checks: the store refuses the session if the account was deleted or
     /// banned since, or (given `passwordHash`, the hash a password sign-in matched) its password
     /// changed.
+    ///
+    /// A first factor (`secondStep: .ask`) of a user with a confirmed factor, or of an app that
+    /// requires one, opens no session: the outcome is the second step, its challenge stored in
+    /// `data` (the caller's unit of work, which must commit before the caller answers
+    /// ``SignInOutcome/session()``'s `auth/mfa-required`). `.done(amr:)` opens the session with
+    /// that `amr`: the second step was answered, or the method is multi-factor by itself.
     public func startSession(
-        app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, origin: RequestOrigin, passwordHash: String? = nil
-    ) throws -> SessionGrant {
+        app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, origin: RequestOrigin, passwordHash: String? = nil,
+        secondStep rule: SecondStepRule = .ask
+    ) throws -> SignInOutcome {
         let now = clock.nowMillis()
         if let ban = user.ban, ban.holds(at: now) { throw Self.disabled(ban) }
+        var amr: [String]?
+        switch rule {
+        case .ask:
+            if let step = try secondStep(app: app, data, user: user, method: method, isNewUser: isNewUser, now: now) { return .secondStep(step) }
+        case .done(let methods):
+            amr = methods
+        }
         func open(_ data: any AppScopedStore, _ user: User) throws -> SessionGrant {
             do {
-                return try openSession(app: app, data, user: user, method: method, isNewUser: isNewUser, origin: origin, passwordHash: passwordHash, now: now)
+                return try openSession(
+                    app: app, data, user: user, method: method, amr: amr, isNewUser: isNewUser, origin: origin, passwordHash: passwordHash, now: now)
             } catch let refusal as SessionRefusal {
                 throw Self.refused(refusal)
             }
         }
-        guard user.pendingDeletion != nil else { return try open(data, user) }
-        return try units.run(data) { tx in
+        guard user.pendingDeletion != nil else { return .session(try open(data, user)) }
+        return .session(try units.run(data) { tx in
             guard try tx.deletion.cancel(user.id, now: now) else {
                 // Another sign-in restored it meanwhile, or the purge took it.
                 guard let current = try tx.users.user(user.id) else { throw Self.refused(.accountGone) }
@@ -74,7 +89,7 @@ public final class SessionService: Sendable {
             var grant = try open(tx, restored)
             grant.isRestored = true
             return grant
-        }
+        })
     }
 
     /// What a sign-in answers when the account changed under it (see `insertSession`).
@@ -87,17 +102,20 @@ public final class SessionService: Sendable {
     }
 
     private func openSession(
-        app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, origin: RequestOrigin, passwordHash: String?, now: Int64
+        app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, amr: [String]?, isNewUser: Bool, origin: RequestOrigin,
+        passwordHash: String?, now: Int64
     ) throws -> SessionGrant {
         let session = Session(
             id: .generate(), userID: user.id, method: method, authTime: now, createdAt: now, lastUsedAt: now,
-            expiresAt: now + app.settings.refreshTokenTTLSeconds * 1000, ip: origin.ip, userAgent: origin.userAgent)
+            expiresAt: now + app.settings.refreshTokenTTLSeconds * 1000, ip: origin.ip, userAgent: origin.userAgent, amr: amr)
         let refreshToken = tokens.newRefreshToken()
+        var signInData: [String: JSON] = ["method": .string(method.rawValue)]
+        if let amr { signInData["amr"] = .strings(amr) }
         // Its own transaction already (or the caller's): as a unit of work, its event is fanned out.
         try units.run(data) { tx in
             try tx.sessions.insertSession(
                 session, refreshTokenHash: tokens.hash(refreshToken: refreshToken),
-                event: Event(type: .userSignedIn, userID: user.id, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(method.rawValue)], createdAt: now),
+                event: Event(type: .userSignedIn, userID: user.id, sessionID: session.id, ip: origin.ip, userAgent: origin.userAgent, data: .object(signInData), createdAt: now),
                 passwordHash: passwordHash)
         }
         var signedIn = user

@@ -1,0 +1,379 @@
+import GatehouseCrypto
+
+/// What a second step is answered with (`POST /v1/auth/mfa/verify`).
+public enum MFAProof: Sendable {
+    /// A 6-digit code of one of the user's authenticator apps.
+    case totp(String)
+    /// One of the user's unused recovery codes (`xxxxx-xxxxx`).
+    case recoveryCode(String)
+    /// A WebAuthn AuthenticationResponseJSON, checked by ``PasskeySecondStep``.
+    case passkey(JSON)
+}
+
+/// The passkeys' part of the second step, given to ``MFAService`` by the composition root.
+/// Without one, a `passkey` proof is 400 `request/validation-failed`.
+public protocol PasskeySecondStep: Sendable {
+    /// Checks `credential` (an AuthenticationResponseJSON) as an assertion of one of `user`'s
+    /// passkeys, against a challenge issued for this second step; returns the `amr` value it
+    /// proves (`hwk`, or `swk` for a backup-eligible credential). Throws 400
+    /// `auth/invalid-credential` (or a validation error) when it does not hold.
+    func verifySecondStep(app: AppContext, _ data: any AppScopedStore, user: UserID, credential: JSON, origin: RequestOrigin) throws -> String
+}
+
+/// Who enrols a factor: a signed-in user, or a sign-in under an app that requires a second
+/// factor, holding the `mfa_token` of `auth/mfa-required` with `enroll: true`.
+public enum MFAActor: Sendable {
+    case session(AccessClaims)
+    case enrolling(mfaToken: String)
+}
+
+/// One of a user's second factors as they and the app's admins see it (no secret).
+public struct FactorSummary: Sendable, Equatable {
+    public var id: String
+    /// `totp` (`passkey` for passkeys).
+    public var type: String
+    public var name: String?
+    public var createdAt: Int64
+    public var lastUsedAt: Int64?
+
+    public init(id: String, type: String, name: String?, createdAt: Int64, lastUsedAt: Int64?) {
+        self.id = id
+        self.type = type
+        self.name = name
+        self.createdAt = createdAt
+        self.lastUsedAt = lastUsedAt
+    }
+}
+
+/// `GET /v1/me/mfa`.
+public struct MFAOverview: Sendable {
+    public var policy: AppSettings.MFA.Policy
+    public var factors: [FactorSummary]
+    public var passkeys: Int
+    public var recoveryCodesLeft: Int
+}
+
+/// A TOTP enrolment begun: the secret to show once (as text and as an `otpauth://` URL).
+public struct TOTPEnrolment: Sendable {
+    public var id: FactorID
+    /// Base32, no padding.
+    public var secret: String
+    public var otpauthURL: String
+}
+
+/// Second factors (API.md, "Second factors and passkeys"): enrolling and removing authenticator
+/// apps (RFC 6238), recovery codes, and the second step that opens a session after a first factor.
+/// Wrong codes count against the user as emailed codes count against an address
+/// (``EmailCodes/guessLimits``: 10 an hour, 20 a day, then 429 `auth/too-many-attempts`).
+public final class MFAService: Sendable {
+    private let store: any Store
+    private let sessions: SessionService
+    private let units: UnitOfWork
+    private let gate: SignInGate
+    private let sealer: SecretSealer
+    private let clock: any Clock
+    private let passkeys: (any PasskeySecondStep)?
+
+    /// At most this many authenticator apps per user.
+    public static let maxTOTPFactors = 5
+    public static let recoveryCodeCount = 10
+    /// Recovery codes' letters: lowercase and digits without `l`, `o`, `0`, `1` (32, so each
+    /// random byte's low 5 bits pick one evenly); 10 of them are 50 bits.
+    static let recoveryAlphabet = Array("abcdefghijkmnpqrstuvwxyz23456789".utf8)
+
+    public init(
+        store: any Store, sessions: SessionService, units: UnitOfWork, gate: SignInGate, sealer: SecretSealer, clock: any Clock,
+        passkeys: (any PasskeySecondStep)? = nil
+    ) {
+        self.store = store
+        self.sessions = sessions
+        self.units = units
+        self.gate = gate
+        self.sealer = sealer
+        self.clock = clock
+        self.passkeys = passkeys
+    }
+
+    // MARK: - Enrolling
+
+    /// `POST /v1/me/mfa/totp`: a new, unconfirmed factor (any earlier unconfirmed one goes).
+    /// A signed-in user needs a recent login.
+    public func beginTOTP(app: AppContext, actor: MFAActor, name rawName: String?, origin: RequestOrigin) throws -> TOTPEnrolment {
+        try requireEnrolment(.totp, app)
+        let data = store.app(app.id)
+        let userID = try enrollingUser(app: app, data, actor: actor, needsRecentLogin: true)
+        let name = try rawName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "name") }
+        guard let user = try data.users.user(userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
+        guard try data.mfa.confirmedTOTPFactors(of: userID).count < Self.maxTOTPFactors else {
+            throw GatehouseError.validation("name", "At most \(Self.maxTOTPFactors) authenticator apps; remove one first.")
+        }
+        let id = FactorID.generate()
+        let secret = TOTP.base32Encode(SecureRandom.bytes(TOTP.secretByteCount))
+        let now = clock.nowMillis()
+        try units.run(data) { tx in
+            try tx.mfa.deleteUnconfirmedTOTPFactors(of: userID)
+            try tx.mfa.insertTOTPFactor(TOTPFactor(id: id, userID: userID, name: name, sealedSecret: seal(secret, app: app.id, factor: id), createdAt: now))
+        }
+        let account = user.email ?? user.id.rawValue
+        let issuer = Self.percentEncoded(app.settings.name)
+        let url = "otpauth://totp/\(issuer):\(Self.percentEncoded(account))?secret=\(secret)&issuer=\(issuer)&algorithm=SHA1&digits=\(TOTP.digits)&period=\(TOTP.periodSeconds)"
+        return TOTPEnrolment(id: id, secret: secret, otpauthURL: url)
+    }
+
+    /// `POST /v1/me/mfa/totp/{id}/confirm`: the factor counts from now on; returns 10 new
+    /// recovery codes (shown once; they replace any earlier set). `mfa.enrolled` is recorded. An
+    /// enrolling `mfa_token` is then satisfied: `POST /v1/auth/mfa/verify` with it needs no proof.
+    public func confirmTOTP(app: AppContext, actor: MFAActor, id rawID: String, code: String, origin: RequestOrigin) throws -> [String] {
+        let data = store.app(app.id)
+        let userID = try enrollingUser(app: app, data, actor: actor, needsRecentLogin: false)
+        guard let id = FactorID(parsing: rawID), let factor = try data.mfa.totpFactor(id, user: userID) else { throw GatehouseError(.notFound, "No such factor.") }
+        guard factor.confirmedAt == nil else { throw GatehouseError.validation("code", "This factor is confirmed already.") }
+        let now = clock.nowMillis()
+        try requireGuessesLeft(data, userID, now: now)
+        guard let step = TOTP.matchingStep(code, secret: try openSecret(factor, app: app.id), at: now / 1000) else {
+            try countFailure(data, userID, now: now, origin: origin)
+            throw GatehouseError(.invalidCode, "The code is not valid.")
+        }
+        let codes = (0..<Self.recoveryCodeCount).map { _ in Self.newRecoveryCode() }
+        try units.run(data) { tx in
+            guard try tx.mfa.confirmTOTPFactor(id, user: userID, step: step, now: now) else { throw GatehouseError.validation("code", "This factor is confirmed already.") }
+            try tx.mfa.replaceRecoveryCodes(of: userID, hashes: codes.map(Self.recoveryCodeHash), now: now)
+            if case .enrolling(let token) = actor { _ = try tx.mfa.satisfyChallenge(tokenHash: SessionService.mfaTokenHash(token), by: "otp", now: now) }
+            try tx.auditLog.record(Event(
+                type: .mfaEnrolled, userID: userID, sessionID: actor.sessionID, ip: origin.ip, userAgent: origin.userAgent,
+                data: ["factor_id": .string(id.rawValue), "type": "totp"], createdAt: now))
+        }
+        try resetGuesses(data, userID)
+        return codes
+    }
+
+    /// `DELETE /v1/me/mfa/totp/{id}` (recent login): `mfa.removed`. With no factor left, the
+    /// recovery codes go too.
+    public func removeTOTP(app: AppContext, claims: AccessClaims, id rawID: String, origin: RequestOrigin) throws {
+        try sessions.requireRecentLogin(app: app, claims: claims)
+        try remove(app: app, user: claims.userID, id: rawID, by: "user", sessionID: claims.sessionID, origin: origin)
+    }
+
+    /// `GET /v1/me/mfa`.
+    public func overview(app: AppContext, claims: AccessClaims) throws -> MFAOverview {
+        let data = store.app(app.id)
+        let factors = try data.mfa.secondFactors(of: claims.userID)
+        return MFAOverview(
+            policy: app.settings.mfa.policy, factors: try totpSummaries(data, claims.userID), passkeys: factors.passkeys,
+            recoveryCodesLeft: factors.recoveryCodesLeft)
+    }
+
+    // MARK: - For the passkeys (the coordinator wires these)
+
+    /// The user an enrolling `mfa_token` (of this app, unexpired, unused, `enroll: true`) is for;
+    /// else 401 `auth/invalid-mfa-token`.
+    public func enrollingUser(app: AppContext, mfaToken: String) throws -> UserID {
+        try enrollingUser(app: app, store.app(app.id), actor: .enrolling(mfaToken: mfaToken), needsRecentLogin: false)
+    }
+
+    /// Records that an enrolment with `mfaToken` registered a passkey (`amr`: `hwk` or `swk`):
+    /// `POST /v1/auth/mfa/verify` with the token then needs no proof.
+    public func markEnrolled(app: AppContext, _ data: any AppScopedStore, mfaToken: String, amr: String) throws {
+        _ = try data.mfa.satisfyChallenge(tokenHash: SessionService.mfaTokenHash(mfaToken), by: amr, now: clock.nowMillis())
+    }
+
+    // MARK: - The second step
+
+    /// `POST /v1/auth/mfa/verify`: the session the first factor would have opened (same method,
+    /// `is_new_user`), its `amr` the first factor's plus `otp` (code, recovery code) or
+    /// `hwk`/`swk` (passkey), plus `mfa`. No proof: only for a token whose enrolment was confirmed.
+    public func verify(app: AppContext, mfaToken: String, proof: MFAProof?, origin: RequestOrigin) throws -> SessionGrant {
+        let data = store.app(app.id)
+        try gate.limitAuth(app, data, origin)
+        let now = clock.nowMillis()
+        let challenge = try openChallenge(data, mfaToken, now: now)
+        let user = challenge.userID
+        let second: String
+        switch proof {
+        case nil:
+            guard challenge.enroll else { throw GatehouseError.validation("code", "Give one of code, recovery_code or passkey.") }
+            guard let satisfied = challenge.satisfiedBy else {
+                throw GatehouseError.validation("mfa_token", "Enrol a factor with this mfa_token first (POST /v1/me/mfa/totp, then its confirm).")
+            }
+            second = satisfied
+        case .totp(let code):
+            try requireGuessesLeft(data, user, now: now)
+            guard try useTOTPCode(app: app, data, user: user, code: code, now: now) else {
+                try countFailure(data, user, now: now, origin: origin)
+                throw GatehouseError(.invalidCode, "The code is not valid.")
+            }
+            second = "otp"
+        case .recoveryCode(let code):
+            try requireGuessesLeft(data, user, now: now)
+            guard let hash = Self.normalizedRecoveryCode(code).map(Self.recoveryCodeHash), try data.mfa.useRecoveryCode(of: user, hash: hash, now: now) else {
+                try countFailure(data, user, now: now, origin: origin)
+                throw GatehouseError(.invalidCode, "The recovery code is not valid.")
+            }
+            second = "otp"
+        case .passkey(let credential):
+            // The coordinator wires a PasskeySecondStep in the composition root.
+            guard let passkeys else { throw GatehouseError.validation("passkey", "Passkeys are not available yet.") }
+            try requireGuessesLeft(data, user, now: now)
+            second = try passkeys.verifySecondStep(app: app, data, user: user, credential: credential, origin: origin)
+        }
+        if proof != nil { try resetGuesses(data, user) }
+        guard let account = try data.users.user(user) else { throw Self.invalidToken }
+        let amr = uniqued([challenge.method.amr, second, "mfa"])
+        return try units.run(data) { tx in
+            guard try tx.mfa.useChallenge(tokenHash: challenge.tokenHash, now: now) else { throw Self.invalidToken }
+            return try sessions.startSession(
+                app: app, tx, user: account, method: challenge.method, isNewUser: challenge.isNewUser, origin: origin, secondStep: .done(amr: amr))
+        }.session()
+    }
+
+    // MARK: - Admin
+
+    /// The user's factors, for the admin user object (no secrets).
+    public func factors(app: AppContext, user: UserID) throws -> [FactorSummary] {
+        try totpSummaries(store.app(app.id), user)
+    }
+
+    /// `DELETE /v1/admin/users/{id}/factors/{factor_id}`: a lost phone. `mfa.removed` with `by: admin`.
+    public func removeByAdmin(app: AppContext, user rawUser: String, factor: String) throws {
+        guard let user = UserID(parsing: rawUser), try store.app(app.id).users.user(user) != nil else { throw GatehouseError(.notFound, "No such user.") }
+        try remove(app: app, user: user, id: factor, by: "admin", sessionID: nil, origin: RequestOrigin(ip: nil, userAgent: nil))
+    }
+
+    // MARK: - Inside
+
+    private static let invalidToken = GatehouseError(.invalidMFAToken, "The mfa_token is unknown, expired or used: sign in again.")
+
+    private func openChallenge(_ data: any AppScopedStore, _ token: String, now: Int64) throws -> MFAChallenge {
+        guard token.hasPrefix("mfa_"), token.utf8.count <= 128, let challenge = try data.mfa.challenge(tokenHash: SessionService.mfaTokenHash(token), now: now) else {
+            throw Self.invalidToken
+        }
+        return challenge
+    }
+
+    /// The user whose factor this is: the access token's (with a recent login when asked), or an
+    /// enrolling `mfa_token`'s.
+    private func enrollingUser(app: AppContext, _ data: any AppScopedStore, actor: MFAActor, needsRecentLogin: Bool) throws -> UserID {
+        switch actor {
+        case .session(let claims):
+            if needsRecentLogin { try sessions.requireRecentLogin(app: app, claims: claims) }
+            return claims.userID
+        case .enrolling(let token):
+            let challenge = try openChallenge(data, token, now: clock.nowMillis())
+            guard challenge.enroll else { throw GatehouseError(.invalidMFAToken, "This mfa_token does not enrol a factor: answer the second step.") }
+            return challenge.userID
+        }
+    }
+
+    private func requireEnrolment(_ method: AppSettings.MFA.Method, _ app: AppContext) throws {
+        let mfa = app.settings.mfa
+        guard mfa.policy != .off, mfa.methods.contains(method) else {
+            throw GatehouseError(.signInMethodDisabled, "This app does not offer \(method == .totp ? "authenticator apps" : "passkeys") as a second factor.")
+        }
+    }
+
+    private func remove(app: AppContext, user: UserID, id rawID: String, by: String, sessionID: SessionID?, origin: RequestOrigin) throws {
+        let data = store.app(app.id)
+        guard let id = FactorID(parsing: rawID) else { throw GatehouseError(.notFound, "No such factor.") }
+        let now = clock.nowMillis()
+        try units.run(data) { tx in
+            guard let factor = try tx.mfa.totpFactor(id, user: user), try tx.mfa.deleteTOTPFactor(id, user: user) else { throw GatehouseError(.notFound, "No such factor.") }
+            if !(try tx.mfa.secondFactors(of: user).any) { try tx.mfa.deleteRecoveryCodes(of: user) }
+            // An enrolment never confirmed was no factor: nothing to tell.
+            guard factor.confirmedAt != nil else { return }
+            try tx.auditLog.record(Event(
+                type: .mfaRemoved, userID: user, sessionID: sessionID, ip: origin.ip, userAgent: origin.userAgent,
+                data: ["factor_id": .string(id.rawValue), "type": "totp", "by": .string(by)], createdAt: now))
+        }
+    }
+
+    private func totpSummaries(_ data: any AppScopedStore, _ user: UserID) throws -> [FactorSummary] {
+        try data.mfa.confirmedTOTPFactors(of: user).map {
+            FactorSummary(id: $0.id.rawValue, type: "totp", name: $0.name, createdAt: $0.createdAt, lastUsedAt: $0.lastUsedAt)
+        }
+    }
+
+    /// Whether `code` is a current code of one of the user's confirmed factors whose step was not
+    /// used yet; the step is used up.
+    private func useTOTPCode(app: AppContext, _ data: any AppScopedStore, user: UserID, code: String, now: Int64) throws -> Bool {
+        let trimmed = code.filter { $0 != " " }
+        for factor in try data.mfa.confirmedTOTPFactors(of: user) {
+            guard let step = TOTP.matchingStep(trimmed, secret: try openSecret(factor, app: app.id), at: now / 1000) else { continue }
+            return try data.mfa.useTOTPStep(factor.id, user: user, step: step, now: now)
+        }
+        return false
+    }
+
+    private func seal(_ secret: String, app: AppID, factor: FactorID) -> String {
+        sealer.seal(secret, app: app, field: "mfa_totp/\(factor.rawValue)")
+    }
+
+    private func openSecret(_ factor: TOTPFactor, app: AppID) throws -> [UInt8] {
+        guard let secret = TOTP.base32Decode(try sealer.open(factor.sealedSecret, app: app, field: "mfa_totp/\(factor.id.rawValue)")) else {
+            throw CryptoError(.malformedInput, "a TOTP secret is not base32")
+        }
+        return secret
+    }
+
+    static func newRecoveryCode() -> String {
+        let letters = SecureRandom.bytes(10).map { recoveryAlphabet[Int($0 & 31)] }
+        return String(decoding: letters[0..<5], as: UTF8.self) + "-" + String(decoding: letters[5..<10], as: UTF8.self)
+    }
+
+    /// The code's 10 letters, lowercased, without the dash or spaces; nil when it cannot be one.
+    static func normalizedRecoveryCode(_ code: String) -> String? {
+        let letters = code.lowercased().utf8.filter { $0 != 0x2D && $0 != 0x20 }
+        guard letters.count == 10, letters.allSatisfy(recoveryAlphabet.contains) else { return nil }
+        return String(decoding: letters, as: UTF8.self)
+    }
+
+    /// How recovery codes are stored: hex SHA-256 of the normalized code (50 random bits, behind
+    /// the guess limits, need no slow hash).
+    static func recoveryCodeHash(_ code: String) -> String {
+        Digest.hex(Digest.sha256(Array((normalizedRecoveryCode(code) ?? code).utf8)))
+    }
+
+    private static func percentEncoded(_ text: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            if (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || [0x2D, 0x2E, 0x5F, 0x7E].contains(byte) {
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                out += "%" + String(byte, radix: 16, uppercase: true).leftPadded
+            }
+        }
+        return out
+    }
+
+    // MARK: - Guess limits (per user, the windows of emailed codes)
+
+    private func guessSubject(_ user: UserID) -> String { "mfa:\(user.rawValue)" }
+
+    private func requireGuessesLeft(_ data: any AppScopedStore, _ user: UserID, now: Int64) throws {
+        for limit in EmailCodes.guessLimits {
+            let start = now - now % limit.windowMillis
+            guard try data.rateLimits.hits(bucket: "\(limit.bucket):\(guessSubject(user))", windowStart: start) >= limit.failures else { continue }
+            let seconds = Int(max(1, (start + limit.windowMillis - now + 999) / 1000))
+            throw GatehouseError(.tooManyAttempts, "Too many wrong codes; retry in \(seconds) s.", retryAfter: seconds)
+        }
+    }
+
+    private func countFailure(_ data: any AppScopedStore, _ user: UserID, now: Int64, origin: RequestOrigin) throws {
+        for limit in EmailCodes.guessLimits {
+            _ = try data.rateLimits.hit(bucket: "\(limit.bucket):\(guessSubject(user))", windowStart: now - now % limit.windowMillis)
+        }
+        try units.record(
+            Event(type: .userSignInFailed, userID: user, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "mfa"], createdAt: now), in: data)
+    }
+
+    private func resetGuesses(_ data: any AppScopedStore, _ user: UserID) throws {
+        for limit in EmailCodes.guessLimits { try data.rateLimits.reset(bucket: "\(limit.bucket):\(guessSubject(user))") }
+    }
+}
+
+extension MFAActor {
+    fileprivate var sessionID: SessionID? { if case .session(let claims) = self { claims.sessionID } else { nil } }
+}
+
+extension String {
+    fileprivate var leftPadded: String { count < 2 ? "0" + self : self }
+}
