@@ -20,14 +20,17 @@ public enum API {
         public var deletion: AccountDeletion
         public var appleNotifications: AppleNotifications
         public var files: FilesService
+        /// Second factors and the second step.
+        public var mfa: MFAService
         public var metrics: any RequestMetrics
         public var clock: any Clock
 
         public init(
             store: any Store, directory: AppDirectory, apps: AppService, tokens: TokenService, units: UnitOfWork, accounts: AccountService,
             sessions: SessionService, passwords: PasswordService, emailFlows: EmailFlowService, providerSignIn: ProviderSignInService, deletion: AccountDeletion,
-            appleNotifications: AppleNotifications, files: FilesService, metrics: any RequestMetrics, clock: any Clock
+            appleNotifications: AppleNotifications, files: FilesService, mfa: MFAService, metrics: any RequestMetrics, clock: any Clock
         ) {
+            self.mfa = mfa
             self.store = store
             self.directory = directory
             self.apps = apps
@@ -55,12 +58,13 @@ public enum API {
         AppController(auth: auth, directory: s.directory).register(&routes)
         AdminController(
             auth: auth, apps: s.apps, auditLog: AuditLog(store: s.store), users: AdminUsers(store: s.store, units: s.units, clock: s.clock),
-            deletion: s.deletion, deadLetters: DeadLetters(store: s.store, units: s.units, clock: s.clock), clock: s.clock
+            deletion: s.deletion, deadLetters: DeadLetters(store: s.store, units: s.units, clock: s.clock), mfa: s.mfa, clock: s.clock
         ).register(&routes)
         let authController = AuthController(auth: auth, passwords: s.passwords, sessions: s.sessions, providers: s.providerSignIn, emailFlows: s.emailFlows, clock: s.clock)
         authController.register(&routes)
         EmailController(auth: auth, flows: s.emailFlows, sessions: authController).register(&routes)
         ProviderController(auth: auth, providers: s.providerSignIn, sessions: authController).register(&routes)
+        MFAController(auth: auth, mfa: s.mfa, sessions: authController).register(&routes)
         MeController(auth: auth, accounts: s.accounts, passwords: s.passwords, sessions: s.sessions, deletion: s.deletion, files: s.files).register(&routes)
         FilesController(auth: auth, files: s.files).register(&routes)
         AppleNotificationsController(directory: s.directory, notifications: s.appleNotifications).register(&routes)

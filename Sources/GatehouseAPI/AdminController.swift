@@ -10,6 +10,7 @@ struct AdminController {
     let users: AdminUsers
     let deletion: AccountDeletion
     let deadLetters: DeadLetters
+    let mfa: MFAService
     let clock: any Clock
 
     func register(_ routes: inout Routes) {
@@ -99,7 +100,7 @@ struct AdminController {
     func user(_ request: Request) throws -> HTTPResponse {
         let app = try auth.adminApp(request)
         let (user, identities) = try users.user(app: app, id: request.parameters["id"] ?? "")
-        return HTTPResponse.data(AccountJSON.adminUser(user, identities, now: clock.nowMillis())).noStore()
+        return HTTPResponse.data(try adminUser(app, user, identities)).noStore()
     }
 
     /// The account's deletion, as `DELETE /v1/me` does it (without a recent login).
@@ -124,13 +125,21 @@ struct AdminController {
             suspendedUntil = millis
         }
         let (user, identities) = try users.ban(app: app, id: request.parameters["id"] ?? "", sanctionCode: code, reason: reason, suspendedUntil: suspendedUntil)
-        return HTTPResponse.data(AccountJSON.adminUser(user, identities, now: clock.nowMillis())).noStore()
+        return HTTPResponse.data(try adminUser(app, user, identities)).noStore()
     }
 
     func unban(_ request: Request) throws -> HTTPResponse {
         let app = try auth.adminApp(request)
         let (user, identities) = try users.unban(app: app, id: request.parameters["id"] ?? "")
-        return HTTPResponse.data(AccountJSON.adminUser(user, identities, now: clock.nowMillis())).noStore()
+        return HTTPResponse.data(try adminUser(app, user, identities)).noStore()
+    }
+
+    /// One user as the admin sees them: with their second factors (no secrets). The list leaves
+    /// them out (a query per user).
+    private func adminUser(_ app: AppContext, _ user: User, _ identities: [Identity]) throws -> JSON {
+        var fields = AccountJSON.adminUser(user, identities, now: clock.nowMillis()).objectValue ?? [:]
+        fields["factors"] = .array(try mfa.factors(app: app, user: user.id).map(MFAController.factor))
+        return .object(fields)
     }
 
     /// `2027-01-31T12:00:00Z`, with or without fractions of a second, or with an offset.

@@ -34,6 +34,19 @@ struct Body {
 
     func isPresent(_ key: String) -> Bool { reader.isPresent(key) }
 
+    /// Any JSON value (nil when absent or null), for a field the domain checks itself.
+    mutating func raw(_ key: String) -> JSON? { reader.raw(key) }
+
+    /// A required JSON object.
+    mutating func object(_ key: String) -> JSON? {
+        guard let value = reader.raw(key) else { return nil }
+        guard case .object = value else {
+            reader.fail(key, "Must be a JSON object.")
+            return nil
+        }
+        return value
+    }
+
     /// Throws the problems found so far (unknown fields are left for `finish`).
     func check() throws(GatehouseError) {
         if !reader.errors.isEmpty { throw .validation(reader.errors) }

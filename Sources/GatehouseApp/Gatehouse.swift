@@ -38,6 +38,8 @@ public final class Gatehouse: Sendable {
     public let appleNotifications: AppleNotifications
     /// Users' files and profile photos.
     public let files: FilesService
+    /// Second factors and the second step.
+    public let mfa: MFAService
     /// Where file contents live (``Configuration/blobStorage``).
     public let blobs: any BlobStore
     /// Delivers the outbox while the server runs (``startBackgroundWork()``).
@@ -173,6 +175,8 @@ public final class Gatehouse: Sendable {
         providerSignIn = ProviderSignInService(
             store: store, directory: directory, sessions: sessions, providers: providers,
             sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes, units: units, metrics: metrics, log: log)
+        // The coordinator passes the passkeys' PasskeySecondStep here.
+        mfa = MFAService(store: store, sessions: sessions, units: units, gate: gate, sealer: sealer, clock: clock)
         let deletion = AccountDeletion(
             store: store, directory: directory, sessions: sessions, sealer: sealer, clock: clock, erasers: [FileEraser()], units: units,
             log: log)
@@ -223,7 +227,7 @@ public final class Gatehouse: Sendable {
             API.Services(
                 store: store, directory: directory, apps: apps, tokens: tokens, units: units, accounts: accounts, sessions: sessions, passwords: passwords,
                 emailFlows: emailFlows, providerSignIn: providerSignIn,
-                deletion: deletion, appleNotifications: appleNotifications, files: files, metrics: requestMetrics, clock: clock))
+                deletion: deletion, appleNotifications: appleNotifications, files: files, mfa: mfa, metrics: requestMetrics, clock: clock))
     }
 
     /// A bucket that is missing or refuses the credentials stops the start (uploads could only

@@ -827,7 +827,7 @@ struct AddPasswordTests {
             user, passwordHash: nil, identity: Identity(provider: .apple, subject: "001234.abcd", email: "sam@example.com", createdAt: now),
             event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: now))
         let grant = try server.gatehouse.sessions.startSession(
-            app: app, data, user: user, method: .apple, isNewUser: false, origin: RequestOrigin(ip: "127.0.0.1", userAgent: nil))
+            app: app, data, user: user, method: .apple, isNewUser: false, origin: RequestOrigin(ip: "127.0.0.1", userAgent: nil)).session()
         let token = grant.accessToken
 
         #expect(try server.request("POST", "/v1/auth/signin", appKey: created.appKey, json: ["email": "sam@example.com", "password": "a fine password"]).status == 400)

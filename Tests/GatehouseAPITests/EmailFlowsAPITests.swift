@@ -337,7 +337,7 @@ struct EmailFlowsAPITests {
             let now = world.clock.nowMillis()
             let user = User(id: .generate(), email: "shared@example.com", emailVerified: false, firstName: nil, lastName: nil, createdAt: now, updatedAt: now, lastSignInAt: nil)
             try data.users.insertUser(user, passwordHash: nil, identity: nil, event: Event(type: .userSignedUp, userID: user.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: now))
-            tokens.append(try gatehouse.sessions.startSession(app: app, data, user: user, method: .emailCode, isNewUser: true, origin: RequestOrigin(ip: nil, userAgent: nil)).accessToken)
+            tokens.append(try gatehouse.sessions.startSession(app: app, data, user: user, method: .emailCode, isNewUser: true, origin: RequestOrigin(ip: nil, userAgent: nil)).session().accessToken)
         }
         #expect(try world.post("/v1/auth/email/verification/send", nil, bearer: tokens[0]).status == 202)
         let first = try world.code(to: "shared@example.com").code

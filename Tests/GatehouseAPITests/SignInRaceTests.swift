@@ -85,7 +85,7 @@ import Testing
             Thread.detachNewThread {
                 let result = Result {
                     try signed.server.gatehouse.sessions.startSession(
-                        app: signed.context, signed.data, user: signed.user, method: .apple, isNewUser: false, origin: Self.origin)
+                        app: signed.context, signed.data, user: signed.user, method: .apple, isNewUser: false, origin: Self.origin).session()
                 }
                 outcome.withLock { $0 = result }
                 done.signal()
