@@ -113,6 +113,12 @@ import Testing
                     VALUES (\(hash), 'app_m', \(f.user), 'password', 0, \(expires - minute), \(expires))
                     """)
             }
+            for (hash, expires) in [("mfa_old", now - 1), ("mfa_new", now + minute)] {
+                try f.database.execute("""
+                    INSERT INTO mfa_challenges (token_hash, app_id, user_id, method, is_new_user, enroll, created_at, expires_at)
+                    VALUES (\(hash), 'app_m', \(f.user), 'password', 0, 0, \(expires - 5 * minute), \(expires))
+                    """)
+            }
             // An emailed-code row is stale when its code, its send window and its last send are all over an hour old.
             for (subject, lastSent, window, expires) in [
                 ("stale", now - 2 * 3_600_000, now - 2 * 3_600_000, now - 2 * 3_600_000), ("sent_lately", now - 10 * minute, now - 2 * 3_600_000, now - 2 * 3_600_000),
@@ -158,6 +164,7 @@ import Testing
             #expect(report.deleted[.expiredSessions] == 1)
             #expect(report.deleted[.webFlows] == 1)
             #expect(report.deleted[.loginCodes] == 1)
+            #expect(report.deleted[.mfaChallenges] == 1)
             #expect(report.deleted[.emailCodes] == 1)
             #expect(report.deleted[.providerNonces] == 1)
             #expect(report.deleted[.rateLimits] == 1)
@@ -180,6 +187,7 @@ import Testing
             #expect(try f.tokens(of: endedLongAgo) == 0 && f.tokens(of: expiredLongAgo) == 0)
             #expect(try f.count("web_flows") == 1 && f.count("web_flows", "id = 'flow_new'") == 1)
             #expect(try f.count("login_codes") == 1 && f.count("login_codes", "code_hash = 'code_new'") == 1)
+            #expect(try f.count("mfa_challenges") == 1 && f.count("mfa_challenges", "token_hash = 'mfa_new'") == 1)
             #expect(try f.count("email_codes") == 2 && f.count("email_codes", "subject = 'stale'") == 0)
             #expect(try f.count("provider_nonces") == 1 && f.count("provider_nonces", "nonce_key = 'nonce_new'") == 1)
             #expect(try f.count("rate_limits") == 1 && f.count("rate_limits", "bucket = 'current'") == 1)
