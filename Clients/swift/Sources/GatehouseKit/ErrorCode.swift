@@ -74,6 +74,10 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
     case userDisabled
     /// `auth/email-not-verified`
     case emailNotVerified
+    /// `auth/mfa-required`
+    case mfaRequired
+    /// `auth/invalid-mfa-token`
+    case invalidMFAToken
     /// `auth/too-many-attempts`
     case tooManyAttempts
     /// `auth/too-many-requests`
@@ -132,6 +136,8 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
         .codeExpired,
         .userDisabled,
         .emailNotVerified,
+        .mfaRequired,
+        .invalidMFAToken,
         .tooManyAttempts,
         .tooManyRequests,
         .unsupportedFileType,
@@ -182,6 +188,8 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
         case .codeExpired: "auth/code-expired"
         case .userDisabled: "auth/user-disabled"
         case .emailNotVerified: "auth/email-not-verified"
+        case .mfaRequired: "auth/mfa-required"
+        case .invalidMFAToken: "auth/invalid-mfa-token"
         case .tooManyAttempts: "auth/too-many-attempts"
         case .tooManyRequests: "auth/too-many-requests"
         case .unsupportedFileType: "files/unsupported-type"
