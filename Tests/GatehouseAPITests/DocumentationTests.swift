@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import GatehouseCrypto
 import GatehouseTesting
 import Testing
 
@@ -225,6 +226,48 @@ struct DocumentationTests {
         let leavingAccess = try #require(leaving.data?["access_token"]?.stringValue)
         try call("DELETE", "/v1/me", appKey: appKey, bearer: leavingAccess, json: ["reason": 7])
         try call("DELETE", "/v1/me", appKey: appKey, bearer: leavingAccess, json: ["reason": "Moving on"])
+
+        // Second factors: an authenticator app enrolled, the second step, removals.
+        try call("PATCH", "/v1/admin/app", bearer: secret, json: ["mfa": ["policy": "optional"]])
+        let mia = try call("POST", "/v1/auth/signup", appKey: appKey, json: ["email": "mia@example.com", "password": .string(password)])
+        let miaAccess = try #require(mia.data?["access_token"]?.stringValue)
+        let miaID = try #require(mia.data?["user"]?["id"]?.stringValue)
+        func totp(_ begun: TestResponse, steps: Int64 = 0) throws -> String {
+            let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(TOTP.base32Decode))
+            return TOTP.code(secret: secret, step: TOTP.step(at: clock.nowMillis() / 1000) + steps)
+        }
+        let begun = try call("POST", "/v1/me/mfa/totp", appKey: appKey, bearer: miaAccess, json: ["name": "Phone"])
+        try call("POST", "/v1/me/mfa/totp", appKey: appKey, bearer: miaAccess, json: ["name": 7])
+        let factorID = try #require(begun.data?["id"]?.stringValue)
+        try call("POST", "/v1/me/mfa/totp/{id}/confirm", "/v1/me/mfa/totp/\(factorID)/confirm", appKey: appKey, bearer: miaAccess, json: ["code": .string(try totp(begun, steps: 4))])
+        try call("POST", "/v1/me/mfa/totp/{id}/confirm", "/v1/me/mfa/totp/\(factorID)/confirm", appKey: appKey, bearer: miaAccess, json: ["code": .string(try totp(begun))])
+        try call("POST", "/v1/me/mfa/totp/{id}/confirm", "/v1/me/mfa/totp/fac_unknown/confirm", appKey: appKey, bearer: miaAccess, json: ["code": "123456"])
+        try call("GET", "/v1/me/mfa", appKey: appKey, bearer: miaAccess)
+        try call("GET", "/v1/me/mfa", appKey: appKey)
+        try call("GET", "/v1/admin/users/{id}", "/v1/admin/users/\(miaID)", bearer: secret)
+        clock.advance(seconds: 30)
+        let gated = try call("POST", "/v1/auth/signin", appKey: appKey, json: ["email": "mia@example.com", "password": .string(password)])
+        let mfaToken = try #require(gated.json?["mfa_token"]?.stringValue)
+        try call("POST", "/v1/auth/mfa/verify", appKey: appKey, json: ["mfa_token": .string(mfaToken), "code": "000000x"])
+        try call("POST", "/v1/auth/mfa/verify", appKey: appKey, json: ["mfa_token": "mfa_unknown", "code": .string(try totp(begun))])
+        let answered = try call("POST", "/v1/auth/mfa/verify", appKey: appKey, json: ["mfa_token": .string(mfaToken), "code": .string(try totp(begun))])
+        let answeredAccess = try #require(answered.data?["access_token"]?.stringValue)
+        try call("DELETE", "/v1/me/mfa/totp/{id}", "/v1/me/mfa/totp/fac_unknown", appKey: appKey, bearer: answeredAccess)
+        try call("DELETE", "/v1/me/mfa/totp/{id}", "/v1/me/mfa/totp/\(factorID)", appKey: appKey, bearer: answeredAccess)
+        let tablet = try call("POST", "/v1/me/mfa/totp", appKey: appKey, bearer: answeredAccess, json: [:])
+        let tabletID = try #require(tablet.data?["id"]?.stringValue)
+        try call("POST", "/v1/me/mfa/totp/{id}/confirm", "/v1/me/mfa/totp/\(tabletID)/confirm", appKey: appKey, bearer: answeredAccess, json: ["code": .string(try totp(tablet))])
+        try call("DELETE", "/v1/admin/users/{id}/factors/{factor_id}", "/v1/admin/users/\(miaID)/factors/\(tabletID)", bearer: secret)
+        try call("DELETE", "/v1/admin/users/{id}/factors/{factor_id}", "/v1/admin/users/\(miaID)/factors/\(tabletID)", bearer: secret)
+        // Under required, a sign-up enrols with its mfa_token, then finishes with no proof.
+        try call("PATCH", "/v1/admin/app", bearer: secret, json: ["mfa": ["policy": "required"]])
+        let enrolling = try call("POST", "/v1/auth/signup", appKey: appKey, json: ["email": "noor@example.com", "password": .string(password)])
+        let enrolToken = try #require(enrolling.json?["mfa_token"]?.stringValue)
+        let noorFactor = try call("POST", "/v1/me/mfa/totp", appKey: appKey, bearer: enrolToken, json: [:])
+        let noorFactorID = try #require(noorFactor.data?["id"]?.stringValue)
+        try call("POST", "/v1/me/mfa/totp/{id}/confirm", "/v1/me/mfa/totp/\(noorFactorID)/confirm", appKey: appKey, bearer: enrolToken, json: ["code": .string(try totp(noorFactor))])
+        try call("POST", "/v1/auth/mfa/verify", appKey: appKey, json: ["mfa_token": .string(enrolToken)])
+        try call("PATCH", "/v1/admin/app", bearer: secret, json: ["mfa": .null])
 
         // A dead outbox item of the app: listed, queued again (once), refused a second time.
         let outbox = server.gatehouse.store.outbox

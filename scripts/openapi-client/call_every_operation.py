@@ -11,6 +11,7 @@ the generated models. The walk fails if any operation of the document was not ca
 
 import base64
 import hashlib
+import hmac
 import io
 import json
 import os
@@ -133,14 +134,14 @@ class Walk:
     # --- the walk ------------------------------------------------------------------------
     def walk(self):
         from gatehouse_client import models as m
-        from gatehouse_client.api.account import (add_password, change_password, confirm_email_change, delete_me, delete_photo, end_session, get_me,
-                                                  link_apple, link_google, list_identities, list_sessions, patch_me, request_email_change,
-                                                  unlink_identity, upload_photo)
+        from gatehouse_client.api.account import (add_password, begin_totp_enrolment, change_password, confirm_email_change, confirm_totp_enrolment,
+                                                  delete_me, delete_photo, end_session, get_me, get_mfa, link_apple, link_google, list_identities,
+                                                  list_sessions, patch_me, remove_totp_factor, request_email_change, unlink_identity, upload_photo)
         from gatehouse_client.api.admin import (ban_user, create_app, delete_user, disable_app, enable_app, end_user_sessions, get_app_settings,
-                                                get_user, list_apps, list_dead_outbox_items, list_events, list_users, patch_app_settings, rotate_secret_key, retry_outbox_item,
-                                                rotate_signing_key, unban_user)
+                                                get_user, list_apps, list_dead_outbox_items, list_events, list_users, patch_app_settings, remove_user_factor, rotate_secret_key,
+                                                retry_outbox_item, rotate_signing_key, unban_user)
         from gatehouse_client.api.apps import get_app, get_authorization_server_metadata, get_discovery, get_jwks
-        from gatehouse_client.api.auth import reauthenticate, refresh, sign_in, sign_out, sign_up
+        from gatehouse_client.api.auth import reauthenticate, refresh, sign_in, sign_out, sign_up, verify_mfa
         from gatehouse_client.api.email_codes import (confirm_password_reset, confirm_verification, send_password_reset, send_reauthentication_code,
                                                       send_sign_in_code, send_verification_code, verify_sign_in_code)
         from gatehouse_client.api.files import delete_file, get_file, get_file_content, get_public_content, list_files, upload_file
@@ -217,6 +218,33 @@ class Walk:
         self.call("confirmEmailChange", confirm_email_change, 200, client=ada,
                   body=m.EmailCodeRequest(email="ada@new.example", code=self.mailed_code("ada@new.example", mark)))
         self.call("changePassword", change_password, 204, client=ada, body=m.ChangePasswordRequest(current_password=password, password="a much longer passphrase"))
+
+        # Second factors: an authenticator app enrolled (its codes computed here, RFC 6238), the
+        # second step answered with a recovery code, the factor removed by its user, another by the admin.
+        self.call("patchAppSettings", patch_app_settings, 200, client=self.tenant_admin(), body=m.AppSettingsPatch.from_dict({"mfa": {"policy": "optional"}}))
+        mia_up = self.call("signUp", sign_up, 201, client=self.app(), body=m.SignUpRequest(email="mia@example.com", password=password))
+        mia_id = mia_up.parsed.data.user.id
+        mia = self.user(mia_up.parsed.data.access_token)
+
+        def totp(secret_text):
+            key = base64.b32decode(secret_text + "=" * (-len(secret_text) % 8))
+            mac = hmac.new(key, (int(time.time()) // 30).to_bytes(8, "big"), hashlib.sha1).digest()
+            offset = mac[-1] & 0x0F
+            return f"{(int.from_bytes(mac[offset:offset + 4], 'big') & 0x7FFFFFFF) % 1000000:06d}"
+
+        begun = self.call("beginTOTPEnrolment", begin_totp_enrolment, 201, client=mia, body=m.TOTPEnrolmentRequest(name="Phone"))
+        confirmed = self.call("confirmTOTPEnrolment", confirm_totp_enrolment, 200, begun.parsed.data.id, client=mia,
+                              body=m.TOTPConfirmRequest(code=totp(begun.parsed.data.secret)))
+        self.call("getMFA", get_mfa, 200, client=mia)
+        gated = self.call("signIn", sign_in, 401, client=self.app(), body=m.SignInRequest(email="mia@example.com", password=password))
+        if gated.parsed.code != "auth/mfa-required" or not gated.parsed.mfa_token:
+            raise SystemExit(f"signIn: not auth/mfa-required: {gated.content[:300]!r}")
+        answered = self.call("verifyMFA", verify_mfa, 200, client=self.app(), body=m.MFAVerifyRequest(
+            mfa_token=gated.parsed.mfa_token, recovery_code=confirmed.parsed.data.recovery_codes[0]))
+        self.call("removeTOTPFactor", remove_totp_factor, 204, begun.parsed.data.id, client=self.user(answered.parsed.data.access_token))
+        again = self.call("beginTOTPEnrolment", begin_totp_enrolment, 201, client=mia, body=m.TOTPEnrolmentRequest(name="Tablet"))
+        self.call("confirmTOTPEnrolment", confirm_totp_enrolment, 200, again.parsed.data.id, client=mia, body=m.TOTPConfirmRequest(code=totp(again.parsed.data.secret)))
+        self.call("removeUserFactor", remove_user_factor, 204, mia_id, again.parsed.data.id, client=self.tenant_admin())
 
         # Google: a new account whose address Google has not verified, then its verification code.
         nonce = secrets.token_urlsafe(16)
