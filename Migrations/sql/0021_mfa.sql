@@ -1,4 +1,4 @@
--- Second factors (API.md, "Second factors and passkeys"; docs/mfa.md). Every row is an app's.
+-- Second factors (API.md, "Second factors and passkeys"; docs/accounts.md). Every row is an app's.
 
 -- Authenticator apps (RFC 6238). `secret` is the base32 secret sealed under the master key
 -- (bound to the app and the factor's id); `last_used_step` is the 30-second step of the last
