@@ -176,7 +176,7 @@ public final class Gatehouse: Sendable {
             store: store, directory: directory, sessions: sessions, providers: providers,
             sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes, units: units, metrics: metrics, log: log)
         // The coordinator passes the passkeys' PasskeySecondStep here.
-        mfa = MFAService(store: store, sessions: sessions, units: units, gate: gate, sealer: sealer, clock: clock)
+        mfa = MFAService(store: store, sessions: sessions, units: units, gate: gate, sealer: sealer, clock: clock, metrics: metrics)
         let deletion = AccountDeletion(
             store: store, directory: directory, sessions: sessions, sealer: sealer, clock: clock, erasers: [FileEraser()], units: units,
             log: log)

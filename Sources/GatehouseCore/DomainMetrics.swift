@@ -19,12 +19,15 @@ public struct NoDomainMetrics: DomainMetrics {
 
 extension DomainMetrics {
     /// Runs a sign-in and counts how it ended: any error (a wrong password or code, a refused
-    /// token, a rate limit, an invalid field) counts as a failure.
+    /// token, a rate limit, an invalid field) counts as a failure. A right first factor that
+    /// leaves a second step (`auth/mfa-required`) counts nothing: the second step counts it.
     func countingSignIn<T>(_ method: SignInMethod, _ body: () throws -> T) throws -> T {
         do {
             let result = try body()
             signIn(method, succeeded: true)
             return result
+        } catch let error as GatehouseError where error.code == .mfaRequired {
+            throw error
         } catch {
             signIn(method, succeeded: false)
             throw error

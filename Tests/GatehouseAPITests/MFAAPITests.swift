@@ -97,8 +97,14 @@ struct MFAAPITests {
         #expect(try world.server.gatehouse.database.query("SELECT secret FROM mfa_totp_factors").first?.string("secret").hasPrefix("v2.") == true)
 
         world.clock.advance(seconds: 30)
+        let countedBefore = try MetricsScrape(world.server)
         let first = try world.signIn()
         #expect(first.status == 401 && first.problemCode == "auth/mfa-required")
+        // The first factor alone is no sign-in yet, neither a success nor a failure.
+        let success = "gatehouse_sign_ins_total{method=\"password\",outcome=\"success\"}"
+        let failure = "gatehouse_sign_ins_total{method=\"password\",outcome=\"failure\"}"
+        let gatedOnly = try MetricsScrape(world.server)
+        #expect(gatedOnly[success] == countedBefore[success] && gatedOnly[failure] == countedBefore[failure])
         let problem = try #require(first.json)
         #expect(problem["access_token"] == nil && problem["methods"] == ["totp", "recovery_code"] && problem["enroll"] == false && problem["expires_in"] == 300)
         let mfaToken = try #require(problem["mfa_token"]?.stringValue)
@@ -111,6 +117,7 @@ struct MFAAPITests {
         #expect(verified.status == 200, "\(verified.text)")
         #expect(verified.data?["is_new_user"] == false)
         #expect(try Self.amr(verified) == ["pwd", "otp", "mfa"])
+        #expect(try MetricsScrape(world.server)[success] == countedBefore[success] + 1)
         // Used once.
         #expect(try world.post("/v1/auth/mfa/verify", ["mfa_token": .string(mfaToken), "code": .string(code)]).problemCode == "auth/invalid-mfa-token")
 

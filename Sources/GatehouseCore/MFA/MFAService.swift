@@ -73,6 +73,7 @@ public final class MFAService: Sendable {
     private let sealer: SecretSealer
     private let clock: any Clock
     private let passkeys: (any PasskeySecondStep)?
+    private let metrics: any DomainMetrics
 
     /// At most this many authenticator apps per user.
     public static let maxTOTPFactors = 5
@@ -83,8 +84,9 @@ public final class MFAService: Sendable {
 
     public init(
         store: any Store, sessions: SessionService, units: UnitOfWork, gate: SignInGate, sealer: SecretSealer, clock: any Clock,
-        passkeys: (any PasskeySecondStep)? = nil
+        passkeys: (any PasskeySecondStep)? = nil, metrics: any DomainMetrics = NoDomainMetrics()
     ) {
+        self.metrics = metrics
         self.store = store
         self.sessions = sessions
         self.units = units
@@ -187,6 +189,11 @@ public final class MFAService: Sendable {
         try gate.limitAuth(app, data, origin)
         let now = clock.nowMillis()
         let challenge = try openChallenge(data, mfaToken, now: now)
+        // Counted as a sign-in of the first factor's method, now that it ends.
+        return try metrics.countingSignIn(challenge.method) { try answer(app: app, data, challenge, proof: proof, origin: origin, now: now) }
+    }
+
+    private func answer(app: AppContext, _ data: any AppScopedStore, _ challenge: MFAChallenge, proof: MFAProof?, origin: RequestOrigin, now: Int64) throws -> SessionGrant {
         let user = challenge.userID
         let second: String
         switch proof {
