@@ -92,8 +92,14 @@ struct AdminController {
         let app = try auth.adminApp(request)
         let (query, after, limit) = try UsersQuery.parse(request)
         let (users, next) = try users.list(app: app, query: query, after: after, limit: limit)
+        let factors = try mfa.factors(app: app, users: users.map(\.0.id))
         return HTTPResponse.json([
-            "data": .array(users.map { AccountJSON.adminUser($0.0, $0.1, now: clock.nowMillis()) }), "next_cursor": next.map { .string(UsersQuery.cursor($0)) } ?? .null,
+            "data": .array(users.map { user, identities in
+                var fields = AccountJSON.adminUser(user, identities, now: clock.nowMillis()).objectValue ?? [:]
+                fields["factors"] = .array((factors[user.id] ?? []).map(MFAController.factor))
+                return .object(fields)
+            }),
+            "next_cursor": next.map { .string(UsersQuery.cursor($0)) } ?? .null,
         ]).noStore()
     }
 
@@ -134,8 +140,7 @@ struct AdminController {
         return HTTPResponse.data(try adminUser(app, user, identities)).noStore()
     }
 
-    /// One user as the admin sees them: with their second factors (no secrets). The list leaves
-    /// them out (a query per user).
+    /// One user as the admin sees them: with their second factors (no secrets).
     private func adminUser(_ app: AppContext, _ user: User, _ identities: [Identity]) throws -> JSON {
         var fields = AccountJSON.adminUser(user, identities, now: clock.nowMillis()).objectValue ?? [:]
         fields["factors"] = .array(try mfa.factors(app: app, user: user.id).map(MFAController.factor))

@@ -333,6 +333,8 @@ struct MFAAPITests {
         #expect(user.data?["factors"]?.arrayValue?.count == 1)
         #expect(user.data?["factors"]?.arrayValue?.first?["id"] == .string(factorID) && user.data?["factors"]?.arrayValue?.first?["type"] == "totp")
         #expect(!user.text.contains(secretText))
+        let listed = try world.server.request("GET", "/v1/admin/users", bearer: world.app.secretKey)
+        #expect(listed.data?.arrayValue?.first?["factors"] == user.data?["factors"])
         // Another app's admin reaches nothing of it.
         let other = try world.server.createApp(["name": "Other"])
         #expect(try world.server.request("DELETE", "/v1/admin/users/\(userID)/factors/\(factorID)", bearer: other.secretKey).status == 404)

@@ -240,6 +240,11 @@ public final class MFAService: Sendable {
         try totpSummaries(store.app(app.id), user)
     }
 
+    /// The factors of each user of a page of the admin's list.
+    public func factors(app: AppContext, users: [UserID]) throws -> [UserID: [FactorSummary]] {
+        try store.app(app.id).mfa.confirmedTOTPFactors(of: users).mapValues { $0.map(Self.summary) }
+    }
+
     /// `DELETE /v1/admin/users/{id}/factors/{factor_id}`: a lost phone. `mfa.removed` with `by: admin`.
     public func removeByAdmin(app: AppContext, user rawUser: String, factor: String) throws {
         guard let user = UserID(parsing: rawUser), try store.app(app.id).users.user(user) != nil else { throw GatehouseError(.notFound, "No such user.") }
@@ -294,9 +299,11 @@ public final class MFAService: Sendable {
     }
 
     private func totpSummaries(_ data: any AppScopedStore, _ user: UserID) throws -> [FactorSummary] {
-        try data.mfa.confirmedTOTPFactors(of: user).map {
-            FactorSummary(id: $0.id.rawValue, type: "totp", name: $0.name, createdAt: $0.createdAt, lastUsedAt: $0.lastUsedAt)
-        }
+        try data.mfa.confirmedTOTPFactors(of: user).map(Self.summary)
+    }
+
+    private static func summary(_ factor: TOTPFactor) -> FactorSummary {
+        FactorSummary(id: factor.id.rawValue, type: "totp", name: factor.name, createdAt: factor.createdAt, lastUsedAt: factor.lastUsedAt)
     }
 
     /// Whether `code` is a current code of one of the user's confirmed factors whose step was not

@@ -91,6 +91,8 @@ public protocol MFAStore: Sendable {
     func totpFactor(_ id: FactorID, user: UserID) throws -> TOTPFactor?
     /// The user's confirmed factors, oldest first.
     func confirmedTOTPFactors(of user: UserID) throws -> [TOTPFactor]
+    /// The confirmed factors of each of `users` (a page of the admin's list), oldest first.
+    func confirmedTOTPFactors(of users: [UserID]) throws -> [UserID: [TOTPFactor]]
     /// Confirms an unconfirmed factor with the step of its first code; false when it was confirmed already or is gone.
     func confirmTOTPFactor(_ id: FactorID, user: UserID, step: Int64, now: Int64) throws -> Bool
     /// Records `step` as used, only if it is later than the factor's last used step (atomic):

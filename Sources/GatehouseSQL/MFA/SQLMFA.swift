@@ -28,6 +28,19 @@ extension SQLAppScopedStore: MFAStore {
             """).map(totpFactorRecord)
     }
 
+    func confirmedTOTPFactors(of users: [UserID]) throws -> [UserID: [TOTPFactor]] {
+        guard !users.isEmpty else { return [:] }
+        var factors: [UserID: [TOTPFactor]] = [:]
+        for row in try database.query("""
+            SELECT * FROM mfa_totp_factors
+            WHERE app_id = \(appID) AND user_id IN (\(list: users.map(\.rawValue))) AND confirmed_at IS NOT NULL ORDER BY created_at, id
+            """) {
+            let factor = try totpFactorRecord(row)
+            factors[factor.userID, default: []].append(factor)
+        }
+        return factors
+    }
+
     func confirmTOTPFactor(_ id: FactorID, user: UserID, step: Int64, now: Int64) throws -> Bool {
         try database.execute("""
             UPDATE mfa_totp_factors SET confirmed_at = \(now), last_used_step = \(step), last_used_at = \(now)
