@@ -173,6 +173,13 @@ public final class MFAService: Sendable {
         try enrollingUser(app: app, store.app(app.id), actor: .enrolling(mfaToken: mfaToken), needsRecentLogin: false)
     }
 
+    /// The user of an open second step (any unexpired, unused `mfa_token` of this app, enrolling
+    /// or not): `POST /v1/auth/passkey/options {mfa_token}` lists that user's passkeys. Else 401
+    /// `auth/invalid-mfa-token`.
+    public func secondStepUser(app: AppContext, mfaToken: String) throws -> UserID {
+        try openChallenge(store.app(app.id), mfaToken, now: clock.nowMillis()).userID
+    }
+
     /// Records that an enrolment with `mfaToken` registered a passkey (`amr`: `hwk` or `swk`):
     /// `POST /v1/auth/mfa/verify` with the token then needs no proof.
     public func markEnrolled(app: AppContext, _ data: any AppScopedStore, mfaToken: String, amr: String) throws {
@@ -221,7 +228,12 @@ public final class MFAService: Sendable {
             // The coordinator wires a PasskeySecondStep in the composition root.
             guard let passkeys else { throw GatehouseError.validation("passkey", "Passkeys are not available yet.") }
             try requireGuessesLeft(data, user, now: now)
-            second = try passkeys.verifySecondStep(app: app, data, user: user, credential: credential, origin: origin)
+            do {
+                second = try passkeys.verifySecondStep(app: app, data, user: user, credential: credential, origin: origin)
+            } catch let error as GatehouseError where error.code == .invalidCredential {
+                try countFailure(data, user, now: now, origin: origin)
+                throw error
+            }
         }
         if proof != nil { try resetGuesses(data, user) }
         guard let account = try data.users.user(user) else { throw Self.invalidToken }
