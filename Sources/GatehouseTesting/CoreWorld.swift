@@ -27,6 +27,8 @@ public final class CoreWorld: Sendable {
     public let adminUsers: AdminUsers
     /// The tenant admin's audit log (`/v1/admin/events`).
     public let auditLog: AuditLog
+    /// Second factors and the second step.
+    public let mfa: MFAService
     private let gatehouse: Gatehouse
     /// Mail taken from the outbox so far, oldest first.
     private let mailbox = Mutex<[(app: AppID, mail: QueuedMail)]>([])
@@ -62,6 +64,7 @@ public final class CoreWorld: Sendable {
         deletion = gatehouse.deletion
         adminUsers = AdminUsers(store: gatehouse.store, units: gatehouse.units, clock: clock)
         auditLog = AuditLog(store: gatehouse.store)
+        mfa = gatehouse.mfa
     }
 
     /// Runs `body` in a world on `kind`, then closes it (its database dropped).

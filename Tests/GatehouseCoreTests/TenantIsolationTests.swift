@@ -1,4 +1,5 @@
 import GatehouseCore
+import GatehouseCrypto
 import GatehouseTesting
 import Testing
 
@@ -54,6 +55,40 @@ import Testing
             #expect(try world.mails(to: "bea@example.com", app: b).isEmpty)
             expectRefusal(.invalidCode) { _ = try world.emailFlows.verifySignInCode(app: b, email: "bea@example.com", code: code, origin: origin) }
             #expect(try world.emailFlows.verifySignInCode(app: a, email: "bea@example.com", code: code, origin: origin).isNewUser)
+        }
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func oneAppsSecondFactorsAndSecondStepsMeanNothingToAnother(kind: TestDatabaseKind) throws {
+        try CoreWorld.with(kind) { world in
+            let a = try world.createApp(["name": "A", "mfa": ["policy": "optional"]])
+            let b = try world.createApp(["name": "B", "mfa": ["policy": "optional"]])
+            let grant = try world.signUp(a)
+            let claims = try world.claims(grant, app: a)
+            let enrolment = try world.mfa.beginTOTP(app: a, actor: .session(claims), name: nil, origin: CoreWorld.origin)
+            let secret = try #require(TOTP.base32Decode(enrolment.secret))
+            let code = TOTP.code(secret: secret, step: TOTP.step(at: world.clock.nowSeconds))
+            _ = try world.mfa.confirmTOTP(app: a, actor: .session(claims), id: enrolment.id.rawValue, code: code, origin: CoreWorld.origin)
+            var mfaToken = ""
+            do { _ = try world.signIn(a) } catch let error as GatehouseError where error.code == .mfaRequired {
+                mfaToken = error.extensions["mfa_token"]?.stringValue ?? ""
+            }
+            #expect(mfaToken.hasPrefix("mfa_"))
+
+            // B's stores find none of it.
+            let inB = world.store.app(b.id).mfa
+            #expect(try inB.totpFactor(enrolment.id, user: grant.user.id) == nil)
+            #expect(try inB.secondFactors(of: grant.user.id) == SecondFactors(totp: 0, recoveryCodesLeft: 0, passkeys: 0))
+            #expect(try inB.challenge(tokenHash: SessionService.mfaTokenHash(mfaToken), now: world.clock.nowMillis()) == nil)
+            #expect(try !inB.useTOTPStep(enrolment.id, user: grant.user.id, step: Int64.max, now: world.clock.nowMillis()))
+            #expect(try world.mfa.factors(app: b, user: grant.user.id).isEmpty)
+            // B's services refuse it.
+            expectRefusal(.invalidMFAToken) { _ = try world.mfa.verify(app: b, mfaToken: mfaToken, proof: .totp(code), origin: CoreWorld.origin) }
+            expectRefusal(.invalidMFAToken) { _ = try world.mfa.secondStepUser(app: b, mfaToken: mfaToken) }
+            expectRefusal(.notFound) { try world.mfa.removeByAdmin(app: b, user: grant.user.id.rawValue, factor: enrolment.id.rawValue) }
+            // And A still has it all.
+            #expect(try world.mfa.factors(app: a, user: grant.user.id).map(\.id) == [enrolment.id.rawValue])
+            #expect(try world.mfa.secondStepUser(app: a, mfaToken: mfaToken) == grant.user.id)
         }
     }
 }
