@@ -39,7 +39,7 @@ struct MFAController {
     func beginTOTP(_ request: Request) throws -> HTTPResponse {
         let (app, actor) = try actor(request)
         var body = try Body(request, allowEmpty: true)
-        let name = body.optional("name", maxLength: 200)
+        let name = body.optional("name", maxLength: 256)
         try body.finish()
         let enrolment = try mfa.beginTOTP(app: app, actor: actor, name: name, origin: request.origin)
         return HTTPResponse.data(
