@@ -126,6 +126,7 @@ public final class MFAService: Sendable {
     /// recovery codes (shown once; they replace any earlier set). `mfa.enrolled` is recorded. An
     /// enrolling `mfa_token` is then satisfied: `POST /v1/auth/mfa/verify` with it needs no proof.
     public func confirmTOTP(app: AppContext, actor: MFAActor, id rawID: String, code: String, origin: RequestOrigin) throws -> [String] {
+        try requireEnrolment(.totp, app)
         let data = store.app(app.id)
         let userID = try enrollingUser(app: app, data, actor: actor, needsRecentLogin: false)
         guard let id = FactorID(parsing: rawID), let factor = try data.mfa.totpFactor(id, user: userID) else { throw GatehouseError(.notFound, "No such factor.") }
