@@ -433,6 +433,32 @@ struct AppleWebFlowTests {
         #expect(target.queryItems?.contains { $0.name == "login_code" } == false)
     }
 
+    /// Under `mfa.policy: required`, the web flow's exchange opens no session: the new account
+    /// enrols with the mfa_token, then the second step answers the 201 the exchange would have.
+    @Test(arguments: TestDatabase.kinds)
+    func theWebFlowsExchangeAnswersTheSecondStepUnderRequired(_ kind: TestDatabaseKind) throws {
+        let world = try ProviderWorld(kind, settings: ["require_pkce": false, "mfa": ["policy": "required", "methods": ["totp"]]])
+        defer { world.stop() }
+        let (_, startedOrNil) = try start(world, extra: "")
+        let started = try #require(startedOrNil)
+        let code = world.apple.issueCode(for: FakeAppleUser(sub: "web.user.mfa", email: "mfa@example.com", nonce: started.nonce), clientID: ProviderWorld.servicesID)
+        let back = try callback(world, [("state", started.state), ("code", code)], cookie: started.cookie)
+        let loginCode = try #require(back.header("Location").flatMap { URLComponents(string: $0) }?.queryItems?.first { $0.name == "login_code" }?.value)
+        let gated = try world.server.request("POST", "/v1/auth/exchange", appKey: world.app.appKey, json: ["login_code": .string(loginCode)])
+        #expect(gated.status == 401 && gated.problemCode == "auth/mfa-required")
+        #expect(gated.json?["enroll"] == true && gated.json?["methods"] == ["totp"])
+        let mfaToken = try #require(gated.json?["mfa_token"]?.stringValue)
+        let begun = try world.server.request("POST", "/v1/me/mfa/totp", appKey: world.app.appKey, bearer: mfaToken, json: [:])
+        let id = try #require(begun.data?["id"]?.stringValue)
+        let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(TOTP.base32Decode))
+        let totp = TOTP.code(secret: secret, step: TOTP.step(at: world.clock.nowMillis() / 1000))
+        #expect(try world.server.request("POST", "/v1/me/mfa/totp/\(id)/confirm", appKey: world.app.appKey, bearer: mfaToken, json: ["code": .string(totp)]).status == 200)
+        let session = try world.server.request("POST", "/v1/auth/mfa/verify", appKey: world.app.appKey, json: ["mfa_token": .string(mfaToken)])
+        #expect(session.status == 201 && session.data?["is_new_user"] == true)
+        let access = try #require(session.data?["access_token"]?.stringValue)
+        #expect(try JSON.parse(JWT.parse(access).payload)["amr"] == ["apple", "otp", "mfa"])
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func aNewAccountFromTheCallbackExchangesWith201(_ kind: TestDatabaseKind) throws {
         // An app that opted out of PKCE (its redirect URI is https) may start a flow without a challenge.
