@@ -34,6 +34,19 @@ struct Body {
 
     func isPresent(_ key: String) -> Bool { reader.isPresent(key) }
 
+    /// A required JSON object (a WebAuthn credential), read as it is.
+    mutating func requiredObject(_ key: String) -> JSON {
+        guard let value = reader.raw(key) else {
+            reader.fail(key, "Required.")
+            return .null
+        }
+        guard case .object = value else {
+            reader.fail(key, "Must be an object.")
+            return .null
+        }
+        return value
+    }
+
     /// Throws the problems found so far (unknown fields are left for `finish`).
     func check() throws(GatehouseError) {
         if !reader.errors.isEmpty { throw .validation(reader.errors) }

@@ -223,7 +223,9 @@ public final class Gatehouse: Sendable {
             API.Services(
                 store: store, directory: directory, apps: apps, tokens: tokens, units: units, accounts: accounts, sessions: sessions, passwords: passwords,
                 emailFlows: emailFlows, providerSignIn: providerSignIn,
-                deletion: deletion, appleNotifications: appleNotifications, files: files, metrics: requestMetrics, clock: clock))
+                deletion: deletion, appleNotifications: appleNotifications, files: files,
+                passkeys: PasskeyService(store: store, sessions: sessions, gate: gate, units: units, clock: clock, metrics: metrics),
+                metrics: requestMetrics, clock: clock))
     }
 
     /// A bucket that is missing or refuses the credentials stops the start (uploads could only

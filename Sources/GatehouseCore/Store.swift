@@ -115,6 +115,8 @@ public protocol AppScopedStore: Sendable {
     var sessions: any SessionStore { get }
     /// The app's rate-limit counters.
     var rateLimits: any RateLimitStore { get }
+    /// The app's passkeys, WebAuthn user handles and challenges.
+    var passkeys: any PasskeyStore { get }
 }
 
 extension AppScopedStore {

@@ -32,6 +32,8 @@ public struct AppSettings: Sendable, Equatable {
     public var firebase = Firebase()
     public var email = Email()
     public var webhooks: [Webhook] = []
+    /// Passkeys' relying party (null: passkeys are off).
+    public var passkeys: Passkeys?
 
     /// Where token responses put the refresh token (`refresh_cookie`: `false`, `true` or `"only"`).
     public enum RefreshCookie: Sendable, Equatable {
@@ -85,6 +87,7 @@ extension AppSettings {
         s.firebase = r.section("firebase", context, Firebase.decode) ?? s.firebase
         s.email = r.section("email", context, Email.decode) ?? s.email
         s.webhooks = Webhook.decodeList(&r, context)
+        s.passkeys = r.section("passkeys", context, Passkeys.decode) ?? nil
         r.rejectUnknown()
         if !r.errors.isEmpty { throw .validation(r.errors) }
         return s
@@ -104,11 +107,11 @@ extension AppSettings {
         }
         if let v = r.bool("allow_signup") { allowSignup = v }
         if let v = r.stringArray("sign_in_methods", maxCount: 4) {
-            let all = SignInMethod.allCases.map(\.rawValue)
-            for m in v where SignInMethod(rawValue: m) == nil {
+            let all = SignInMethod.configurable.map(\.rawValue)
+            for m in v where SignInMethod(rawValue: m).map(SignInMethod.configurable.contains) != true {
                 r.fail("sign_in_methods", "Unknown sign-in method \(m); use \(all.joined(separator: ", ")).")
             }
-            signInMethods = uniqued(v).compactMap(SignInMethod.init(rawValue:))
+            signInMethods = uniqued(v).compactMap(SignInMethod.init(rawValue:)).filter(SignInMethod.configurable.contains)
         }
         if let v = r.bool("require_verified_email") { requireVerifiedEmail = v }
     }
@@ -188,6 +191,7 @@ extension AppSettings {
             "firebase": firebase.json,
             "email": email.json(secrets: secrets),
             "webhooks": .array(webhooks.enumerated().map { i, hook in hook.json(at: i, secrets: secrets) }),
+            "passkeys": passkeys?.json ?? .null,
         ]
     }
 }

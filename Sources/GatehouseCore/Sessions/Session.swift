@@ -29,6 +29,10 @@ public struct Session: Sendable, Equatable {
     public var endedAt: Int64?
     public var ip: String?
     public var userAgent: String?
+    /// The access token's `amr` when the sign-in knew more than its method says (a passkey's
+    /// `swk`); nil: derived from ``method`` (``SignInMethod/amrValues``). Not stored: a refresh
+    /// derives it from the method again (to reconcile with a stored `amr`, issue 32).
+    public var amr: [String]? = nil
 
     public init(
         id: SessionID, userID: UserID, method: SignInMethod, authTime: Int64, createdAt: Int64, lastUsedAt: Int64, expiresAt: Int64,

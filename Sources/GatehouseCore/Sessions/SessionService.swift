@@ -48,13 +48,14 @@ public final class SessionService: Sendable {
     /// banned since, or (given `passwordHash`, the hash a password sign-in matched) its password
     /// changed.
     public func startSession(
-        app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, origin: RequestOrigin, passwordHash: String? = nil
+        app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, origin: RequestOrigin, passwordHash: String? = nil,
+        amr: [String]? = nil
     ) throws -> SessionGrant {
         let now = clock.nowMillis()
         if let ban = user.ban, ban.holds(at: now) { throw Self.disabled(ban) }
         func open(_ data: any AppScopedStore, _ user: User) throws -> SessionGrant {
             do {
-                return try openSession(app: app, data, user: user, method: method, isNewUser: isNewUser, origin: origin, passwordHash: passwordHash, now: now)
+                return try openSession(app: app, data, user: user, method: method, isNewUser: isNewUser, origin: origin, passwordHash: passwordHash, amr: amr, now: now)
             } catch let refusal as SessionRefusal {
                 throw Self.refused(refusal)
             }
@@ -87,11 +88,13 @@ public final class SessionService: Sendable {
     }
 
     private func openSession(
-        app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, origin: RequestOrigin, passwordHash: String?, now: Int64
+        app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, origin: RequestOrigin, passwordHash: String?,
+        amr: [String]?, now: Int64
     ) throws -> SessionGrant {
-        let session = Session(
+        var session = Session(
             id: .generate(), userID: user.id, method: method, authTime: now, createdAt: now, lastUsedAt: now,
             expiresAt: now + app.settings.refreshTokenTTLSeconds * 1000, ip: origin.ip, userAgent: origin.userAgent)
+        session.amr = amr
         let refreshToken = tokens.newRefreshToken()
         // Its own transaction already (or the caller's): as a unit of work, its event is fanned out.
         try units.run(data) { tx in

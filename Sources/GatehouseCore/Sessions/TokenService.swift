@@ -55,7 +55,7 @@ public final class TokenService: Sendable {
         var claims: [String: JSON] = [
             "iss": .string(issuer(app.id)), "aud": .string(app.id.rawValue), "sub": .string(user.id.rawValue), "sid": .string(session.id.rawValue),
             "jti": .string(Base64URL.encode(SecureRandom.identifierBytes(16))), "client_id": .string(app.id.rawValue),
-            "iat": .int(now), "exp": .int(now + ttl), "auth_time": .int(session.authTime / 1000), "amr": [.string(session.method.amr)],
+            "iat": .int(now), "exp": .int(now + ttl), "auth_time": .int(session.authTime / 1000), "amr": .strings(session.amr ?? session.method.amrValues),
             "email_verified": .bool(user.emailVerified),
         ]
         if let email = user.email { claims["email"] = .string(email) }

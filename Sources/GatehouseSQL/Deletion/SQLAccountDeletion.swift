@@ -42,6 +42,10 @@ struct SQLAccountDeletion: AccountDeletionStore {
             // What Apple's notifications kept of it: its relay addresses, an Apple identity waiting to be relinked.
             try db.execute("DELETE FROM apple_relay_forwarding WHERE app_id = \(store.appID) AND user_id = \(id)")
             try db.execute("DELETE FROM apple_revoked_identities WHERE app_id = \(store.appID) AND user_id = \(id)")
+            // Its passkeys, its WebAuthn user handle and the challenges issued to it (ADR 0028).
+            try db.execute("DELETE FROM passkeys WHERE app_id = \(store.appID) AND user_id = \(id)")
+            try db.execute("DELETE FROM webauthn_user_handles WHERE app_id = \(store.appID) AND user_id = \(id)")
+            try db.execute("DELETE FROM webauthn_challenges WHERE app_id = \(store.appID) AND user_id = \(id)")
             // Its live codes die; the address's send windows stay (they limit the address, not the account).
             try db.execute("UPDATE email_codes SET user_id = NULL, code_hash = NULL WHERE app_id = \(store.appID) AND user_id = \(id)")
             // The ended sessions stay with the tombstone (every node's revocation poll reads them), without where they came from.
