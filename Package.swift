@@ -81,6 +81,7 @@ let package = Package(
         // The domain's services in process, below HTTP, on both databases (GatehouseTesting's CoreWorld).
         .testTarget(name: "GatehouseCoreTests", dependencies: ["GatehouseCore", "GatehouseTesting"], swiftSettings: strict),
         .testTarget(name: "GatehouseCryptoTests", dependencies: ["GatehouseCrypto", "CArgon2"], swiftSettings: strict),
+        .testTarget(name: "GatehouseWebAuthnTests", dependencies: ["GatehouseWebAuthn", "GatehouseCrypto", "GatehouseTesting"], swiftSettings: strict),
         .testTarget(
             name: "GatehouseStoreTests",
             dependencies: ["GatehouseSQL", "SQLiteDriver", "PostgresDriver", "GatehouseTesting"],

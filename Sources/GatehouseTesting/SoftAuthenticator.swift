@@ -15,6 +15,8 @@ public final class SoftAuthenticator: Sendable {
         case packedSelf
         /// `packed` self attestation whose signature is over other bytes.
         case packedSelfWrongSignature
+        /// `packed` with `x5c`: signed by the certificate's key (``AttestationCertificateMaker``).
+        case packedCertificate(AttestationCertificateMaker.Certificate)
     }
 
     public struct Settings: Sendable {
@@ -83,11 +85,18 @@ public final class SoftAuthenticator: Sendable {
         switch s.attestation {
         case .none:
             statement = .map([])
-        case .packedSelf, .packedSelfWrongSignature:
-            let signed = s.attestation == .packedSelf ? authData + clientHash : authData + Digest.sha256(Array("other".utf8))
-            statement = .map([(.text("alg"), .int(algorithm == .es256 ? -7 : -257)), (.text("sig"), .bytes(try signature(signed)))])
+        case .packedSelf:
+            statement = .map([(.text("alg"), .int(algorithm == .es256 ? -7 : -257)), (.text("sig"), .bytes(try signature(authData + clientHash)))])
+        case .packedSelfWrongSignature:
+            let wrong = authData + Digest.sha256(Array("other".utf8))
+            statement = .map([(.text("alg"), .int(algorithm == .es256 ? -7 : -257)), (.text("sig"), .bytes(try signature(wrong)))])
+        case .packedCertificate(let certificate):
+            let raw = try certificate.key.sign(authData + clientHash)
+            statement = .map([
+                (.text("alg"), .int(-7)), (.text("sig"), .bytes(ECDSASignature.der(fromRaw: raw)!)), (.text("x5c"), .array([.bytes(certificate.der)])),
+            ])
         }
-        let format = s.attestation == .none ? "none" : "packed"
+        let format = if case .none = s.attestation { "none" } else { "packed" }
         let object = CBOR.encode(.map([(.text("fmt"), .text(format)), (.text("attStmt"), statement), (.text("authData"), .bytes(authData))]))
         return [
             "id": .string(credentialIDText), "rawId": .string(credentialIDText), "type": "public-key", "authenticatorAttachment": "platform",
