@@ -38,6 +38,8 @@ public final class Gatehouse: Sendable {
     public let appleNotifications: AppleNotifications
     /// Users' files and profile photos.
     public let files: FilesService
+    /// Passkeys (ADR 0028): registration, sign-in, reauthentication and the second step.
+    public let passkeys: PasskeyService
     /// Where file contents live (``Configuration/blobStorage``).
     public let blobs: any BlobStore
     /// Delivers the outbox while the server runs (``startBackgroundWork()``).
@@ -181,6 +183,7 @@ public final class Gatehouse: Sendable {
         // Photo uploads run on the offload threads; as many may wait as decode.
         let photos = PhotoProcessor(threads: configuration.photoConcurrency, maxQueued: configuration.photoConcurrency)
         self.photos = photos
+        passkeys = PasskeyService(store: store, sessions: sessions, gate: gate, units: units, clock: clock, metrics: metrics)
         files = FilesService(
             store: store, blobs: blobs, clock: clock, publicURL: configuration.publicURL, units: units, log: log, photos: photos)
 
@@ -224,7 +227,7 @@ public final class Gatehouse: Sendable {
                 store: store, directory: directory, apps: apps, tokens: tokens, units: units, accounts: accounts, sessions: sessions, passwords: passwords,
                 emailFlows: emailFlows, providerSignIn: providerSignIn,
                 deletion: deletion, appleNotifications: appleNotifications, files: files,
-                passkeys: PasskeyService(store: store, sessions: sessions, gate: gate, units: units, clock: clock, metrics: metrics),
+                passkeys: passkeys,
                 metrics: requestMetrics, clock: clock))
     }
 
