@@ -23,7 +23,7 @@ struct PasskeyController {
         let body = try Body(request, allowEmpty: true)
         try body.finish()
         try sessions.requireRecentLogin(app: app, claims: claims)
-        return HTTPResponse.data(try passkeys.creationOptions(app: app, user: claims.userID)).noStore()
+        return HTTPResponse.data(try passkeys.creationOptions(app: app, user: claims.userID, origin: request.origin)).noStore()
     }
 
     func add(_ request: Request) throws -> HTTPResponse {

@@ -15,7 +15,7 @@ import Testing
         let app = try world.createApp(Self.settings)
         let ada = try world.signUp(app)
         let authenticator = try SoftAuthenticator(origin: "https://example.com", rpID: "example.com")
-        let options = try world.passkeys.creationOptions(app: app, user: ada.user.id)
+        let options = try world.passkeys.creationOptions(app: app, user: ada.user.id, origin: origin)
         _ = try world.passkeys.register(app: app, user: ada.user.id, session: nil, credential: try authenticator.register(options), name: nil, origin: origin)
         return (app, ada, authenticator)
     }

@@ -32,9 +32,10 @@ public final class PasskeyService: Sendable {
 
     /// Creation options (`PublicKeyCredentialCreationOptionsJSON`) for the user to register a
     /// passkey: a new `register` challenge, the user's opaque handle, the passkeys to exclude.
-    public func creationOptions(app: AppContext, user: UserID) throws -> JSON {
+    public func creationOptions(app: AppContext, user: UserID, origin: RequestOrigin) throws -> JSON {
         let rp = try relyingParty(app)
         let data = store.app(app.id)
+        try gate.limitAuth(app, data, origin)
         guard let account = try data.users.user(user) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
         let handle = try data.passkeys.userHandle(of: user, proposing: Base64URL.encode(SecureRandom.bytes(32)), now: clock.nowMillis())
         let challenge = try issueChallenge(data, purpose: .register, user: user)
@@ -123,10 +124,12 @@ public final class PasskeyService: Sendable {
     public func requestOptions(app: AppContext, purpose: PasskeyPurpose, user: UserID?, origin: RequestOrigin) throws -> JSON {
         let rp = try relyingParty(app)
         let data = store.app(app.id)
-        precondition(purpose != .register, "creation options are creationOptions(app:user:)")
-        precondition((purpose == .signIn) == (user == nil), "only a sign-in's challenge is issued to nobody")
-        // Anyone with the app key may ask: counted with the app's sign-ins per address.
-        if purpose == .signIn { try gate.limitAuth(app, data, origin) }
+        guard purpose != .register, (purpose == .signIn) == (user == nil) else {
+            throw InternalError("request options for \(purpose.rawValue) \(user == nil ? "without" : "with") a user")
+        }
+        // Each stores a challenge, and a sign-in's anyone with the app key may ask for: counted
+        // with the app's sign-ins per address.
+        try gate.limitAuth(app, data, origin)
         let challenge = try issueChallenge(data, purpose: purpose, user: user)
         let allowed = try user.map { try data.passkeys.passkeys(of: $0) } ?? []
         return [
