@@ -79,7 +79,7 @@ public final class PasskeyService: Sendable {
             name: name ?? "Passkey", createdAt: now, lastUsedAt: nil)
         try units.run(data) { tx in
             guard try tx.passkeys.passkeys(of: user).count < Self.maximumPerUser else {
-                throw GatehouseError(.validationFailed, "An account may hold at most \(Self.maximumPerUser) passkeys: remove one first.")
+                throw GatehouseError.validation("credential", "An account may hold at most \(Self.maximumPerUser) passkeys: remove one first.")
             }
             try PasskeyConflict.answering { try tx.passkeys.insert(passkey) }
             try tx.auditLog.record(Event(
