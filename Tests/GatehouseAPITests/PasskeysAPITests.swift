@@ -155,7 +155,14 @@ struct PasskeysAPITests {
         let options = try world.server.request("POST", "/v1/auth/passkey/options", appKey: world.app.appKey, bearer: world.token, json: [:])
         #expect(options.status == 200)
         #expect(options.data?["allowCredentials"]?.arrayValue?.first?["id"] == .string(authenticator.credentialIDText))
-        let proof = try authenticator.assert(try #require(options.data))
+        // A security key answering allowCredentials may send no userHandle (null): accepted here.
+        var proof = try authenticator.assert(try #require(options.data), userHandle: .some(nil))
+        if case .object(var object) = proof, case .object(var response)? = object["response"] {
+            response["userHandle"] = .null
+            object["response"] = .object(response)
+            object["authenticatorAttachment"] = .null
+            proof = .object(object)
+        }
         let response = try world.server.request(
             "POST", "/v1/auth/reauthenticate", appKey: world.app.appKey, bearer: world.token, json: ["passkey": proof])
         #expect(response.status == 200, "\(response.text)")
@@ -219,6 +226,11 @@ struct PasskeysAPITests {
         // Another account's userHandle.
         #expect(try world.verify(try authenticator.assert(try world.signInOptions(), userHandle: .some(Base64URL.encode(Array("someone".utf8)))))
             .problemCode == "auth/invalid-credential")
+
+        // A discoverable sign-in must name its account.
+        let anonymous = try world.verify(try authenticator.assert(try world.signInOptions(), userHandle: .some(nil)))
+        #expect(anonymous.problemCode == "request/validation-failed")
+        #expect(anonymous.json?["errors"]?.arrayValue?.first?["field"] == "credential.response.userHandle")
 
         // A malformed credential is a validation error.
         let malformed = try world.verify(["id": "x", "rawId": "not base64url!", "type": "public-key", "response": [:]])
