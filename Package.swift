@@ -26,11 +26,14 @@ let package = Package(
         system("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: "libmicrohttpd-dev"),
         system("CArgon2", pkgConfig: "libargon2", apt: "libargon2-dev"),
         system("CVips", pkgConfig: "vips", apt: "libvips-dev"),
+        system("CCbor", pkgConfig: "libcbor", apt: "libcbor-dev"),
 
         .target(name: "GatehouseCrypto", dependencies: ["COpenSSL", "CArgon2"], swiftSettings: strict),
         // Photos decoded and encoded anew (ADR 0025).
         .target(name: "GatehouseImaging", dependencies: ["CVips"], swiftSettings: strict),
-        .target(name: "GatehouseCore", dependencies: ["GatehouseCrypto", "GatehouseImaging"], swiftSettings: strict),
+        // WebAuthn (passkeys): CBOR decoded by libcbor, keys and signatures by OpenSSL (ADR 0028).
+        .target(name: "GatehouseWebAuthn", dependencies: ["GatehouseCrypto", "CCbor", "COpenSSL"], swiftSettings: strict),
+        .target(name: "GatehouseCore", dependencies: ["GatehouseCrypto", "GatehouseImaging", "GatehouseWebAuthn"], swiftSettings: strict),
         .target(
             name: "GatehouseMigrations", path: "Migrations",
             exclude: [], resources: [.copy("sql")], swiftSettings: strict),
@@ -72,12 +75,13 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "GatehouseTesting",
-            dependencies: ["GatehouseApp", "GatehouseAPI", "GatehouseMail", "GatehouseImaging", "CCurl"],
+            dependencies: ["GatehouseApp", "GatehouseAPI", "GatehouseMail", "GatehouseImaging", "GatehouseWebAuthn", "CCurl"],
             swiftSettings: strict),
 
         // The domain's services in process, below HTTP, on both databases (GatehouseTesting's CoreWorld).
         .testTarget(name: "GatehouseCoreTests", dependencies: ["GatehouseCore", "GatehouseTesting"], swiftSettings: strict),
         .testTarget(name: "GatehouseCryptoTests", dependencies: ["GatehouseCrypto", "CArgon2"], swiftSettings: strict),
+        .testTarget(name: "GatehouseWebAuthnTests", dependencies: ["GatehouseWebAuthn", "GatehouseCrypto", "GatehouseTesting"], swiftSettings: strict),
         .testTarget(
             name: "GatehouseStoreTests",
             dependencies: ["GatehouseSQL", "SQLiteDriver", "PostgresDriver", "GatehouseTesting"],

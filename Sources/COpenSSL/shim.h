@@ -12,6 +12,7 @@
 #include <openssl/core_names.h>
 #include <openssl/param_build.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <openssl/kdf.h>
 
 /* EVP_PKEY_PUBLIC_KEY is a compound macro that Swift does not import. */

@@ -22,13 +22,16 @@ public enum API {
         public var files: FilesService
         /// Second factors and the second step.
         public var mfa: MFAService
+        /// Passkeys (ADR 0028).
+        public var passkeys: PasskeyService
         public var metrics: any RequestMetrics
         public var clock: any Clock
 
         public init(
             store: any Store, directory: AppDirectory, apps: AppService, tokens: TokenService, units: UnitOfWork, accounts: AccountService,
             sessions: SessionService, passwords: PasswordService, emailFlows: EmailFlowService, providerSignIn: ProviderSignInService, deletion: AccountDeletion,
-            appleNotifications: AppleNotifications, files: FilesService, mfa: MFAService, metrics: any RequestMetrics, clock: any Clock
+            appleNotifications: AppleNotifications, files: FilesService, mfa: MFAService, passkeys: PasskeyService, metrics: any RequestMetrics,
+            clock: any Clock
         ) {
             self.mfa = mfa
             self.store = store
@@ -44,6 +47,7 @@ public enum API {
             self.deletion = deletion
             self.appleNotifications = appleNotifications
             self.files = files
+            self.passkeys = passkeys
             self.metrics = metrics
             self.clock = clock
         }
@@ -60,13 +64,15 @@ public enum API {
             auth: auth, apps: s.apps, auditLog: AuditLog(store: s.store), users: AdminUsers(store: s.store, units: s.units, clock: s.clock),
             deletion: s.deletion, deadLetters: DeadLetters(store: s.store, units: s.units, clock: s.clock), mfa: s.mfa, clock: s.clock
         ).register(&routes)
-        let authController = AuthController(auth: auth, passwords: s.passwords, sessions: s.sessions, providers: s.providerSignIn, emailFlows: s.emailFlows, clock: s.clock)
+        let authController = AuthController(
+            auth: auth, passwords: s.passwords, sessions: s.sessions, providers: s.providerSignIn, emailFlows: s.emailFlows, passkeys: s.passkeys, clock: s.clock)
         authController.register(&routes)
         EmailController(auth: auth, flows: s.emailFlows, sessions: authController).register(&routes)
         ProviderController(auth: auth, providers: s.providerSignIn, sessions: authController).register(&routes)
         MFAController(auth: auth, mfa: s.mfa, sessions: authController).register(&routes)
         MeController(auth: auth, accounts: s.accounts, passwords: s.passwords, sessions: s.sessions, deletion: s.deletion, files: s.files).register(&routes)
         FilesController(auth: auth, files: s.files).register(&routes)
+        PasskeyController(auth: auth, passkeys: s.passkeys, sessions: s.sessions, sessionResponses: authController).register(&routes)
         AppleNotificationsController(directory: s.directory, notifications: s.appleNotifications).register(&routes)
         return routes
     }

@@ -8,6 +8,7 @@ struct AuthController {
     let sessions: SessionService
     let providers: ProviderSignInService
     let emailFlows: EmailFlowService
+    let passkeys: PasskeyService
     let clock: any Clock
 
     /// The refresh cookie's name for one app: two web apps on one Gatehouse host keep their own.
@@ -124,6 +125,10 @@ struct AuthController {
             }
             try body.finish()
             access = try providers.reauthenticate(app: app, claims: claims, provider: provider, proof: proof, origin: request.origin)
+        } else if body.isPresent("passkey") {
+            let credential = body.requiredObject("passkey")
+            try body.finish()
+            access = try passkeys.reauthenticate(app: app, claims: claims, credential: credential, origin: request.origin)
         } else if let code = body.optional("code", maxLength: 64) {
             try body.finish()
             access = try emailFlows.reauthenticate(app: app, claims: claims, code: code, origin: request.origin)

@@ -34,15 +34,25 @@ struct Body {
 
     func isPresent(_ key: String) -> Bool { reader.isPresent(key) }
 
-    /// Any JSON value (nil when absent or null), for a field the domain checks itself.
-    mutating func raw(_ key: String) -> JSON? { reader.raw(key) }
-
-    /// A required JSON object.
-    mutating func object(_ key: String) -> JSON? {
+    /// An optional JSON object (nil when absent or null).
+    mutating func optionalObject(_ key: String) -> JSON? {
         guard let value = reader.raw(key) else { return nil }
         guard case .object = value else {
             reader.fail(key, "Must be a JSON object.")
             return nil
+        }
+        return value
+    }
+
+    /// A required JSON object (a WebAuthn credential), read as it is.
+    mutating func requiredObject(_ key: String) -> JSON {
+        guard let value = reader.raw(key) else {
+            reader.fail(key, "Required.")
+            return .null
+        }
+        guard case .object = value else {
+            reader.fail(key, "Must be a JSON object.")
+            return .null
         }
         return value
     }

@@ -69,7 +69,7 @@ struct MFAController {
         let token = body.required("mfa_token", maxLength: 256)
         let code = body.optional("code", maxLength: 64)
         let recoveryCode = body.optional("recovery_code", maxLength: 64)
-        let passkey = body.object("passkey")
+        let passkey = body.optionalObject("passkey")
         try body.finish()
         let proofs: [MFAProof] = [code.map(MFAProof.totp), recoveryCode.map(MFAProof.recoveryCode), passkey.map(MFAProof.passkey)].compactMap { $0 }
         guard proofs.count <= 1 else { throw GatehouseError.validation("code", "Give only one of code, recovery_code or passkey.") }

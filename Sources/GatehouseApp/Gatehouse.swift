@@ -40,6 +40,8 @@ public final class Gatehouse: Sendable {
     public let files: FilesService
     /// Second factors and the second step.
     public let mfa: MFAService
+    /// Passkeys (ADR 0028): registration, sign-in, reauthentication and the second step.
+    public let passkeys: PasskeyService
     /// Where file contents live (``Configuration/blobStorage``).
     public let blobs: any BlobStore
     /// Delivers the outbox while the server runs (``startBackgroundWork()``).
@@ -185,6 +187,7 @@ public final class Gatehouse: Sendable {
         // Photo uploads run on the offload threads; as many may wait as decode.
         let photos = PhotoProcessor(threads: configuration.photoConcurrency, maxQueued: configuration.photoConcurrency)
         self.photos = photos
+        passkeys = PasskeyService(store: store, sessions: sessions, gate: gate, units: units, clock: clock, metrics: metrics)
         files = FilesService(
             store: store, blobs: blobs, clock: clock, publicURL: configuration.publicURL, units: units, log: log, photos: photos)
 
@@ -227,7 +230,7 @@ public final class Gatehouse: Sendable {
             API.Services(
                 store: store, directory: directory, apps: apps, tokens: tokens, units: units, accounts: accounts, sessions: sessions, passwords: passwords,
                 emailFlows: emailFlows, providerSignIn: providerSignIn,
-                deletion: deletion, appleNotifications: appleNotifications, files: files, mfa: mfa, metrics: requestMetrics, clock: clock))
+                deletion: deletion, appleNotifications: appleNotifications, files: files, mfa: mfa, passkeys: passkeys, metrics: requestMetrics, clock: clock))
     }
 
     /// A bucket that is missing or refuses the credentials stops the start (uploads could only

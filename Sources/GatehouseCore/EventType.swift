@@ -63,6 +63,13 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let mfaEnrolled = EventType(rawValue: "mfa.enrolled")
     /// A TOTP factor was removed by its user or a tenant admin (`data`: `factor_id`, `type`, `by`).
     public static let mfaRemoved = EventType(rawValue: "mfa.removed")
+    /// A passkey was registered (`data`: passkey_id, name, aaguid, backup_eligible).
+    public static let passkeyAdded = EventType(rawValue: "passkey.added")
+    /// A passkey was removed (`data`: passkey_id, by: user or admin).
+    public static let passkeyRemoved = EventType(rawValue: "passkey.removed")
+    /// An assertion's sign count did not go up: the authenticator may have been cloned; the
+    /// sign-in was refused (audit only; `data`: passkey_id, stored_count, presented_count).
+    public static let passkeyCloneSuspected = EventType(rawValue: "passkey.clone_suspected")
 
     /// Never recorded: the webhook name of `user.signed_up` (every sign-up, whatever the method).
     public static let userCreated = EventType(rawValue: "user.created")
@@ -72,6 +79,7 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
         userCreated, userUpdated, userDeleted, userRestored, userBanned, userUnbanned, userEmailChanged, userPasswordChanged,
         identityLinked, identityUnlinked, sessionRevoked, identityAppleConsentRevoked, identityAppleAccountDeleted, userEmailRelayChanged,
         mfaEnrolled, mfaRemoved,
+        passkeyAdded, passkeyRemoved,
     ]
 
     /// The webhook type an audit event of this type is delivered as, or nil when no webhook can

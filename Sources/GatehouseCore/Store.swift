@@ -117,6 +117,8 @@ public protocol AppScopedStore: Sendable {
     var rateLimits: any RateLimitStore { get }
     /// The app's TOTP factors, recovery codes and open second steps.
     var mfa: any MFAStore { get }
+    /// The app's passkeys, WebAuthn user handles and challenges.
+    var passkeys: any PasskeyStore { get }
 }
 
 extension AppScopedStore {

@@ -2,12 +2,12 @@ import COpenSSL
 
 /// Conversion between OpenSSL's DER-encoded ECDSA signatures and the fixed-width `r || s` form
 /// JWS uses (RFC 7518 §3.4). Uses OpenSSL's ECDSA_SIG codec, not a hand-written DER parser.
-enum ECDSASignature {
+public enum ECDSASignature {
     /// Bytes per coordinate for P-256.
     static let coordinateByteCount = 32
 
     /// `r || s`, each left-padded to 32 bytes, from a DER `ECDSA-Sig-Value`; `nil` if malformed.
-    static func raw(fromDER der: [UInt8]) -> [UInt8]? {
+    public static func raw(fromDER der: [UInt8]) -> [UInt8]? {
         der.withUnsafeBufferPointer { buffer -> [UInt8]? in
             guard let start = buffer.baseAddress else { return nil }
             var cursor: UnsafePointer<UInt8>? = start
@@ -31,7 +31,7 @@ enum ECDSASignature {
     }
 
     /// A DER `ECDSA-Sig-Value` from exactly 64 bytes of `r || s`; `nil` for any other length.
-    static func der(fromRaw raw: [UInt8]) -> [UInt8]? {
+    public static func der(fromRaw raw: [UInt8]) -> [UInt8]? {
         guard raw.count == 2 * coordinateByteCount else { return nil }
         guard let signature = ECDSA_SIG_new() else { return nil }
         defer { ECDSA_SIG_free(signature) }

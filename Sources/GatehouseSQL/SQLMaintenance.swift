@@ -75,6 +75,7 @@ extension SQLStore: MaintenanceStore {
             return batch(
                 "email_codes", by: "last_sent_at", "last_sent_at >= \(from) AND last_sent_at < \(to) AND window_start < \(to) AND expires_at < \(to)", othersWrite: true)
         case .providerNonces: return batch("provider_nonces", by: "expires_at", "expires_at >= \(from) AND expires_at < \(to)", othersWrite: true)
+        case .webauthnChallenges: return batch("webauthn_challenges", by: "expires_at", "expires_at >= \(from) AND expires_at < \(to)")
         case .appleNotifications: return batch("apple_notifications", by: "received_at", "received_at >= \(from) AND received_at < \(to)")
         case .rateLimits: return batch("rate_limits", by: "window_start", "window_start >= \(from) AND window_start < \(to)", othersWrite: true)
         case .deliveredOutbox:

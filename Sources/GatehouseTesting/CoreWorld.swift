@@ -23,6 +23,7 @@ public final class CoreWorld: Sendable {
     public let emailFlows: EmailFlowService
     public let tokens: TokenService
     public let deletion: AccountDeletion
+    public let passkeys: PasskeyService
     /// The tenant admin's view of its users (`/v1/admin/users…`).
     public let adminUsers: AdminUsers
     /// The tenant admin's audit log (`/v1/admin/events`).
@@ -62,6 +63,7 @@ public final class CoreWorld: Sendable {
         emailFlows = gatehouse.emailFlows
         tokens = gatehouse.tokens
         deletion = gatehouse.deletion
+        passkeys = gatehouse.passkeys
         adminUsers = AdminUsers(store: gatehouse.store, units: gatehouse.units, clock: clock)
         auditLog = AuditLog(store: gatehouse.store)
         mfa = gatehouse.mfa

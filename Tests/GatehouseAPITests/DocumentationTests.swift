@@ -65,6 +65,7 @@ struct DocumentationTests {
         try call("GET", "/metrics")
         let created = try call("POST", "/v1/admin/apps", bearer: platform, json: [
             "name": "Documented", "sign_in_methods": ["password", "email_code", "apple", "google"], "rate_limits": ["auth_per_minute_per_ip": 1000],
+            "passkeys": ["rp_id": "example.com", "origins": ["https://app.example.com"]],
         ])
         let appKey = try #require(created.data?["app_key"]?.stringValue)
         let appID = try #require(created.data?["app"]?["id"]?.stringValue)
@@ -124,6 +125,24 @@ struct DocumentationTests {
         try call("POST", "/v1/auth/refresh", appKey: appKey, json: [:])
         try call("POST", "/v1/auth/reauthenticate", appKey: appKey, bearer: access, json: ["password": .string(password)])
         try call("POST", "/v1/auth/reauthenticate", appKey: appKey, bearer: access, json: ["password": "wrong password"])
+
+        // Passkeys, with a software authenticator.
+        let authenticator = try SoftAuthenticator(origin: "https://app.example.com", rpID: "example.com")
+        let creation = try call("POST", "/v1/me/passkeys/options", appKey: appKey, bearer: access, json: [:])
+        let registered = try call(
+            "POST", "/v1/me/passkeys", appKey: appKey, bearer: access, json: ["credential": try authenticator.register(try #require(creation.data)), "name": "Laptop"])
+        try call("POST", "/v1/me/passkeys", appKey: appKey, bearer: access, json: ["credential": ["id": "x"]])
+        try call("GET", "/v1/me/passkeys", appKey: appKey, bearer: access)
+        let passkeyID = try #require(registered.data?["id"]?.stringValue)
+        try call("PATCH", "/v1/me/passkeys/{id}", "/v1/me/passkeys/\(passkeyID)", appKey: appKey, bearer: access, json: ["name": "Work laptop"])
+        try call("PATCH", "/v1/me/passkeys/{id}", "/v1/me/passkeys/pk_unknown", appKey: appKey, bearer: access, json: ["name": "x"])
+        let requestOptions = try call("POST", "/v1/auth/passkey/options", appKey: appKey, json: [:])
+        try call("POST", "/v1/auth/passkey/verify", appKey: appKey, json: ["credential": try authenticator.assert(try #require(requestOptions.data))])
+        try call("POST", "/v1/auth/passkey/verify", appKey: appKey, json: ["credential": try authenticator.assert(try #require(requestOptions.data))])
+        let reauthOptions = try call("POST", "/v1/auth/passkey/options", appKey: appKey, bearer: access, json: [:])
+        try call("POST", "/v1/auth/reauthenticate", appKey: appKey, bearer: access, json: ["passkey": try authenticator.assert(try #require(reauthOptions.data))])
+        try call("DELETE", "/v1/me/passkeys/{id}", "/v1/me/passkeys/\(passkeyID)", appKey: appKey, bearer: access)
+        try call("DELETE", "/v1/me/passkeys/{id}", "/v1/me/passkeys/\(passkeyID)", appKey: appKey, bearer: access)
 
         try call("GET", "/v1/me", appKey: appKey, bearer: access)
         try call("GET", "/v1/me", appKey: appKey)

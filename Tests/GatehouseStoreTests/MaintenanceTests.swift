@@ -245,7 +245,8 @@ import Testing
                 .tokensOfEndedSessions: ("sessions", "ended_at"), .tokensOfExpiredSessions: ("sessions", "expires_at"),
                 .endedSessions: ("sessions", "ended_at"), .expiredSessions: ("sessions", "expires_at"), .webFlows: ("web_flows", "expires_at"),
                 .loginCodes: ("login_codes", "expires_at"), .mfaChallenges: ("mfa_challenges", "expires_at"), .emailCodes: ("email_codes", "last_sent_at"),
-                .providerNonces: ("provider_nonces", "expires_at"), .appleNotifications: ("apple_notifications", "received_at"), .rateLimits: ("rate_limits", "window_start"),
+                .providerNonces: ("provider_nonces", "expires_at"), .webauthnChallenges: ("webauthn_challenges", "expires_at"),
+                .appleNotifications: ("apple_notifications", "received_at"), .rateLimits: ("rate_limits", "window_start"),
                 .deliveredOutbox: ("outbox", "delivered_at"), .deadOutboxPayloads: ("outbox", "dead_at"), .events: ("events", "created_at"),
                 .outboxDestinations: ("outbox_destinations", "updated_at"),
             ]

@@ -40,8 +40,13 @@ DOMAIN_REFUSALS = {
 # ban's suspended_until must be in the future; an Apple private key must parse as a P-256 key; a
 # webhook URL must not name a private address; a mail template must hold the placeholders of its
 # purpose (and its body fit in bytes, not characters); email.locale must have templates. A
-# validation error on such fields alone is a domain refusal too.
+# validation error on such fields alone is a domain refusal too. So is a passkey credential (its
+# bytes are an authenticator's to make: base64url that is not CBOR or client data JSON) and the
+# passkeys settings (rp_id must be a domain of every origin's host: a rule across fields).
 OUTSIDE_FACT_FIELDS = [
+    re.compile(r"^credential(\.|$)"),
+    re.compile(r"^passkey(\.|$)"),
+    re.compile(r"^passkeys\."),
     re.compile(r"^cursor$"),
     re.compile(r"^suspended_until$"),
     re.compile(r"^apple\.private_key$"),

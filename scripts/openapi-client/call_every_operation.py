@@ -134,14 +134,16 @@ class Walk:
     # --- the walk ------------------------------------------------------------------------
     def walk(self):
         from gatehouse_client import models as m
-        from gatehouse_client.api.account import (add_password, begin_totp_enrolment, change_password, confirm_email_change, confirm_totp_enrolment,
-                                                  delete_me, delete_photo, end_session, get_me, get_mfa, link_apple, link_google, list_identities,
-                                                  list_sessions, patch_me, remove_totp_factor, request_email_change, unlink_identity, upload_photo)
+        from gatehouse_client.api.account import (add_passkey, add_password, begin_totp_enrolment, change_password, confirm_email_change,
+                                                  confirm_totp_enrolment, delete_me, delete_passkey, delete_photo, end_session, get_me, get_mfa,
+                                                  link_apple, link_google, list_identities, list_passkeys, list_sessions, passkey_creation_options,
+                                                  patch_me, remove_totp_factor, rename_passkey, request_email_change, unlink_identity, upload_photo)
         from gatehouse_client.api.admin import (ban_user, create_app, delete_user, disable_app, enable_app, end_user_sessions, get_app_settings,
                                                 get_user, list_apps, list_dead_outbox_items, list_events, list_users, patch_app_settings, remove_user_factor, rotate_secret_key,
                                                 retry_outbox_item, rotate_signing_key, unban_user)
         from gatehouse_client.api.apps import get_app, get_authorization_server_metadata, get_discovery, get_jwks
-        from gatehouse_client.api.auth import reauthenticate, refresh, sign_in, sign_out, sign_up, verify_mfa
+        from gatehouse_client.api.auth import (passkey_request_options, reauthenticate, refresh, sign_in, sign_in_with_passkey, sign_out, sign_up,
+                                               verify_mfa)
         from gatehouse_client.api.email_codes import (confirm_password_reset, confirm_verification, send_password_reset, send_reauthentication_code,
                                                       send_sign_in_code, send_verification_code, verify_sign_in_code)
         from gatehouse_client.api.files import delete_file, get_file, get_file_content, get_public_content, list_files, upload_file
@@ -175,7 +177,7 @@ class Walk:
         self.call("getAppSettings", get_app_settings, 200, client=self.tenant_admin())
         self.call("patchAppSettings", patch_app_settings, 200, client=self.tenant_admin(), body=m.AppSettingsPatch.from_dict({
             "redirect_uris": [redirect_uri], "apple": {"client_ids": [apple_client_id], "services_id": "com.example.openapi.web"},
-            "google": {"client_ids": [google_client_id]}}))
+            "google": {"client_ids": [google_client_id]}, "passkeys": {"rp_id": "example.com", "origins": ["https://app.example.com"]}}))
         rotated = self.call("rotateSecretKey", rotate_secret_key, 201, client=self.tenant_admin())
         self.secret_key = rotated.parsed.data.secret_key
 
@@ -198,6 +200,19 @@ class Walk:
         other = next(s.id for s in sessions.parsed.data if not s.current)
         self.call("endSession", end_session, 204, other, client=ada)
         self.call("listIdentities", list_identities, 200, client=ada)
+
+        # Passkeys: the options, and ceremonies this client cannot sign (an authenticator's
+        # answers are made in PasskeysAPITests and DocumentationTests, with a software one).
+        def credential(**response):
+            return {"id": "AAAA", "rawId": "AAAA", "type": "public-key", "clientExtensionResults": {}, "response": {"clientDataJSON": "e30", **response}}
+        self.call("passkeyCreationOptions", passkey_creation_options, 200, client=ada, body=m.EmptyRequest())
+        self.call("addPasskey", add_passkey, 400, client=ada, body=m.AddPasskeyRequest.from_dict({"credential": credential(attestationObject="oA"), "name": "Laptop"}))
+        self.call("listPasskeys", list_passkeys, 200, client=ada)
+        self.call("renamePasskey", rename_passkey, 404, "pk_unknown", client=ada, body=m.RenamePasskeyRequest(name="Phone"))
+        self.call("deletePasskey", delete_passkey, 404, "pk_unknown", client=ada)
+        self.call("passkeyRequestOptions", passkey_request_options, 200, client=self.app(), body=m.EmptyRequest())
+        self.call("signInWithPasskey", sign_in_with_passkey, 400, client=self.app(), body=m.PasskeySignInRequest.from_dict(
+            {"credential": credential(authenticatorData="AAAA", signature="AAAA")}))
 
         # Emailed codes (read from the log: mailer's lines).
         mark = self.log_size()

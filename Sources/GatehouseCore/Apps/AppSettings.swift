@@ -34,6 +34,8 @@ public struct AppSettings: Sendable, Equatable {
     public var webhooks: [Webhook] = []
     /// Second factors: the policy and the factors users may enrol.
     public var mfa = MFA()
+    /// Passkeys' relying party (null: passkeys are off).
+    public var passkeys: Passkeys?
 
     /// Where token responses put the refresh token (`refresh_cookie`: `false`, `true` or `"only"`).
     public enum RefreshCookie: Sendable, Equatable {
@@ -88,6 +90,7 @@ extension AppSettings {
         s.email = r.section("email", context, Email.decode) ?? s.email
         s.webhooks = Webhook.decodeList(&r, context)
         s.mfa = r.section("mfa", context, MFA.decode) ?? s.mfa
+        s.passkeys = r.section("passkeys", context, Passkeys.decode) ?? nil
         r.rejectUnknown()
         if !r.errors.isEmpty { throw .validation(r.errors) }
         return s
@@ -107,11 +110,11 @@ extension AppSettings {
         }
         if let v = r.bool("allow_signup") { allowSignup = v }
         if let v = r.stringArray("sign_in_methods", maxCount: 4) {
-            let all = SignInMethod.allCases.map(\.rawValue)
-            for m in v where SignInMethod(rawValue: m) == nil {
+            let all = SignInMethod.configurable.map(\.rawValue)
+            for m in v where SignInMethod(rawValue: m).map(SignInMethod.configurable.contains) != true {
                 r.fail("sign_in_methods", "Unknown sign-in method \(m); use \(all.joined(separator: ", ")).")
             }
-            signInMethods = uniqued(v).compactMap(SignInMethod.init(rawValue:))
+            signInMethods = uniqued(v).compactMap(SignInMethod.init(rawValue:)).filter(SignInMethod.configurable.contains)
         }
         if let v = r.bool("require_verified_email") { requireVerifiedEmail = v }
     }
@@ -192,6 +195,7 @@ extension AppSettings {
             "email": email.json(secrets: secrets),
             "webhooks": .array(webhooks.enumerated().map { i, hook in hook.json(at: i, secrets: secrets) }),
             "mfa": mfa.json,
+            "passkeys": passkeys?.json ?? .null,
         ]
     }
 }

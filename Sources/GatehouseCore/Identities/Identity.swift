@@ -48,6 +48,11 @@ public struct Identity: Sendable, Equatable {
 /// `method`) and what the token says (`amr`). A string only at the edges (JSON, SQL).
 public enum SignInMethod: String, Sendable, CaseIterable {
     case password, emailCode = "email_code", apple, google
+    /// A passkey (WebAuthn): turned on by the app's `passkeys` settings, not `sign_in_methods`.
+    case passkey
+
+    /// The methods an app lists in `sign_in_methods`.
+    public static let configurable: [SignInMethod] = [.password, .emailCode, .apple, .google]
 
     /// A new app's methods. Sign-in by emailed code is the app's choice: it needs a mailer that
     /// delivers (an app `email.smtp_url` or the platform's `GATEHOUSE_SMTP_URL`).
@@ -58,6 +63,8 @@ public enum SignInMethod: String, Sendable, CaseIterable {
         case .password: "pwd"
         case .emailCode: "otp"
         case .apple, .google: rawValue
+        // Refined at sign-in to `swk` for a synced (backup-eligible) passkey (``Session/amr``).
+        case .passkey: "hwk"
         }
     }
 }

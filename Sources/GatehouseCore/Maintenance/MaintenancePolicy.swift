@@ -67,6 +67,7 @@ public struct MaintenancePolicy: Sendable {
             (.mfaChallenges, MaintenanceWindow(to: now)),
             (.emailCodes, MaintenanceWindow(to: now - emailCodeRetentionMillis)),
             (.providerNonces, MaintenanceWindow(to: now)),
+            (.webauthnChallenges, MaintenanceWindow(to: now)),
             (.appleNotifications, MaintenanceWindow(to: now - appleNotificationRetentionMillis)),
             (.rateLimits, MaintenanceWindow(to: now - rateLimitRetentionMillis)),
             (.deliveredOutbox, MaintenanceWindow(to: now - deliveredOutboxRetentionMillis)),

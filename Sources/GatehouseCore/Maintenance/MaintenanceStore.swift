@@ -20,6 +20,8 @@ public enum MaintenanceTask: String, CaseIterable, Sendable {
     case emailCodes = "email_codes"
     /// Provider token nonces past their token's expiry.
     case providerNonces = "provider_nonces"
+    /// WebAuthn challenges past their expiry (passkeys, ADR 0028).
+    case webauthnChallenges = "webauthn_challenges"
     /// Apple's notifications handled before the cutoff (their idempotency records).
     case appleNotifications = "apple_notifications"
     /// Rate-limit counters of windows that started before the cutoff.

@@ -46,6 +46,10 @@ struct SQLAccountDeletion: AccountDeletionStore {
             try db.execute("DELETE FROM mfa_totp_factors WHERE app_id = \(store.appID) AND user_id = \(id)")
             try db.execute("DELETE FROM mfa_recovery_codes WHERE app_id = \(store.appID) AND user_id = \(id)")
             try db.execute("DELETE FROM mfa_challenges WHERE app_id = \(store.appID) AND user_id = \(id)")
+            // Its passkeys, its WebAuthn user handle and the challenges issued to it (ADR 0028).
+            try db.execute("DELETE FROM passkeys WHERE app_id = \(store.appID) AND user_id = \(id)")
+            try db.execute("DELETE FROM webauthn_user_handles WHERE app_id = \(store.appID) AND user_id = \(id)")
+            try db.execute("DELETE FROM webauthn_challenges WHERE app_id = \(store.appID) AND user_id = \(id)")
             // Its live codes die; the address's send windows stay (they limit the address, not the account).
             try db.execute("UPDATE email_codes SET user_id = NULL, code_hash = NULL WHERE app_id = \(store.appID) AND user_id = \(id)")
             // The ended sessions stay with the tombstone (every node's revocation poll reads them), without where they came from.
