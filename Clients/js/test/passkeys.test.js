@@ -301,9 +301,7 @@ test('passkey calls answer 503 auth/provider-not-configured until the app has a 
   await refused('passkey sign-in before the app has the setting', 'return gatehouse.signInWithPasskey();', 'auth/provider-not-configured', 503);
   assert.equal((await credentials()).length, 0, 'no credential was made');
 
-  const patched = await env.server.admin('PATCH', '/v1/admin/app', {
-    passkeys: { rp_id: 'localhost', origins: [pageOrigin] }, mfa: { policy: 'optional', methods: ['totp', 'passkey'] },
-  }, app.secretKey);
+  const patched = await env.server.admin('PATCH', '/v1/admin/app', { passkeys: { rp_id: 'localhost', origins: [pageOrigin] } }, app.secretKey);
   assert.equal(patched.data.passkeys.rp_id, 'localhost', JSON.stringify(patched.data));
   assert.deepEqual(patched.data.passkeys.origins, [pageOrigin]);
 });
@@ -368,6 +366,9 @@ test('reauthenticate with the passkey renews auth_time', async () => {
 
 test('the passkey as the second step: with an authenticator app enrolled, a password sign-in asks for a second factor, and the passkey answers it', async () => {
   requires('passkey');
+  // Second factors on (the default policy, off, allows no enrolment).
+  const patched = await env.server.admin('PATCH', '/v1/admin/app', { mfa: { policy: 'optional', methods: ['totp', 'passkey'] } }, app.secretKey);
+  assert.equal(patched.data.mfa.policy, 'optional', JSON.stringify(patched.data.mfa));
   const enrolment = await ok('add an authenticator app', "return gatehouse.enrollTotp({ name: 'Phone' });");
   account.totpSecret = enrolment.secret;
   assert.match(enrolment.otpauthUrl, /^otpauth:\/\/totp\//);
