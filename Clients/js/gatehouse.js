@@ -799,11 +799,12 @@ export class Gatehouse {
    */
   async verifyMfa({ mfaToken, code, recoveryCode, passkey, signal } = {}) {
     if (typeof mfaToken !== 'string' || !mfaToken) throw new TypeError("verifyMfa: mfaToken (the MfaRequiredError's)");
-    if ([code, recoveryCode, passkey || undefined].filter((p) => p !== undefined).length > 1) {
+    const proofs = [code !== undefined, recoveryCode !== undefined, passkey === true].filter(Boolean).length;
+    if (proofs > 1 || (passkey !== undefined && typeof passkey !== 'boolean')) {
       throw new TypeError('verifyMfa: one of code, recoveryCode or passkey: true (none: finish an enrolment)');
     }
     let json;
-    if (passkey) {
+    if (passkey === true) {
       const { data: options } = await this.#send('POST', '/v1/auth/passkey/options', { json: { mfa_token: mfaToken } });
       json = { mfa_token: mfaToken, passkey: await this.#getPasskey(options, { signal }) };
     } else {

@@ -129,6 +129,7 @@ test('verifyMfa sends the mfa token and exactly one proof, without a bearer, and
   await assert.rejects(web.verifyMfa({ mfaToken: 'mfa_abc', code: '1', recoveryCode: '2' }), TypeError);
   await assert.rejects(web.verifyMfa({ mfaToken: 'mfa_abc', code: '1', passkey: true }), TypeError);
   await assert.rejects(web.verifyMfa({ code: '123456' }), TypeError);
+  await assert.rejects(web.verifyMfa({ mfaToken: 'mfa_abc', passkey: { id: 'not how' } }), TypeError);
   assert.equal(rec.calls.length, 3, 'a refused call sends nothing');
 });
 

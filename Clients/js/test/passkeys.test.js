@@ -75,9 +75,10 @@ window.ready = true;
 </script></body></html>`;
 }
 
-function ceremonyPage() {
+/** The ceremony page for `appKey` (default: the test's app). */
+function ceremonyPage(appKey = app.appKey) {
   return html({ title: 'gatehouse-js passkeys', script: `
-const gatehouse = new module.Gatehouse({ url: ${JSON.stringify(env.server.url)}, appKey: ${JSON.stringify(app.appKey)}, storage: new module.MemoryStorage() });
+const gatehouse = new module.Gatehouse({ url: ${JSON.stringify(env.server.url)}, appKey: ${JSON.stringify(appKey)}, storage: new module.MemoryStorage() });
 window.gatehouse = gatehouse;
 gatehouse.onAuthStateChange((user) => { document.querySelector('#state').textContent = user ? 'signed in as ' + user.email : 'signed out'; });` });
 }
@@ -108,9 +109,9 @@ before(async () => {
   // No passkeys setting yet: the second test sets it through the admin API.
   app = await env.createApp({ allowed_origins: [pageOrigin] });
   pages = http.createServer((req, res) => {
-    const pathname = new URL(req.url, pageOrigin).pathname;
+    const { pathname, searchParams } = new URL(req.url, pageOrigin);
     if (pathname === '/gatehouse.js') return res.writeHead(200, { 'Content-Type': 'text/javascript' }).end(fs.readFileSync(MODULE));
-    if (pathname === '/') return res.writeHead(200, { 'Content-Type': 'text/html' }).end(ceremonyPage());
+    if (pathname === '/') return res.writeHead(200, { 'Content-Type': 'text/html' }).end(ceremonyPage(searchParams.get('app') ?? undefined));
     if (pathname === '/readme') return res.writeHead(200, { 'Content-Type': 'text/html' }).end(readmePage());
     res.writeHead(404).end();
   });
@@ -470,6 +471,37 @@ test('rename and remove the passkey; the removed passkey no longer signs in', as
   await ok('sign out', 'return gatehouse.signOut();');
   assert.equal((await credentials()).length, 1, 'the device still holds the key');
   await refused('sign in with the removed passkey', 'return gatehouse.signInWithPasskey();', 'auth/invalid-credential', 400);
+});
+
+test('policy required, passkeys only: the sign-up enrols a passkey with the mfa token, verifyMfa({mfaToken}) finishes it; later the passkey is the second step', async () => {
+  const strict = await env.createApp({
+    allowed_origins: [pageOrigin], passkeys: { rp_id: 'localhost', origins: [pageOrigin] }, mfa: { policy: 'required', methods: ['passkey'] },
+  });
+  const page = await browser.newPage(`${pageOrigin}/?app=${encodeURIComponent(strict.appKey)}`);
+  await page.waitFor('window.ready === true', { what: 'the ceremony page of the required app' });
+  page.authenticatorId = await attachAuthenticator(page, AUTHENTICATOR);
+  const email = `required.passkey.${process.pid}@example.com`;
+  const asked = await refused('sign up (the app requires a second factor)', `return gatehouse.signUp({ email: ${JSON.stringify(email)}, password: ${JSON.stringify(PASSWORD)} });`, 'auth/mfa-required', 401, page);
+  assert.equal(asked.enroll, true);
+  assert.deepEqual(asked.methods, ['passkey'], 'what the app lets them enrol');
+  assert.match(asked.mfaToken, /^mfa_/);
+  const passkey = await ok('enrol a passkey with the mfa token', `return gatehouse.registerPasskey({ name: 'Enrolled', mfaToken: ${JSON.stringify(asked.mfaToken)} });`, page);
+  assert.equal(passkey.name, 'Enrolled');
+  const session = await ok('finish the sign-up (no proof: the enrolment was it)', `return gatehouse.verifyMfa({ mfaToken: ${JSON.stringify(asked.mfaToken)} });`, page);
+  assert.equal(session.user.email, email);
+  assert.equal(session.isNewUser, true);
+  const amr = (await accessClaims(page)).amr;
+  for (const value of ['pwd', 'hwk', 'mfa']) assert.ok(amr.includes(value), `amr ${JSON.stringify(amr)} has ${value}`);
+
+  await ok('sign out', 'return gatehouse.signOut();', page);
+  const again = await refused('sign in with the password', `return gatehouse.signIn({ email: ${JSON.stringify(email)}, password: ${JSON.stringify(PASSWORD)} });`, 'auth/mfa-required', 401, page);
+  assert.equal(again.enroll, false);
+  assert.ok(again.methods.includes('passkey'), `methods ${JSON.stringify(again.methods)}`);
+  const second = await ok('answer with the passkey', `return gatehouse.verifyMfa({ mfaToken: ${JSON.stringify(again.mfaToken)}, passkey: true });`, page);
+  assert.equal(second.user.id, session.user.id);
+  await ok('sign out', 'return gatehouse.signOut();', page);
+  const direct = await ok('sign in with the passkey (no second step after it)', 'return gatehouse.signInWithPasskey();', page);
+  assert.equal(direct.user.id, session.user.id);
 });
 
 test("the README's passkey snippet runs in a page and does what it says", async () => {
