@@ -340,7 +340,8 @@ export function base64urlToBuffer(text) {
 
 /** An ArrayBuffer or a view of one (a TypedArray, a DataView) to base64url without padding. */
 export function bufferToBase64url(buffer) {
-  if (buffer instanceof ArrayBuffer) return base64url(new Uint8Array(buffer));
+  // By tag, not instanceof: a buffer from another realm (an iframe) is an ArrayBuffer too.
+  if (Object.prototype.toString.call(buffer) === '[object ArrayBuffer]') return base64url(new Uint8Array(buffer));
   if (ArrayBuffer.isView(buffer)) return base64url(new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength));
   throw new TypeError('not an ArrayBuffer or a view of one');
 }
