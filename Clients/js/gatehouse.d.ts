@@ -17,7 +17,8 @@ export type ServerErrorCode =
 /** Codes the client raises itself. */
 export type ClientErrorCode =
   | 'client/network' | 'client/signed-out' | 'client/invalid-response' | 'client/web-flow-state-mismatch'
-  | 'client/web-flow-cancelled' | 'client/web-flow-denied' | 'client/web-flow-server-error';
+  | 'client/web-flow-cancelled' | 'client/web-flow-denied' | 'client/web-flow-server-error'
+  | 'client/passkey-unsupported' | 'client/passkey-cancelled' | 'client/passkey-already-registered' | 'client/passkey-failed';
 
 export type GatehouseErrorCode = ServerErrorCode | ClientErrorCode;
 
@@ -27,7 +28,7 @@ export declare const CLIENT_ERROR_CODES: readonly ClientErrorCode[];
 export interface FieldError { field: string; message: string }
 
 export declare class GatehouseError extends Error {
-  readonly name: 'GatehouseError';
+  readonly name: 'GatehouseError' | 'MfaRequiredError';
   readonly code: GatehouseErrorCode;
   /** The HTTP status; 0 for errors raised by the client. */
   readonly status: number;
@@ -44,6 +45,23 @@ export declare class GatehouseError extends Error {
   /** The session has ended or there is none: sign in again. */
   readonly isSignedOut: boolean;
   constructor(code: GatehouseErrorCode, status: number, problem?: Record<string, unknown>);
+}
+
+/** What answers a second step (`methods` of an MfaRequiredError); when enrolling: what may be enrolled. */
+export type MfaMethod = 'totp' | 'recovery_code' | 'passkey';
+
+/** 401 `auth/mfa-required`: the sign-in needs its second step (`verifyMfa`), or with `enroll` an enrolment first. */
+export declare class MfaRequiredError extends GatehouseError {
+  readonly name: 'MfaRequiredError';
+  readonly code: 'auth/mfa-required';
+  /** `mfa_…`: single use, for `verifyMfa` (and, with `enroll`, the enrolment calls). */
+  readonly mfaToken: string | null;
+  readonly methods: Array<MfaMethod | string>;
+  /** The app requires a second factor and the user has none: enrol one with `mfaToken`, then `verifyMfa({mfaToken})`. */
+  readonly enroll: boolean;
+  /** Seconds the mfaToken stays valid (300). */
+  readonly expiresIn: number | null;
+  constructor(status: number, problem?: Record<string, unknown>);
 }
 
 /** localStorage's shape; the methods may also return promises (an async store). */
@@ -90,6 +108,8 @@ export interface GatehouseOptions {
   refreshGraceSeconds?: number;
   /** The storage key of the session (default `gatehouse:<appKey>:session`). */
   storageKey?: string;
+  /** Where passkeys are created and used; default `navigator.credentials`. */
+  credentials?: Pick<CredentialsContainer, 'create' | 'get'>;
 }
 
 export interface User {
@@ -142,7 +162,7 @@ export interface Identity { provider: 'password' | 'apple' | 'google'; email: st
 export interface DeviceSession {
   id: string;
   current: boolean;
-  method: 'password' | 'email_code' | 'apple' | 'google';
+  method: 'password' | 'email_code' | 'apple' | 'google' | 'passkey';
   createdAt: string;
   lastUsedAt: string;
   ip: string | null;
@@ -153,7 +173,56 @@ export type ReauthenticationProof =
   | { password: string }
   | { provider: 'apple'; identityToken: string; nonce: string }
   | { provider: 'google'; idToken: string; nonce: string }
-  | { code: string };
+  | { code: string }
+  | { passkey: true; signal?: AbortSignal };
+
+/** The second step's proof: exactly one of `code`, `recoveryCode`, `passkey: true`; none finishes an enrolment. */
+export type MfaVerification =
+  | { mfaToken: string; code: string; recoveryCode?: never; passkey?: never }
+  | { mfaToken: string; recoveryCode: string; code?: never; passkey?: never }
+  | { mfaToken: string; passkey: true; signal?: AbortSignal; code?: never; recoveryCode?: never }
+  | { mfaToken: string; code?: never; recoveryCode?: never; passkey?: never };
+
+export interface MfaFactor { id: string; type: 'totp'; name: string | null; createdAt: string; lastUsedAt: string | null }
+
+/** `GET /v1/me/mfa`. */
+export interface MfaStatus {
+  policy: 'off' | 'optional' | 'required';
+  factors: MfaFactor[];
+  /** How many passkeys the account has. */
+  passkeys: number;
+  recoveryCodesLeft: number;
+}
+
+export interface TotpEnrollment {
+  id: string;
+  /** base32, no padding: for typing into an authenticator app. */
+  secret: string;
+  /** `otpauth://totp/…`: for a QR code. */
+  otpauthUrl: string;
+}
+
+export interface Passkey {
+  id: string;
+  name: string | null;
+  createdAt: string;
+  lastUsedAt: string | null;
+  /** Synced by its provider (a backed-up, multi-device passkey). */
+  backedUp: boolean;
+  /** The authenticator model's AAGUID (all zeros when it does not say). */
+  aaguid: string | null;
+}
+
+/** WebAuthn's JSON forms (base64url strings for binary fields), as the server sends and takes them. */
+export type CreationOptionsJSON = Record<string, unknown> & { challenge: string; user: { id: string; name: string; displayName: string } };
+export type RequestOptionsJSON = Record<string, unknown> & { challenge: string };
+export type CredentialJSON = Record<string, unknown> & { id: string; rawId: string; type: string; response: Record<string, unknown> };
+
+export declare function base64urlToBuffer(text: string): ArrayBuffer;
+export declare function bufferToBase64url(buffer: ArrayBuffer | ArrayBufferView): string;
+export declare function decodeCreationOptions(json: CreationOptionsJSON): PublicKeyCredentialCreationOptions;
+export declare function decodeRequestOptions(json: RequestOptionsJSON): PublicKeyCredentialRequestOptions;
+export declare function encodeCredential(credential: Credential | PublicKeyCredential): CredentialJSON;
 
 export declare function sha256Hex(text: string): Promise<string>;
 export declare function createNonce(): Promise<{ raw: string; hashed: string }>;
@@ -208,6 +277,18 @@ export declare class Gatehouse {
 
   getSessions(): Promise<DeviceSession[]>;
   endSession(id: string): Promise<void>;
+
+  verifyMfa(input: MfaVerification): Promise<Session>;
+  listFactors(): Promise<MfaStatus>;
+  enrollTotp(input?: { name?: string; mfaToken?: string }): Promise<TotpEnrollment>;
+  confirmTotp(id: string, code: string, options?: { mfaToken?: string }): Promise<{ recoveryCodes: string[] }>;
+  removeTotp(id: string): Promise<void>;
+
+  registerPasskey(input?: { name?: string; mfaToken?: string; signal?: AbortSignal }): Promise<Passkey>;
+  signInWithPasskey(options?: { mediation?: 'optional' | 'required' | 'silent' | 'conditional'; signal?: AbortSignal }): Promise<Session>;
+  listPasskeys(): Promise<Passkey[]>;
+  renamePasskey(id: string, name: string): Promise<Passkey>;
+  removePasskey(id: string): Promise<void>;
 
   reauthenticate(proof: ReauthenticationProof): Promise<void>;
   sendReauthenticationCode(): Promise<void>;

@@ -27,6 +27,10 @@ export const CLIENT_ERROR_CODES = Object.freeze([
   'client/web-flow-cancelled',  // the user cancelled at Apple (error=user_cancelled_authorize)
   'client/web-flow-denied',     // Apple's answer did not verify (error=access_denied)
   'client/web-flow-server-error', // Gatehouse could not finish the flow (error=server_error)
+  'client/passkey-unsupported', // no WebAuthn here (navigator.credentials, PublicKeyCredential): not a secure context, or an old browser
+  'client/passkey-cancelled',   // the browser's passkey prompt was dismissed, timed out, or no passkey matched (NotAllowedError)
+  'client/passkey-already-registered', // this authenticator already holds a passkey of the user (InvalidStateError)
+  'client/passkey-failed',      // any other WebAuthn failure (the DOMException is the error's cause)
 ]);
 
 /** Codes after which the stored session is gone for good (the client clears it). */
@@ -53,6 +57,30 @@ export class GatehouseError extends Error {
 
   /** The session has ended (or there was none): the user must sign in again. */
   get isSignedOut() { return this.code === 'client/signed-out' || SESSION_ENDING_CODES.has(this.code); }
+}
+
+/**
+ * A sign-in that needs its second step (401 `auth/mfa-required`): answer with `verifyMfa({mfaToken,
+ * code | recoveryCode | passkey: true})` within `expiresIn` seconds. `methods` are what the user can
+ * answer with (`totp`, `recovery_code`, `passkey`); with `enroll: true` (the app requires a second
+ * factor and the user has none) they are what the user may enrol, with `mfaToken` as the credential
+ * (`enrollTotp`/`confirmTotp`/`registerPasskey` with `{mfaToken}`), then `verifyMfa({mfaToken})`.
+ */
+export class MfaRequiredError extends GatehouseError {
+  constructor(status, problem = {}) {
+    super('auth/mfa-required', status, problem);
+    this.name = 'MfaRequiredError';
+    this.mfaToken = typeof problem.mfa_token === 'string' ? problem.mfa_token : null;
+    this.methods = Array.isArray(problem.methods) ? problem.methods.filter((m) => typeof m === 'string') : [];
+    this.enroll = problem.enroll === true;
+    this.expiresIn = typeof problem.expires_in === 'number' ? problem.expires_in : null;
+  }
+}
+
+/** The problem document as the error it stands for. */
+function problemError(status, problem) {
+  if (problem.code === 'auth/mfa-required') return new MfaRequiredError(status, problem);
+  return new GatehouseError(problem.code, status, problem);
 }
 
 // MARK: - Storage
@@ -291,6 +319,123 @@ function nextTurn() { return new Promise((resolve) => (globalThis.setImmediate ?
 
 function sleep(ms) { return new Promise((resolve) => setTimeout(resolve, ms)); }
 
+// MARK: - Passkeys: WebAuthn's JSON encodings
+
+// The server speaks WebAuthn Level 3's JSON forms (binary fields as base64url without padding);
+// navigator.credentials speaks ArrayBuffers. Browsers that have PublicKeyCredential's
+// parseCreationOptionsFromJSON / parseRequestOptionsFromJSON and the credential's toJSON() do the
+// conversion themselves; for the others these functions do it.
+
+/** base64url (with or without padding) to an ArrayBuffer; a TypeError for anything else. */
+export function base64urlToBuffer(text) {
+  if (typeof text !== 'string' || !/^[A-Za-z0-9_-]*={0,2}$/.test(text) || text.replace(/=+$/, '').length % 4 === 1) {
+    throw new TypeError('not base64url');
+  }
+  const plain = text.replace(/=+$/, '').replace(/-/g, '+').replace(/_/g, '/');
+  const binary = atob(plain + '='.repeat((4 - (plain.length % 4)) % 4));
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes.buffer;
+}
+
+/** An ArrayBuffer or a view of one (a TypedArray, a DataView) to base64url without padding. */
+export function bufferToBase64url(buffer) {
+  // By tag, not instanceof: a buffer from another realm (an iframe) is an ArrayBuffer too.
+  if (Object.prototype.toString.call(buffer) === '[object ArrayBuffer]') return base64url(new Uint8Array(buffer));
+  if (ArrayBuffer.isView(buffer)) return base64url(new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength));
+  throw new TypeError('not an ArrayBuffer or a view of one');
+}
+
+function invalidOptions(what, error) {
+  return new GatehouseError('client/invalid-response', 200, { detail: `The server's passkey options are not usable (${what}: ${error.message}).` });
+}
+
+function decodeDescriptors(list, what) {
+  if (list === undefined) return undefined;
+  if (!Array.isArray(list)) throw invalidOptions(what, new TypeError('not a list'));
+  return list.map((d) => ({ ...d, id: base64urlToBuffer(d.id) }));
+}
+
+/** PublicKeyCredentialCreationOptionsJSON (the server's answer) to what navigator.credentials.create takes as `publicKey`. */
+export function decodeCreationOptions(json) {
+  const parse = globalThis.PublicKeyCredential?.parseCreationOptionsFromJSON;
+  try {
+    if (typeof parse === 'function') return parse.call(globalThis.PublicKeyCredential, json);
+    return {
+      ...json,
+      challenge: base64urlToBuffer(json.challenge),
+      user: { ...json.user, id: base64urlToBuffer(json.user?.id) },
+      excludeCredentials: decodeDescriptors(json.excludeCredentials, 'excludeCredentials'),
+    };
+  } catch (error) {
+    if (error instanceof GatehouseError) throw error;
+    throw invalidOptions('creation options', error);
+  }
+}
+
+/** PublicKeyCredentialRequestOptionsJSON to what navigator.credentials.get takes as `publicKey`. */
+export function decodeRequestOptions(json) {
+  const parse = globalThis.PublicKeyCredential?.parseRequestOptionsFromJSON;
+  try {
+    if (typeof parse === 'function') return parse.call(globalThis.PublicKeyCredential, json);
+    return {
+      ...json,
+      challenge: base64urlToBuffer(json.challenge),
+      allowCredentials: decodeDescriptors(json.allowCredentials, 'allowCredentials'),
+    };
+  } catch (error) {
+    if (error instanceof GatehouseError) throw error;
+    throw invalidOptions('request options', error);
+  }
+}
+
+/**
+ * A PublicKeyCredential (from create or get) as RegistrationResponseJSON or
+ * AuthenticationResponseJSON: its own toJSON() where the browser has it, else built here.
+ */
+export function encodeCredential(credential) {
+  if (typeof credential?.toJSON === 'function') return credential.toJSON();
+  const response = credential.response;
+  const out = {
+    id: credential.id,
+    rawId: bufferToBase64url(credential.rawId),
+    type: credential.type,
+    clientExtensionResults: typeof credential.getClientExtensionResults === 'function' ? credential.getClientExtensionResults() : {},
+    response: { clientDataJSON: bufferToBase64url(response.clientDataJSON) },
+  };
+  if (credential.authenticatorAttachment) out.authenticatorAttachment = credential.authenticatorAttachment;
+  if (response.attestationObject !== undefined) {
+    // A registration (AuthenticatorAttestationResponse).
+    out.response.attestationObject = bufferToBase64url(response.attestationObject);
+    const authenticatorData = typeof response.getAuthenticatorData === 'function' ? response.getAuthenticatorData() : null;
+    if (authenticatorData) out.response.authenticatorData = bufferToBase64url(authenticatorData);
+    const transports = typeof response.getTransports === 'function' ? response.getTransports() : null;
+    if (transports) out.response.transports = [...transports];
+    const algorithm = typeof response.getPublicKeyAlgorithm === 'function' ? response.getPublicKeyAlgorithm() : null;
+    if (typeof algorithm === 'number') out.response.publicKeyAlgorithm = algorithm;
+    const publicKey = typeof response.getPublicKey === 'function' ? response.getPublicKey() : null;
+    if (publicKey) out.response.publicKey = bufferToBase64url(publicKey);
+  } else {
+    // An assertion (AuthenticatorAssertionResponse).
+    out.response.authenticatorData = bufferToBase64url(response.authenticatorData);
+    out.response.signature = bufferToBase64url(response.signature);
+    if (response.userHandle) out.response.userHandle = bufferToBase64url(response.userHandle);
+  }
+  return out;
+}
+
+/** A WebAuthn DOMException as the client's typed error (the exception is its `cause`). */
+function passkeyError(error, action) {
+  if (error instanceof GatehouseError) return error;
+  const code = {
+    NotAllowedError: 'client/passkey-cancelled', AbortError: 'client/passkey-cancelled',
+    InvalidStateError: 'client/passkey-already-registered', NotSupportedError: 'client/passkey-unsupported',
+  }[error?.name] ?? 'client/passkey-failed';
+  const wrapped = new GatehouseError(code, 0, { detail: `${action}: ${error?.name ?? 'Error'}: ${error?.message ?? String(error)}` });
+  wrapped.cause = error;
+  return wrapped;
+}
+
 // MARK: - JSON shapes
 
 /** snake_case keys to camelCase, recursively (values are left as they are). */
@@ -317,10 +462,10 @@ function body(fields) {
  * storage), and raises `GatehouseError`s.
  */
 export class Gatehouse {
-  #fetch; #lock; #channel = null; #listeners = new Set(); #inflight = null;
+  #fetch; #lock; #channel = null; #listeners = new Set(); #inflight = null; #credentials;
 
   constructor(options) {
-    const { url, appKey, mode = 'token', storage, flowStorage, fetch, lock = 'auto', refreshLeewaySeconds = 30, refreshGraceSeconds = 10, storageKey } = options ?? {};
+    const { url, appKey, mode = 'token', storage, flowStorage, fetch, lock = 'auto', refreshLeewaySeconds = 30, refreshGraceSeconds = 10, storageKey, credentials } = options ?? {};
     if (typeof url !== 'string' || !/^https?:\/\//.test(url)) throw new TypeError('url: the Gatehouse base URL, e.g. https://auth.example.com');
     // Tokens travel in the clear over http: only to this machine (development).
     if (url.startsWith('http:') && !/^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?(\/|$)/.test(url)) {
@@ -337,6 +482,7 @@ export class Gatehouse {
     this.refreshGraceSeconds = refreshGraceSeconds;
     this.storageKey = storageKey ?? `gatehouse:${appKey}:session`;
     this.#fetch = fetch ?? globalThis.fetch.bind(globalThis);
+    this.#credentials = credentials ?? null;
     this.#lock = makeLock(lock, `gatehouse:${appKey}:refresh`);
     if (typeof globalThis.BroadcastChannel === 'function') {
       this.#channel = new BroadcastChannel(`gatehouse:${appKey}:session`);
@@ -449,7 +595,7 @@ export class Gatehouse {
     let parsed = null;
     try { parsed = text ? JSON.parse(text) : null; } catch { /* below */ }
     if (!response.ok) {
-      if (parsed && typeof parsed.code === 'string') throw new GatehouseError(parsed.code, response.status, parsed);
+      if (parsed && typeof parsed.code === 'string') throw problemError(response.status, parsed);
       throw new GatehouseError('client/invalid-response', response.status, { detail: `${method} ${path} answered ${response.status}.` });
     }
     if (!parsed || typeof parsed !== 'object' || !('data' in parsed)) {
@@ -644,6 +790,134 @@ export class Gatehouse {
 
   get #flowKey() { return `gatehouse:${this.appKey}:apple-web-flow`; }
 
+  // MARK: The second step
+
+  /**
+   * Finishes a sign-in that threw `MfaRequiredError`, with exactly one proof: `code` (from the
+   * authenticator app), `recoveryCode`, or `passkey: true` (the browser's passkey prompt, limited
+   * to the user's passkeys). With no proof, finishes an enrolment (`enroll: true`) after
+   * `confirmTotp` or `registerPasskey` with the same `mfaToken`. Stores the session as a sign-in does.
+   */
+  async verifyMfa({ mfaToken, code, recoveryCode, passkey, signal } = {}) {
+    if (typeof mfaToken !== 'string' || !mfaToken) throw new TypeError("verifyMfa: mfaToken (the MfaRequiredError's)");
+    const proofs = [code !== undefined, recoveryCode !== undefined, passkey === true].filter(Boolean).length;
+    if (proofs > 1 || (passkey !== undefined && typeof passkey !== 'boolean')) {
+      throw new TypeError('verifyMfa: one of code, recoveryCode or passkey: true (none: finish an enrolment)');
+    }
+    let json;
+    if (passkey === true) {
+      const { data: options } = await this.#send('POST', '/v1/auth/passkey/options', { json: { mfa_token: mfaToken } });
+      json = { mfa_token: mfaToken, passkey: await this.#getPasskey(options, { signal }) };
+    } else {
+      json = body({ mfa_token: mfaToken, code, recovery_code: recoveryCode });
+    }
+    const { data } = await this.#send('POST', '/v1/auth/mfa/verify', { json });
+    return this.#signedIn(data);
+  }
+
+  // MARK: Second factors (TOTP)
+
+  /** `GET /v1/me/mfa`: `{policy, factors: [{id, type, name, createdAt, lastUsedAt}], passkeys, recoveryCodesLeft}` (no secrets). */
+  async listFactors() { return camel((await this.#authorized('GET', '/v1/me/mfa')).data); }
+
+  /**
+   * Starts an authenticator app (recent login, or `mfaToken` of an `enroll: true` MfaRequiredError):
+   * `{id, secret, otpauthUrl}` — show `otpauthUrl` as a QR code, then `confirmTotp(id, code)`.
+   */
+  async enrollTotp({ name, mfaToken } = {}) {
+    return camel((await this.#userOrEnrolling('POST', '/v1/me/mfa/totp', { json: body({ name }) }, mfaToken)).data);
+  }
+
+  /** Confirms the factor with a code from the app: `{recoveryCodes}` (10, shown once; replaces any earlier set). */
+  async confirmTotp(id, code, { mfaToken } = {}) {
+    return camel((await this.#userOrEnrolling('POST', `/v1/me/mfa/totp/${encodeURIComponent(id)}/confirm`, { json: { code } }, mfaToken)).data);
+  }
+
+  /** Removes an authenticator app (recent login). */
+  async removeTotp(id) { await this.#authorized('DELETE', `/v1/me/mfa/totp/${encodeURIComponent(id)}`); }
+
+  /** A signed-in call, or with `mfaToken` one of the calls an enrolling mfa_token may make. */
+  #userOrEnrolling(method, path, options, mfaToken) {
+    if (mfaToken === undefined || mfaToken === null) return this.#authorized(method, path, options);
+    if (typeof mfaToken !== 'string' || !mfaToken.startsWith('mfa_')) throw new TypeError("mfaToken: the MfaRequiredError's mfaToken (mfa_…)");
+    return this.#send(method, path, { ...options, token: mfaToken });
+  }
+
+  // MARK: Passkeys
+
+  /**
+   * Creates a passkey on this device and adds it to the account (recent login, or `mfaToken` of an
+   * `enroll: true` MfaRequiredError): the server's options → navigator.credentials.create → the
+   * server checks and stores it. Returns the passkey `{id, name, createdAt, lastUsedAt, backedUp, aaguid}`.
+   */
+  async registerPasskey({ name, mfaToken, signal } = {}) {
+    const container = this.#credentialsContainer();
+    const { data: options } = await this.#userOrEnrolling('POST', '/v1/me/passkeys/options', {}, mfaToken);
+    const publicKey = decodeCreationOptions(options);
+    let credential;
+    try {
+      credential = await container.create({ publicKey, ...(signal ? { signal } : {}) });
+    } catch (error) {
+      throw passkeyError(error, 'Creating the passkey');
+    }
+    if (!credential) throw new GatehouseError('client/passkey-cancelled', 0, { detail: 'Creating the passkey: no credential.' });
+    const json = body({ credential: this.#encode(credential, 'Creating the passkey'), name });
+    return camel((await this.#userOrEnrolling('POST', '/v1/me/passkeys', { json }, mfaToken)).data);
+  }
+
+  /**
+   * Signs in with a passkey, no email asked (the browser offers the passkeys it holds for the app's
+   * rp_id). `mediation: 'conditional'` waits for the user to pick one in an autofill field
+   * (`autocomplete="username webauthn"`). A passkey sign-in is itself two factors: no second step.
+   */
+  async signInWithPasskey({ mediation, signal } = {}) {
+    this.#credentialsContainer();
+    const { data: options } = await this.#send('POST', '/v1/auth/passkey/options', { json: {} });
+    const credential = await this.#getPasskey(options, { mediation, signal });
+    const { data } = await this.#send('POST', '/v1/auth/passkey/verify', { json: { credential } });
+    return this.#signedIn(data);
+  }
+
+  /** The account's passkeys, `[{id, name, createdAt, lastUsedAt, backedUp, aaguid}]`. */
+  async listPasskeys() { return camel((await this.#authorized('GET', '/v1/me/passkeys')).data); }
+
+  async renamePasskey(id, name) {
+    return camel((await this.#authorized('PATCH', `/v1/me/passkeys/${encodeURIComponent(id)}`, { json: { name } })).data);
+  }
+
+  /** Removes a passkey from the account (recent login). The device still holds it; it no longer signs in. */
+  async removePasskey(id) { await this.#authorized('DELETE', `/v1/me/passkeys/${encodeURIComponent(id)}`); }
+
+  #credentialsContainer() {
+    const container = this.#credentials ?? globalThis.navigator?.credentials;
+    if (!container || typeof container.create !== 'function' || typeof container.get !== 'function') {
+      throw new GatehouseError('client/passkey-unsupported', 0, { detail: 'Passkeys need WebAuthn (navigator.credentials) in a secure context (https:// or localhost).' });
+    }
+    return container;
+  }
+
+  /** navigator.credentials.get with the server's request options; the assertion as AuthenticationResponseJSON. */
+  async #getPasskey(options, { mediation, signal } = {}) {
+    const container = this.#credentialsContainer();
+    const publicKey = decodeRequestOptions(options);
+    let credential;
+    try {
+      credential = await container.get({ publicKey, ...(mediation ? { mediation } : {}), ...(signal ? { signal } : {}) });
+    } catch (error) {
+      throw passkeyError(error, 'Using the passkey');
+    }
+    if (!credential) throw new GatehouseError('client/passkey-cancelled', 0, { detail: 'Using the passkey: no credential.' });
+    return this.#encode(credential, 'Using the passkey');
+  }
+
+  #encode(credential, action) {
+    try {
+      return encodeCredential(credential);
+    } catch (error) {
+      throw passkeyError(error, action);
+    }
+  }
+
   // MARK: The app
 
   /** `GET /v1/app`: the app's public settings (sign-in methods, password minimum, file limits). */
@@ -743,8 +1017,9 @@ export class Gatehouse {
 
   /**
    * Renews `auth_time` for calls that need a recent sign-in. One of `{password}`,
-   * `{provider: 'apple', identityToken, nonce}`, `{provider: 'google', idToken, nonce}`, or
-   * `{code}` after `sendReauthenticationCode()`. The refresh token stays.
+   * `{provider: 'apple', identityToken, nonce}`, `{provider: 'google', idToken, nonce}`,
+   * `{code}` after `sendReauthenticationCode()`, or `{passkey: true}` (the browser's passkey
+   * prompt, for one of the user's passkeys). The refresh token stays.
    */
   async reauthenticate(proof) {
     let json;
@@ -752,7 +1027,10 @@ export class Gatehouse {
     else if (proof.provider === 'apple') json = { provider: 'apple', identity_token: proof.identityToken, nonce: proof.nonce };
     else if (proof.provider === 'google') json = { provider: 'google', id_token: proof.idToken, nonce: proof.nonce };
     else if (proof.code !== undefined) json = { code: proof.code };
-    else throw new TypeError('reauthenticate: {password}, {provider, identityToken|idToken, nonce} or {code}');
+    else if (proof.passkey === true) {
+      const { data: options } = await this.#authorized('POST', '/v1/auth/passkey/options', { json: {} });
+      json = { passkey: await this.#getPasskey(options, { signal: proof.signal }) };
+    } else throw new TypeError('reauthenticate: {password}, {provider, identityToken|idToken, nonce}, {code} or {passkey: true}');
     const { data } = await this.#authorized('POST', '/v1/auth/reauthenticate', { json });
     // Under the refresh lock, on the session as it is now: a refresh in another tab meanwhile
     // must keep its new refresh token (the session, and so the new access token, is the same).

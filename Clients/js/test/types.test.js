@@ -40,4 +40,5 @@ test('the control: wrong field types and unknown error codes do not compile', ()
   assert.notEqual(status, 0);
   assert.match(output, /TS2322/);
   assert.match(output, /auth\/no-such-code/);
+  assert.match(output, /not assignable to parameter of type 'MfaVerification'/, 'two proofs at once are refused');
 });

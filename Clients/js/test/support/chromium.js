@@ -110,6 +110,14 @@ export class Page {
     return result.value;
   }
 
+  /** A PNG of the viewport, written to `file` (folders made); returns the path. */
+  async screenshot(file) {
+    const { data } = await this.send('Page.captureScreenshot', { format: 'png' });
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, Buffer.from(data, 'base64'));
+    return file;
+  }
+
   /** Polls `expression` until it is truthy (navigations in between are fine). */
   async waitFor(expression, { timeoutMs = 15000, what = expression } = {}) {
     const deadline = Date.now() + timeoutMs;

@@ -2,7 +2,9 @@
 // (resolved through package.json's "exports"/"types", as an app's bundler would).
 import {
   Gatehouse, GatehouseError, MemoryStorage, createNonce, createPKCE, sha256Hex, SERVER_ERROR_CODES,
+  MfaRequiredError, bufferToBase64url, base64urlToBuffer, decodeRequestOptions, encodeCredential,
   type GatehouseErrorCode, type Session, type User, type DeviceSession, type Identity, type StoredSession,
+  type MfaStatus, type Passkey, type TotpEnrollment,
 } from 'gatehouse-js';
 
 async function main(): Promise<void> {
@@ -26,6 +28,39 @@ async function main(): Promise<void> {
   await gatehouse.reauthenticate({ provider: 'google', idToken: 'x', nonce: 'n' });
   const stop: () => void = gatehouse.onAuthStateChange((u: User | null) => console.log(u?.id));
   stop();
+  // The second step: a sign-in throws MfaRequiredError; verifyMfa takes one proof.
+  let second: Session | null = null;
+  try {
+    second = await gatehouse.signIn({ email: 'ada@example.com', password: 'correct horse battery' });
+  } catch (error) {
+    if (!(error instanceof MfaRequiredError) || error.mfaToken === null) throw error;
+    const mfaToken: string = error.mfaToken;
+    if (error.enroll) {
+      const totp: TotpEnrollment = await gatehouse.enrollTotp({ name: 'Phone', mfaToken });
+      const { recoveryCodes } = await gatehouse.confirmTotp(totp.id, '123456', { mfaToken });
+      console.log(totp.otpauthUrl, recoveryCodes.length);
+      second = await gatehouse.verifyMfa({ mfaToken });
+    } else if (error.methods.includes('passkey')) {
+      second = await gatehouse.verifyMfa({ mfaToken, passkey: true });
+    } else {
+      second = await gatehouse.verifyMfa({ mfaToken, code: '123456' });
+    }
+    const expiresIn: number | null = error.expiresIn;
+    console.log(expiresIn, error.code === 'auth/mfa-required');
+  }
+  const mfa: MfaStatus = await gatehouse.listFactors();
+  if (mfa.policy === 'required') await gatehouse.removeTotp(mfa.factors[0].id);
+  const passkey: Passkey = await gatehouse.registerPasskey({ name: 'This laptop' });
+  const passkeys: Passkey[] = await gatehouse.listPasskeys();
+  await gatehouse.renamePasskey(passkey.id, 'Work laptop');
+  await gatehouse.removePasskey(passkeys[0].id);
+  const bypasskey: Session = await gatehouse.signInWithPasskey({ mediation: 'conditional' });
+  await gatehouse.reauthenticate({ passkey: true });
+  const b64: string = bufferToBase64url(base64urlToBuffer('AQID'));
+  const publicKey: PublicKeyCredentialRequestOptions = decodeRequestOptions({ challenge: b64 });
+  const credential = await navigator.credentials.get({ publicKey });
+  if (credential) console.log(encodeCredential(credential).rawId);
+  console.log(second?.user.id, bypasskey.isNewUser, passkey.backedUp, mfa.recoveryCodesLeft);
   try {
     await gatehouse.getUser();
   } catch (error) {

@@ -4,3 +4,5 @@ const gatehouse = new Gatehouse({ url: 'https://auth.example.com', appKey: 'pk_l
 void gatehouse.signIn({ email: 42, password: 'x' });
 const code: GatehouseErrorCode = 'auth/no-such-code';
 console.log(code);
+// Two proofs at once are refused by the types.
+void gatehouse.verifyMfa({ mfaToken: 'mfa_x', code: '123456', recoveryCode: 'abcde-fghij' });
