@@ -10,7 +10,7 @@ export type ServerErrorCode =
   | 'auth/weak-password' | 'auth/signup-disabled' | 'auth/sign-in-method-disabled' | 'auth/credential-already-in-use'
   | 'auth/account-exists-with-different-credential' | 'auth/last-sign-in-method' | 'auth/provider-not-configured'
   | 'auth/invalid-redirect-uri' | 'auth/invalid-flow' | 'auth/invalid-login-code' | 'provider/unavailable'
-  | 'auth/requires-recent-login' | 'auth/invalid-code' | 'auth/code-expired' | 'auth/user-disabled'
+  | 'auth/requires-recent-login' | 'auth/invalid-code' | 'auth/mfa-required' | 'auth/invalid-mfa-token' | 'auth/code-expired' | 'auth/user-disabled'
   | 'auth/email-not-verified' | 'auth/too-many-attempts' | 'auth/too-many-requests' | 'files/unsupported-type'
   | 'files/quota-exceeded' | 'outbox/not-dead' | 'outbox/payload-erased' | 'server/internal' | 'server/unavailable' | 'server/busy';
 
