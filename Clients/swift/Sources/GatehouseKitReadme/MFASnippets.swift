@@ -77,7 +77,7 @@ func passkeyCallsSnippet(_ client: GatehouseClient, registration: PasskeyRegistr
 #if canImport(AuthenticationServices) && !os(watchOS)
 @available(iOS 15.0, macOS 12.0, tvOS 16.0, *)
 @MainActor
-final class PasskeySheet: NSObject, ASAuthorizationControllerDelegate {
+final class PasskeySheet: NSObject, @preconcurrency ASAuthorizationControllerDelegate {
     let client: GatehouseClient
     init(client: GatehouseClient) { self.client = client }
 
