@@ -88,6 +88,34 @@ struct MFAKitTests {
         #expect(plain.user.id == user.id)
     }
 
+    /// Google and an emailed code, like the password, stop at the second step.
+    @Test
+    func everyFirstFactorAsksForTheSecondStep() async throws {
+        let world = try KitWorld(settings: Self.mfa)
+        defer { world.stop() }
+        let client = world.client()
+        let first = world.google.mintIDToken(sub: "g-mfa-1", aud: KitWorld.googleClient, email: "gus@gmail.com", nonce: "nonce-1", givenName: "Gus")
+        let user = try await client.signInWithGoogle(idToken: first, nonce: "nonce-1").user
+        let enrolment = try await client.enrollTOTP()
+        _ = try await client.confirmTOTP(id: enrolment.id, code: TOTP.code(secret: enrolment.secret, at: world.seconds))
+
+        let second = world.google.mintIDToken(sub: "g-mfa-1", aud: KitWorld.googleClient, email: "gus@gmail.com", nonce: "nonce-2", givenName: "Gus")
+        let viaGoogle = world.client()
+        let challenge = try await Self.challenge { try await viaGoogle.signInWithGoogle(idToken: second, nonce: "nonce-2") }
+        #expect(try await viaGoogle.currentUser == nil)
+        world.clock.advance(seconds: 30)
+        let signedIn = try await viaGoogle.verifyMFA(challenge, code: TOTP.code(secret: enrolment.secret, at: world.seconds))
+        #expect(signedIn.user.id == user.id)
+        let amr = Set(try KitWorld.claims(try await viaGoogle.accessToken())["amr"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+        #expect(amr.isSuperset(of: ["otp", "mfa"]), "\(amr)")
+
+        let viaCode = world.client()
+        try await viaCode.sendSignInCode(to: "gus@gmail.com")
+        let code = try world.code(to: "gus@gmail.com")
+        let byCode = try await Self.challenge { try await viaCode.signIn(email: "gus@gmail.com", code: code) }
+        #expect(byCode.methods.contains(.totp) && byCode.mfaToken != challenge.mfaToken)
+    }
+
     @Test
     func underRequiredASignUpEnrolsWithItsChallengeAndThenFinishes() async throws {
         let world = try KitWorld(settings: ["mfa": ["policy": "required", "methods": ["totp", "passkey"]]])
