@@ -58,6 +58,12 @@ public enum GatehouseError: Error, Sendable, Equatable, CustomStringConvertible 
         }
     }
 
+    /// The second step's challenge, when the error is ``mfaRequired(_:)``.
+    public var mfaChallenge: MFAChallenge? {
+        if case .mfaRequired(let challenge) = self { return challenge }
+        return nil
+    }
+
     /// The action needs a recent sign-in: reauthenticate (``GatehouseClient/reauthenticate(password:)``
     /// and the others), then retry, or let ``GatehouseClient/withRecentLogin(reauthenticate:_:)`` do both.
     public var requiresRecentLogin: Bool { code == .requiresRecentLogin }

@@ -37,6 +37,8 @@ struct MFATests {
         #expect(challenge.requestID == "req_42")
         #expect(abs(challenge.expiresAt.timeIntervalSinceNow - 300) < 5)
         #expect(error?.code == .mfaRequired, "branching on the code still works")
+        #expect(error?.mfaChallenge == challenge)
+        #expect(GatehouseError.notSignedIn.mfaChallenge == nil)
         for text in [String(describing: error!), String(describing: challenge), "\(challenge)"] {
             #expect(!text.contains("SECRET"), "the token is never printed: \(text)")
         }
