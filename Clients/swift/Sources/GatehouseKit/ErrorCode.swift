@@ -68,6 +68,10 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
     case requiresRecentLogin
     /// `auth/invalid-code`
     case invalidCode
+    /// `auth/mfa-required`: thrown as ``GatehouseError/mfaRequired(_:)``, which carries the challenge.
+    case mfaRequired
+    /// `auth/invalid-mfa-token`: the second step's `mfa_token` is unknown, expired or used; sign in again.
+    case invalidMFAToken
     /// `auth/code-expired`
     case codeExpired
     /// `auth/user-disabled`
@@ -133,6 +137,8 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
         .providerUnavailable,
         .requiresRecentLogin,
         .invalidCode,
+        .mfaRequired,
+        .invalidMFAToken,
         .codeExpired,
         .userDisabled,
         .emailNotVerified,
@@ -185,6 +191,8 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
         case .providerUnavailable: "provider/unavailable"
         case .requiresRecentLogin: "auth/requires-recent-login"
         case .invalidCode: "auth/invalid-code"
+        case .mfaRequired: "auth/mfa-required"
+        case .invalidMFAToken: "auth/invalid-mfa-token"
         case .codeExpired: "auth/code-expired"
         case .userDisabled: "auth/user-disabled"
         case .emailNotVerified: "auth/email-not-verified"

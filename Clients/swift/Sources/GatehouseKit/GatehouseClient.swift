@@ -402,12 +402,13 @@ public final class GatehouseClient: Sendable {
 
     // MARK: - Plumbing
 
-    private func signIn(_ path: String, _ body: [String: JSONValue]) async throws -> SignInResult {
+    /// A call answered by a session (a sign-in, or its second step): the session is installed.
+    func signIn(_ path: String, _ body: [String: JSONValue]) async throws -> SignInResult {
         let payload = try Transport.decode(SessionPayload.self, from: try await transport.send("POST", path, body: .json(body)))
         return try await manager.install(payload)
     }
 
-    private func reauthenticate(_ body: [String: JSONValue]) async throws {
+    func reauthenticate(_ body: [String: JSONValue]) async throws {
         struct Access: Decodable {
             let access_token: String
             let expires_in: Double
@@ -454,7 +455,7 @@ public final class GatehouseClient: Sendable {
         return items
     }
 
-    private func pathSegment(_ value: String) -> String {
+    func pathSegment(_ value: String) -> String {
         value.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? value
     }
 }

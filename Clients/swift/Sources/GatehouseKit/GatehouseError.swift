@@ -39,6 +39,11 @@ public enum GatehouseError: Error, Sendable, Equatable, CustomStringConvertible 
     case transport(String)
     /// An answer that is not what the contract describes (a proxy's error page, for instance).
     case unexpectedResponse(status: Int)
+    /// A sign-in proved its first factor and Gatehouse asks for a second one (`auth/mfa-required`,
+    /// 401): ask the user for what ``MFAChallenge/methods`` lists and finish with
+    /// ``GatehouseClient/verifyMFA(_:code:)`` (or the recovery-code and passkey forms); when
+    /// ``MFAChallenge/enroll`` is true, enrol a factor first (see ``MFAChallenge``).
+    case mfaRequired(MFAChallenge)
     /// The web flow came back without a login code: `error` is what Gatehouse put in the redirect
     /// (`user_cancelled_authorize`, `access_denied`, `user_disabled`, `server_error`), or
     /// `state_mismatch` / `missing_login_code` when the redirect was not for this flow.
@@ -46,7 +51,16 @@ public enum GatehouseError: Error, Sendable, Equatable, CustomStringConvertible 
 
     /// The server's code, when the server answered.
     public var code: ErrorCode? {
-        if case .server(let problem) = self { return problem.code }
+        switch self {
+        case .server(let problem): problem.code
+        case .mfaRequired: .mfaRequired
+        default: nil
+        }
+    }
+
+    /// The second step's challenge, when the error is ``mfaRequired(_:)``.
+    public var mfaChallenge: MFAChallenge? {
+        if case .mfaRequired(let challenge) = self { return challenge }
         return nil
     }
 
@@ -58,6 +72,7 @@ public enum GatehouseError: Error, Sendable, Equatable, CustomStringConvertible 
         switch self {
         case .server(let problem):
             "Gatehouse answered \(problem.status) \(problem.code)" + (problem.requestID.map { " (request \($0))" } ?? "")
+        case .mfaRequired(let challenge): "Gatehouse asks for a second factor (\(challenge.methods.map(\.rawValue).joined(separator: ", ")))"
         case .notSignedIn: "Not signed in"
         case .transport(let text): "Gatehouse could not be reached: \(text)"
         case .unexpectedResponse(let status): "Unexpected answer from Gatehouse (HTTP \(status))"

@@ -72,7 +72,7 @@ public struct DeviceSession: Decodable, Sendable, Equatable {
     public let id: String
     /// This is the session of the calling client.
     public let current: Bool
-    /// How it signed in: `password`, `email_code`, `apple`, `google`.
+    /// How it signed in: `password`, `email_code`, `apple`, `google`, `passkey`.
     public let method: String
     public let createdAt: Date
     public let lastUsedAt: Date

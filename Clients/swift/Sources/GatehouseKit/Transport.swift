@@ -3,11 +3,14 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// A JSON request body: objects of strings, booleans and nulls are all Gatehouse takes from a client.
-enum JSONValue: Encodable, Sendable {
+/// A JSON request body: strings, booleans and nulls, and the objects and arrays of a WebAuthn
+/// credential, are all Gatehouse takes from a client.
+enum JSONValue: Encodable, Sendable, Equatable {
     case string(String)
     case bool(Bool)
     case null
+    case object([String: JSONValue])
+    case array([JSONValue])
 
     func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
@@ -15,6 +18,8 @@ enum JSONValue: Encodable, Sendable {
         case .string(let value): try container.encode(value)
         case .bool(let value): try container.encode(value)
         case .null: try container.encodeNil()
+        case .object(let members): try container.encode(members)
+        case .array(let items): try container.encode(items)
         }
     }
 }
@@ -120,9 +125,17 @@ struct Transport: Sendable {
         }
     }
 
-    /// Throws the problem of a non-2xx answer.
+    /// Throws the problem of a non-2xx answer: ``GatehouseError/mfaRequired(_:)`` for an
+    /// `auth/mfa-required` that carries its `mfa_token`, ``GatehouseError/server(_:)`` otherwise.
     static func check(_ answer: HTTPAnswer) throws {
-        guard (200..<300).contains(answer.status) else { throw GatehouseError.server(problem(answer)) }
+        guard (200..<300).contains(answer.status) else { throw error(answer) }
+    }
+
+    /// The error a non-2xx answer stands for.
+    static func error(_ answer: HTTPAnswer) -> GatehouseError {
+        let problem = problem(answer)
+        if problem.code == .mfaRequired, let challenge = MFAChallenge(answer, problem: problem) { return .mfaRequired(challenge) }
+        return .server(problem)
     }
 
     /// The problem in a non-2xx answer (a body that is not a problem still gives its status).
