@@ -72,7 +72,7 @@ public enum API {
         MFAController(auth: auth, mfa: s.mfa, sessions: authController).register(&routes)
         MeController(auth: auth, accounts: s.accounts, passwords: s.passwords, sessions: s.sessions, deletion: s.deletion, files: s.files).register(&routes)
         FilesController(auth: auth, files: s.files).register(&routes)
-        PasskeyController(auth: auth, passkeys: s.passkeys, sessions: s.sessions, sessionResponses: authController).register(&routes)
+        PasskeyController(auth: auth, passkeys: s.passkeys, mfa: s.mfa, sessions: s.sessions, sessionResponses: authController).register(&routes)
         AppleNotificationsController(directory: s.directory, notifications: s.appleNotifications).register(&routes)
         return routes
     }

@@ -5,6 +5,7 @@ import GatehouseHTTP
 struct PasskeyController {
     let auth: Authenticator
     let passkeys: PasskeyService
+    let mfa: MFAService
     let sessions: SessionService
     let sessionResponses: AuthController
 
@@ -18,7 +19,19 @@ struct PasskeyController {
         routes.post("/v1/auth/passkey/verify", verify)
     }
 
+    /// A sign-in that must enrol a second factor first (`auth/mfa-required` with `enroll: true`)
+    /// registers its passkey with `Authorization: Bearer mfa_…`.
+    private static func enrollingToken(_ request: Request) -> String? {
+        guard let token = request.bearerToken, token.hasPrefix("mfa_") else { return nil }
+        return token
+    }
+
     func creationOptions(_ request: Request) throws -> HTTPResponse {
+        if let mfaToken = Self.enrollingToken(request) {
+            let app = try auth.app(request)
+            try Body(request, allowEmpty: true).finish()
+            return HTTPResponse.data(try mfa.passkeyCreationOptions(app: app, mfaToken: mfaToken, origin: request.origin)).noStore()
+        }
         let (app, claims) = try auth.user(request)
         let body = try Body(request, allowEmpty: true)
         try body.finish()
@@ -27,6 +40,15 @@ struct PasskeyController {
     }
 
     func add(_ request: Request) throws -> HTTPResponse {
+        if let mfaToken = Self.enrollingToken(request) {
+            let app = try auth.app(request)
+            var body = try Body(request)
+            let credential = body.requiredObject("credential")
+            let name = try Self.name(&body, required: false)
+            try body.finish()
+            let passkey = try mfa.registerPasskey(app: app, mfaToken: mfaToken, credential: credential, name: name, origin: request.origin)
+            return HTTPResponse.data(PasskeyService.json(passkey), status: 201).noStore()
+        }
         let (app, claims) = try auth.user(request)
         var body = try Body(request)
         let credential = body.requiredObject("credential")
@@ -58,10 +80,16 @@ struct PasskeyController {
         return .noContent
     }
 
-    /// `{}`: a sign-in's options (app key only); with a Bearer access token, a reauthentication's.
+    /// `{}`: a sign-in's options (app key only); `{mfa_token}`: a second step's (the user's
+    /// passkeys); with a Bearer access token, a reauthentication's.
     func requestOptions(_ request: Request) throws -> HTTPResponse {
-        let body = try Body(request, allowEmpty: true)
+        var body = try Body(request, allowEmpty: true)
+        let mfaToken = body.optional("mfa_token", maxLength: 128)
         try body.finish()
+        if let mfaToken {
+            let app = try auth.app(request)
+            return HTTPResponse.data(try mfa.passkeyRequestOptions(app: app, mfaToken: mfaToken, origin: request.origin)).noStore()
+        }
         if request.bearerToken != nil {
             let (app, claims) = try auth.user(request)
             return HTTPResponse.data(try passkeys.requestOptions(app: app, purpose: .reauth, user: claims.userID, origin: request.origin)).noStore()

@@ -177,8 +177,8 @@ public final class Gatehouse: Sendable {
         providerSignIn = ProviderSignInService(
             store: store, directory: directory, sessions: sessions, providers: providers,
             sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes, units: units, metrics: metrics, log: log)
-        // The coordinator passes the passkeys' PasskeySecondStep here.
-        mfa = MFAService(store: store, sessions: sessions, units: units, gate: gate, sealer: sealer, clock: clock, metrics: metrics)
+        passkeys = PasskeyService(store: store, sessions: sessions, gate: gate, units: units, clock: clock, metrics: metrics)
+        mfa = MFAService(store: store, sessions: sessions, units: units, gate: gate, sealer: sealer, clock: clock, passkeys: passkeys, metrics: metrics)
         let deletion = AccountDeletion(
             store: store, directory: directory, sessions: sessions, sealer: sealer, clock: clock, erasers: [FileEraser()], units: units,
             log: log)
@@ -187,7 +187,6 @@ public final class Gatehouse: Sendable {
         // Photo uploads run on the offload threads; as many may wait as decode.
         let photos = PhotoProcessor(threads: configuration.photoConcurrency, maxQueued: configuration.photoConcurrency)
         self.photos = photos
-        passkeys = PasskeyService(store: store, sessions: sessions, gate: gate, units: units, clock: clock, metrics: metrics)
         files = FilesService(
             store: store, blobs: blobs, clock: clock, publicURL: configuration.publicURL, units: units, log: log, photos: photos)
 

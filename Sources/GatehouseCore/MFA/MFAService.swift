@@ -6,18 +6,8 @@ public enum MFAProof: Sendable {
     case totp(String)
     /// One of the user's unused recovery codes (`xxxxx-xxxxx`).
     case recoveryCode(String)
-    /// A WebAuthn AuthenticationResponseJSON, checked by ``PasskeySecondStep``.
+    /// A WebAuthn AuthenticationResponseJSON, checked by ``PasskeyService``.
     case passkey(JSON)
-}
-
-/// The passkeys' part of the second step, given to ``MFAService`` by the composition root.
-/// Without one, a `passkey` proof is 400 `request/validation-failed`.
-public protocol PasskeySecondStep: Sendable {
-    /// Checks `credential` (an AuthenticationResponseJSON) as an assertion of one of `user`'s
-    /// passkeys, against a challenge issued for this second step; returns the `amr` value it
-    /// proves (`hwk`, or `swk` for a backup-eligible credential). Throws 400
-    /// `auth/invalid-credential` (or a validation error) when it does not hold.
-    func verifySecondStep(app: AppContext, _ data: any AppScopedStore, user: UserID, credential: JSON, origin: RequestOrigin) throws -> String
 }
 
 /// Who enrols a factor: a signed-in user, or a sign-in under an app that requires a second
@@ -72,7 +62,7 @@ public final class MFAService: Sendable {
     private let gate: SignInGate
     private let sealer: SecretSealer
     private let clock: any Clock
-    private let passkeys: (any PasskeySecondStep)?
+    private let passkeys: PasskeyService
     private let metrics: any DomainMetrics
 
     /// At most this many authenticator apps per user.
@@ -84,7 +74,7 @@ public final class MFAService: Sendable {
 
     public init(
         store: any Store, sessions: SessionService, units: UnitOfWork, gate: SignInGate, sealer: SecretSealer, clock: any Clock,
-        passkeys: (any PasskeySecondStep)? = nil, metrics: any DomainMetrics = NoDomainMetrics()
+        passkeys: PasskeyService, metrics: any DomainMetrics = NoDomainMetrics()
     ) {
         self.metrics = metrics
         self.store = store
@@ -166,25 +156,39 @@ public final class MFAService: Sendable {
             recoveryCodesLeft: factors.recoveryCodesLeft)
     }
 
-    // MARK: - For the passkeys (the coordinator wires these)
+    // MARK: - Passkeys in the second step
 
-    /// The user an enrolling `mfa_token` (of this app, unexpired, unused, `enroll: true`) is for;
-    /// else 401 `auth/invalid-mfa-token`.
-    public func enrollingUser(app: AppContext, mfaToken: String) throws -> UserID {
-        try enrollingUser(app: app, store.app(app.id), actor: .enrolling(mfaToken: mfaToken), needsRecentLogin: false)
+    /// `POST /v1/me/passkeys/options` under an enrolling `mfa_token` (`Authorization: Bearer mfa_…`):
+    /// creation options for the user it is for, when the app lets users enrol passkeys.
+    public func passkeyCreationOptions(app: AppContext, mfaToken: String, origin: RequestOrigin) throws -> JSON {
+        try requireEnrolment(.passkey, app)
+        let user = try enrollingUser(app: app, store.app(app.id), actor: .enrolling(mfaToken: mfaToken), needsRecentLogin: false)
+        return try passkeys.creationOptions(app: app, user: user, origin: origin)
     }
 
-    /// The user of an open second step (any unexpired, unused `mfa_token` of this app, enrolling
-    /// or not): `POST /v1/auth/passkey/options {mfa_token}` lists that user's passkeys. Else 401
-    /// `auth/invalid-mfa-token`.
+    /// `POST /v1/me/passkeys` under an enrolling `mfa_token`: registers the passkey and records
+    /// that the enrolment is proven (`hwk`, or `swk` for a synced passkey), so that
+    /// `POST /v1/auth/mfa/verify` with the token then needs no proof.
+    public func registerPasskey(app: AppContext, mfaToken: String, credential: JSON, name: String?, origin: RequestOrigin) throws -> Passkey {
+        try requireEnrolment(.passkey, app)
+        let data = store.app(app.id)
+        let user = try enrollingUser(app: app, data, actor: .enrolling(mfaToken: mfaToken), needsRecentLogin: false)
+        let passkey = try passkeys.register(app: app, user: user, session: nil, credential: credential, name: name, origin: origin)
+        _ = try data.mfa.satisfyChallenge(tokenHash: SessionService.mfaTokenHash(mfaToken), by: passkey.backupEligible ? "swk" : "hwk", now: clock.nowMillis())
+        return passkey
+    }
+
+    /// `POST /v1/auth/passkey/options {mfa_token}`: request options for the second step, listing
+    /// the passkeys of the user the token is for. 401 `auth/invalid-mfa-token` for a token that
+    /// is not open.
+    public func passkeyRequestOptions(app: AppContext, mfaToken: String, origin: RequestOrigin) throws -> JSON {
+        try passkeys.secondStepOptions(app: app, userID: secondStepUser(app: app, mfaToken: mfaToken), origin: origin)
+    }
+
+    /// The user of an open second step (an unexpired, unused `mfa_token` of this app, enrolling
+    /// or not); else 401 `auth/invalid-mfa-token`.
     public func secondStepUser(app: AppContext, mfaToken: String) throws -> UserID {
         try openChallenge(store.app(app.id), mfaToken, now: clock.nowMillis()).userID
-    }
-
-    /// Records that an enrolment with `mfaToken` registered a passkey (`amr`: `hwk` or `swk`):
-    /// `POST /v1/auth/mfa/verify` with the token then needs no proof.
-    public func markEnrolled(app: AppContext, _ data: any AppScopedStore, mfaToken: String, amr: String) throws {
-        _ = try data.mfa.satisfyChallenge(tokenHash: SessionService.mfaTokenHash(mfaToken), by: amr, now: clock.nowMillis())
     }
 
     // MARK: - The second step
@@ -226,11 +230,12 @@ public final class MFAService: Sendable {
             }
             second = "otp"
         case .passkey(let credential):
-            // The coordinator wires a PasskeySecondStep in the composition root.
-            guard let passkeys else { throw GatehouseError.validation("passkey", "Passkeys are not available yet.") }
+            guard app.settings.mfa.methods.contains(.passkey) else {
+                throw GatehouseError.validation("passkey", "This app does not offer passkeys as a second factor.")
+            }
             try requireGuessesLeft(data, user, now: now)
             do {
-                second = try passkeys.verifySecondStep(app: app, data, user: user, credential: credential, origin: origin)
+                second = try passkeys.verifySecondStep(app: app, userID: user, credential: credential, origin: origin).amr
             } catch let error as GatehouseError where error.code == .invalidCredential {
                 try countFailure(data, user, now: now, origin: origin)
                 throw error
@@ -248,20 +253,31 @@ public final class MFAService: Sendable {
 
     // MARK: - Admin
 
-    /// The user's factors, for the admin user object (no secrets).
+    /// The user's factors (authenticator apps, then passkeys), for the admin user object (no secrets).
     public func factors(app: AppContext, user: UserID) throws -> [FactorSummary] {
-        try totpSummaries(store.app(app.id), user)
+        try factors(app: app, users: [user])[user] ?? []
     }
 
-    /// The factors of each user of a page of the admin's list.
+    /// The factors of each user of a page of the admin's list: two queries a page.
     public func factors(app: AppContext, users: [UserID]) throws -> [UserID: [FactorSummary]] {
-        try store.app(app.id).mfa.confirmedTOTPFactors(of: users).mapValues { $0.map(Self.summary) }
+        let data = store.app(app.id)
+        var factors = try data.mfa.confirmedTOTPFactors(of: users).mapValues { $0.map(Self.summary) }
+        for (user, passkeys) in try data.passkeys.passkeys(of: users) {
+            factors[user, default: []] += passkeys.map(Self.summary)
+        }
+        return factors
     }
 
-    /// `DELETE /v1/admin/users/{id}/factors/{factor_id}`: a lost phone. `mfa.removed` with `by: admin`.
+    /// `DELETE /v1/admin/users/{id}/factors/{factor_id}`: a lost phone or security key. Records
+    /// `mfa.removed` (an authenticator app) or `passkey.removed` with `by: admin`.
     public func removeByAdmin(app: AppContext, user rawUser: String, factor: String) throws {
         guard let user = UserID(parsing: rawUser), try store.app(app.id).users.user(user) != nil else { throw GatehouseError(.notFound, "No such user.") }
-        try remove(app: app, user: user, id: factor, by: "admin", sessionID: nil, origin: RequestOrigin(ip: nil, userAgent: nil))
+        let origin = RequestOrigin(ip: nil, userAgent: nil)
+        if PasskeyID(parsing: factor) != nil {
+            try passkeys.remove(app: app, user: user, session: nil, id: factor, by: "admin", origin: origin)
+        } else {
+            try remove(app: app, user: user, id: factor, by: "admin", sessionID: nil, origin: origin)
+        }
     }
 
     // MARK: - Inside
@@ -317,6 +333,10 @@ public final class MFAService: Sendable {
 
     private static func summary(_ factor: TOTPFactor) -> FactorSummary {
         FactorSummary(id: factor.id.rawValue, type: "totp", name: factor.name, createdAt: factor.createdAt, lastUsedAt: factor.lastUsedAt)
+    }
+
+    private static func summary(_ passkey: Passkey) -> FactorSummary {
+        FactorSummary(id: passkey.id.rawValue, type: "passkey", name: passkey.name, createdAt: passkey.createdAt, lastUsedAt: passkey.lastUsedAt)
     }
 
     /// Whether `code` is a current code of one of the user's confirmed factors whose step was not

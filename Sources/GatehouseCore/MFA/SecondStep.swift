@@ -65,7 +65,9 @@ extension SessionService {
     func secondStep(app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, now: Int64) throws -> SecondStepRequired? {
         let settings = app.settings.mfa
         guard settings.policy != .off else { return nil }
-        let factors = try data.mfa.secondFactors(of: user.id)
+        var factors = try data.mfa.secondFactors(of: user.id)
+        // A passkey counts as a second factor only where the app offers passkeys as one.
+        if !settings.methods.contains(.passkey) { factors.passkeys = 0 }
         var methods: [String] = []
         let enroll: Bool
         if factors.any {

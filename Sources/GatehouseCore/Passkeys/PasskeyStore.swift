@@ -17,6 +17,8 @@ public protocol PasskeyStore: Sendable {
     /// with this credential id already.
     func insert(_ passkey: Passkey) throws
     func passkeys(of user: UserID) throws -> [Passkey]
+    /// The passkeys of each of `users` (a page of the admin's list), oldest first.
+    func passkeys(of users: [UserID]) throws -> [UserID: [Passkey]]
     func passkey(_ id: PasskeyID, of user: UserID) throws -> Passkey?
     /// The app's passkey of this credential id, whoever's it is.
     func passkey(credentialID: String) throws -> Passkey?

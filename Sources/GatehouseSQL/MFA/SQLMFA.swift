@@ -85,12 +85,13 @@ extension SQLAppScopedStore: MFAStore {
     }
 
     func secondFactors(of user: UserID) throws -> SecondFactors {
-        // The coordinator adds the user's passkeys here (a third count) when they join.
         let row = try database.query("""
             SELECT (SELECT COUNT(*) FROM mfa_totp_factors WHERE app_id = \(appID) AND user_id = \(user) AND confirmed_at IS NOT NULL) AS totp,
-                   (SELECT COUNT(*) FROM mfa_recovery_codes WHERE app_id = \(appID) AND user_id = \(user) AND used_at IS NULL) AS recovery
+                   (SELECT COUNT(*) FROM mfa_recovery_codes WHERE app_id = \(appID) AND user_id = \(user) AND used_at IS NULL) AS recovery,
+                   (SELECT COUNT(*) FROM passkeys WHERE app_id = \(appID) AND user_id = \(user)) AS passkeys
             """).first
-        return SecondFactors(totp: Int(try row?.int64("totp") ?? 0), recoveryCodesLeft: Int(try row?.int64("recovery") ?? 0), passkeys: 0)
+        return SecondFactors(
+            totp: Int(try row?.int64("totp") ?? 0), recoveryCodesLeft: Int(try row?.int64("recovery") ?? 0), passkeys: Int(try row?.int64("passkeys") ?? 0))
     }
 
     func insertChallenge(_ challenge: MFAChallenge) throws {

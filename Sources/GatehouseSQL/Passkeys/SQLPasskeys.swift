@@ -52,6 +52,18 @@ struct SQLPasskeys: PasskeyStore {
         try database.query("SELECT * FROM passkeys WHERE app_id = \(appID) AND user_id = \(user) ORDER BY created_at, id").map(Self.record)
     }
 
+    func passkeys(of users: [UserID]) throws -> [UserID: [Passkey]] {
+        guard !users.isEmpty else { return [:] }
+        var passkeys: [UserID: [Passkey]] = [:]
+        for row in try database.query("""
+            SELECT * FROM passkeys WHERE app_id = \(appID) AND user_id IN (\(list: users.map(\.rawValue))) ORDER BY created_at, id
+            """) {
+            let passkey = try Self.record(row)
+            passkeys[passkey.userID, default: []].append(passkey)
+        }
+        return passkeys
+    }
+
     func passkey(_ id: PasskeyID, of user: UserID) throws -> Passkey? {
         try database.query("SELECT * FROM passkeys WHERE app_id = \(appID) AND id = \(id.rawValue) AND user_id = \(user)").first.map(Self.record)
     }
