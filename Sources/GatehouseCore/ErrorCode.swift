@@ -61,9 +61,6 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
     public static let invalidFlow = ErrorCode("auth/invalid-flow", 400, "Invalid sign-in flow")
     public static let invalidLoginCode = ErrorCode("auth/invalid-login-code", 400, "Invalid login code")
     public static let invalidCode = ErrorCode("auth/invalid-code", 400, "Invalid code")
-    /// The first factor was right; the second step (`POST /v1/auth/mfa/verify`) is needed.
-    public static let mfaRequired = ErrorCode("auth/mfa-required", 401, "Second factor required")
-    public static let invalidMFAToken = ErrorCode("auth/invalid-mfa-token", 401, "Invalid MFA token")
     public static let codeExpired = ErrorCode("auth/code-expired", 400, "Code expired")
     public static let tooManyAttempts = ErrorCode("auth/too-many-attempts", 429, "Too many attempts")
     public static let userDisabled = ErrorCode("auth/user-disabled", 403, "User disabled")

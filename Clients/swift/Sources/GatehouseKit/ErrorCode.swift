@@ -78,10 +78,6 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
     case userDisabled
     /// `auth/email-not-verified`
     case emailNotVerified
-    /// `auth/mfa-required`
-    case mfaRequired
-    /// `auth/invalid-mfa-token`
-    case invalidMFAToken
     /// `auth/too-many-attempts`
     case tooManyAttempts
     /// `auth/too-many-requests`
@@ -142,8 +138,6 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
         .codeExpired,
         .userDisabled,
         .emailNotVerified,
-        .mfaRequired,
-        .invalidMFAToken,
         .tooManyAttempts,
         .tooManyRequests,
         .unsupportedFileType,
@@ -196,8 +190,6 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
         case .codeExpired: "auth/code-expired"
         case .userDisabled: "auth/user-disabled"
         case .emailNotVerified: "auth/email-not-verified"
-        case .mfaRequired: "auth/mfa-required"
-        case .invalidMFAToken: "auth/invalid-mfa-token"
         case .tooManyAttempts: "auth/too-many-attempts"
         case .tooManyRequests: "auth/too-many-requests"
         case .unsupportedFileType: "files/unsupported-type"
