@@ -163,7 +163,7 @@ struct MFAKitTests {
     }
 
     /// The challenge `call` throws (a test failure when it throws anything else or succeeds).
-    static func challenge<T>(_ call: () async throws -> T) async throws -> MFAChallenge {
+    static func challenge<T>(_ call: () async throws -> T) async throws -> GatehouseKit.MFAChallenge {
         let error = await kitError(call)
         guard case .mfaRequired(let challenge)? = error else {
             throw KitWorld.NoCode(description: "expected auth/mfa-required, got \(String(describing: error))")
