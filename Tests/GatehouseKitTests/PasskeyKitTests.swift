@@ -1,7 +1,5 @@
-// Compiled once the passkeys part (GatehouseWebAuthn, GatehouseTesting's SoftAuthenticator) is
-// in the package: GatehouseKit's passkey calls against the real server, with a software
+// GatehouseKit's passkey calls against the real server, with GatehouseTesting's software
 // authenticator standing in for ASAuthorizationController.
-#if canImport(GatehouseWebAuthn)
 import Foundation
 import GatehouseCore
 import GatehouseCrypto
@@ -106,4 +104,3 @@ struct PasskeyKitTests {
         #expect(try await client.passkeys().count == 1)
     }
 }
-#endif
