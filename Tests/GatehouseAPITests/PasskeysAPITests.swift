@@ -333,6 +333,9 @@ struct PasskeysAPITests {
             ["rp_id": "example.com", "origins": ["https://app.example.com/path"]],
             // A browser takes a localhost origin only with the rp id localhost.
             ["rp_id": "example.com", "origins": ["http://localhost:8080"]],
+            // An Android app's origin is the SHA-256 of its signing certificate, 43 base64url characters.
+            ["rp_id": "example.com", "origins": ["android:apk-key-hash:abc"]],
+            ["rp_id": "example.com", "origins": ["android:apk-key-hash:\(String(repeating: "A", count: 42))="]],
         ]
         for passkeys in cases {
             let response = try world.server.request("PATCH", "/v1/admin/app", bearer: world.app.secretKey, json: ["passkeys": passkeys])
@@ -349,6 +352,16 @@ struct PasskeysAPITests {
         let authenticator = try SoftAuthenticator(origin: "http://localhost:5173", rpID: "localhost")
         #expect(try world.register(authenticator).status == 201)
         #expect(try world.verify(try authenticator.assert(try world.signInOptions())).status == 200)
+        // A native Android app (Credential Manager) signs with its apk-key-hash origin.
+        let android = "android:apk-key-hash:" + Base64URL.encode(Digest.sha256(Array("the app's signing certificate".utf8)))
+        let withApp = try world.server.request(
+            "PATCH", "/v1/admin/app", bearer: world.app.secretKey, json: ["passkeys": ["rp_id": "example.com", "origins": ["https://example.com", .string(android)]]])
+        #expect(withApp.data?["passkeys"]?["origins"] == ["https://example.com", .string(android)], "\(withApp.text)")
+        let phone = try SoftAuthenticator(origin: android, rpID: "example.com")
+        #expect(try world.register(phone).status == 201)
+        #expect(try world.verify(try phone.assert(try world.signInOptions())).status == 200)
+        let otherApp = try SoftAuthenticator(origin: "android:apk-key-hash:" + Base64URL.encode(Digest.sha256(Array("another app".utf8))), rpID: "example.com")
+        #expect(try world.register(otherApp).problemCode == "auth/invalid-credential")
     }
 
     @Test(arguments: TestDatabase.kinds)

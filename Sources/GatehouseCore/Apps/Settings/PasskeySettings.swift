@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseCrypto
 
 extension AppSettings {
     /// The `passkeys` section (ADR 0028): the WebAuthn relying party id and the web origins whose
@@ -6,7 +7,9 @@ extension AppSettings {
     public struct Passkeys: Sendable, Equatable {
         /// A domain of every origin's host (`example.com` for `https://app.example.com`), or `localhost`.
         public var rpID: String
-        /// `https://host[:port]`, or `http://localhost[:port]` for development.
+        /// `https://host[:port]`, `http://localhost[:port]` for development, or an Android app's
+        /// `android:apk-key-hash:<base64url SHA-256 of its signing certificate>` (what Credential
+        /// Manager puts in `clientDataJSON.origin` for a native app).
         public var origins: [String]
     }
 }
@@ -25,6 +28,16 @@ extension AppSettings.Passkeys {
         if origins.isEmpty { f.fail("origins", "Must name at least one origin.") }
         var normalised: [String] = []
         for (i, origin) in origins.enumerated() {
+            if origin.hasPrefix(Self.androidPrefix) {
+                // An app's signing certificate digest: 32 bytes, base64url without padding.
+                let digest = origin.dropFirst(Self.androidPrefix.count)
+                guard digest.utf8.count == 43, let bytes = Base64URL.decode(String(digest)), bytes.count == 32 else {
+                    f.fail(path: f.field("origins") + "[\(i)]", "An Android origin is android:apk-key-hash: and the base64url (no padding) SHA-256 of the app's signing certificate.")
+                    continue
+                }
+                normalised.append(origin)
+                continue
+            }
             guard let c = URLComponents(string: origin), let scheme = c.scheme?.lowercased(), let host = c.host?.lowercased(), !host.isEmpty,
                 c.user == nil, c.password == nil, c.path.isEmpty, c.query == nil, c.fragment == nil
             else {
@@ -43,6 +56,9 @@ extension AppSettings.Passkeys {
         }
         return Self(rpID: rpID, origins: uniqued(normalised))
     }
+
+    /// The origin Android's Credential Manager gives a native app's ceremonies.
+    static let androidPrefix = "android:apk-key-hash:"
 
     /// A DNS name of at least two labels (a public suffix alone cannot be checked here; the
     /// browser refuses it), or `localhost`.
