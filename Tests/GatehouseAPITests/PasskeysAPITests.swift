@@ -335,7 +335,7 @@ struct PasskeysAPITests {
             ["rp_id": "example.com", "origins": ["http://localhost:8080"]],
             // An Android app's origin is the SHA-256 of its signing certificate, 43 base64url characters.
             ["rp_id": "example.com", "origins": ["android:apk-key-hash:abc"]],
-            ["rp_id": "example.com", "origins": ["android:apk-key-hash:\(String(repeating: "A", count: 42))="]],
+            ["rp_id": "example.com", "origins": [.string("android:apk-key-hash:" + String(repeating: "A", count: 42) + "=")]],
         ]
         for passkeys in cases {
             let response = try world.server.request("PATCH", "/v1/admin/app", bearer: world.app.secretKey, json: ["passkeys": passkeys])
