@@ -218,6 +218,34 @@ struct MFAAPITests {
     }
 
     @Test(arguments: TestDatabase.kinds)
+    func anOpenSecondStepDiesWithAPasswordChangeAndASignOutEverywhere(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        let signedUp = try world.server.signUp(world.app)
+        let token = try #require(signedUp["access_token"]?.stringValue)
+        let userID = try #require(signedUp["user"]?["id"]?.stringValue)
+        let (_, secret, _) = try world.enrol(bearer: token)
+
+        // Someone who knew the old password got as far as the second step; the owner changes it.
+        let stolen = try #require(try world.signIn().json?["mfa_token"]?.stringValue)
+        let changed = try world.server.request(
+            "PUT", "/v1/me/password", appKey: world.app.appKey, bearer: token,
+            json: ["current_password": "correct horse battery", "password": "a new staple battery"])
+        #expect(changed.status == 204, "\(changed.text)")
+        let late = try world.post("/v1/auth/mfa/verify", ["mfa_token": .string(stolen), "code": .string(world.code(secret))])
+        #expect(late.status == 401 && late.problemCode == "auth/invalid-mfa-token")
+
+        // A tenant admin signs the user out everywhere: pending second steps end too.
+        let pending = try #require(try world.signIn(password: "a new staple battery").json?["mfa_token"]?.stringValue)
+        #expect(try world.server.request("DELETE", "/v1/admin/users/\(userID)/sessions", bearer: world.app.secretKey).status == 204)
+        let after = try world.post("/v1/auth/mfa/verify", ["mfa_token": .string(pending), "code": .string(world.code(secret))])
+        #expect(after.problemCode == "auth/invalid-mfa-token")
+        // And a second step begun afterwards still works.
+        let fresh = try #require(try world.signIn(password: "a new staple battery").json?["mfa_token"]?.stringValue)
+        #expect(try world.post("/v1/auth/mfa/verify", ["mfa_token": .string(fresh), "code": .string(world.code(secret))]).status == 200)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
     func emailedCodeSignInsAreGatedToo(_ kind: TestDatabaseKind) throws {
         let world = try EmailFlowsAPITests.World(kind, settings: ["mfa": ["policy": "optional"]])
         defer { world.stop() }

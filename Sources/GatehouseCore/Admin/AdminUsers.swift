@@ -36,6 +36,7 @@ public struct AdminUsers: Sendable {
         try units.run(store.app(app.id)) { tx in
             guard try tx.users.user(id) != nil else { throw Self.notFound }
             let ended = try tx.sessions.endSessions(of: id, keeping: nil, reason: .revoked, now: now)
+            try tx.mfa.abandonChallenges(of: id)
             for session in ended {
                 try tx.auditLog.record(Event(type: .sessionRevoked, userID: id, sessionID: session, ip: nil, userAgent: nil, data: ["reason": "admin"], createdAt: now))
             }
@@ -73,6 +74,7 @@ public struct AdminUsers: Sendable {
         let user = try units.run(store.app(app.id)) { tx -> User in
             guard let user = try tx.users.setBan(id, ban, now: now) else { throw Self.notFound }
             let ended = try tx.sessions.endSessions(of: id, keeping: nil, reason: .revoked, now: now)
+            try tx.mfa.abandonChallenges(of: id)
             for session in ended {
                 try tx.auditLog.record(Event(type: .sessionRevoked, userID: id, sessionID: session, ip: nil, userAgent: nil, data: ["reason": "banned"], createdAt: now))
             }

@@ -171,6 +171,7 @@ public final class EmailFlowService: Sendable {
                 throw GatehouseError(.invalidCode, "The password changed meanwhile; ask for a new code.")
             }
             let endedNow = try tx.sessions.endSessions(of: user.id, keeping: nil, reason: .passwordChanged, now: now)
+            try tx.mfa.abandonChallenges(of: user.id)
             try tx.auditLog.record(Event(type: .userPasswordChanged, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["reset": true], createdAt: now))
             for id in endedNow {
                 try tx.auditLog.record(Event(type: .sessionRevoked, userID: user.id, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "password_reset"], createdAt: now))

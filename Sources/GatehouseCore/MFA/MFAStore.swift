@@ -113,4 +113,7 @@ public protocol MFAStore: Sendable {
     func satisfyChallenge(tokenHash: String, by amr: String, now: Int64) throws -> Bool
     /// Marks the challenge used (once: false when it was used already or has expired).
     func useChallenge(tokenHash: String, now: Int64) throws -> Bool
+    /// Voids the user's open second steps: a first factor answered before a password change, a
+    /// ban or a sign-out everywhere opens no session afterwards.
+    func abandonChallenges(of user: UserID) throws
 }

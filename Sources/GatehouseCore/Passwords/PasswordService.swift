@@ -202,6 +202,7 @@ public final class PasswordService: Sendable {
                     fieldErrors: [FieldError("current_password", "Wrong password.")])
             }
             let ended = try tx.sessions.endSessions(of: claims.userID, keeping: claims.sessionID, reason: .passwordChanged, now: now)
+            try tx.mfa.abandonChallenges(of: claims.userID)
             try tx.auditLog.record(Event(type: .userPasswordChanged, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, createdAt: now))
             for id in ended {
                 try tx.auditLog.record(Event(type: .sessionRevoked, userID: claims.userID, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["reason": "password_changed"], createdAt: now))

@@ -176,6 +176,7 @@ public final class SessionService: Sendable {
                 ended = try tx.sessions.endSessions(of: claims.userID, keeping: claims.sessionID, reason: .signedOut, now: now)
             case .all:
                 ended = try tx.sessions.endSessions(of: claims.userID, keeping: nil, reason: .signedOut, now: now)
+                try tx.mfa.abandonChallenges(of: claims.userID)
             }
             for id in ended {
                 try tx.auditLog.record(Event(type: .sessionSignedOut, userID: claims.userID, sessionID: id, ip: origin.ip, userAgent: origin.userAgent, data: ["scope": .string(scope.rawValue)], createdAt: now))

@@ -125,6 +125,10 @@ extension SQLAppScopedStore: MFAStore {
             UPDATE mfa_challenges SET used_at = \(now) WHERE token_hash = \(tokenHash) AND app_id = \(appID) AND used_at IS NULL AND expires_at > \(now)
             """) == 1
     }
+
+    func abandonChallenges(of user: UserID) throws {
+        try database.execute("DELETE FROM mfa_challenges WHERE app_id = \(appID) AND user_id = \(user)")
+    }
 }
 
 private func totpFactorRecord(_ row: SQLRow) throws -> TOTPFactor {
