@@ -178,7 +178,8 @@ public final class Gatehouse: Sendable {
             store: store, directory: directory, sessions: sessions, providers: providers,
             sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes, units: units, metrics: metrics, log: log)
         passkeys = PasskeyService(store: store, sessions: sessions, gate: gate, units: units, clock: clock, metrics: metrics)
-        mfa = MFAService(store: store, sessions: sessions, units: units, gate: gate, sealer: sealer, clock: clock, passkeys: passkeys, metrics: metrics)
+        mfa = MFAService(
+            store: store, sessions: sessions, units: units, gate: gate, sealer: sealer, masterKey: masterKey, clock: clock, passkeys: passkeys, metrics: metrics)
         let deletion = AccountDeletion(
             store: store, directory: directory, sessions: sessions, sealer: sealer, clock: clock, erasers: [FileEraser()], units: units,
             log: log)

@@ -13,6 +13,8 @@ public enum MasterKeyDerivation {
         case limiterSubjects = "gatehouse/v2/limiter-subjects"
         /// HMAC-SHA-256 of emailed codes and of the addresses they go to (``EmailCodes``).
         case emailCodes = "gatehouse/v2/email-codes"
+        /// HMAC-SHA-256 of second-factor recovery codes (``MFAService``).
+        case recoveryCodes = "gatehouse/v2/recovery-codes"
     }
 
     public static func key(for purpose: Purpose, from masterKey: [UInt8]) -> [UInt8] {

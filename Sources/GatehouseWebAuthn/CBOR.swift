@@ -57,12 +57,18 @@ public indirect enum CBORValue: Sendable, Equatable {
 public enum CBOR {
     /// Deepest nesting accepted: a COSE key or an attestation statement is two or three levels.
     static let maximumDepth = 8
+    /// Most entries a map may have: a COSE key has at most 6 (RSA: kty, alg, n, e; EC2: kty, alg,
+    /// crv, x, y), an attestation object 3, extensions a few.
+    static let maximumMapSize = 64
 
     /// Decodes the first data item of `bytes` with `cbor_load`; returns it and how many bytes it
     /// took (a COSE key inside authenticator data is followed by other bytes). Indefinite-length
     /// strings and maps, and anything nested deeper than ``maximumDepth``, are refused.
     public static func decodePrefix(_ bytes: ArraySlice<UInt8>) throws(WebAuthnError) -> (CBORValue, Int) {
         guard !bytes.isEmpty else { throw WebAuthnError("CBOR data is empty.") }
+        // Bounded first (see gatehouse_cbor_scan): cbor_load allocates what headers declare.
+        let scanned = bytes.withUnsafeBufferPointer { gatehouse_cbor_scan($0.baseAddress, $0.count, Int32(maximumDepth)) }
+        guard scanned > 0 else { throw WebAuthnError("CBOR data is malformed, too deep, or declares more items than it holds.") }
         var result = cbor_load_result()
         let item: UnsafeMutablePointer<cbor_item_t>? = bytes.withUnsafeBufferPointer { buffer in
             cbor_load(buffer.baseAddress, buffer.count, &result)
@@ -114,6 +120,8 @@ public enum CBOR {
         case CBOR_TYPE_MAP:
             guard cbor_map_is_definite(item) else { throw WebAuthnError("CBOR maps must have a definite length.") }
             let count = cbor_map_size(item)
+            // WebAuthn's maps hold a handful of entries; the repeated-key check is quadratic.
+            guard count <= maximumMapSize else { throw WebAuthnError("A CBOR map has more than \(maximumMapSize) entries.") }
             guard count > 0, let handle = cbor_map_handle(item) else { return .map([]) }
             var pairs: [(CBORValue, CBORValue)] = []
             for pair in UnsafeBufferPointer(start: handle, count: count) {

@@ -246,6 +246,31 @@ struct MFAAPITests {
     }
 
     @Test(arguments: TestDatabase.kinds)
+    func theOwnerOfTheAddressTakesTheAccountOverWithoutTheSquattersFactors(_ kind: TestDatabaseKind) throws {
+        let world = try EmailFlowsAPITests.World(kind, settings: ["mfa": ["policy": "optional"]])
+        defer { world.stop() }
+        // A stranger signs up with Grace's address (unverified) and enrols an authenticator app.
+        let squatter = try world.post("/v1/auth/signup", ["email": "grace@example.com", "password": "correct horse battery"])
+        let token = try #require(squatter.data?["access_token"]?.stringValue)
+        let begun = try world.post("/v1/me/mfa/totp", [:], bearer: token)
+        let id = try #require(begun.data?["id"]?.stringValue)
+        let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(TOTP.base32Decode))
+        let step = TOTP.step(at: world.clock.nowMillis() / 1000)
+        #expect(try world.post("/v1/me/mfa/totp/\(id)/confirm", ["code": .string(TOTP.code(secret: secret, step: step))], bearer: token).status == 200)
+
+        // Grace proves the address with an emailed code: the account is hers, with no second step
+        // of the stranger's between her and it, and the factor is gone.
+        #expect(try world.post("/v1/auth/email-code/send", ["email": "grace@example.com"]).status == 202)
+        let owner = try world.post("/v1/auth/email-code/verify", ["email": "grace@example.com", "code": .string(try world.code(to: "grace@example.com").code)])
+        #expect(owner.status == 200, "\(owner.text)")
+        let ownerToken = try #require(owner.data?["access_token"]?.stringValue)
+        let overview = try world.server.request("GET", "/v1/me/mfa", appKey: world.app.appKey, bearer: ownerToken)
+        #expect(overview.data?["factors"] == [] && overview.data?["recovery_codes_left"] == 0, "\(overview.text)")
+        let removed = try world.server.request("GET", "/v1/admin/events?type=mfa.removed", bearer: world.app.secretKey)
+        #expect(removed.data?.arrayValue?.first?["data"]?["by"] == "address_proved", "\(removed.text)")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
     func emailedCodeSignInsAreGatedToo(_ kind: TestDatabaseKind) throws {
         let world = try EmailFlowsAPITests.World(kind, settings: ["mfa": ["policy": "optional"]])
         defer { world.stop() }

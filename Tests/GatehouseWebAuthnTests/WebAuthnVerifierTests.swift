@@ -35,6 +35,20 @@ struct WebAuthnVerifierTests {
         #expect(throws: WebAuthnError.self) { try CBOR.decode([0x5A, 0xFF, 0xFF, 0xFF, 0xFF]) }  // length past the end
         #expect(throws: WebAuthnError.self) { try CBOR.decode(Array(repeating: 0x81, count: 20) + [0x01]) }  // nested too deep
         #expect(throws: WebAuthnError.self) { try CBOR.decode([]) }
+        // Headers that declare more items than the bytes hold are refused before libcbor
+        // allocates for them (an array of 2^28, a map of 2^28 pairs, nested declarations).
+        #expect(throws: WebAuthnError.self) { try CBOR.decode([0x9A, 0x10, 0x00, 0x00, 0x00]) }
+        #expect(throws: WebAuthnError.self) { try CBOR.decode([0xBA, 0x10, 0x00, 0x00, 0x00, 0x01, 0x01]) }
+        #expect(throws: WebAuthnError.self) { try CBOR.decode([0x82, 0x9A, 0x00, 0x10, 0x00, 0x00, 0x01]) }
+        #expect(throws: WebAuthnError.self) { _ = try CBOR.decodePrefix([0x9A, 0x10, 0x00, 0x00, 0x00, 0x00][...]) }
+        // A map of more entries than WebAuthn has any use for.
+        let wide = CBORValue.map((0..<65).map { (.int($0), .int($0)) })
+        #expect(throws: WebAuthnError.self) { try CBOR.decode(CBOR.encode(wide)) }
+        // What the scan lets through is what libcbor reads: nested containers, tags, the prefix of longer bytes.
+        let nested = CBORValue.map([(.text("a"), .array([.int(1), .array([]), .map([])])), (.int(3), .bytes([]))])
+        #expect(try CBOR.decode(CBOR.encode(nested)) == nested)
+        #expect(try CBOR.decodePrefix((CBOR.encode(nested) + [0xFF, 0xFF])[...]).1 == CBOR.encode(nested).count)
+        #expect(try CBOR.decode([0xC2, 0x41, 0x01]) == .other)  // a tagged bignum: read, never used
     }
 
     @Test func authenticatorDataIsReadByItsLayoutAndTheKeyMeasuredByLibcbor() throws {

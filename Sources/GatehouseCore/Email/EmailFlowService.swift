@@ -198,6 +198,18 @@ public final class EmailFlowService: Sendable {
             if provider == .apple { data["apple_revocations"] = revocations }
             try tx.auditLog.record(Event(type: .identityUnlinked, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: .object(data), createdAt: now))
         }
+        // And every second factor: the stranger's authenticator app would lock the owner out, and
+        // the stranger's passkey would let them back in.
+        for factor in try tx.mfa.forgetFactors(of: user.id) {
+            try tx.auditLog.record(Event(
+                type: .mfaRemoved, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent,
+                data: ["factor_id": .string(factor.rawValue), "type": "totp", "by": "address_proved"], createdAt: now))
+        }
+        for passkey in try tx.passkeys.forgetPasskeys(of: user.id) {
+            try tx.auditLog.record(Event(
+                type: .passkeyRemoved, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent,
+                data: ["passkey_id": .string(passkey.id.rawValue), "by": "address_proved"], createdAt: now))
+        }
         let verified = try tx.users.markEmailVerified(user.id, email: email, now: now) ?? user
         let ended = try tx.sessions.endSessions(of: user.id, keeping: nil, reason: .revoked, now: now)
         for id in ended {

@@ -63,6 +63,7 @@ public final class MFAService: Sendable {
     private let sealer: SecretSealer
     private let clock: any Clock
     private let passkeys: PasskeyService
+    private let recoveryCodeKey: HMACKey
     private let metrics: any DomainMetrics
 
     /// At most this many authenticator apps per user.
@@ -73,9 +74,10 @@ public final class MFAService: Sendable {
     static let recoveryAlphabet = Array("abcdefghijkmnpqrstuvwxyz23456789".utf8)
 
     public init(
-        store: any Store, sessions: SessionService, units: UnitOfWork, gate: SignInGate, sealer: SecretSealer, clock: any Clock,
+        store: any Store, sessions: SessionService, units: UnitOfWork, gate: SignInGate, sealer: SecretSealer, masterKey: [UInt8], clock: any Clock,
         passkeys: PasskeyService, metrics: any DomainMetrics = NoDomainMetrics()
     ) {
+        self.recoveryCodeKey = HMACKey(MasterKeyDerivation.key(for: .recoveryCodes, from: masterKey))
         self.metrics = metrics
         self.store = store
         self.sessions = sessions
@@ -130,7 +132,7 @@ public final class MFAService: Sendable {
         let codes = (0..<Self.recoveryCodeCount).map { _ in Self.newRecoveryCode() }
         try units.run(data) { tx in
             guard try tx.mfa.confirmTOTPFactor(id, user: userID, step: step, now: now) else { throw GatehouseError.validation("code", "This factor is confirmed already.") }
-            try tx.mfa.replaceRecoveryCodes(of: userID, hashes: codes.map(Self.recoveryCodeHash), now: now)
+            try tx.mfa.replaceRecoveryCodes(of: userID, hashes: codes.map { recoveryCodeHash($0, app: app.id, user: userID) }, now: now)
             if case .enrolling(let token) = actor { _ = try tx.mfa.satisfyChallenge(tokenHash: SessionService.mfaTokenHash(token), by: "otp", now: now) }
             try tx.auditLog.record(Event(
                 type: .mfaEnrolled, userID: userID, sessionID: actor.sessionID, ip: origin.ip, userAgent: origin.userAgent,
@@ -205,50 +207,59 @@ public final class MFAService: Sendable {
         return try metrics.countingSignIn(challenge.method) { try answer(app: app, data, challenge, proof: proof, origin: origin, now: now) }
     }
 
+    /// Answers the second step. The token is taken and a code or recovery code used in the
+    /// session's transaction: two verifies with one token cannot both use a code, and a wrong
+    /// code (rolled back) leaves the token for the next try; the failure is counted after.
     private func answer(app: AppContext, _ data: any AppScopedStore, _ challenge: MFAChallenge, proof: MFAProof?, origin: RequestOrigin, now: Int64) throws -> SessionGrant {
         let user = challenge.userID
-        let second: String
+        var passkeyAMR: String?
         switch proof {
         case nil:
             guard challenge.enroll else { throw GatehouseError.validation("code", "Give one of code, recovery_code or passkey.") }
-            guard let satisfied = challenge.satisfiedBy else {
+            guard challenge.satisfiedBy != nil else {
                 throw GatehouseError.validation("mfa_token", "Enrol a factor with this mfa_token first (POST /v1/me/mfa/totp, then its confirm).")
             }
-            second = satisfied
-        case .totp(let code):
+        case .totp, .recoveryCode:
             try requireGuessesLeft(data, user, now: now)
-            guard try useTOTPCode(app: app, data, user: user, code: code, now: now) else {
-                try countFailure(data, user, now: now, origin: origin)
-                throw GatehouseError(.invalidCode, "The code is not valid.")
-            }
-            second = "otp"
-        case .recoveryCode(let code):
-            try requireGuessesLeft(data, user, now: now)
-            guard let hash = Self.normalizedRecoveryCode(code).map(Self.recoveryCodeHash), try data.mfa.useRecoveryCode(of: user, hash: hash, now: now) else {
-                try countFailure(data, user, now: now, origin: origin)
-                throw GatehouseError(.invalidCode, "The recovery code is not valid.")
-            }
-            second = "otp"
         case .passkey(let credential):
             guard app.settings.mfa.methods.contains(.passkey) else {
                 throw GatehouseError.validation("passkey", "This app does not offer passkeys as a second factor.")
             }
             try requireGuessesLeft(data, user, now: now)
+            // Its challenge is single use already: checked (and its sign count kept) on its own.
             do {
-                second = try passkeys.verifySecondStep(app: app, userID: user, credential: credential, origin: origin).amr
+                passkeyAMR = try passkeys.verifySecondStep(app: app, userID: user, credential: credential, origin: origin).amr
             } catch let error as GatehouseError where error.code == .invalidCredential {
                 try countFailure(data, user, now: now, origin: origin)
                 throw error
             }
         }
-        if proof != nil { try resetGuesses(data, user) }
         guard let account = try data.users.user(user) else { throw Self.invalidToken }
-        let amr = uniqued([challenge.method.amr, second, "mfa"])
-        return try units.run(data) { tx in
-            guard try tx.mfa.useChallenge(tokenHash: challenge.tokenHash, now: now) else { throw Self.invalidToken }
-            return try sessions.startSession(
-                app: app, tx, user: account, method: challenge.method, isNewUser: challenge.isNewUser, origin: origin, secondStep: .done(amr: amr))
-        }.session()
+        do {
+            return try units.run(data) { tx in
+                guard try tx.mfa.useChallenge(tokenHash: challenge.tokenHash, now: now) else { throw Self.invalidToken }
+                let second: String
+                switch proof {
+                case nil: second = challenge.satisfiedBy ?? "otp"
+                case .totp(let code):
+                    guard try useTOTPCode(app: app, tx, user: user, code: code, now: now) else { throw GatehouseError(.invalidCode, "The code is not valid.") }
+                    second = "otp"
+                case .recoveryCode(let code):
+                    guard let normalized = Self.normalizedRecoveryCode(code),
+                        try tx.mfa.useRecoveryCode(of: user, hash: recoveryCodeHash(normalized, app: app.id, user: user), now: now)
+                    else { throw GatehouseError(.invalidCode, "The recovery code is not valid.") }
+                    second = "otp"
+                case .passkey: second = passkeyAMR ?? "hwk"
+                }
+                if proof != nil { try resetGuesses(tx, user) }
+                return try sessions.startSession(
+                    app: app, tx, user: account, method: challenge.method, isNewUser: challenge.isNewUser, origin: origin,
+                    secondStep: .done(amr: uniqued([challenge.method.amr, second, "mfa"])))
+            }.session()
+        } catch let error as GatehouseError where error.code == .invalidCode {
+            try countFailure(data, user, now: now, origin: origin)
+            throw error
+        }
     }
 
     // MARK: - Admin
@@ -301,6 +312,11 @@ public final class MFAService: Sendable {
         case .enrolling(let token):
             let challenge = try openChallenge(data, token, now: clock.nowMillis())
             guard challenge.enroll else { throw GatehouseError(.invalidMFAToken, "This mfa_token does not enrol a factor: answer the second step.") }
+            // One enrolment a token, and only for a user who still has no factor (one enrolled
+            // meanwhile by another way in makes this token an answer it is not).
+            guard challenge.satisfiedBy == nil, !(try data.mfa.secondFactors(of: challenge.userID).any) else {
+                throw GatehouseError(.invalidMFAToken, "This mfa_token's enrolment is done: finish with POST /v1/auth/mfa/verify, or sign in again.")
+            }
             return challenge.userID
         }
     }
@@ -373,10 +389,12 @@ public final class MFAService: Sendable {
         return String(decoding: letters, as: UTF8.self)
     }
 
-    /// How recovery codes are stored: hex SHA-256 of the normalized code (50 random bits, behind
-    /// the guess limits, need no slow hash).
-    static func recoveryCodeHash(_ code: String) -> String {
-        Digest.hex(Digest.sha256(Array((normalizedRecoveryCode(code) ?? code).utf8)))
+    /// How recovery codes are stored: hex HMAC-SHA-256, under a key derived from the master key,
+    /// of the app, the user and the normalized code. 50 random bits behind the guess limits need no
+    /// slow hash; the key keeps a copy of the database from being a list to search offline.
+    func recoveryCodeHash(_ code: String, app: AppID, user: UserID) -> String {
+        let normalized = Self.normalizedRecoveryCode(code) ?? code
+        return Digest.hex(recoveryCodeKey.tag(Array("\(app.rawValue)\u{0}\(user.rawValue)\u{0}\(normalized)".utf8)))
     }
 
     private static func percentEncoded(_ text: String) -> String {

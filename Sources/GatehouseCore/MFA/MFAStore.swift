@@ -116,4 +116,7 @@ public protocol MFAStore: Sendable {
     /// Voids the user's open second steps: a first factor answered before a password change, a
     /// ban or a sign-out everywhere opens no session afterwards.
     func abandonChallenges(of user: UserID) throws
+    /// Deletes all of the user's TOTP factors, recovery codes and open second steps (an account
+    /// taken over by the owner of its address); the ids of the confirmed factors deleted.
+    func forgetFactors(of user: UserID) throws -> [FactorID]
 }

@@ -24,6 +24,9 @@ public protocol PasskeyStore: Sendable {
     func passkey(credentialID: String) throws -> Passkey?
     func rename(_ id: PasskeyID, of user: UserID, to name: String) throws -> Passkey?
     func delete(_ id: PasskeyID, of user: UserID) throws -> Passkey?
+    /// Deletes all of the user's passkeys, their WebAuthn user handle and the challenges issued to
+    /// them (an account taken over by the owner of its address); the passkeys deleted.
+    func forgetPasskeys(of user: UserID) throws -> [Passkey]
     /// Records a use: the new sign count and backup state, if the stored count is still
     /// `expectedCount` (two uses racing: one wins). False when it changed meanwhile.
     func recordUse(_ id: PasskeyID, expectedCount: Int64, signCount: Int64, backedUp: Bool, now: Int64) throws -> Bool

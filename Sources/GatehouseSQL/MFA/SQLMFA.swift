@@ -126,6 +126,13 @@ extension SQLAppScopedStore: MFAStore {
             """) == 1
     }
 
+    func forgetFactors(of user: UserID) throws -> [FactorID] {
+        try database.execute("DELETE FROM mfa_recovery_codes WHERE app_id = \(appID) AND user_id = \(user)")
+        try abandonChallenges(of: user)
+        return try database.query("DELETE FROM mfa_totp_factors WHERE app_id = \(appID) AND user_id = \(user) RETURNING id, confirmed_at")
+            .filter { try $0.optionalInt64("confirmed_at") != nil }.map { FactorID(unchecked: try $0.string("id")) }
+    }
+
     func abandonChallenges(of user: UserID) throws {
         try database.execute("DELETE FROM mfa_challenges WHERE app_id = \(appID) AND user_id = \(user)")
     }

@@ -82,6 +82,12 @@ struct SQLPasskeys: PasskeyStore {
         try database.query("DELETE FROM passkeys WHERE app_id = \(appID) AND id = \(id.rawValue) AND user_id = \(user) RETURNING *").first.map(Self.record)
     }
 
+    func forgetPasskeys(of user: UserID) throws -> [Passkey] {
+        try database.execute("DELETE FROM webauthn_user_handles WHERE app_id = \(appID) AND user_id = \(user)")
+        try database.execute("DELETE FROM webauthn_challenges WHERE app_id = \(appID) AND user_id = \(user)")
+        return try database.query("DELETE FROM passkeys WHERE app_id = \(appID) AND user_id = \(user) RETURNING *").map(Self.record)
+    }
+
     func recordUse(_ id: PasskeyID, expectedCount: Int64, signCount: Int64, backedUp: Bool, now: Int64) throws -> Bool {
         try database.execute("""
             UPDATE passkeys SET sign_count = \(signCount), backed_up = \(backedUp), last_used_at = \(now)
