@@ -247,7 +247,10 @@ struct MFAAPITests {
 
     @Test(arguments: TestDatabase.kinds)
     func theOwnerOfTheAddressTakesTheAccountOverWithoutTheSquattersFactors(_ kind: TestDatabaseKind) throws {
-        let world = try EmailFlowsAPITests.World(kind, settings: ["mfa": ["policy": "optional"], "sign_in_methods": ["password", "email_code"]])
+        let world = try EmailFlowsAPITests.World(kind, settings: [
+            "mfa": ["policy": "optional"], "sign_in_methods": ["password", "email_code"],
+            "passkeys": ["rp_id": "example.com", "origins": ["https://example.com"]],
+        ])
         defer { world.stop() }
         // A stranger signs up with Grace's address (unverified) and enrols an authenticator app.
         let squatter = try world.post("/v1/auth/signup", ["email": "grace@example.com", "password": "correct horse battery"])
@@ -258,6 +261,10 @@ struct MFAAPITests {
         let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(TOTP.base32Decode))
         let step = TOTP.step(at: world.clock.nowMillis() / 1000)
         #expect(try world.post("/v1/me/mfa/totp/\(id)/confirm", ["code": .string(TOTP.code(secret: secret, step: step))], bearer: token).status == 200)
+        // And a passkey, to come back with.
+        let key = try SoftAuthenticator(origin: "https://example.com", rpID: "example.com")
+        let creation = try #require(try world.post("/v1/me/passkeys/options", [:], bearer: token).data)
+        #expect(try world.post("/v1/me/passkeys", ["credential": try key.register(creation)], bearer: token).status == 201)
 
         // Grace proves the address with an emailed code: the account is hers, with no second step
         // of the stranger's between her and it, and the factor is gone.
@@ -269,6 +276,11 @@ struct MFAAPITests {
         #expect(overview.data?["factors"] == [] && overview.data?["recovery_codes_left"] == 0, "\(overview.text)")
         let removed = try world.server.request("GET", "/v1/admin/events?type=mfa.removed", bearer: world.app.secretKey)
         #expect(removed.data?.arrayValue?.first?["data"]?["by"] == "address_proved", "\(removed.text)")
+        // The stranger's passkey opens nothing any more.
+        let request = try #require(try world.post("/v1/auth/passkey/options", [:]).data)
+        let back = try world.post("/v1/auth/passkey/verify", ["credential": try key.assert(request)])
+        #expect(back.status == 400 && back.problemCode == "auth/invalid-credential", "\(back.text)")
+        #expect(try world.server.request("GET", "/v1/me/passkeys", appKey: world.app.appKey, bearer: ownerToken).data == [])
     }
 
     @Test(arguments: TestDatabase.kinds)
