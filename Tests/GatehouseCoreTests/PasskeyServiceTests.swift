@@ -30,11 +30,11 @@ import Testing
             #expect(use.passkey.userID == ada.user.id)
             #expect(use.amr == "hwk")
             #expect(use.passkey.signCount == 2)
-            #expect(try world.passkeys.hasPasskey(app: app, user: ada.user.id))
+            #expect(try !world.passkeys.list(app: app, user: ada.user.id).isEmpty)
 
             // Another user's second step: the challenge was issued to Bob, the passkey is Ada's.
             let bob = try world.signUp(app, "bob@example.com")
-            #expect(!(try world.passkeys.hasPasskey(app: app, user: bob.user.id)))
+            #expect(try world.passkeys.list(app: app, user: bob.user.id).isEmpty)
             let bobs = try world.passkeys.secondStepOptions(app: app, userID: bob.user.id, origin: origin)
             expectRefusal(.invalidCredential) {
                 _ = try world.passkeys.verifySecondStep(app: app, userID: bob.user.id, credential: try authenticator.assert(bobs), origin: origin)

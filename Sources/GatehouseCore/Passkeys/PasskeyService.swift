@@ -138,7 +138,7 @@ public final class PasskeyService: Sendable {
         ]
     }
 
-    /// The request options of a second step for `userID` (the coordinator's `mfa_token` flow).
+    /// The request options of a second step for `userID` (`POST /v1/auth/passkey/options {mfa_token}`, through `MFAService`).
     public func secondStepOptions(app: AppContext, userID: UserID, origin: RequestOrigin) throws -> JSON {
         try requestOptions(app: app, purpose: .secondStep, user: userID, origin: origin)
     }
@@ -175,11 +175,6 @@ public final class PasskeyService: Sendable {
     /// (``secondStepOptions(app:userID:origin:)``). Records the use (sign count); opens nothing.
     public func verifySecondStep(app: AppContext, userID: UserID, credential: JSON, origin: RequestOrigin) throws -> PasskeyUse {
         try verifyUse(app, store.app(app.id), credential: credential, purpose: .secondStep, user: userID, origin: origin)
-    }
-
-    /// Whether the user has a passkey (what the second step may offer).
-    public func hasPasskey(app: AppContext, user: UserID) throws -> Bool {
-        try !store.app(app.id).passkeys.passkeys(of: user).isEmpty
     }
 
     private func verifyUse(
