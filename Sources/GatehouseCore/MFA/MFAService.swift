@@ -124,9 +124,9 @@ public final class MFAService: Sendable {
         guard let id = FactorID(parsing: rawID), let factor = try data.mfa.totpFactor(id, user: userID) else { throw GatehouseError(.notFound, "No such factor.") }
         guard factor.confirmedAt == nil else { throw GatehouseError.validation("code", "This factor is confirmed already.") }
         let now = clock.nowMillis()
-        try requireGuessesLeft(data, userID, now: now)
+        try takeAttempt(data, userID, now: now)
         guard let step = TOTP.matchingStep(code, secret: try openSecret(factor, app: app.id), at: now / 1000) else {
-            try countFailure(data, userID, now: now, origin: origin)
+            try recordFailure(data, userID, now: now, origin: origin)
             throw GatehouseError(.invalidCode, "The code is not valid.")
         }
         let codes = (0..<Self.recoveryCodeCount).map { _ in Self.newRecoveryCode() }
@@ -220,17 +220,17 @@ public final class MFAService: Sendable {
                 throw GatehouseError.validation("mfa_token", "Enrol a factor with this mfa_token first (POST /v1/me/mfa/totp, then its confirm).")
             }
         case .totp, .recoveryCode:
-            try requireGuessesLeft(data, user, now: now)
+            try takeAttempt(data, user, now: now)
         case .passkey(let credential):
             guard app.settings.mfa.methods.contains(.passkey) else {
                 throw GatehouseError.validation("passkey", "This app does not offer passkeys as a second factor.")
             }
-            try requireGuessesLeft(data, user, now: now)
+            try takeAttempt(data, user, now: now)
             // Its challenge is single use already: checked (and its sign count kept) on its own.
             do {
                 passkeyAMR = try passkeys.verifySecondStep(app: app, userID: user, credential: credential, origin: origin).amr
             } catch let error as GatehouseError where error.code == .invalidCredential {
-                try countFailure(data, user, now: now, origin: origin)
+                try recordFailure(data, user, now: now, origin: origin)
                 throw error
             }
         }
@@ -257,7 +257,7 @@ public final class MFAService: Sendable {
                     secondStep: .done(amr: uniqued([challenge.method.amr, second, "mfa"])))
             }.session()
         } catch let error as GatehouseError where error.code == .invalidCode {
-            try countFailure(data, user, now: now, origin: origin)
+            try recordFailure(data, user, now: now, origin: origin)
             throw error
         }
     }
@@ -413,19 +413,19 @@ public final class MFAService: Sendable {
 
     private func guessSubject(_ user: UserID) -> String { "mfa:\(user.rawValue)" }
 
-    private func requireGuessesLeft(_ data: any AppScopedStore, _ user: UserID, now: Int64) throws {
+    /// Counts an attempt before its code is checked, so that attempts made at once each take a
+    /// place and no more than the limit are ever checked (10 an hour, 20 a day, as emailed codes);
+    /// a right answer resets the count.
+    private func takeAttempt(_ data: any AppScopedStore, _ user: UserID, now: Int64) throws {
         for limit in EmailCodes.guessLimits {
             let start = now - now % limit.windowMillis
-            guard try data.rateLimits.hits(bucket: "\(limit.bucket):\(guessSubject(user))", windowStart: start) >= limit.failures else { continue }
+            guard try data.rateLimits.hit(bucket: "\(limit.bucket):\(guessSubject(user))", windowStart: start) > limit.failures else { continue }
             let seconds = Int(max(1, (start + limit.windowMillis - now + 999) / 1000))
             throw GatehouseError(.tooManyAttempts, "Too many wrong codes; retry in \(seconds) s.", retryAfter: seconds)
         }
     }
 
-    private func countFailure(_ data: any AppScopedStore, _ user: UserID, now: Int64, origin: RequestOrigin) throws {
-        for limit in EmailCodes.guessLimits {
-            _ = try data.rateLimits.hit(bucket: "\(limit.bucket):\(guessSubject(user))", windowStart: now - now % limit.windowMillis)
-        }
+    private func recordFailure(_ data: any AppScopedStore, _ user: UserID, now: Int64, origin: RequestOrigin) throws {
         try units.record(
             Event(type: .userSignInFailed, userID: user, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "mfa"], createdAt: now), in: data)
     }
