@@ -3,6 +3,7 @@ import GatehouseCore
 import GatehouseCrypto
 import GatehouseSQL
 import GatehouseTesting
+import Synchronization
 import Testing
 
 /// Second factors over real HTTP (API.md, "Second factors and passkeys"): enrolling an
@@ -194,6 +195,26 @@ struct MFAAPITests {
         // Each failure is in the audit log.
         let events = try world.server.request("GET", "/v1/admin/events?type=user.sign_in_failed", bearer: world.app.secretKey)
         #expect(events.data?.arrayValue?.filter { $0["data"]?["method"] == "mfa" }.count == Int(EmailCodes.guessLimits[0].failures))
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func wrongCodesSentAtOnceAreCheckedNoMoreThanTheLimit(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        let token = try #require(try world.server.signUp(world.app)["access_token"]?.stringValue)
+        let (_, secret, _) = try world.enrol(bearer: token)
+        let mfaToken = try #require(try world.signIn().json?["mfa_token"]?.stringValue)
+        let wrong = world.code(secret, steps: 10)
+        // 16 wrong codes at once: each attempt is counted before its code is checked, so at most
+        // the hour's 10 are checked and the rest wait.
+        let statuses = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 16) { _ in
+            let answer = try? world.post("/v1/auth/mfa/verify", ["mfa_token": .string(mfaToken), "code": .string(wrong)])
+            statuses.withLock { $0.append(answer?.problemCode ?? "no answer") }
+        }
+        let seen = statuses.withLock { $0 }
+        #expect(seen.filter { $0 == "auth/invalid-code" }.count == Int(EmailCodes.guessLimits[0].failures), "\(seen)")
+        #expect(seen.filter { $0 == "auth/too-many-attempts" }.count == 16 - Int(EmailCodes.guessLimits[0].failures), "\(seen)")
     }
 
     @Test(arguments: TestDatabase.kinds)
