@@ -22,8 +22,10 @@ public struct FirebaseHashConfig: Sendable, Equatable {
         var reader = FieldReader(json, path: path)
         let config = read(&reader, required: true)
         reader.rejectUnknown()
-        if !reader.errors.isEmpty { throw .validation(reader.errors) }
-        return config!
+        guard reader.errors.isEmpty, let config else {
+            throw .validation(reader.errors.isEmpty ? [FieldError(path, "Not valid Firebase hash parameters.")] : reader.errors)
+        }
+        return config
     }
 
     /// Reads the four fields from `reader`; nil when none is there and `required` is false (or
