@@ -120,4 +120,25 @@ import Testing
         let right = try world.server.request("POST", "/v1/auth/reauthenticate", appKey: world.app.appKey, bearer: token, json: ["password": .string(world.password)])
         #expect(right.status == 200, "\(right.text)")
     }
+
+    /// The current password of a change may be the imported one; the new one is argon2id.
+    @Test(arguments: TestDatabase.kinds)
+    func aPasswordChangeTakesTheImportedPasswordAsCurrent(_ kind: TestDatabaseKind) throws {
+        let world = try Self.imported(kind, "pbkdf2_sha256")
+        defer { world.server.stop() }
+        let session = try Self.signIn(world, world.password)
+        let token = try #require(session.data?["access_token"]?.stringValue)
+        let old = try #require(try world.data.passwords.passwordHash(world.user))
+        #expect(try world.data.passwords.setPasswordHash(world.user, hash: world.stored, replacing: old, addIdentity: nil, now: world.server.clock.nowMillis()))
+        let wrong = try world.server.request(
+            "PUT", "/v1/me/password", appKey: world.app.appKey, bearer: token, json: ["current_password": "passwd!", "password": "a brand new one"])
+        #expect(wrong.problemCode == "auth/invalid-credential")
+        #expect(try world.data.passwords.passwordHash(world.user) == world.stored)
+        let changed = try world.server.request(
+            "PUT", "/v1/me/password", appKey: world.app.appKey, bearer: token, json: ["current_password": .string(world.password), "password": "a brand new one"])
+        #expect(changed.status == 204, "\(changed.text)")
+        let stored = try #require(try world.data.passwords.passwordHash(world.user))
+        #expect(Argon2id.verify(password: Array("a brand new one".utf8), encoded: stored))
+        #expect(try Self.signIn(world, world.password).problemCode == "auth/invalid-credential")
+    }
 }
