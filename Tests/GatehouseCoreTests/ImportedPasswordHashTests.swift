@@ -90,6 +90,11 @@ import Testing
             .hasPrefix("Its costs") == true)
         #expect(Self.fields(["algorithm": "argon2i", "hash": "$argon2i$v=19$m=65536,t=11,p=1$ZGlmZnNhbHQ$sDV8zPvvkfOGCw26RHsjSMvv7K2vmQq/6cxAcmxSEnE"])["password_hash.hash"]?
             .hasPrefix("Its costs") == true)
+        // Numbers past UInt64's range of KiB, and signs, are refused, not overflowed.
+        #expect(Self.fields(["algorithm": "argon2id", "hash": "$argon2id$v=19$m=18446744073709551615,t=2,p=1$c29tZXNhbHQ$CTFhFdXPJO1aFaMaO6Mm5c8y7cJHAph8ArZWb2GRPPc"])["password_hash.hash"]?
+            .hasPrefix("Its costs") == true)
+        #expect(Self.fields(["algorithm": "argon2id", "hash": "$argon2id$v=19$m=+65536,t=2,p=1$c29tZXNhbHQ$CTFhFdXPJO1aFaMaO6Mm5c8y7cJHAph8ArZWb2GRPPc"])["password_hash.hash"] != nil)
+        #expect(Self.fields(["algorithm": "bcrypt", "hash": "$2b$+5$CCCCCCCCCCCCCCCCCCCCC.VGOzA784oUp/Z0DY336zx7pLYAy0lwK"])["password_hash.hash"]?.hasPrefix("Must be a bcrypt string") == true)
         let firebase: JSON = ["algorithm": "firebase_scrypt", "salt": salt, "hash": .string(Self.firebaseHash), "signer_key": .string(Self.firebaseKey), "salt_separator": "Bw=="]
         #expect(Self.fields(firebase.merging(patch: ["rounds": 32, "mem_cost": 20]))["password_hash.mem_cost"] != nil)
         #expect(Self.fields(firebase.merging(patch: ["rounds": 8, "mem_cost": 21]))["password_hash.mem_cost"] != nil)

@@ -215,6 +215,7 @@ public enum ImportedPasswordHash: Sendable, Equatable {
     private static func bcryptCost(_ hash: String) -> Int? {
         let bytes = Array(hash.utf8)
         guard bytes.count == 60, hash.hasPrefix("$2a$") || hash.hasPrefix("$2b$") || hash.hasPrefix("$2y$"), bytes[6] == UInt8(ascii: "$"),
+            bytes[4..<6].allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
             let cost = Int(String(decoding: bytes[4..<6], as: UTF8.self)), (4...31).contains(cost)
         else { return nil }
         let alphabet = Set("./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
@@ -237,11 +238,11 @@ public enum ImportedPasswordHash: Sendable, Equatable {
         var values: [String: UInt64] = [:]
         for field in parts[2].split(separator: ",") {
             let pair = field.split(separator: "=", maxSplits: 1)
-            guard pair.count == 2, let value = UInt64(pair[1]) else { return "Must have m, t and p parameters." }
+            guard pair.count == 2, pair[1].allSatisfy({ $0.isASCII && $0.isNumber }), let value = UInt64(pair[1]) else { return "Must have m, t and p parameters." }
             values[String(pair[0])] = value
         }
         guard values.count == 3, let m = values["m"], let t = values["t"], let p = values["p"] else { return "Must have m, t and p parameters." }
-        guard (1...16).contains(p), (1...10).contains(t), m >= 8 * p, m * 1024 <= maximumMemory else {
+        guard (1...16).contains(p), (1...10).contains(t), m >= 8 * p, m <= maximumMemory / 1024 else {
             return "Its costs must be at most m=\(maximumMemory / 1024) (1 GiB), t=10 and p=16."
         }
         guard let salt = base64(parts[3]), salt.count >= 8, let output = base64(parts[4]), (4...256).contains(output.count) else {
