@@ -58,7 +58,7 @@ public enum ImportedPasswordKDF {
         return output
     }
 
-    /// The digests PBKDF2 runs with.
+    /// The hash functions PBKDF2's HMAC runs with.
     public enum HashFunction: Sendable { case sha256, sha512 }
 
     /// PBKDF2-HMAC (RFC 8018) from OpenSSL's `PKCS5_PBKDF2_HMAC`.

@@ -1,55 +1,6 @@
 import Foundation
 import GatehouseCrypto
 
-/// A Firebase project's password hash parameters (its console's "Password Hash Parameters"), which
-/// every `firebase_scrypt` hash of the project needs besides its own salt.
-public struct FirebaseHashConfig: Sendable, Equatable {
-    public let signerKey: [UInt8]
-    public let saltSeparator: [UInt8]
-    public let rounds: Int
-    public let memoryCost: Int
-
-    public init(signerKey: [UInt8], saltSeparator: [UInt8], rounds: Int, memoryCost: Int) {
-        self.signerKey = signerKey
-        self.saltSeparator = saltSeparator
-        self.rounds = rounds
-        self.memoryCost = memoryCost
-    }
-
-    /// `{signer_key, salt_separator, rounds, mem_cost}` (keys in standard base64), as the app's
-    /// `firebase.hash_config` or inside a `password_hash`; field errors under `path`.
-    public static func decode(_ json: JSON, path: String = "firebase.hash_config") throws(GatehouseError) -> FirebaseHashConfig {
-        var reader = FieldReader(json, path: path)
-        let config = read(&reader, required: true)
-        reader.rejectUnknown()
-        guard reader.errors.isEmpty, let config else {
-            throw .validation(reader.errors.isEmpty ? [FieldError(path, "Not valid Firebase hash parameters.")] : reader.errors)
-        }
-        return config
-    }
-
-    /// Reads the four fields from `reader`; nil when none is there and `required` is false (or
-    /// after recording errors).
-    static func read(_ reader: inout FieldReader, required: Bool) -> FirebaseHashConfig? {
-        let keys = ["signer_key", "salt_separator", "rounds", "mem_cost"]
-        guard required || keys.contains(where: { reader.has($0) }) else {
-            for key in keys { _ = reader.raw(key) }
-            return nil
-        }
-        let signerKey = ImportedPasswordHash.bytes(&reader, "signer_key", 1...1024)
-        let separator = ImportedPasswordHash.bytes(&reader, "salt_separator", 0...1024)
-        let rounds = reader.int("rounds", 1...32)
-        let memoryCost = reader.int("mem_cost", 1...20)
-        for key in ["rounds", "mem_cost"] where !reader.has(key) { reader.fail(key, "Required.") }
-        guard let signerKey, let separator, let rounds, let memoryCost else { return nil }
-        guard ImportedPasswordHash.scryptMemory(n: 1 << UInt64(memoryCost), r: UInt64(rounds)) <= ImportedPasswordHash.maximumMemory else {
-            reader.fail("mem_cost", "2^mem_cost × rounds × 128 bytes must be at most 1 GiB.")
-            return nil
-        }
-        return FirebaseHashConfig(signerKey: signerKey, saltSeparator: separator, rounds: Int(rounds), memoryCost: Int(memoryCost))
-    }
-}
-
 /// A password hash made by another system, imported with its user (ADR 0030). It is verified
 /// with its own algorithm until the user's first successful sign-in, which replaces it with
 /// argon2id. In the password column it is kept as ``storedForm``, a string that begins with
@@ -59,8 +10,11 @@ public enum ImportedPasswordHash: Sendable, Equatable {
     case bcrypt(String)
     /// A PHC string of argon2i or argon2id.
     case argon2(String, argon2i: Bool)
+    /// scrypt (RFC 7914) with its parameters; `hash` is the derived key, of its own length.
     case scrypt(hash: [UInt8], salt: [UInt8], n: UInt64, r: Int, p: Int)
+    /// PBKDF2-HMAC-SHA256 or, `sha512`, PBKDF2-HMAC-SHA512.
     case pbkdf2(hash: [UInt8], salt: [UInt8], iterations: Int, sha512: Bool)
+    /// Firebase's modified scrypt, with its project's parameters.
     case firebaseScrypt(hash: [UInt8], salt: [UInt8], config: FirebaseHashConfig)
 
     /// The algorithms `password_hash.algorithm` names.
@@ -72,6 +26,7 @@ public enum ImportedPasswordHash: Sendable, Equatable {
     static let maximumPBKDF2Iterations: Int64 = 10_000_000
     static let maximumBcryptCost = 16
 
+    /// The `algorithm` it was imported as (one of ``algorithms``).
     public var algorithm: String {
         switch self {
         case .bcrypt: "bcrypt"
