@@ -27,8 +27,10 @@ let package = Package(
         system("CArgon2", pkgConfig: "libargon2", apt: "libargon2-dev"),
         system("CVips", pkgConfig: "vips", apt: "libvips-dev"),
         system("CCbor", pkgConfig: "libcbor", apt: "libcbor-dev"),
+        // bcrypt of imported password hashes through libxcrypt's crypt_rn (ADR 0030).
+        system("CCrypt", pkgConfig: "libcrypt", apt: "libcrypt-dev"),
 
-        .target(name: "GatehouseCrypto", dependencies: ["COpenSSL", "CArgon2"], swiftSettings: strict),
+        .target(name: "GatehouseCrypto", dependencies: ["COpenSSL", "CArgon2", "CCrypt"], swiftSettings: strict),
         // Photos decoded and encoded anew (ADR 0025).
         .target(name: "GatehouseImaging", dependencies: ["CVips"], swiftSettings: strict),
         // WebAuthn (passkeys): CBOR decoded by libcbor, keys and signatures by OpenSSL (ADR 0028).

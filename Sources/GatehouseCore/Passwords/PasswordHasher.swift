@@ -112,9 +112,15 @@ public final class PasswordHasher: Sendable {
         return try run { Result { try Argon2id.hash(password: Array(password.utf8), parameters: parameters) } }
     }
 
-    /// Checks a password against a stored hash, or against the dummy hash when there is none.
+    /// Checks a password against a stored hash, or against the dummy hash when there is none. A
+    /// hash imported from another system (``ImportedPasswordHash/storedForm``) is checked with its
+    /// own algorithm, on the same threads; one this server cannot read matches no password.
     public func verify(_ password: String, encoded: String?) throws -> Bool {
         let target = encoded ?? dummyHash
+        if ImportedPasswordHash.isStoredForm(target) {
+            guard let imported = ImportedPasswordHash(storedForm: target) else { return false }
+            return try run { .success(imported.verify(password) ? "1" : "0") } == "1"
+        }
         let matches = try run { .success(Argon2id.verify(password: Array(password.utf8), encoded: target) ? "1" : "0") }
         return encoded != nil && matches == "1"
     }
@@ -122,6 +128,7 @@ public final class PasswordHasher: Sendable {
     /// Hashes waiting for a hash thread now (those being computed aside), for the metrics.
     public var queueDepth: Int { queue.jobs.withLock { $0.queued.count } }
 
+    /// True for a hash with other parameters than ``parameters`` and for every imported hash.
     public func needsRehash(_ encoded: String) -> Bool { Argon2id.needsRehash(encoded: encoded, parameters: parameters) }
 
     private func run(_ work: @escaping @Sendable () -> Result<String, any Error>) throws -> String {

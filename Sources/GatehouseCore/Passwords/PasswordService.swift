@@ -139,10 +139,14 @@ public final class PasswordService: Sendable {
         if failuresBefore > 0 { try limiter.reset(data, bucket: Self.signInGuessBucket, subject: guesses) }
         // The session opens only while the account's hash is the one the password matched.
         var matched = hash
+        var detail: [String: JSON] = [:]
+        // Also every hash imported from another system (ADR 0030): replaced by argon2id at its
+        // first sign-in, only while it is still the one the password matched.
         if hasher.needsRehash(hash) {
             let rehashed = try hasher.hash(password)
             if try data.passwords.setPasswordHash(user.id, hash: rehashed, replacing: hash, addIdentity: nil, now: clock.nowMillis()) {
                 matched = rehashed
+                if ImportedPasswordHash.isStoredForm(hash) { detail["rehashed"] = true }
             } else if let current = try data.passwords.passwordHash(user.id), try hasher.verify(password, encoded: current) {
                 // Another sign-in with this password rehashed it first (the first after the
                 // parameters changed, from two devices at once). Else the password changed, and
@@ -150,7 +154,7 @@ public final class PasswordService: Sendable {
                 matched = current
             }
         }
-        return try sessions.startSession(app: app, data, user: user, method: .password, isNewUser: false, origin: origin, passwordHash: matched).session()
+        return try sessions.startSession(app: app, data, user: user, method: .password, isNewUser: false, origin: origin, passwordHash: matched, detail: detail).session()
     }
 
     // MARK: - Recent login

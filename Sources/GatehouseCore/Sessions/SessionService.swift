@@ -53,9 +53,10 @@ public final class SessionService: Sendable {
     /// `data` (the caller's unit of work, which must commit before the caller answers
     /// ``SignInOutcome/session()``'s `auth/mfa-required`). `.done(amr:)` opens the session with
     /// that `amr`: the second step was answered, or the method is multi-factor by itself.
+    /// `detail` adds to the `user.signed_in` event's data (a password sign-in's `rehashed`).
     public func startSession(
         app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, origin: RequestOrigin, passwordHash: String? = nil,
-        secondStep rule: SecondStepRule = .ask
+        secondStep rule: SecondStepRule = .ask, detail: [String: JSON] = [:]
     ) throws -> SignInOutcome {
         let now = clock.nowMillis()
         if let ban = user.ban, ban.holds(at: now) { throw Self.disabled(ban) }
@@ -69,7 +70,7 @@ public final class SessionService: Sendable {
         func open(_ data: any AppScopedStore, _ user: User) throws -> SessionGrant {
             do {
                 return try openSession(
-                    app: app, data, user: user, method: method, amr: amr, isNewUser: isNewUser, origin: origin, passwordHash: passwordHash, now: now)
+                    app: app, data, user: user, method: method, amr: amr, isNewUser: isNewUser, origin: origin, passwordHash: passwordHash, detail: detail, now: now)
             } catch let refusal as SessionRefusal {
                 throw Self.refused(refusal)
             }
@@ -103,13 +104,13 @@ public final class SessionService: Sendable {
 
     private func openSession(
         app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, amr: [String]?, isNewUser: Bool, origin: RequestOrigin,
-        passwordHash: String?, now: Int64
+        passwordHash: String?, detail: [String: JSON], now: Int64
     ) throws -> SessionGrant {
         let session = Session(
             id: .generate(), userID: user.id, method: method, authTime: now, createdAt: now, lastUsedAt: now,
             expiresAt: now + app.settings.refreshTokenTTLSeconds * 1000, ip: origin.ip, userAgent: origin.userAgent, amr: amr)
         let refreshToken = tokens.newRefreshToken()
-        var signInData: [String: JSON] = ["method": .string(method.rawValue)]
+        var signInData = detail.merging(["method": .string(method.rawValue)]) { $1 }
         if let amr { signInData["amr"] = .strings(amr) }
         // Its own transaction already (or the caller's): as a unit of work, its event is fanned out.
         try units.run(data) { tx in
