@@ -29,9 +29,10 @@ public final class TokenService: Sendable {
     public static let maxAccessTokenLifetimeSeconds: Int64 = 86400
     /// Every claim an access token may carry, in the order the discovery document lists them:
     /// RFC 9068's required ones, then the session's and the user's (`email`, `name` and `picture`
-    /// only when the user has them). ``accessToken(app:user:session:)`` issues no other.
+    /// only when the user has them; `app_metadata` only when not empty, never `user_metadata`).
+    /// ``accessToken(app:user:session:)`` issues no other.
     public static let accessTokenClaims = [
-        "iss", "sub", "aud", "exp", "iat", "jti", "client_id", "sid", "auth_time", "amr", "email", "email_verified", "name", "picture",
+        "iss", "sub", "aud", "exp", "iat", "jti", "client_id", "sid", "auth_time", "amr", "email", "email_verified", "name", "picture", "app_metadata",
     ]
 
     public init(publicURL: String, clock: any Clock, masterKey: [UInt8], revocations: RevocationList) {
@@ -59,8 +60,10 @@ public final class TokenService: Sendable {
             "email_verified": .bool(user.emailVerified),
         ]
         if let email = user.email { claims["email"] = .string(email) }
-        if let name = user.displayName { claims["name"] = .string(name) }
+        if let name = user.shownName { claims["name"] = .string(name) }
         if let photo = user.photoURL { claims["picture"] = .string(photo) }
+        // The admin's custom data, at most 4 KiB (``UserMetadata``); left out when empty to keep tokens small.
+        if !user.appMetadata.isEmpty { claims["app_metadata"] = user.appMetadata.json }
         let token = try JWT.sign(payload: JSON.object(claims).serialized(), key: app.signingKey, kid: app.signingKeyID, type: Self.accessTokenType)
         return (token, ttl)
     }
