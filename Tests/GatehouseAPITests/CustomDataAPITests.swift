@@ -147,6 +147,29 @@ struct CustomDataAPITests {
         #expect(typed.status == 400 && Self.fieldErrors(typed) == ["display_name"])
     }
 
+    /// The largest token there can be (full app_metadata, an email and a display name of 4-byte
+    /// characters) is over 8 KiB, and the server still takes it.
+    @Test(arguments: TestDatabase.kinds)
+    func theLargestAccessTokenIsStillAccepted(_ kind: TestDatabaseKind) throws {
+        let world = try World(kind)
+        defer { world.stop() }
+        let email = String(repeating: "\u{20000}", count: 240) + "@example.com"
+        let session = try world.server.signUp(world.app, email: email)
+        let userID = try #require(session["user"]?["id"]?.stringValue)
+        let padding = UserMetadata.maxBytes - JSON.object(["blob": ""]).serialized().count
+        let full: JSON = ["blob": .string(String(repeating: "x", count: padding))]
+        let name = String(repeating: "\u{1D49C}", count: 100)
+        let patched = try world.patchUser(userID, ["app_metadata": full, "display_name": .string(name)])
+        #expect(patched.status == 200, "\(patched.json ?? .null)")
+        let refreshed = try world.server.request(
+            "POST", "/v1/auth/refresh", appKey: world.app.appKey, json: ["refresh_token": .string(try #require(session["refresh_token"]?.stringValue))])
+        let token = try #require(refreshed.data?["access_token"]?.stringValue)
+        #expect(token.utf8.count > 8192, "\(token.utf8.count)")
+        #expect(try Self.claims(token)["app_metadata"] == full)
+        let me = try world.server.request("GET", "/v1/me", appKey: world.app.appKey, bearer: token)
+        #expect(me.status == 200, "\(me.json ?? .null)")
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func theAdminSetsAppMetadataAndTheNextAccessTokenCarriesIt(_ kind: TestDatabaseKind) throws {
         let world = try World(kind)

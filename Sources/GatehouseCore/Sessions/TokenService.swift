@@ -27,6 +27,11 @@ public final class TokenService: Sendable {
     public static let issuedAtLeewaySeconds: Int64 = 60
     /// The longest `access_token_ttl_seconds` an app may set.
     public static let maxAccessTokenLifetimeSeconds: Int64 = 86400
+    /// The longest access token checked. One this server mints stays under it: at most 4096 bytes of
+    /// `app_metadata` (``UserMetadata/maxBytes``), an email and a `display_name` of 4-byte
+    /// characters, a photo URL and an RSA signature come to about 9 KiB in base64url; a request's
+    /// headers are at most 16 KiB anyway (`HTTPServer.Configuration.maxHeaderBytes`).
+    public static let maxAccessTokenLength = 16384
     /// Every claim an access token may carry, in the order the discovery document lists them:
     /// RFC 9068's required ones, then the session's and the user's (`email`, `name` and `picture`
     /// only when the user has them; `app_metadata` only when not empty, never `user_metadata`).
@@ -97,7 +102,7 @@ public final class TokenService: Sendable {
     /// Everything about a token that cannot change once it was true: its signature and its claims.
     private func verifySignatureAndClaims(_ token: String, app: AppContext) throws(GatehouseError) -> AccessClaims {
         let invalid = GatehouseError(.invalidToken, "The access token is not valid for this app.")
-        guard let parsed = try? JWT.parse(token, maxLength: 8192), parsed.header.alg == app.settings.signingAlgorithm.rawValue,
+        guard let parsed = try? JWT.parse(token, maxLength: Self.maxAccessTokenLength), parsed.header.alg == app.settings.signingAlgorithm.rawValue,
             parsed.header.typ == Self.accessTokenType, let kid = parsed.header.kid, let key = app.verificationKeys[kid],
             JWT.verify(parsed, with: key), let claims = try? JSON.parse(parsed.payload)
         else { throw invalid }
