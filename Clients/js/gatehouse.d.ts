@@ -121,6 +121,12 @@ export interface User {
   photoUrl: string | null;
   /** The user's language (a BCP 47 tag such as `ja` or `ko-KR`): the language of their mail. */
   locale: string | null;
+  /** The name the user chose to be shown by. */
+  displayName: string | null;
+  /** Custom data only the app's admin sets (also in the access token), keys as the admin wrote them; `{}` when none. */
+  appMetadata: Record<string, unknown>;
+  /** Custom data the user sets (`updateUser({ userMetadata })`), keys as written; never in a token; `{}` when none. */
+  userMetadata: Record<string, unknown>;
   createdAt: string;
   lastSignInAt: string;
   identities: Array<'password' | 'apple' | 'google' | string>;
@@ -260,7 +266,15 @@ export declare class Gatehouse {
 
   getApp(): Promise<AppInfo>;
   getUser(): Promise<User>;
-  updateUser(input: { firstName?: string | null; lastName?: string | null; locale?: string | null; photoFileId?: string }): Promise<User>;
+  updateUser(input: {
+    firstName?: string | null;
+    lastName?: string | null;
+    locale?: string | null;
+    displayName?: string | null;
+    /** Replaces the whole `user_metadata` (a JSON object, at most 4 KiB, 5 levels deep); null empties it. */
+    userMetadata?: Record<string, unknown> | null;
+    photoFileId?: string;
+  }): Promise<User>;
   uploadPhoto(photo: Blob, filename?: string): Promise<User>;
   deletePhoto(): Promise<User>;
   changePassword(input: { currentPassword: string; password: string }): Promise<void>;

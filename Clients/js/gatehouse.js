@@ -438,12 +438,15 @@ function passkeyError(error, action) {
 
 // MARK: - JSON shapes
 
-/** snake_case keys to camelCase, recursively (values are left as they are). */
+/** The user's custom data: the app's own keys, left as the app wrote them. */
+const verbatimKeys = new Set(['app_metadata', 'user_metadata']);
+
+/** snake_case keys to camelCase, recursively (values are left as they are; custom data is not renamed inside). */
 function camel(value) {
   if (Array.isArray(value)) return value.map(camel);
   if (value === null || typeof value !== 'object') return value;
   const out = {};
-  for (const [key, v] of Object.entries(value)) out[key.replace(/_([a-z])/g, (_, c) => c.toUpperCase())] = camel(v);
+  for (const [key, v] of Object.entries(value)) out[key.replace(/_([a-z])/g, (_, c) => c.toUpperCase())] = verbatimKeys.has(key) ? v : camel(v);
   return out;
 }
 
@@ -931,9 +934,15 @@ export class Gatehouse {
     return user;
   }
 
-  /** `firstName`/`lastName`/`locale` (a BCP 47 tag): a string, or null to clear; `photoFileId`: one of the user's image files (the photo is made from it; the file stays as it was). */
-  async updateUser({ firstName, lastName, locale, photoFileId }) {
-    const json = body({ first_name: firstName, last_name: lastName, locale, photo_file_id: photoFileId });
+  /**
+   * `firstName`/`lastName`/`locale` (a BCP 47 tag)/`displayName`: a string, or null to clear; `userMetadata`: a JSON object that
+   * replaces the user's whole (at most 4 KiB, 5 levels deep), or null to empty it; `photoFileId`: one of the user's image files
+   * (the photo is made from it; the file stays as it was).
+   */
+  async updateUser({ firstName, lastName, locale, displayName, userMetadata, photoFileId }) {
+    const json = body({
+      first_name: firstName, last_name: lastName, locale, display_name: displayName, user_metadata: userMetadata, photo_file_id: photoFileId,
+    });
     return this.#userAnswer(this.#authorized('PATCH', '/v1/me', { json }));
   }
 

@@ -25,6 +25,7 @@ struct AdminController {
         routes.get("/v1/admin/events", events)
         routes.get("/v1/admin/users", listUsers)
         routes.get("/v1/admin/users/{id}", user)
+        routes.patch("/v1/admin/users/{id}", updateUser)
         routes.delete("/v1/admin/users/{id}", deleteUser)
         routes.delete("/v1/admin/users/{id}/sessions", endSessions)
         routes.post("/v1/admin/users/{id}/ban", ban)
@@ -106,6 +107,20 @@ struct AdminController {
     func user(_ request: Request) throws -> HTTPResponse {
         let app = try auth.adminApp(request)
         let (user, identities) = try users.user(app: app, id: request.parameters["id"] ?? "")
+        return HTTPResponse.data(try adminUser(app, user, identities)).noStore()
+    }
+
+    /// The user's custom data: `app_metadata`, `user_metadata`, `display_name` (API.md, "Moving
+    /// users in and out").
+    func updateUser(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminApp(request)
+        var body = try Body(request)
+        let appMetadata = body.nullableValue("app_metadata")
+        let userMetadata = body.nullableValue("user_metadata")
+        let displayName = body.nullable("display_name", maxLength: 400)
+        try body.finish()
+        let (user, identities) = try users.update(
+            app: app, id: request.parameters["id"] ?? "", appMetadata: appMetadata, userMetadata: userMetadata, displayName: displayName)
         return HTTPResponse.data(try adminUser(app, user, identities)).noStore()
     }
 

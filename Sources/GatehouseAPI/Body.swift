@@ -44,6 +44,13 @@ struct Body {
         return value
     }
 
+    /// Absent → nil; null → .some(nil); any other value → .some(value), left for the domain to check
+    /// (custom data: ``UserMetadata/checked(_:field:)`` says what is wrong with it).
+    mutating func nullableValue(_ key: String) -> JSON?? {
+        guard reader.isPresent(key) else { return nil }
+        return .some(reader.raw(key))
+    }
+
     /// A required JSON object (a WebAuthn credential), read as it is.
     mutating func requiredObject(_ key: String) -> JSON {
         guard let value = reader.raw(key) else {

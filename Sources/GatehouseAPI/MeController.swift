@@ -35,11 +35,14 @@ struct MeController {
         let last = body.nullable("last_name", maxLength: 200)
         let locale = body.nullable("locale", maxLength: 64)
         let photo = body.nullable("photo_file_id", maxLength: 64)
+        let displayName = body.nullable("display_name", maxLength: 400)
+        let userMetadata = body.nullableValue("user_metadata")
         try body.finish()
         // A chosen file is decoded here (on the network offload threads: the route does file I/O).
         let photoChange = try photo.map { try files.photoChange(app: app, user: claims.userID, session: claims.sessionID, fileID: $0, origin: request.origin) }
         let (user, identities) = try accounts.updateProfile(
-            app: app, user: claims.userID, session: claims.sessionID, firstName: first, lastName: last, locale: locale, photo: photoChange,
+            app: app, user: claims.userID, session: claims.sessionID, firstName: first, lastName: last, locale: locale,
+            displayName: displayName, userMetadata: userMetadata, photo: photoChange,
             origin: request.origin)
         return HTTPResponse.data(UserObject.json(user, identities)).noStore()
     }

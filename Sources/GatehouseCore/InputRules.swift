@@ -26,6 +26,15 @@ public enum InputRules {
         return name.isEmpty ? nil : name
     }
 
+    /// A `display_name`: the name rule (trimmed, no control or format characters), at most 100
+    /// characters. Empty means none.
+    public static func displayName(_ raw: String, field: String = "display_name") throws(GatehouseError) -> String? {
+        let name = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard fits(name, characters: 100) else { throw .validation(field, "Must be at most 100 characters.") }
+        guard !hasControlOrFormatCharacters(name) else { throw .validation(field, nameCharactersMessage) }
+        return name.isEmpty ? nil : name
+    }
+
     /// Why a name was refused by ``hasControlOrFormatCharacters(_:)``.
     public static let nameCharactersMessage = "Must not contain control characters or invisible formatting characters."
 

@@ -149,6 +149,8 @@ struct DocumentationTests {
         try call("PATCH", "/v1/me", appKey: appKey, bearer: access, json: ["first_name": "Ada", "last_name": nil])
         try call("PATCH", "/v1/me", appKey: appKey, bearer: access, json: ["photo_file_id": "file_unknown"])
         try call("PATCH", "/v1/me", appKey: appKey, bearer: access, json: ["first_name": 7])
+        try call("PATCH", "/v1/me", appKey: appKey, bearer: access, json: ["display_name": "Ada L.", "user_metadata": ["theme": "dark"]])
+        try call("PATCH", "/v1/me", appKey: appKey, bearer: access, json: ["user_metadata": [1]])
         // Files and the photo: multipart uploads, JSON answers, bytes with their sniffed types.
         let multipart = [("Content-Type", "multipart/form-data; boundary=\(FilesAPITests.boundary)")]
         let uploaded = try call("POST", "/v1/files", appKey: appKey, bearer: access, headers: multipart,
@@ -227,6 +229,9 @@ struct DocumentationTests {
         try call("GET", "/v1/admin/users", "/v1/admin/users?cursor=nope", bearer: secret)
         try call("GET", "/v1/admin/users/{id}", "/v1/admin/users/\(adaID)", bearer: secret)
         try call("GET", "/v1/admin/users/{id}", "/v1/admin/users/usr_unknown", bearer: secret)
+        try call("PATCH", "/v1/admin/users/{id}", "/v1/admin/users/\(adaID)", bearer: secret, json: ["app_metadata": ["plan": "pro"], "display_name": nil])
+        try call("PATCH", "/v1/admin/users/{id}", "/v1/admin/users/\(adaID)", bearer: secret, json: ["app_metadata": "pro"])
+        try call("PATCH", "/v1/admin/users/{id}", "/v1/admin/users/usr_unknown", bearer: secret, json: ["app_metadata": [:]])
         try call("POST", "/v1/admin/users/{id}/ban", "/v1/admin/users/usr_unknown/ban", bearer: secret, json: ["sanction_code": "spam"])
         try call("POST", "/v1/admin/users/{id}/ban", "/v1/admin/users/\(adaID)/ban", bearer: secret, json: ["sanction_code": "spam", "suspended_until": "yesterday"])
         try call("DELETE", "/v1/admin/users/{id}/ban", "/v1/admin/users/\(adaID)/ban", bearer: secret)

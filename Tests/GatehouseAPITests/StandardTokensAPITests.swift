@@ -42,6 +42,11 @@ struct StandardTokensAPITests {
             headers: [("Content-Type", "multipart/form-data; boundary=\(FilesAPITests.boundary)")],
             body: FilesAPITests.multipart(files: [("photo", "me.png", TinyImages.png())]))
         #expect(photo.status == 200)
+        // And custom data from the admin, carried as claim `app_metadata`.
+        let userID = try #require(signUp.data?["user"]?["id"]?.stringValue)
+        let custom = try server.request(
+            "PATCH", "/v1/admin/users/\(userID)", bearer: app.secretKey, json: ["app_metadata": ["plan": "pro", "roles": ["editor"]]])
+        #expect(custom.status == 200)
         let refreshed = try server.request(
             "POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": .string(try #require(signUp.data?["refresh_token"]?.stringValue))])
         let token = try #require(refreshed.data?["access_token"]?.stringValue)
@@ -75,6 +80,7 @@ struct StandardTokensAPITests {
         #expect(claims["client_id"] == .string(app.id))
         #expect(claims["aud"] == .string(app.id))
         #expect(claims["picture"]?.stringValue?.hasPrefix(Self.publicOrigin + "/") == true)
+        #expect(claims["app_metadata"] == ["plan": "pro", "roles": ["editor"]])
         guard case .object(let issued) = claims else { Issue.record("no claims"); return }
         #expect(metadata["claims_supported"] == .array(TokenService.accessTokenClaims.map(JSON.string)))
         #expect(Set(issued.keys) == Set(TokenService.accessTokenClaims))
@@ -83,6 +89,7 @@ struct StandardTokensAPITests {
         let earlier = try Self.verify(server, first, app: app.id)
         #expect(earlier.failure == nil, "joserfc refused the sign-up token: \(earlier.failure ?? "")")
         #expect(earlier.claims["picture"] == nil)
+        #expect(earlier.claims["app_metadata"] == nil)
 
         // After a rotation the new key signs with the same algorithm, and both tokens verify.
         clock.advance(seconds: 61)

@@ -7,6 +7,32 @@ import Testing
 /// `/me` and the account calls through GatehouseKit, against the real server.
 @Suite("GatehouseKit account")
 struct AccountTests {
+    /// `display_name` and `user_metadata` set through ``GatehouseClient/updateProfile``, the
+    /// admin's `app_metadata` read back in the user object.
+    @Test
+    func customData() async throws {
+        let world = try KitWorld()
+        defer { world.stop() }
+        let client = world.client()
+        let signedUp = try await client.signUp(email: "ada@example.com", password: "correct horse battery")
+        #expect(signedUp.user.displayName == nil && signedUp.user.appMetadata == [:] && signedUp.user.userMetadata == [:])
+        let preferences: [String: MetadataValue] = ["theme": "dark", "volume": 7, "ratio": 0.5, "tags": ["a", nil, true], "nested": ["k": "v"]]
+        let updated = try await client.updateProfile(displayName: .set("Ada L."), userMetadata: .set(preferences))
+        #expect(updated.displayName == "Ada L." && updated.userMetadata == preferences)
+        let cleared = try await client.updateProfile(displayName: .clear, userMetadata: .clear)
+        #expect(cleared.displayName == nil && cleared.userMetadata == [:])
+        let tooBig = await kitError {
+            try await client.updateProfile(userMetadata: .set(["blob": .string(String(repeating: "x", count: 5000))]))
+        }
+        guard case .server(let problem)? = tooBig else { Issue.record("expected a problem"); return }
+        #expect(problem.code == .validationFailed && problem.fieldErrors.map(\.field) == ["user_metadata"])
+
+        let admin = try world.server.request(
+            "PATCH", "/v1/admin/users/\(signedUp.user.id)", bearer: world.app.secretKey, json: ["app_metadata": ["plan": "pro", "seats": 3]])
+        #expect(admin.status == 200)
+        #expect(try await client.me().appMetadata == ["plan": "pro", "seats": 3])
+    }
+
     @Test
     func profilePhotoPasswordAndEmail() async throws {
         let world = try KitWorld()

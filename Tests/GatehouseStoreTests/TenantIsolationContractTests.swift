@@ -161,6 +161,7 @@ import Testing
         #expect(try f.b.users.setBan(id, Ban(sanctionCode: "x", reason: nil, suspendedUntil: nil), now: now) == nil)
         #expect(try f.b.users.updateProfile(id, firstName: "Mallory", lastName: nil, photoURL: nil, now: now) == nil)
         #expect(try f.b.users.setLocale(id, "ja", now: now) == nil)
+        #expect(try f.b.users.setCustomData(id, displayName: "Mallory", appMetadata: UserMetadata(unchecked: ["role": "owner"]), userMetadata: .empty, now: now) == nil)
         #expect(try f.b.passwords.setPasswordHash(id, hash: "hash-of-b", replacing: "hash-a", addIdentity: nil, now: now) == false)
         try f.b.users.fillNames(id, firstName: "Mallory", lastName: "B", now: now)
         #expect(try f.b.identities.forgetSignInMethods(id, now: now).isEmpty)

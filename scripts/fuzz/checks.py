@@ -58,9 +58,12 @@ OUTSIDE_FACT_FIELDS = [
 # life), a secret kept with {"set": true} when none is stored, and the read-only fields of the
 # settings, which a patch may carry only with their stored values, and an email change to the
 # account's own address, and a NUL in a field the schema leaves open (Apple's notification body
-# accepts fields Apple may add; the server refuses U+0000 anywhere in JSON): known by their messages.
+# accepts fields Apple may add; the server refuses U+0000 anywhere in JSON), and the limits of a
+# user's custom data (app_metadata, user_metadata: at most 4096 bytes serialized, 5 levels deep,
+# which JSON Schema cannot state): known by their messages.
 OUTSIDE_FACT_MESSAGES = ("No value is set to keep", "Must be at least access_token_ttl_seconds", "Read-only.",
-                         "This is the account's address already.", "Must not contain U+0000.")
+                         "This is the account's address already.", "Must not contain U+0000.",
+                         "Must be at most 4096 bytes as JSON.", "Must not nest objects and arrays more than 5 levels deep.")
 
 
 def _outside_fact(error):

@@ -139,7 +139,7 @@ class Walk:
                                                   link_apple, link_google, list_identities, list_passkeys, list_sessions, passkey_creation_options,
                                                   patch_me, remove_totp_factor, rename_passkey, request_email_change, unlink_identity, upload_photo)
         from gatehouse_client.api.admin import (ban_user, create_app, delete_user, disable_app, enable_app, end_user_sessions, get_app_settings,
-                                                get_user, list_apps, list_dead_outbox_items, list_events, list_users, patch_app_settings, remove_user_factor, rotate_secret_key,
+                                                get_user, list_apps, update_user, list_dead_outbox_items, list_events, list_users, patch_app_settings, remove_user_factor, rotate_secret_key,
                                                 retry_outbox_item, rotate_signing_key, unban_user)
         from gatehouse_client.api.apps import get_app, get_authorization_server_metadata, get_discovery, get_jwks
         from gatehouse_client.api.auth import (passkey_request_options, reauthenticate, refresh, sign_in, sign_in_with_passkey, sign_out, sign_up,
@@ -195,7 +195,7 @@ class Walk:
         ada = self.user(refreshed.parsed.data.access_token)
         self.call("reauthenticate", reauthenticate, 200, client=ada, body=m.ReauthenticateWithPassword(password=password))
         self.call("getMe", get_me, 200, client=ada)
-        self.call("patchMe", patch_me, 200, client=ada, body=m.PatchMeRequest(last_name="Lovelace"))
+        self.call("patchMe", patch_me, 200, client=ada, body=m.PatchMeRequest.from_dict({"last_name": "Lovelace", "display_name": "Ada L.", "user_metadata": {"theme": "dark"}}))
         sessions = self.call("listSessions", list_sessions, 200, client=ada)
         other = next(s.id for s in sessions.parsed.data if not s.current)
         self.call("endSession", end_session, 204, other, client=ada)
@@ -334,6 +334,8 @@ class Walk:
         self.call("retryOutboxItem", retry_outbox_item, 404, "obx_0123456789abcdef", client=self.platform())
         self.call("listUsers", list_users, 200, client=self.tenant_admin(), query="ada")
         self.call("getUser", get_user, 200, ada_id, client=self.tenant_admin())
+        self.call("updateUser", update_user, 200, ada_id, client=self.tenant_admin(),
+                  body=m.AdminPatchUserRequest.from_dict({"app_metadata": {"plan": "pro"}, "display_name": "Ada"}))
         self.call("banUser", ban_user, 200, ada_id, client=self.tenant_admin(), body=m.BanRequest(sanction_code="spam", reason="Bulk messages"))
         self.call("unbanUser", unban_user, 200, ada_id, client=self.tenant_admin())
         self.call("endUserSessions", end_user_sessions, 204, ada_id, client=self.tenant_admin())

@@ -58,6 +58,22 @@ test('sign-up, sign-in, /me, profile, sessions and sign-out', async () => {
   assert.equal((await other.getUser()).lastName, 'Lovelace');
   assert.equal((await web.currentUser()).lastName, 'Lovelace', 'the stored user follows the answer');
 
+  // Custom data: the app's own keys come back as written, not camel-cased.
+  assert.equal(created.user.displayName, null);
+  assert.deepEqual(created.user.userMetadata, {});
+  const custom = await web.updateUser({ displayName: 'Ada L.', userMetadata: { seen_tour: true, pinned_ids: [1, 2] } });
+  assert.equal(custom.displayName, 'Ada L.');
+  assert.deepEqual(custom.userMetadata, { seen_tour: true, pinned_ids: [1, 2] });
+  const tooDeep = await rejects(web.updateUser({ userMetadata: { a: { b: { c: { d: { e: { f: 1 } } } } } } }), 'request/validation-failed', 400);
+  assert.deepEqual(tooDeep.errors.map((e) => e.field), ['user_metadata']);
+  await env.server.admin('PATCH', `/v1/admin/users/${created.user.id}`, { app_metadata: { plan_tier: 'pro' } }, app.secretKey);
+  const withAppData = await web.getUser();
+  assert.deepEqual(withAppData.appMetadata, { plan_tier: 'pro' });
+  assert.deepEqual(withAppData.userMetadata, { seen_tour: true, pinned_ids: [1, 2] });
+  const emptied = await web.updateUser({ userMetadata: null, displayName: null });
+  assert.deepEqual(emptied.userMetadata, {});
+  assert.equal(emptied.displayName, null);
+
   const sessions = await web.getSessions();
   assert.equal(sessions.length, 2);
   assert.equal(sessions.filter((s) => s.current).length, 1);

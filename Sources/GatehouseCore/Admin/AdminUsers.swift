@@ -86,6 +86,50 @@ public struct AdminUsers: Sendable {
         return (user, try store.app(app.id).identities.all(of: id))
     }
 
+    /// `PATCH /v1/admin/users/{id}`: the user's custom data. `appMetadata` and `userMetadata`:
+    /// absent (nil) keeps, an object replaces the whole of it, null empties it (``UserMetadata``);
+    /// `displayName`: absent keeps, null or empty clears (``InputRules/displayName(_:field:)``).
+    /// Every field is checked first; the change and its `user.updated` event (naming the fields it
+    /// changed) commit together, the user's row locked, and every node's account cache learns of
+    /// it, so the next access token minted (at a refresh) carries the new `app_metadata`. Nothing
+    /// changed: nothing is written or recorded.
+    public func update(app: AppContext, id rawID: String, appMetadata: JSON??, userMetadata: JSON??, displayName: String??) throws -> (User, [Identity]) {
+        guard let id = UserID(parsing: rawID) else { throw Self.notFound }
+        var checks = FieldChecks()
+        var appData: UserMetadata?
+        var userData: UserMetadata?
+        var shown: String?? = nil
+        try checks.run { () throws(GatehouseError) in
+            if let appMetadata { appData = try UserMetadata.checked(appMetadata, field: "app_metadata") }
+        }
+        try checks.run { () throws(GatehouseError) in
+            if let userMetadata { userData = try UserMetadata.checked(userMetadata, field: "user_metadata") }
+        }
+        try checks.run { () throws(GatehouseError) in
+            if case .some(.some(let value)) = displayName { shown = .some(try InputRules.displayName(value)) } else { shown = displayName }
+        }
+        try checks.finish()
+        let now = clock.nowMillis()
+        let user = try units.run(store.app(app.id)) { tx -> User in
+            guard let account = try tx.users.lockUser(id) else { throw Self.notFound }
+            let newApp = appData ?? account.appMetadata
+            let newUser = userData ?? account.userMetadata
+            let newName = shown ?? account.displayName
+            let changed = [
+                ("app_metadata", newApp != account.appMetadata), ("user_metadata", newUser != account.userMetadata),
+                ("display_name", newName != account.displayName),
+            ].filter(\.1).map { JSON.string($0.0) }
+            guard !changed.isEmpty else { return account }
+            guard let updated = try tx.users.setCustomData(id, displayName: newName, appMetadata: newApp, userMetadata: newUser, now: now) else {
+                throw Self.notFound
+            }
+            try tx.auditLog.record(Event(
+                type: .userUpdated, userID: id, sessionID: nil, ip: nil, userAgent: nil, data: ["fields": .array(changed), "by": "admin"], createdAt: now))
+            return updated
+        }
+        return (user, try store.app(app.id).identities.all(of: id))
+    }
+
     /// `DELETE /v1/admin/users/{id}/ban`: the ban is lifted (`user.unbanned`).
     public func unban(app: AppContext, id rawID: String) throws -> (User, [Identity]) {
         guard let id = UserID(parsing: rawID) else { throw Self.notFound }

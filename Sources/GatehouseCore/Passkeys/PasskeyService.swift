@@ -44,7 +44,7 @@ public final class PasskeyService: Sendable {
         return [
             "challenge": .string(challenge),
             "rp": ["id": .string(rp.id), "name": .string(app.settings.name)],
-            "user": ["id": .string(handle), "name": .string(name), "displayName": .string(account.displayName ?? name)],
+            "user": ["id": .string(handle), "name": .string(name), "displayName": .string(account.shownName ?? name)],
             "pubKeyCredParams": .array(COSEAlgorithm.allCases.map { ["type": "public-key", "alg": .int(Int64($0.rawValue))] }),
             "timeout": .int(Self.challengeLifetimeMillis),
             "excludeCredentials": .array(existing.map(Self.descriptor)),

@@ -27,11 +27,17 @@ public final class TokenService: Sendable {
     public static let issuedAtLeewaySeconds: Int64 = 60
     /// The longest `access_token_ttl_seconds` an app may set.
     public static let maxAccessTokenLifetimeSeconds: Int64 = 86400
+    /// The longest access token checked. One this server mints stays under it: at most 4096 bytes of
+    /// `app_metadata` (``UserMetadata/maxBytes``), an email and a `display_name` of 4-byte
+    /// characters, a photo URL and an RSA signature come to about 9 KiB in base64url; a request's
+    /// headers are at most 16 KiB anyway (`HTTPServer.Configuration.maxHeaderBytes`).
+    public static let maxAccessTokenLength = 16384
     /// Every claim an access token may carry, in the order the discovery document lists them:
     /// RFC 9068's required ones, then the session's and the user's (`email`, `name` and `picture`
-    /// only when the user has them). ``accessToken(app:user:session:)`` issues no other.
+    /// only when the user has them; `app_metadata` only when not empty, never `user_metadata`).
+    /// ``accessToken(app:user:session:)`` issues no other.
     public static let accessTokenClaims = [
-        "iss", "sub", "aud", "exp", "iat", "jti", "client_id", "sid", "auth_time", "amr", "email", "email_verified", "name", "picture",
+        "iss", "sub", "aud", "exp", "iat", "jti", "client_id", "sid", "auth_time", "amr", "email", "email_verified", "name", "picture", "app_metadata",
     ]
 
     public init(publicURL: String, clock: any Clock, masterKey: [UInt8], revocations: RevocationList) {
@@ -59,8 +65,10 @@ public final class TokenService: Sendable {
             "email_verified": .bool(user.emailVerified),
         ]
         if let email = user.email { claims["email"] = .string(email) }
-        if let name = user.displayName { claims["name"] = .string(name) }
+        if let name = user.shownName { claims["name"] = .string(name) }
         if let photo = user.photoURL { claims["picture"] = .string(photo) }
+        // The admin's custom data, at most 4 KiB (``UserMetadata``); left out when empty to keep tokens small.
+        if !user.appMetadata.isEmpty { claims["app_metadata"] = user.appMetadata.json }
         let token = try JWT.sign(payload: JSON.object(claims).serialized(), key: app.signingKey, kid: app.signingKeyID, type: Self.accessTokenType)
         return (token, ttl)
     }
@@ -94,7 +102,7 @@ public final class TokenService: Sendable {
     /// Everything about a token that cannot change once it was true: its signature and its claims.
     private func verifySignatureAndClaims(_ token: String, app: AppContext) throws(GatehouseError) -> AccessClaims {
         let invalid = GatehouseError(.invalidToken, "The access token is not valid for this app.")
-        guard let parsed = try? JWT.parse(token, maxLength: 8192), parsed.header.alg == app.settings.signingAlgorithm.rawValue,
+        guard let parsed = try? JWT.parse(token, maxLength: Self.maxAccessTokenLength), parsed.header.alg == app.settings.signingAlgorithm.rawValue,
             parsed.header.typ == Self.accessTokenType, let kid = parsed.header.kid, let key = app.verificationKeys[kid],
             JWT.verify(parsed, with: key), let claims = try? JSON.parse(parsed.payload)
         else { throw invalid }

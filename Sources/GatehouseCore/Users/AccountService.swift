@@ -24,7 +24,9 @@ public final class AccountService: Sendable {
     }
 
     /// `PATCH /v1/me`: names (absent keeps, null or empty clears), the `locale` (absent keeps, null
-    /// clears; a language tag, ``InputRules/locale(_:field:)``) and, through Files, the photo
+    /// clears; a language tag, ``InputRules/locale(_:field:)``), `display_name` (absent keeps, null
+    /// or empty clears; ``InputRules/displayName(_:field:)``), `user_metadata` (absent keeps; an
+    /// object replaces the whole of it, null empties it; ``UserMetadata``) and, through Files, the photo
     /// (``FilesService/photoChange(app:user:session:fileID:origin:)``). Every field is checked
     /// before anything is written; the change, its `user.updated` event (naming the fields it
     /// changed) and the photo's files commit in one unit of work, the user's row locked (a photo
@@ -32,7 +34,7 @@ public final class AccountService: Sendable {
     /// field the row is still locked, which marks it changed).
     public func updateProfile(
         app: AppContext, user id: UserID, session: SessionID?, firstName: String??, lastName: String??, locale: String?? = nil,
-        photo: PhotoChange? = nil, origin: RequestOrigin
+        displayName: String?? = nil, userMetadata: JSON?? = nil, photo: PhotoChange? = nil, origin: RequestOrigin
     ) throws -> (User, [Identity]) {
         var committed = false
         defer { if !committed { photo?.abandoned() } }
@@ -44,14 +46,24 @@ public final class AccountService: Sendable {
         var first: String?? = nil
         var last: String?? = nil
         var language: String?? = nil
+        var shown: String?? = nil
+        var metadata: UserMetadata? = nil
         try checks.run { () throws(GatehouseError) in first = try checked(firstName, "first_name") }
         try checks.run { () throws(GatehouseError) in last = try checked(lastName, "last_name") }
         try checks.run { () throws(GatehouseError) in
             if case .some(.some(let value)) = locale { language = .some(try InputRules.locale(value)) } else { language = locale }
         }
+        try checks.run { () throws(GatehouseError) in
+            if case .some(.some(let value)) = displayName { shown = .some(try InputRules.displayName(value)) } else { shown = displayName }
+        }
+        try checks.run { () throws(GatehouseError) in
+            if let userMetadata { metadata = try UserMetadata.checked(userMetadata, field: "user_metadata") }
+        }
         try checks.finish()
         guard let (user, identities) = try cache.account(app: app.id, user: id, store: store).map({ ($0.user, $0.identities) }) else { throw Self.accountGone }
-        if photo == nil, (first ?? user.firstName) == user.firstName, (last ?? user.lastName) == user.lastName, (language ?? user.locale) == user.locale {
+        if photo == nil, (first ?? user.firstName) == user.firstName, (last ?? user.lastName) == user.lastName, (language ?? user.locale) == user.locale,
+            (shown ?? user.displayName) == user.displayName, (metadata ?? user.userMetadata) == user.userMetadata
+        {
             return (user, identities)
         }
         let now = clock.nowMillis()
@@ -61,9 +73,12 @@ public final class AccountService: Sendable {
             let firstName = first ?? account.firstName
             let lastName = last ?? account.lastName
             let userLocale = language ?? account.locale
+            let shownName = shown ?? account.displayName
+            let userMetadata = metadata ?? account.userMetadata
             let changed = [
                 ("first_name", account.firstName != firstName), ("last_name", account.lastName != lastName), ("photo_url", account.photoURL != photoURL),
-                ("locale", account.locale != userLocale),
+                ("locale", account.locale != userLocale), ("display_name", account.displayName != shownName),
+                ("user_metadata", account.userMetadata != userMetadata),
             ].filter(\.1).map { JSON.string($0.0) }
             guard !changed.isEmpty else { return (account, removed) }
             var updated = account
@@ -74,6 +89,12 @@ public final class AccountService: Sendable {
             if account.locale != userLocale {
                 guard let withLocale = try tx.users.setLocale(id, userLocale, now: now) else { throw Self.accountGone }
                 updated = withLocale
+            }
+            if account.displayName != shownName || account.userMetadata != userMetadata {
+                guard let withCustomData = try tx.users.setCustomData(
+                    id, displayName: shownName, appMetadata: account.appMetadata, userMetadata: userMetadata, now: now)
+                else { throw Self.accountGone }
+                updated = withCustomData
             }
             try tx.auditLog.record(Event(
                 type: .userUpdated, userID: id, sessionID: session, ip: origin.ip, userAgent: origin.userAgent, data: ["fields": .array(changed)],

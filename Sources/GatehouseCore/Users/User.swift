@@ -15,6 +15,13 @@ public struct User: Sendable, Equatable {
     /// The user's language (a ``LanguageTag`` in its conventional case), for the mail sent to them;
     /// nil: the app's or the request's.
     public var locale: String?
+    /// The name the user chose to be shown by (`display_name`, ``InputRules/displayName(_:)``); nil: none.
+    public var displayName: String?
+    /// A JSON object only the app's admin sets (``UserMetadata``), carried in the access token as
+    /// claim `app_metadata` when not empty.
+    public var appMetadata: UserMetadata
+    /// A JSON object the user sets (``UserMetadata``): in the user object, never in a token.
+    public var userMetadata: UserMetadata
     public var createdAt: Int64
     public var updatedAt: Int64
     public var lastSignInAt: Int64?
@@ -25,9 +32,13 @@ public struct User: Sendable, Equatable {
 
     public init(
         id: UserID, email: String?, emailVerified: Bool, firstName: String?, lastName: String?, photoURL: String? = nil, createdAt: Int64,
-        updatedAt: Int64, lastSignInAt: Int64?, ban: Ban? = nil, pendingDeletion: PendingDeletion? = nil, locale: String? = nil
+        updatedAt: Int64, lastSignInAt: Int64?, ban: Ban? = nil, pendingDeletion: PendingDeletion? = nil, locale: String? = nil,
+        displayName: String? = nil, appMetadata: UserMetadata = .empty, userMetadata: UserMetadata = .empty
     ) {
         self.locale = locale
+        self.displayName = displayName
+        self.appMetadata = appMetadata
+        self.userMetadata = userMetadata
         self.ban = ban
         self.pendingDeletion = pendingDeletion
         self.id = id
@@ -42,10 +53,14 @@ public struct User: Sendable, Equatable {
     }
 
     /// First and last name joined by one space; nil when both are unset.
-    public var displayName: String? {
+    public var fullName: String? {
         let parts = [firstName, lastName].compactMap { $0 }
         return parts.isEmpty ? nil : parts.joined(separator: " ")
     }
+
+    /// The name to show the user by: their `display_name`, else ``fullName`` (the token's `name`
+    /// claim, a passkey's display name).
+    public var shownName: String? { displayName ?? fullName }
 }
 
 /// A tenant admin's ban: permanent, or a suspension until `suspendedUntil` (ms), after which it

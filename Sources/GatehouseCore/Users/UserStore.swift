@@ -31,6 +31,9 @@ public protocol UserStore: Sendable {
     func updateProfile(_ id: UserID, firstName: String?, lastName: String?, photoURL: String?, now: Int64) throws -> User?
     /// Sets or clears (nil) the user's `locale`; the user, or nil when there is none.
     func setLocale(_ id: UserID, _ locale: String?, now: Int64) throws -> User?
+    /// Sets the user's custom data (`display_name`, `app_metadata`, `user_metadata`) as given; the
+    /// user, or nil when there is none.
+    func setCustomData(_ id: UserID, displayName: String?, appMetadata: UserMetadata, userMetadata: UserMetadata, now: Int64) throws -> User?
     /// Sets names only where the user has none (Apple sends the name once).
     func fillNames(_ user: UserID, firstName: String?, lastName: String?, now: Int64) throws
     /// Locks the user's row for the rest of the transaction and reads it (nil: no such live

@@ -10,8 +10,10 @@ extension SQLAppScopedStore: UserStore {
         try database.transaction { db in
             do {
                 try db.execute("""
-                    INSERT INTO users (id, app_id, email, email_verified, first_name, last_name, photo_url, locale, password_hash, created_at, updated_at, last_sign_in_at)
+                    INSERT INTO users (id, app_id, email, email_verified, first_name, last_name, photo_url, locale, display_name, app_metadata, user_metadata,
+                                       password_hash, created_at, updated_at, last_sign_in_at)
                     VALUES (\(user.id), \(appID), \(user.email), \(user.emailVerified), \(user.firstName), \(user.lastName), \(user.photoURL), \(user.locale),
+                            \(user.displayName), \(user.appMetadata.storedText), \(user.userMetadata.storedText),
                             \(passwordHash), \(user.createdAt), \(user.updatedAt), \(user.lastSignInAt))
                     """)
                 if let identity { try insertIdentity(db, app: appID, user: user.id, identity) }
@@ -100,6 +102,16 @@ extension SQLAppScopedStore: UserStore {
         try touchUser(id) { stamp in
             try database.query("""
                 UPDATE users SET locale = \(locale), updated_at = \(now), \(stamp)
+                WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
+                """).first.map(userRecord)
+        }
+    }
+
+    func setCustomData(_ id: UserID, displayName: String?, appMetadata: UserMetadata, userMetadata: UserMetadata, now: Int64) throws -> User? {
+        try touchUser(id) { stamp in
+            try database.query("""
+                UPDATE users SET display_name = \(displayName), app_metadata = \(appMetadata.storedText), user_metadata = \(userMetadata.storedText),
+                                 updated_at = \(now), \(stamp)
                 WHERE app_id = \(appID) AND id = \(id) AND deleted_at IS NULL RETURNING *
                 """).first.map(userRecord)
         }
@@ -222,5 +234,6 @@ func userRecord(_ row: SQLRow) throws -> User {
         pendingDeletion: try row.optionalInt64("deletion_due_at").map { due in
             PendingDeletion(requestedAt: try row.optionalInt64("deletion_requested_at") ?? due, purgeAt: due)
         },
-        locale: try row.optionalString("locale"))
+        locale: try row.optionalString("locale"), displayName: try row.optionalString("display_name"),
+        appMetadata: UserMetadata.stored(try row.string("app_metadata")), userMetadata: UserMetadata.stored(try row.string("user_metadata")))
 }

@@ -266,19 +266,26 @@ public final class GatehouseClient: Sendable {
         try await userAnswer(try await authorized("GET", "/v1/me"))
     }
 
-    /// `PATCH /v1/me`: names and the user's `locale` (a BCP 47 tag; ``FieldChange/clear`` sends
-    /// `null`) and the photo by a file id.
+    /// `PATCH /v1/me`: names, the user's `locale` (a BCP 47 tag), `display_name` (at most 100
+    /// characters), `user_metadata` (replaced as a whole: a JSON object of at most 4 KiB, 5 levels
+    /// deep; ``FieldChange/clear`` empties it) and the photo by a file id. ``FieldChange/clear``
+    /// sends `null`.
     public func updateProfile(
         firstName: FieldChange<String> = .unchanged, lastName: FieldChange<String> = .unchanged, locale: FieldChange<String> = .unchanged,
-        photoFileID: String? = nil
+        displayName: FieldChange<String> = .unchanged, userMetadata: FieldChange<[String: MetadataValue]> = .unchanged, photoFileID: String? = nil
     ) async throws -> User {
         var body: [String: JSONValue] = [:]
-        for (key, change) in [("first_name", firstName), ("last_name", lastName), ("locale", locale)] {
+        for (key, change) in [("first_name", firstName), ("last_name", lastName), ("locale", locale), ("display_name", displayName)] {
             switch change {
             case .unchanged: break
             case .set(let value): body[key] = .string(value)
             case .clear: body[key] = .null
             }
+        }
+        switch userMetadata {
+        case .unchanged: break
+        case .set(let value): body["user_metadata"] = .metadata(.object(value))
+        case .clear: body["user_metadata"] = .null
         }
         if let photoFileID { body["photo_file_id"] = .string(photoFileID) }
         return try await userAnswer(try await authorized("PATCH", "/v1/me", body: .json(body)))

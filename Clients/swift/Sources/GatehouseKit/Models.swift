@@ -30,13 +30,41 @@ public struct User: Codable, Sendable, Equatable {
     public let photoURL: URL?
     /// The user's language (a BCP 47 tag such as `ja` or `ko-KR`): the language of their mail.
     public let locale: String?
+    /// The name the user chose to be shown by, when set.
+    public let displayName: String?
+    /// Custom data only the app's admin sets (also in the access token): read it, never trust a
+    /// change made here.
+    public let appMetadata: [String: MetadataValue]
+    /// Custom data the user sets (``GatehouseClient/updateProfile(firstName:lastName:locale:displayName:userMetadata:photoFileID:)``).
+    public let userMetadata: [String: MetadataValue]
     public let createdAt: Date
     public let lastSignInAt: Date?
     /// The sign-in methods linked to the account (`password`, `apple`, `google`).
     public let identities: [SignInProvider]
 
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        email = try container.decodeIfPresent(String.self, forKey: .email)
+        emailVerified = try container.decode(Bool.self, forKey: .emailVerified)
+        firstName = try container.decodeIfPresent(String.self, forKey: .firstName)
+        lastName = try container.decodeIfPresent(String.self, forKey: .lastName)
+        photoURL = try container.decodeIfPresent(URL.self, forKey: .photoURL)
+        locale = try container.decodeIfPresent(String.self, forKey: .locale)
+        // A server before custom data sends none of these.
+        displayName = try container.decodeIfPresent(String.self, forKey: .displayName)
+        appMetadata = try container.decodeIfPresent([String: MetadataValue].self, forKey: .appMetadata) ?? [:]
+        userMetadata = try container.decodeIfPresent([String: MetadataValue].self, forKey: .userMetadata) ?? [:]
+        createdAt = try container.decode(Date.self, forKey: .createdAt)
+        lastSignInAt = try container.decodeIfPresent(Date.self, forKey: .lastSignInAt)
+        identities = try container.decode([SignInProvider].self, forKey: .identities)
+    }
+
     enum CodingKeys: String, CodingKey {
         case id, email, identities, locale
+        case displayName = "display_name"
+        case appMetadata = "app_metadata"
+        case userMetadata = "user_metadata"
         case emailVerified = "email_verified"
         case firstName = "first_name"
         case lastName = "last_name"
@@ -44,6 +72,62 @@ public struct User: Codable, Sendable, Equatable {
         case createdAt = "created_at"
         case lastSignInAt = "last_sign_in_at"
     }
+}
+
+/// A JSON value of custom data (`app_metadata`, `user_metadata`). Whole numbers decode as
+/// ``int(_:)``, others as ``double(_:)``.
+public enum MetadataValue: Codable, Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case array([MetadataValue])
+    case object([String: MetadataValue])
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int64.self) {
+            self = .int(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .double(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([MetadataValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: MetadataValue].self))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .int(let value): try container.encode(value)
+        case .double(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+}
+
+extension MetadataValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral,
+    ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
+{
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int64) { self = .int(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(arrayLiteral elements: MetadataValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, MetadataValue)...) { self = .object(Dictionary(elements) { _, last in last }) }
+    public init(nilLiteral: ()) { self = .null }
 }
 
 /// What a sign-in answered.

@@ -11,6 +11,8 @@ enum JSONValue: Encodable, Sendable, Equatable {
     case null
     case object([String: JSONValue])
     case array([JSONValue])
+    /// Custom data, as the app gave it.
+    case metadata(MetadataValue)
 
     func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
@@ -20,6 +22,7 @@ enum JSONValue: Encodable, Sendable, Equatable {
         case .null: try container.encodeNil()
         case .object(let members): try container.encode(members)
         case .array(let items): try container.encode(items)
+        case .metadata(let value): try container.encode(value)
         }
     }
 }
