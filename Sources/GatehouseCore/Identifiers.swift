@@ -13,7 +13,7 @@ extension PrefixedID {
 
     /// A new random identifier.
     public static func generate() -> Self {
-        Self(unchecked: prefix + Base32.lowercase(SecureRandom.bytes(15)))
+        Self(unchecked: prefix + Base32.encode(SecureRandom.bytes(15), lowercase: true))
     }
 
     /// The five bits of the identifier's last character (0–31), to spread identifiers over a
@@ -30,7 +30,7 @@ extension PrefixedID {
     public init?(parsing text: some StringProtocol) {
         guard text.hasPrefix(Self.prefix), text.utf8.count == Self.prefix.utf8.count + 24 else { return nil }
         let body = text.utf8.dropFirst(Self.prefix.utf8.count)
-        guard body.allSatisfy({ Base32.alphabet.contains($0) }) else { return nil }
+        guard body.allSatisfy({ Base32.lowercaseAlphabet.contains($0) }) else { return nil }
         self.init(unchecked: String(text))
     }
 }
@@ -39,25 +39,4 @@ public struct AppID: PrefixedID {
     public static let prefix = "app_"
     public let rawValue: String
     public init(unchecked rawValue: String) { self.rawValue = rawValue }
-}
-
-/// RFC 4648 base32 in lowercase without padding; used for identifiers.
-enum Base32 {
-    static let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)
-
-    static func lowercase(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        var buffer: UInt32 = 0
-        var bits = 0
-        for byte in bytes {
-            buffer = (buffer << 8) | UInt32(byte)
-            bits += 8
-            while bits >= 5 {
-                out.append(alphabet[Int((buffer >> UInt32(bits - 5)) & 31)])
-                bits -= 5
-            }
-        }
-        if bits > 0 { out.append(alphabet[Int((buffer << UInt32(5 - bits)) & 31)]) }
-        return String(decoding: out, as: UTF8.self)
-    }
 }

@@ -58,47 +58,4 @@ public enum TOTP {
         guard result != nil, length > 0 else { fatalError("HMAC-\(digest) failed: \(OpenSSLErrorQueue.drain() ?? "unknown")") }
         return Array(output.prefix(length))
     }
-
-    // MARK: - Base32 (RFC 4648), as authenticator apps read secrets
-
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567".utf8)
-
-    /// RFC 4648 base32, uppercase, without padding.
-    public static func base32Encode(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        var buffer: UInt32 = 0
-        var bits = 0
-        for byte in bytes {
-            buffer = (buffer << 8) | UInt32(byte)
-            bits += 8
-            while bits >= 5 {
-                out.append(alphabet[Int((buffer >> UInt32(bits - 5)) & 31)])
-                bits -= 5
-            }
-            buffer &= (1 << UInt32(bits)) - 1
-        }
-        if bits > 0 { out.append(alphabet[Int((buffer << UInt32(5 - bits)) & 31)]) }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    /// Decodes RFC 4648 base32, either case, padding and spaces ignored; nil for any other
-    /// character or trailing bits that are not zero.
-    public static func base32Decode(_ text: String) -> [UInt8]? {
-        var out: [UInt8] = []
-        var buffer: UInt32 = 0
-        var bits = 0
-        for c in text.utf8 where c != 0x3D && c != 0x20 {
-            let upper = (c >= 0x61 && c <= 0x7A) ? c - 0x20 : c
-            guard let value = alphabet.firstIndex(of: upper) else { return nil }
-            buffer = (buffer << 5) | UInt32(value)
-            bits += 5
-            if bits >= 8 {
-                out.append(UInt8((buffer >> UInt32(bits - 8)) & 0xFF))
-                bits -= 8
-            }
-            buffer &= (1 << UInt32(bits)) - 1
-        }
-        guard buffer == 0 else { return nil }
-        return out
-    }
 }

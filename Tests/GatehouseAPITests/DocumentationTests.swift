@@ -257,7 +257,7 @@ struct DocumentationTests {
         let miaAccess = try #require(mia.data?["access_token"]?.stringValue)
         let miaID = try #require(mia.data?["user"]?["id"]?.stringValue)
         func totp(_ begun: TestResponse, steps: Int64 = 0) throws -> String {
-            let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(TOTP.base32Decode))
+            let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(Base32.decode))
             return TOTP.code(secret: secret, step: TOTP.step(at: clock.nowMillis() / 1000) + steps)
         }
         let begun = try call("POST", "/v1/me/mfa/totp", appKey: appKey, bearer: miaAccess, json: ["name": "Phone"])

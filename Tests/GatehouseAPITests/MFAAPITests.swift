@@ -44,7 +44,7 @@ struct MFAAPITests {
             let begun = try post("/v1/me/mfa/totp", ["name": "Phone"], bearer: bearer)
             #expect(begun.status == 201, "\(begun.text)")
             let id = try #require(begun.data?["id"]?.stringValue)
-            let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(TOTP.base32Decode))
+            let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(Base32.decode))
             let confirmed = try post("/v1/me/mfa/totp/\(id)/confirm", ["code": .string(code(secret))], bearer: bearer)
             #expect(confirmed.status == 200, "\(confirmed.text)")
             let codes = try #require(confirmed.data?["recovery_codes"]?.arrayValue).compactMap(\.stringValue)
@@ -77,7 +77,7 @@ struct MFAAPITests {
         let url = try #require(begun.data?["otpauth_url"]?.stringValue)
         #expect(url == "otpauth://totp/Vault%20%26%20Co:ada%40example.com?secret=\(secretText)&issuer=Vault%20%26%20Co&algorithm=SHA1&digits=6&period=30")
         let id = try #require(begun.data?["id"]?.stringValue)
-        let secret = try #require(TOTP.base32Decode(secretText))
+        let secret = try #require(Base32.decode(secretText))
         // Not a factor until confirmed: sign-in still opens a session.
         #expect(try world.signIn().status == 200)
         #expect(try world.post("/v1/me/mfa/totp/\(id)/confirm", ["code": .string(world.code(secret, steps: 5))], bearer: token).problemCode == "auth/invalid-code")
@@ -279,7 +279,7 @@ struct MFAAPITests {
         _ = try world.code(to: "grace@example.com")  // the verification mail, unread by the squatter
         let begun = try world.post("/v1/me/mfa/totp", [:], bearer: token)
         let id = try #require(begun.data?["id"]?.stringValue)
-        let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(TOTP.base32Decode))
+        let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(Base32.decode))
         let step = TOTP.step(at: world.clock.nowMillis() / 1000)
         #expect(try world.post("/v1/me/mfa/totp/\(id)/confirm", ["code": .string(TOTP.code(secret: secret, step: step))], bearer: token).status == 200)
         // And a passkey, to come back with.
@@ -314,7 +314,7 @@ struct MFAAPITests {
         let token = try #require(created.data?["access_token"]?.stringValue)
         let begun = try world.post("/v1/me/mfa/totp", [:], bearer: token)
         let id = try #require(begun.data?["id"]?.stringValue)
-        let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(TOTP.base32Decode))
+        let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(Base32.decode))
         let now = world.clock.nowMillis() / 1000
         #expect(try world.post("/v1/me/mfa/totp/\(id)/confirm", ["code": .string(TOTP.code(secret: secret, step: TOTP.step(at: now)))], bearer: token).status == 200)
         world.clock.advance(seconds: 61)
@@ -343,7 +343,7 @@ struct MFAAPITests {
         let token = try #require(first.data?["access_token"]?.stringValue)
         let begun = try world.server.request("POST", "/v1/me/mfa/totp", appKey: world.app.appKey, bearer: token, json: [:])
         let id = try #require(begun.data?["id"]?.stringValue)
-        let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(TOTP.base32Decode))
+        let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(Base32.decode))
         let confirm = try world.server.request(
             "POST", "/v1/me/mfa/totp/\(id)/confirm", appKey: world.app.appKey, bearer: token,
             json: ["code": .string(TOTP.code(secret: secret, step: TOTP.step(at: world.clock.nowMillis() / 1000)))])
@@ -377,7 +377,7 @@ struct MFAAPITests {
         let begun = try world.post("/v1/me/mfa/totp", [:], bearer: mfaToken)
         #expect(begun.status == 201)
         let id = try #require(begun.data?["id"]?.stringValue)
-        let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(TOTP.base32Decode))
+        let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(Base32.decode))
         #expect(try world.post("/v1/me/mfa/totp/\(id)/confirm", ["code": .string(world.code(secret))], bearer: mfaToken).status == 200)
 
         let verified = try world.post("/v1/auth/mfa/verify", ["mfa_token": .string(mfaToken)])
@@ -400,7 +400,7 @@ struct MFAAPITests {
         #expect(try world.signIn().problemCode == "auth/mfa-required")
         let pending = try world.post("/v1/me/mfa/totp", [:], bearer: token)
         let pendingID = try #require(pending.data?["id"]?.stringValue)
-        let pendingSecret = try #require(pending.data?["secret"]?.stringValue.flatMap(TOTP.base32Decode))
+        let pendingSecret = try #require(pending.data?["secret"]?.stringValue.flatMap(Base32.decode))
         let patched = try world.server.request("PATCH", "/v1/admin/app", bearer: world.app.secretKey, json: ["mfa": ["policy": "off"]])
         #expect(patched.status == 200 && patched.data?["mfa"] == ["policy": "off", "methods": ["totp", "passkey"]])
         #expect(try world.signIn().status == 200)
@@ -420,7 +420,7 @@ struct MFAAPITests {
         let token = try #require(signedUp["access_token"]?.stringValue)
         let userID = try #require(signedUp["user"]?["id"]?.stringValue)
         let (factorID, secret, _) = try world.enrol(bearer: token)
-        let secretText = TOTP.base32Encode(secret)
+        let secretText = Base32.encode(secret)
 
         let user = try world.server.request("GET", "/v1/admin/users/\(userID)", bearer: world.app.secretKey)
         #expect(user.data?["factors"]?.arrayValue?.count == 1)

@@ -450,7 +450,7 @@ struct AppleWebFlowTests {
         let mfaToken = try #require(gated.json?["mfa_token"]?.stringValue)
         let begun = try world.server.request("POST", "/v1/me/mfa/totp", appKey: world.app.appKey, bearer: mfaToken, json: [:])
         let id = try #require(begun.data?["id"]?.stringValue)
-        let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(TOTP.base32Decode))
+        let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(Base32.decode))
         let totp = TOTP.code(secret: secret, step: TOTP.step(at: world.clock.nowMillis() / 1000))
         #expect(try world.server.request("POST", "/v1/me/mfa/totp/\(id)/confirm", appKey: world.app.appKey, bearer: mfaToken, json: ["code": .string(totp)]).status == 200)
         let session = try world.server.request("POST", "/v1/auth/mfa/verify", appKey: world.app.appKey, json: ["mfa_token": .string(mfaToken)])

@@ -66,7 +66,7 @@ import Testing
             let grant = try world.signUp(a)
             let claims = try world.claims(grant, app: a)
             let enrolment = try world.mfa.beginTOTP(app: a, actor: .session(claims), name: nil, origin: CoreWorld.origin)
-            let secret = try #require(TOTP.base32Decode(enrolment.secret))
+            let secret = try #require(Base32.decode(enrolment.secret))
             let code = TOTP.code(secret: secret, step: TOTP.step(at: world.clock.nowSeconds))
             _ = try world.mfa.confirmTOTP(app: a, actor: .session(claims), id: enrolment.id.rawValue, code: code, origin: CoreWorld.origin)
             var mfaToken = ""

@@ -278,7 +278,7 @@ public final class AppService: Sendable {
 
     static func hash(secretKey: String) -> String { Digest.hex(Digest.sha256(Array(secretKey.utf8))) }
 
-    static func generateAppKey() -> String { "pk_" + Base32.lowercase(SecureRandom.bytes(20)) }
+    static func generateAppKey() -> String { "pk_" + Base32.encode(SecureRandom.bytes(20), lowercase: true) }
 
     /// App keys from files: 16–128 characters of letters, digits, `_` and `-`.
     public static func isValidAppKey(_ key: String) -> Bool {

@@ -102,7 +102,7 @@ public final class MFAService: Sendable {
             throw GatehouseError.validation("name", "At most \(Self.maxTOTPFactors) authenticator apps; remove one first.")
         }
         let id = FactorID.generate()
-        let secret = TOTP.base32Encode(SecureRandom.bytes(TOTP.secretByteCount))
+        let secret = Base32.encode(SecureRandom.bytes(TOTP.secretByteCount))
         let now = clock.nowMillis()
         try units.run(data) { tx in
             try tx.mfa.deleteUnconfirmedTOTPFactors(of: userID)
@@ -371,7 +371,7 @@ public final class MFAService: Sendable {
     }
 
     private func openSecret(_ factor: TOTPFactor, app: AppID) throws -> [UInt8] {
-        guard let secret = TOTP.base32Decode(try sealer.open(factor.sealedSecret, app: app, field: "mfa_totp/\(factor.id.rawValue)")) else {
+        guard let secret = Base32.decode(try sealer.open(factor.sealedSecret, app: app, field: "mfa_totp/\(factor.id.rawValue)")) else {
             throw CryptoError(.malformedInput, "a TOTP secret is not base32")
         }
         return secret
