@@ -1,15 +1,10 @@
 import Foundation
 
 /// A way to answer (or enrol for) the second step. A struct rather than an enum so that a value a
-/// newer server adds decodes too.
+/// newer server adds decodes too (as its raw string: the standard library's `RawRepresentable` coding).
 public struct MFAMethod: RawRepresentable, Codable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
     public var description: String { rawValue }
 
     /// A 6-digit code of an authenticator app (RFC 6238).
@@ -103,11 +98,6 @@ public struct TOTPEnrollment: Decodable, Sendable, Equatable, CustomStringConver
 public struct MFAPolicy: RawRepresentable, Codable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
     public var description: String { rawValue }
 
     /// No second step is asked and nothing can be enrolled.
