@@ -4,7 +4,7 @@
 export type ServerErrorCode =
   | 'request/validation-failed' | 'request/malformed' | 'request/not-found' | 'request/method-not-allowed'
   | 'request/payload-too-large' | 'request/uri-too-long' | 'request/unsupported-media-type' | 'request/headers-too-large' | 'request/timeout'
-  | 'app/missing-key' | 'app/invalid-key' | 'admin/app-key-taken'
+  | 'app/missing-key' | 'app/invalid-key' | 'admin/app-key-taken' | 'admin/hash-export-disabled'
   | 'auth/missing-token' | 'auth/invalid-token' | 'auth/token-expired' | 'auth/session-revoked'
   | 'auth/invalid-refresh-token' | 'auth/refresh-token-reused' | 'auth/invalid-credential' | 'auth/email-already-in-use'
   | 'auth/weak-password' | 'auth/signup-disabled' | 'auth/sign-in-method-disabled' | 'auth/credential-already-in-use'
