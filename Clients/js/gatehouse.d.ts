@@ -4,7 +4,7 @@
 export type ServerErrorCode =
   | 'request/validation-failed' | 'request/malformed' | 'request/not-found' | 'request/method-not-allowed'
   | 'request/payload-too-large' | 'request/uri-too-long' | 'request/unsupported-media-type' | 'request/headers-too-large' | 'request/timeout'
-  | 'app/missing-key' | 'app/invalid-key' | 'admin/app-key-taken'
+  | 'app/missing-key' | 'app/invalid-key' | 'admin/app-key-taken' | 'admin/hash-export-disabled'
   | 'auth/missing-token' | 'auth/invalid-token' | 'auth/token-expired' | 'auth/session-revoked'
   | 'auth/invalid-refresh-token' | 'auth/refresh-token-reused' | 'auth/invalid-credential' | 'auth/email-already-in-use'
   | 'auth/weak-password' | 'auth/signup-disabled' | 'auth/sign-in-method-disabled' | 'auth/credential-already-in-use'
@@ -191,6 +191,22 @@ export type MfaVerification =
 
 export interface MfaFactor { id: string; type: 'totp'; name: string | null; createdAt: string; lastUsedAt: string | null }
 
+/** `GET /v1/me/export`: what the server holds about the user. */
+export interface AccountExport {
+  profile: User;
+  identities: Identity[];
+  sessions: DeviceSession[];
+  /** Metadata only: nothing here grants access to a file. */
+  files: { id: string; name: string; contentType: string; size: number; visibility: 'private' | 'public'; createdAt: string }[];
+  /** Authenticator apps and passkeys. */
+  factors: { id: string; type: 'totp' | 'passkey'; name: string | null; createdAt: string; lastUsedAt: string | null }[];
+  /** The user's audit events, newest first (at most 1,000); `data` as the server wrote it. */
+  events: {
+    id: string; type: string; userId: string | null; sessionId: string | null; ip: string | null; userAgent: string | null; createdAt: string;
+    data: Record<string, unknown>;
+  }[];
+}
+
 /** `GET /v1/me/mfa`. */
 export interface MfaStatus {
   policy: 'off' | 'optional' | 'required';
@@ -250,7 +266,7 @@ export declare class Gatehouse {
   refresh(): Promise<StoredSession>;
 
   /** `locale`: the user's language (a BCP 47 tag, e.g. `navigator.language`), for their mail. */
-  signUp(input: { email: string; password: string; firstName?: string; lastName?: string; locale?: string }): Promise<Session>;
+  signUp(input: { email: string; password: string; firstName?: string; lastName?: string; locale?: string; displayName?: string }): Promise<Session>;
   signIn(input: { email: string; password: string }): Promise<Session>;
   sendEmailCode(email: string): Promise<void>;
   verifyEmailCode(input: { email: string; code: string }): Promise<Session>;
@@ -288,6 +304,9 @@ export declare class Gatehouse {
   linkApple(input: { identityToken: string; nonce: string; authorizationCode: string }): Promise<Identity[]>;
   linkGoogle(input: { idToken: string; nonce: string }): Promise<Identity[]>;
   unlink(provider: 'password' | 'apple' | 'google'): Promise<Identity[]>;
+
+  /** `GET /v1/me/export`: the user's own data (no secret); a few an hour. */
+  exportMyData(): Promise<AccountExport>;
 
   getSessions(): Promise<DeviceSession[]>;
   endSession(id: string): Promise<void>;

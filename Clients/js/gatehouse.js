@@ -7,7 +7,7 @@
 export const SERVER_ERROR_CODES = Object.freeze([
   'request/validation-failed', 'request/malformed', 'request/not-found', 'request/method-not-allowed',
   'request/payload-too-large', 'request/uri-too-long', 'request/unsupported-media-type', 'request/headers-too-large', 'request/timeout',
-  'app/missing-key', 'app/invalid-key', 'admin/app-key-taken',
+  'app/missing-key', 'app/invalid-key', 'admin/app-key-taken', 'admin/hash-export-disabled',
   'auth/missing-token', 'auth/invalid-token', 'auth/token-expired', 'auth/session-revoked',
   'auth/invalid-refresh-token', 'auth/refresh-token-reused', 'auth/invalid-credential', 'auth/email-already-in-use',
   'auth/weak-password', 'auth/signup-disabled', 'auth/sign-in-method-disabled', 'auth/credential-already-in-use',
@@ -699,8 +699,9 @@ export class Gatehouse {
   // MARK: Sign-up and sign-in
 
   /** `POST /v1/auth/signup`: 201, a verification code mailed (in `locale`, the user's language, when given). */
-  async signUp({ email, password, firstName, lastName, locale }) {
-    const { data } = await this.#send('POST', '/v1/auth/signup', { json: body({ email, password, first_name: firstName, last_name: lastName, locale }) });
+  async signUp({ email, password, firstName, lastName, locale, displayName }) {
+    const json = body({ email, password, first_name: firstName, last_name: lastName, locale, display_name: displayName });
+    const { data } = await this.#send('POST', '/v1/auth/signup', { json });
     return this.#signedIn(data);
   }
 
@@ -1009,6 +1010,18 @@ export class Gatehouse {
   /** Unlinks `password`, `apple` or `google` (recent login; never the last sign-in method). */
   async unlink(provider) {
     return camel((await this.#authorized('DELETE', `/v1/me/identities/${encodeURIComponent(provider)}`)).data);
+  }
+
+  /**
+   * `GET /v1/me/export`: what the server holds about the user, to keep or take elsewhere (profile, identities, sessions, files'
+   * metadata, factors, the newest 1,000 events); never a secret. A few an hour (then `auth/too-many-requests`). Keys are
+   * camel-cased but those of `profile.appMetadata`, `profile.userMetadata` and each event's `data`, which come as written.
+   */
+  async exportMyData() {
+    const { data } = await this.#authorized('GET', '/v1/me/export');
+    const mine = camel(data);
+    mine.events = mine.events.map((event, i) => ({ ...event, data: data.events[i].data }));
+    return mine;
   }
 
   // MARK: Sessions

@@ -26,6 +26,8 @@ public enum API {
         public var passkeys: PasskeyService
         public var metrics: any RequestMetrics
         public var clock: any Clock
+        /// Users per page of `GET /v1/admin/users/export` (``UserExport/pageSize``); tests make it small.
+        public var exportPageSize = 1000
 
         public init(
             store: any Store, directory: AppDirectory, apps: AppService, tokens: TokenService, units: UnitOfWork, accounts: AccountService,
@@ -62,6 +64,7 @@ public enum API {
         AppController(auth: auth, directory: s.directory).register(&routes)
         AdminController(
             auth: auth, apps: s.apps, auditLog: AuditLog(store: s.store), users: AdminUsers(store: s.store, units: s.units, clock: s.clock),
+            exports: UserExport(store: s.store, units: s.units, clock: s.clock, pageSize: s.exportPageSize),
             deletion: s.deletion, deadLetters: DeadLetters(store: s.store, units: s.units, clock: s.clock), mfa: s.mfa, clock: s.clock
         ).register(&routes)
         let authController = AuthController(
@@ -70,7 +73,10 @@ public enum API {
         EmailController(auth: auth, flows: s.emailFlows, sessions: authController).register(&routes)
         ProviderController(auth: auth, providers: s.providerSignIn, sessions: authController).register(&routes)
         MFAController(auth: auth, mfa: s.mfa, sessions: authController).register(&routes)
-        MeController(auth: auth, accounts: s.accounts, passwords: s.passwords, sessions: s.sessions, deletion: s.deletion, files: s.files).register(&routes)
+        MeController(
+            auth: auth, accounts: s.accounts, passwords: s.passwords, sessions: s.sessions, deletion: s.deletion, files: s.files,
+            accountExport: AccountExport(store: s.store, units: s.units, sessions: s.sessions, mfa: s.mfa, clock: s.clock)
+        ).register(&routes)
         FilesController(auth: auth, files: s.files).register(&routes)
         PasskeyController(auth: auth, passkeys: s.passkeys, mfa: s.mfa, sessions: s.sessions, sessionResponses: authController).register(&routes)
         AppleNotificationsController(directory: s.directory, notifications: s.appleNotifications).register(&routes)

@@ -8,6 +8,7 @@ struct AdminController {
     let apps: AppService
     let auditLog: AuditLog
     let users: AdminUsers
+    let exports: UserExport
     let deletion: AccountDeletion
     let deadLetters: DeadLetters
     let mfa: MFAService
@@ -24,6 +25,9 @@ struct AdminController {
         routes.post("/v1/admin/app/secret-keys", body: .none, rotateSecretKey)
         routes.get("/v1/admin/events", events)
         routes.get("/v1/admin/users", listUsers)
+        // Not for a HEAD: an export is recorded (users.exported). It reads the whole table, a page
+        // at a time, and writes a spool file: on the offload threads, never on an HTTP worker.
+        routes.get("/v1/admin/users/export", head: false, doesFileIO: true, exportUsers)
         routes.get("/v1/admin/users/{id}", user)
         routes.patch("/v1/admin/users/{id}", updateUser)
         routes.delete("/v1/admin/users/{id}", deleteUser)
@@ -102,6 +106,35 @@ struct AdminController {
             }),
             "next_cursor": next.map { .string(UsersQuery.cursor($0)) } ?? .null,
         ]).noStore()
+    }
+
+    /// The app's users as NDJSON, one import line each (API.md, "Moving users in and out"):
+    /// written to a spool file a page at a time here, on an offload thread, then sent from the
+    /// file by the connection's thread, which waits on no database. The app's export slot is held
+    /// until the body has been sent.
+    func exportUsers(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminApp(request)
+        let includeHashes = try flag(request, "include_hashes")
+        guard let directory = request.http.spoolDirectory else { throw GatehouseError(.unavailable, "The server is stopping.") }
+        let ticket = try exports.start(app: app, includeHashes: includeHashes)
+        var stream: ResponseStream
+        do {
+            let spool = try ResponseSpool(in: directory)
+            do {
+                _ = try exports.write(ticket, origin: request.origin) { page in try spool.write(page) }
+            } catch {
+                spool.discard()
+                throw error
+            }
+            stream = spool.stream(onClose: { ticket.end() })
+        } catch {
+            ticket.end()
+            throw error
+        }
+        var headers = HTTPHeaders()
+        headers.set("Content-Type", "application/x-ndjson")
+        headers.set("Content-Disposition", "attachment; filename=\"users.ndjson\"")
+        return HTTPResponse(status: 200, headers: headers, stream: stream).noStore()
     }
 
     func user(_ request: Request) throws -> HTTPResponse {

@@ -46,9 +46,13 @@ struct AuthController {
         let first = body.optional("first_name", maxLength: 200)
         let last = body.optional("last_name", maxLength: 200)
         let locale = body.optional("locale", maxLength: 64)
+        let displayName = body.optional("display_name", maxLength: 400)
         try body.finish()
         return sessionResponse(
-            app, try passwords.signUp(app: app, email: email, password: password, firstName: first, lastName: last, locale: locale, origin: request.mailOrigin))
+            app,
+            try passwords.signUp(
+                app: app, email: email, password: password, firstName: first, lastName: last, locale: locale, displayName: displayName,
+                origin: request.mailOrigin))
     }
 
     func signIn(_ request: Request) throws -> HTTPResponse {

@@ -9,6 +9,7 @@ struct MeController {
     let sessions: SessionService
     let deletion: AccountDeletion
     let files: FilesService
+    let accountExport: AccountExport
 
     func register(_ routes: inout Routes) {
         routes.get("/v1/me", me)
@@ -19,6 +20,8 @@ struct MeController {
         routes.put("/v1/me/password", hashesPassword: true, changePassword)
         routes.get("/v1/me/identities", identities)
         routes.post("/v1/me/identities/password", hashesPassword: true, addPassword)
+        // Not for a HEAD: it is counted against the user's hourly exports and recorded.
+        routes.get("/v1/me/export", head: false, export)
     }
 
     func me(_ request: Request) throws -> HTTPResponse {
@@ -86,6 +89,27 @@ struct MeController {
         let (app, claims) = try auth.user(request)
         let page = try Page(request)
         return HTTPResponse.json(page.response(try accounts.identities(app: app, claims: claims), AccountJSON.identity)).noStore()
+    }
+
+    /// The user's own data to take away (API.md, "Moving users in and out"): the profile (the user
+    /// object), identities, live sessions, files' metadata (no URL: nothing here grants access),
+    /// second factors and the newest events. No secret of any kind (``AccountExport``).
+    func export(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        let contents = try accountExport.export(app: app, claims: claims, origin: request.origin)
+        return HTTPResponse.data([
+            "profile": UserObject.json(contents.user, contents.identities),
+            "identities": .array(contents.identities.map(AccountJSON.identity)),
+            "sessions": .array(contents.sessions.map { AccountJSON.session($0, current: claims.sessionID) }),
+            "files": .array(contents.files.map { file in
+                [
+                    "id": .string(file.id.rawValue), "name": .string(file.name), "content_type": .string(file.contentType), "size": .int(file.size),
+                    "visibility": .string(file.visibility.rawValue), "created_at": .string(rfc3339(millis: file.createdAt)),
+                ]
+            }),
+            "factors": .array(contents.factors.map(MFAController.factor)),
+            "events": .array(contents.events.map(EventsQuery.json)),
+        ]).noStore()
     }
 
     func addPassword(_ request: Request) throws -> HTTPResponse {

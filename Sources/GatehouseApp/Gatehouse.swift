@@ -226,11 +226,12 @@ public final class Gatehouse: Sendable {
 
         let requestMetrics = NodeMetrics(registry: metrics, store: store, hasher: hasher, outbox: outboxWorker, clock: clock)
         self.requestMetrics = requestMetrics
-        routes = API.routes(
-            API.Services(
-                store: store, directory: directory, apps: apps, tokens: tokens, units: units, accounts: accounts, sessions: sessions, passwords: passwords,
-                emailFlows: emailFlows, providerSignIn: providerSignIn,
-                deletion: deletion, appleNotifications: appleNotifications, files: files, mfa: mfa, passkeys: passkeys, metrics: requestMetrics, clock: clock))
+        var services = API.Services(
+            store: store, directory: directory, apps: apps, tokens: tokens, units: units, accounts: accounts, sessions: sessions, passwords: passwords,
+            emailFlows: emailFlows, providerSignIn: providerSignIn,
+            deletion: deletion, appleNotifications: appleNotifications, files: files, mfa: mfa, passkeys: passkeys, metrics: requestMetrics, clock: clock)
+        services.exportPageSize = configuration.exportPageSize
+        routes = API.routes(services)
     }
 
     /// A bucket that is missing or refuses the credentials stops the start (uploads could only

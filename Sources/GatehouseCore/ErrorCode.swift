@@ -36,6 +36,8 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
 
     // MARK: admin/
     public static let appKeyTaken = ErrorCode("admin/app-key-taken", 409, "The app key is used by another app")
+    /// `GET /v1/admin/users/export?include_hashes=true` by an app whose `allow_hash_export` is off.
+    public static let hashExportDisabled = ErrorCode("admin/hash-export-disabled", 403, "Password hash export not allowed")
 
     // MARK: auth/
     public static let missingToken = ErrorCode("auth/missing-token", 401, "Missing bearer token")
@@ -88,7 +90,7 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
     /// Every code, for the documentation test.
     public static let all: [ErrorCode] = [
         validationFailed, malformedRequest, notFound, methodNotAllowed, requestTimeout, payloadTooLarge, uriTooLong, unsupportedMediaType,
-        headersTooLarge, missingAppKey, invalidAppKey, appKeyTaken, missingToken, invalidToken, tokenExpired, sessionRevoked,
+        headersTooLarge, missingAppKey, invalidAppKey, appKeyTaken, hashExportDisabled, missingToken, invalidToken, tokenExpired, sessionRevoked,
         invalidRefreshToken, refreshTokenReused, invalidCredential, emailAlreadyInUse, weakPassword, signupDisabled,
         requiresRecentLogin, tooManyRequests, signInMethodDisabled, credentialAlreadyInUse, accountExistsWithDifferentCredential,
         providerNotConfigured, lastSignInMethod, providerUnavailable, invalidRedirectURI, invalidFlow, invalidLoginCode,

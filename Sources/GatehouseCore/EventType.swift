@@ -30,6 +30,12 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     /// most one such event an hour; `data.mail_per_hour`).
     public static let appMailCapped = EventType(rawValue: "app.mail_capped")
 
+    /// A tenant admin exported the app's users (`GET /v1/admin/users/export`; audit only, no
+    /// webhook; `data`: `by`, `include_hashes`, `count`).
+    public static let usersExported = EventType(rawValue: "users.exported")
+    /// A user downloaded their own data (`GET /v1/me/export`; audit only).
+    public static let userExported = EventType(rawValue: "user.exported")
+
     public static let userBanned = EventType(rawValue: "user.banned")
     public static let userUnbanned = EventType(rawValue: "user.unbanned")
 

@@ -25,6 +25,10 @@ public struct HTTPRequest: Sendable {
     /// `busy`, the refusals of its body): what it matched and resolved once, so that no later
     /// phase does it again. Nil until `head` has run, and for requests `head` never saw.
     public var context: (any Sendable)?
+    /// The server's private spool folder (``SpoolFolder``), where a handler may write a large
+    /// response before it is sent (``ResponseSpool``); nil when the server is stopping, and for
+    /// requests a test built by hand.
+    public var spoolDirectory: String?
 
     /// Creates a request; the server builds these, tests may too. `requestID` nil makes one from
     /// the headers (see ``requestID``).

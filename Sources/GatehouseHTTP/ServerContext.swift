@@ -181,6 +181,7 @@ final class ServerContext: Sendable {
             query: collected.query,
             headers: collected.headers,
             remoteAddress: remoteAddress ?? RequestReader.remoteAddress(connection: connection))
+        request.spoolDirectory = spool.path
         if state.targetLength > maxURLBytes {
             state.phase = .answered
             return queue(responder.uriTooLong(request), on: connection)

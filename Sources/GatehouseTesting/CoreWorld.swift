@@ -30,6 +30,8 @@ public final class CoreWorld: Sendable {
     public let auditLog: AuditLog
     /// Second factors and the second step.
     public let mfa: MFAService
+    /// The admin's export of the app's users (`GET /v1/admin/users/export`), its page size the configuration's.
+    public let userExport: UserExport
     private let gatehouse: Gatehouse
     /// Mail taken from the outbox so far, oldest first.
     private let mailbox = Mutex<[(app: AppID, mail: QueuedMail)]>([])
@@ -67,6 +69,7 @@ public final class CoreWorld: Sendable {
         adminUsers = AdminUsers(store: gatehouse.store, units: gatehouse.units, clock: clock)
         auditLog = AuditLog(store: gatehouse.store)
         mfa = gatehouse.mfa
+        userExport = UserExport(store: gatehouse.store, units: gatehouse.units, clock: clock, pageSize: configuration.exportPageSize)
     }
 
     /// Runs `body` in a world on `kind`, then closes it (its database dropped).

@@ -4,7 +4,7 @@ import GatehouseCore
 /// Checks real exchanges against an OpenAPI 3.1 document with Debian's python3-jsonschema (JSON
 /// Schema 2020-12, `date-time` checked as RFC 3339), not with Gatehouse's own code: the status
 /// must be one the operation lists, the media type one that status lists, and the body must
-/// match that media type's schema; every header the answer's documentation marks required must
+/// match that media type's schema (each line of an `application/x-ndjson` body its `x-item-schema`); every header the answer's documentation marks required must
 /// be there, and a documented header that came must match its schema; a JSON request the server
 /// took (2xx) must match the operation's request schema, so the document refuses nothing the
 /// server accepts.
@@ -94,6 +94,16 @@ public enum OpenAPIConformance {
             if media not in content:
                 problems.append(where + ": media type %r not documented (%s)" % (media, ", ".join(content))); continue
             if media.endswith("json"):
+                if media == "application/x-ndjson":
+                    # One JSON value a line, each ending in a newline, each matching the line's
+                    # schema (`x-item-schema`; OpenAPI 3.2 calls it itemSchema).
+                    if "x-item-schema" not in content[media]:
+                        problems.append(where + ": no x-item-schema for %r" % media); continue
+                    if body and not body.endswith("\n"):
+                        problems.append(where + ": the last NDJSON line has no newline")
+                    for number, line in enumerate(body.splitlines()):
+                        check("%s line %d" % (where, number + 1), content[media]["x-item-schema"], line)
+                    continue
                 if "schema" not in content[media]:
                     problems.append(where + ": no schema for %r" % media); continue
                 check(where, content[media]["schema"], body)
@@ -107,7 +117,7 @@ public enum OpenAPIConformance {
                 problems.append(where + ": at /%s: %s" % ("/".join(str(p) for p in error.absolute_path), error.message[:300]))
         def media(where, content):
             for name, entry in content.items():
-                if "example" in entry and "schema" in entry and name.endswith("json"):
+                if "example" in entry and "schema" in entry and name.endswith("json") and name != "application/x-ndjson":
                     check(where + " " + name, entry["schema"], entry["example"])
         for name, schema in document["components"]["schemas"].items():
             if "example" in schema:

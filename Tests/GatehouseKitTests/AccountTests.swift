@@ -33,6 +33,30 @@ struct AccountTests {
         #expect(try await client.me().appMetadata == ["plan": "pro", "seats": 3])
     }
 
+    /// ``GatehouseClient/exportMyData()``: the user's own data, decoded into ``AccountExport``;
+    /// `display_name` given at sign-up; a few exports an hour.
+    @Test
+    func exportMyData() async throws {
+        let world = try KitWorld()
+        defer { world.stop() }
+        let client = world.client()
+        let signedUp = try await client.signUp(email: "ada@example.com", password: "correct horse battery", displayName: "Ada L.")
+        #expect(signedUp.user.displayName == "Ada L.")
+        let mine = try await client.exportMyData()
+        #expect(mine.profile.id == signedUp.user.id && mine.profile.displayName == "Ada L." && mine.profile.email == "ada@example.com")
+        #expect(mine.identities.map(\.provider) == [.password])
+        #expect(mine.sessions.count == 1 && mine.sessions.first?.current == true)
+        #expect(mine.files.isEmpty && mine.factors.isEmpty)
+        // Newest first (events of one millisecond in any order): the sign-up, its session, this export.
+        #expect(Set(mine.events.map(\.type)) == ["user.signed_up", "user.signed_in", "user.exported"])
+        #expect(mine.events.map(\.createdAt) == mine.events.map(\.createdAt).sorted(by: >))
+        #expect(mine.events.first { $0.type == "user.exported" }?.sessionID == mine.sessions.first?.id)
+        #expect(mine.events.first { $0.type == "user.signed_up" }?.data == ["method": "password"])
+        for _ in 1..<5 { _ = try await client.exportMyData() }
+        let limited = await kitError { try await client.exportMyData() }
+        #expect(limited?.code == .tooManyRequests)
+    }
+
     @Test
     func profilePhotoPasswordAndEmail() async throws {
         let world = try KitWorld()

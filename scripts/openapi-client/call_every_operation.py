@@ -135,10 +135,10 @@ class Walk:
     def walk(self):
         from gatehouse_client import models as m
         from gatehouse_client.api.account import (add_passkey, add_password, begin_totp_enrolment, change_password, confirm_email_change,
-                                                  confirm_totp_enrolment, delete_me, delete_passkey, delete_photo, end_session, get_me, get_mfa,
+                                                  confirm_totp_enrolment, delete_me, delete_passkey, delete_photo, end_session, export_my_data, get_me, get_mfa,
                                                   link_apple, link_google, list_identities, list_passkeys, list_sessions, passkey_creation_options,
                                                   patch_me, remove_totp_factor, rename_passkey, request_email_change, unlink_identity, upload_photo)
-        from gatehouse_client.api.admin import (ban_user, create_app, delete_user, disable_app, enable_app, end_user_sessions, get_app_settings,
+        from gatehouse_client.api.admin import (ban_user, create_app, delete_user, disable_app, enable_app, end_user_sessions, export_users, get_app_settings,
                                                 get_user, list_apps, update_user, list_dead_outbox_items, list_events, list_users, patch_app_settings, remove_user_factor, rotate_secret_key,
                                                 retry_outbox_item, rotate_signing_key, unban_user)
         from gatehouse_client.api.apps import get_app, get_authorization_server_metadata, get_discovery, get_jwks
@@ -200,6 +200,9 @@ class Walk:
         other = next(s.id for s in sessions.parsed.data if not s.current)
         self.call("endSession", end_session, 204, other, client=ada)
         self.call("listIdentities", list_identities, 200, client=ada)
+        exported = self.call("exportMyData", export_my_data, 200, client=ada)
+        if exported.parsed.data.profile.id != ada_id or not exported.parsed.data.events:
+            raise SystemExit("exportMyData: not Ada's data")
 
         # Passkeys: the options, and ceremonies this client cannot sign (an authenticator's
         # answers are made in PasskeysAPITests and DocumentationTests, with a software one).
@@ -334,6 +337,11 @@ class Walk:
         self.call("retryOutboxItem", retry_outbox_item, 404, "obx_0123456789abcdef", client=self.platform())
         self.call("listUsers", list_users, 200, client=self.tenant_admin(), query="ada")
         self.call("getUser", get_user, 200, ada_id, client=self.tenant_admin())
+        self.call("exportUsers", export_users, 403, client=self.tenant_admin(), include_hashes=m.ExportUsersIncludeHashes.TRUE)
+        users = self.call("exportUsers", export_users, 200, client=self.tenant_admin())
+        lines = [json.loads(line) for line in users.content.decode().splitlines()]
+        if ada_id not in [line["id"] for line in lines] or any("password_hash" in line for line in lines):
+            raise SystemExit(f"exportUsers: {lines!r}")
         self.call("updateUser", update_user, 200, ada_id, client=self.tenant_admin(),
                   body=m.AdminPatchUserRequest.from_dict({"app_metadata": {"plan": "pro"}, "display_name": "Ada"}))
         self.call("banUser", ban_user, 200, ada_id, client=self.tenant_admin(), body=m.BanRequest(sanction_code="spam", reason="Bulk messages"))

@@ -278,6 +278,30 @@ test('linking Apple (identity token, raw nonce, authorization code redeemed at A
   web.close();
 });
 
+test('exportMyData: the user\'s own data, no secret, a few an hour', async () => {
+  const web = client();
+  const email = unique('exporter');
+  const created = await web.signUp({ email, password: PASSWORD, displayName: 'Ada L.' });
+  assert.equal(created.user.displayName, 'Ada L.', 'display_name at sign-up');
+  await env.server.admin('PATCH', `/v1/admin/users/${created.user.id}`, { app_metadata: { plan_tier: 'pro' } }, app.secretKey);
+  const mine = await web.exportMyData();
+  assert.equal(mine.profile.id, created.user.id);
+  assert.equal(mine.profile.displayName, 'Ada L.');
+  assert.deepEqual(mine.profile.appMetadata, { plan_tier: 'pro' }, 'the app\'s keys as written');
+  assert.deepEqual(mine.identities.map((i) => i.provider), ['password']);
+  assert.equal(mine.sessions.length, 1);
+  assert.equal(mine.sessions[0].current, true);
+  assert.deepEqual(mine.files, []);
+  assert.ok(mine.events.some((e) => e.type === 'user.exported'), 'this export is recorded');
+  const updated = mine.events.find((e) => e.type === 'user.updated');
+  assert.deepEqual(updated.data, { fields: ['app_metadata'], by: 'admin' }, 'event data as the server wrote it');
+  const text = JSON.stringify(mine);
+  assert.ok(!text.includes(created.refreshToken) && !text.includes(created.accessToken), 'no token in the export');
+  for (let i = 1; i < 5; i++) await web.exportMyData();
+  await rejects(web.exportMyData(), 'auth/too-many-requests', 429);
+  web.close();
+});
+
 test('profile photo: upload (multipart, checked by content), then delete', async () => {
   const web = client();
   await web.signUp({ email: unique('photo'), password: PASSWORD });

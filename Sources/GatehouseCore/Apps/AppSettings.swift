@@ -17,6 +17,9 @@ public struct AppSettings: Sendable, Equatable {
     public var deletionGraceDays: Int64 = 0
     public var emailCollision = "reject"
     public var passwordMinLength: Int64 = 8
+    /// Whether `GET /v1/admin/users/export?include_hashes=true` may put the users' password
+    /// hashes in the export (`allow_hash_export`); off, it is 403 `admin/hash-export-disabled`.
+    public var allowHashExport = false
     public var allowedOrigins: [String] = []
     public var redirectURIs: [String] = []
     public var refreshCookie = RefreshCookie.off
@@ -142,6 +145,7 @@ extension AppSettings {
             if ["reject", "separate"].contains(v) { emailCollision = v } else { r.fail("email_collision", "Must be reject or separate.") }
         }
         if let v = r.int("password_min_length", 8...128) { passwordMinLength = v }
+        if let v = r.bool("allow_hash_export") { allowHashExport = v }
     }
 
     /// Browser and app clients: CORS origins, redirect URIs, the refresh cookie, PKCE.
@@ -182,6 +186,7 @@ extension AppSettings {
             "deletion_grace_days": .int(deletionGraceDays),
             "email_collision": .string(emailCollision),
             "password_min_length": .int(passwordMinLength),
+            "allow_hash_export": .bool(allowHashExport),
             "allowed_origins": .strings(allowedOrigins),
             "redirect_uris": .strings(redirectURIs),
             "refresh_cookie": refreshCookie == .only ? "only" : .bool(refreshCookie == .alongside),

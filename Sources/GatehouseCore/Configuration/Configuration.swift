@@ -123,6 +123,9 @@ public struct Configuration: Sendable {
     /// Where uploads are written while they arrive, before their handler runs; each spool
     /// file is removed when its request ends. The system's temporary directory by default.
     public var uploadSpoolDirectory: String?
+    /// Users per page of `GET /v1/admin/users/export` (``UserExport/pageSize``). No environment
+    /// variable sets it: tests make it small to see an export cross pages.
+    public var exportPageSize = 1000
 
     public init() {}
 

@@ -41,15 +41,19 @@ public final class PasswordService: Sendable {
 
     /// `POST /v1/auth/signup`; `locale` is the user's language (a tag, ``InputRules/locale(_:field:)``).
     public func signUp(
-        app: AppContext, email rawEmail: String, password: String, firstName: String?, lastName: String?, locale: String? = nil, origin: RequestOrigin
+        app: AppContext, email rawEmail: String, password: String, firstName: String?, lastName: String?, locale: String? = nil,
+        displayName: String? = nil, origin: RequestOrigin
     ) throws -> SessionGrant {
         try metrics.countingSignIn(.password) {
-            try createAccount(app: app, email: rawEmail, password: password, firstName: firstName, lastName: lastName, locale: locale, origin: origin)
+            try createAccount(
+                app: app, email: rawEmail, password: password, firstName: firstName, lastName: lastName, locale: locale, displayName: displayName,
+                origin: origin)
         }
     }
 
     private func createAccount(
-        app: AppContext, email rawEmail: String, password: String, firstName: String?, lastName: String?, locale rawLocale: String?, origin: RequestOrigin
+        app: AppContext, email rawEmail: String, password: String, firstName: String?, lastName: String?, locale rawLocale: String?,
+        displayName rawDisplayName: String?, origin: RequestOrigin
     ) throws -> SessionGrant {
         let data = store.app(app.id)
         try gate.limitAuth(app, data, origin)
@@ -60,11 +64,14 @@ public final class PasswordService: Sendable {
         var first: String?
         var last: String?
         var locale: String?
+        var displayName: String?
         try checks.run { () throws(GatehouseError) in email = try InputRules.email(rawEmail) }
         try checks.run { () throws(GatehouseError) in try InputRules.presentedPassword(password) }
         try checks.run { () throws(GatehouseError) in first = try firstName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "first_name") } }
         try checks.run { () throws(GatehouseError) in last = try lastName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "last_name") } }
         try checks.run { () throws(GatehouseError) in locale = try rawLocale.map { tag throws(GatehouseError) in try InputRules.locale(tag) } }
+        // The rule of PATCH /v1/me: empty (after trimming) is no name.
+        try checks.run { () throws(GatehouseError) in displayName = try rawDisplayName.flatMap { name throws(GatehouseError) in try InputRules.displayName(name) } }
         try checks.finish()
         try InputRules.newPassword(password, minimum: app.settings.passwordMinLength)
         // Also an account that signs in with a provider and has this email, unless the app keeps
@@ -76,7 +83,8 @@ public final class PasswordService: Sendable {
         let hash = try hasher.hash(password)
         let now = clock.nowMillis()
         let user = User(
-            id: .generate(), email: email, emailVerified: false, firstName: first, lastName: last, createdAt: now, updatedAt: now, lastSignInAt: now, locale: locale)
+            id: .generate(), email: email, emailVerified: false, firstName: first, lastName: last, createdAt: now, updatedAt: now, lastSignInAt: now, locale: locale,
+            displayName: displayName)
         // The account, its event, its verification mail and its first session (or its second
         // step, answered once all of it has committed) commit together.
         return try units.run(data) { tx in

@@ -42,8 +42,14 @@ public protocol UserStore: Sendable {
     func lockUser(_ id: UserID) throws -> User?
     /// The app's users, newest first (ties by id), each with their identities: after `after` (the
     /// previous page's last user), at most `limit`. `query` matches an exact user id, or a
-    /// case-insensitive substring of the email, first or last name (trigram-indexed on both databases, migration 0013).
+    /// case-insensitive substring of the email, first or last name or display name (trigram-indexed
+    /// on both databases, migrations 0013 and 0024).
     func users(matching query: String?, after: (createdAt: Int64, id: UserID)?, limit: Int) throws -> [(User, [Identity])]
+    /// A page of the app's users for an export (``UserExport``), in id order after `after` (nil:
+    /// from the first), at most `limit`, each with their identities and, when
+    /// `withPasswordHashes`, their stored password hash: one statement. Accounts pending deletion
+    /// are in it; erased ones are not.
+    func exportPage(after: UserID?, limit: Int, withPasswordHashes: Bool) throws -> [ExportedUser]
     /// The user and their identities, read together (one statement).
     func userWithIdentities(_ id: UserID) throws -> (User, [Identity])?
     /// True when some user of the app has this email (any sign-in method), other than `except`.

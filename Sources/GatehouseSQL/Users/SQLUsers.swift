@@ -164,15 +164,16 @@ extension SQLAppScopedStore: UserStore {
         return users.map { ($0, identities[$0.id] ?? []) }
     }
 
-    /// A case-insensitive substring of the email, first or last name: LIKE with its wildcards
-    /// escaped, so the query is a substring, not a pattern. Both databases answer it; PostgreSQL
-    /// from its trigram indexes on the same `lower(…)` expressions (migration 0013).
+    /// A case-insensitive substring of the email, first or last name or display name: LIKE with
+    /// its wildcards escaped, so the query is a substring, not a pattern. Both databases answer it;
+    /// PostgreSQL from its trigram indexes on the same `lower(…)` expressions (migrations 0013 and
+    /// 0024).
     private static func containing(_ substring: String) -> SQL {
         let pattern = "%" + substring.replacingOccurrences(of: "\\", with: "\\\\")
             .replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_") + "%"
         return """
             (lower(users.email) LIKE \(pattern) ESCAPE '\\' OR lower(users.first_name) LIKE \(pattern) ESCAPE '\\' \
-            OR lower(users.last_name) LIKE \(pattern) ESCAPE '\\')
+            OR lower(users.last_name) LIKE \(pattern) ESCAPE '\\' OR lower(users.display_name) LIKE \(pattern) ESCAPE '\\')
             """
     }
 
@@ -185,7 +186,7 @@ extension SQLAppScopedStore: UserStore {
     /// Candidates the SQLite trigram index may give before a newest-first walk is the better way.
     static let searchIndexCandidateLimit = 2_000
 
-    /// The rows of SQLite's trigram index (`user_search`) whose email or names contain `substring`
+    /// The rows of SQLite's trigram index (`user_search`) whose email, names or display name contain `substring`
     /// (folding case), or nil when the app's users are better walked newest first: under 3
     /// characters there is no trigram to look up, and a substring in thousands of users (of any
     /// app) is common, so the walk finds a page of them after a few thousand rows, while the
@@ -210,6 +211,28 @@ extension SQLAppScopedStore: UserStore {
         guard let first = rows.first else { return nil }
         let identities = try rows.compactMap { row in try row.optionalString("identity_provider") == nil ? nil : try identityRecord(row, prefix: "identity_") }
         return (try userRecord(first), identities)
+    }
+
+    func exportPage(after: UserID?, limit: Int, withPasswordHashes: Bool) throws -> [ExportedUser] {
+        // One statement: the page of users (by the users_app_id index), a row per identity (or
+        // one of NULLs for none), the user's columns on each.
+        let rows = try database.query("""
+            SELECT page.*, identities.provider AS identity_provider, identities.subject AS identity_subject,
+                   identities.email AS identity_email, identities.created_at AS identity_created_at
+            FROM (SELECT * FROM users WHERE app_id = \(appID) AND id > \(after?.rawValue ?? "") AND deleted_at IS NULL ORDER BY id LIMIT \(Int64(limit))) AS page
+            LEFT JOIN identities ON identities.app_id = page.app_id AND identities.user_id = page.id
+            ORDER BY page.id, identities.created_at, identities.provider
+            """)
+        var page: [ExportedUser] = []
+        for row in rows {
+            let id = UserID(unchecked: try row.string("id"))
+            if page.last?.user.id != id {
+                page.append(ExportedUser(
+                    user: try userRecord(row), identities: [], passwordHash: withPasswordHashes ? try row.optionalString("password_hash") : nil))
+            }
+            if try row.optionalString("identity_provider") != nil { page[page.count - 1].identities.append(try identityRecord(row, prefix: "identity_")) }
+        }
+        return page
     }
 
     func emailInUse(_ email: String, except: UserID?) throws -> Bool {

@@ -4,7 +4,7 @@ import {
   Gatehouse, GatehouseError, MemoryStorage, createNonce, createPKCE, sha256Hex, SERVER_ERROR_CODES,
   MfaRequiredError, bufferToBase64url, base64urlToBuffer, decodeRequestOptions, encodeCredential,
   type GatehouseErrorCode, type Session, type User, type DeviceSession, type Identity, type StoredSession,
-  type MfaStatus, type Passkey, type TotpEnrollment,
+  type MfaStatus, type Passkey, type TotpEnrollment, type AccountExport,
 } from 'gatehouse-js';
 
 async function main(): Promise<void> {
@@ -23,6 +23,11 @@ async function main(): Promise<void> {
   if (gatehouse.isAppleWebFlowReturn(url)) await gatehouse.finishAppleWebFlow(url);
   const sessions: DeviceSession[] = await gatehouse.getSessions();
   const identities: Identity[] = await gatehouse.getIdentities();
+  const mine: AccountExport = await gatehouse.exportMyData();
+  const exportedEmail: string | null = mine.profile.email;
+  const fileSizes: number[] = mine.files.map((f) => f.size);
+  const eventData: Record<string, unknown> | undefined = mine.events[0]?.data;
+  await gatehouse.signUp({ email: 'grace@example.com', password: 'correct horse battery', displayName: 'Grace' });
   const stored: StoredSession | null = await gatehouse.session();
   await gatehouse.withRecentLogin(() => gatehouse.deleteAccount({ reason: 'bye' }), () => gatehouse.reauthenticate({ password: 'p' }));
   await gatehouse.reauthenticate({ provider: 'google', idToken: 'x', nonce: 'n' });

@@ -26,6 +26,8 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
     case invalidAppKey
     /// `admin/app-key-taken`
     case appKeyTaken
+    /// `admin/hash-export-disabled`
+    case hashExportDisabled
     /// `auth/missing-token`
     case missingToken
     /// `auth/invalid-token`
@@ -111,7 +113,7 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
         .headersTooLarge, .requestTimeout,
         .missingAppKey,
         .invalidAppKey,
-        .appKeyTaken,
+        .appKeyTaken, .hashExportDisabled,
         .missingToken,
         .invalidToken,
         .tokenExpired,
@@ -164,6 +166,7 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
         case .missingAppKey: "app/missing-key"
         case .invalidAppKey: "app/invalid-key"
         case .appKeyTaken: "admin/app-key-taken"
+        case .hashExportDisabled: "admin/hash-export-disabled"
         case .missingToken: "auth/missing-token"
         case .invalidToken: "auth/invalid-token"
         case .tokenExpired: "auth/token-expired"

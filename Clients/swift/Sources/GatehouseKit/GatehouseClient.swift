@@ -103,12 +103,13 @@ public final class GatehouseClient: Sendable {
     /// `POST /v1/auth/signup`: creates the account and signs in (a verification code is mailed).
     /// `locale` is the user's language, a BCP 47 tag (`ja`, `ko-KR`): the language of their mail.
     public func signUp(
-        email: String, password: String, firstName: String? = nil, lastName: String? = nil, locale: String? = nil
+        email: String, password: String, firstName: String? = nil, lastName: String? = nil, locale: String? = nil, displayName: String? = nil
     ) async throws -> SignInResult {
         var body: [String: JSONValue] = ["email": .string(email), "password": .string(password)]
         if let firstName { body["first_name"] = .string(firstName) }
         if let lastName { body["last_name"] = .string(lastName) }
         if let locale { body["locale"] = .string(locale) }
+        if let displayName { body["display_name"] = .string(displayName) }
         return try await signIn("/v1/auth/signup", body)
     }
 
@@ -371,6 +372,13 @@ public final class GatehouseClient: Sendable {
     /// `GET /v1/me/sessions`: the user's signed-in devices, every page.
     public func sessions() async throws -> [DeviceSession] {
         try await allPages(DeviceSession.self, "/v1/me/sessions")
+    }
+
+    /// `GET /v1/me/export`: what the server holds about the user (profile, identities, sessions,
+    /// files' metadata, factors, the newest 1,000 events), never a secret. A few an hour; more is
+    /// ``GatehouseError/server(_:)`` with `auth/too-many-requests`.
+    public func exportMyData() async throws -> AccountExport {
+        try Transport.decode(AccountExport.self, from: try await authorized("GET", "/v1/me/export"))
     }
 
     /// `DELETE /v1/me/sessions/{id}`: signs that device out.

@@ -111,7 +111,7 @@ public struct MFAPolicy: RawRepresentable, Codable, Hashable, Sendable, CustomSt
 /// One enrolled TOTP factor (no secret).
 public struct MFAFactor: Decodable, Sendable, Equatable {
     public let id: String
-    /// `totp`.
+    /// `totp` (`passkey` too, in ``AccountExport/factors``).
     public let type: String
     public let name: String?
     public let createdAt: Date
