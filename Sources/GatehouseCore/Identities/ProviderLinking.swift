@@ -1,9 +1,15 @@
 /// Linking and unlinking sign-in methods, and reauthenticating with a provider token.
 extension ProviderSignInService {
-    /// Links Apple or Google to the signed-in user (recent sign-in required).
+    /// Links Apple or Google to the signed-in user (recent sign-in required, but of an anonymous
+    /// user, which has no way to reauthenticate). Linked to an anonymous user, the provider
+    /// upgrades it (``AnonymousUsers``): the same user id, and the provider's address as a
+    /// provider sign-up would take it. A provider account that signs in to another user is 409
+    /// `auth/credential-already-in-use`: the client signs in to that one instead, and what the
+    /// anonymous account holds is not merged into it.
     public func link(app: AppContext, claims: AccessClaims, provider: Provider, proof: Proof, origin: RequestOrigin) throws -> [Identity] {
-        try sessions.requireRecentLogin(app: app, claims: claims)
         let data = store.app(app.id)
+        guard let user = try data.users.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
+        try sessions.requireRecentLogin(app: app, claims: claims, user: user)
         try requireMethod(provider, app)
         let (identity, appleCode) = try verify(app: app, provider: provider, proof: proof)
         if let owner = try data.identities.user(provider: provider.identity, subject: identity.subject) {
@@ -23,8 +29,26 @@ extension ProviderSignInService {
             if provider == .apple { _ = try tx.appleAccounts.takeRevokedAppleIdentity(subject: identity.subject) }
             try keepAppleToken(app: app, tx, user: claims.userID, identity: identity, refreshToken: appleRefreshToken)
             try tx.auditLog.record(Event(type: .identityLinked, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider.rawValue)], createdAt: now))
+            if user.isAnonymous { try upgrade(app: app, tx, claims: claims, provider: provider, identity: identity, origin: origin, now: now) }
             return try tx.identities.all(of: claims.userID)
         }
+    }
+
+    /// An anonymous user just linked to `identity` becomes permanent, taking the provider's
+    /// address as a provider sign-up takes it: kept unverified when the provider does not vouch
+    /// for it; a vouched-for one only when no other account has it (`email_collision: reject`),
+    /// else none (the user may add one later).
+    private func upgrade(
+        app: AppContext, _ tx: any AppScopedStore, claims: AccessClaims, provider: Provider, identity: ExternalIdentity, origin: RequestOrigin, now: Int64
+    ) throws {
+        var email = identity.email.flatMap { try? InputRules.email($0) }
+        if identity.emailVerified, let address = email {
+            try emailCodes.lockAddress(tx, address)
+            if app.settings.emailCollision == "reject", try tx.users.emailInUse(address, except: claims.userID) { email = nil }
+        }
+        _ = try AnonymousUsers.upgrade(
+            tx, user: claims.userID, email: email, emailVerified: email != nil && identity.emailVerified, method: provider.rawValue, sessionID: claims.sessionID,
+            origin: origin, now: now)
     }
 
     /// Unlinks a sign-in method (recent sign-in required); the last one cannot go. Unlinking Apple
