@@ -361,6 +361,10 @@ struct AnonymousUsersAPITests {
             headers: [("Content-Type", "multipart/form-data; boundary=\(FilesAPITests.boundary)")],
             body: FilesAPITests.multipart(files: [("file", "notes.txt", Array("kept by a guest".utf8))]))
         #expect(upload.status == 201)
+        let profile = try world.server.request(
+            "PATCH", "/v1/me", appKey: world.app.appKey, bearer: try #require(stale["access_token"]?.stringValue),
+            json: ["display_name": "Guest 7", "locale": "ja", "user_metadata": ["cart": ["sku-1"]]])
+        #expect(profile.status == 200)
         #expect(try world.post("/v1/me/identities/password", ["password": "correct horse battery", "email": "up@example.com"], bearer: try #require(upgraded["access_token"]?.stringValue)).status == 200)
 
         world.clock.advance(seconds: day + day / 2)
@@ -378,6 +382,11 @@ struct AnonymousUsersAPITests {
         let deletion = try #require(try world.events("user.deleted", user: try id(stale)).first)
         #expect(deletion["data"]?["by"] == "expiry" && deletion["data"]?["reason"] == "anonymous_expired")
         #expect(try world.server.gatehouse.database.query("SELECT id FROM files WHERE user_id = \(try id(stale))").isEmpty)
+        // What the guest kept in its profile goes with it (the tombstone keeps none of it).
+        let tombstone = try #require(try world.server.gatehouse.database.query(
+            "SELECT display_name, locale, user_metadata, app_metadata FROM users WHERE id = \(try id(stale))").first)
+        #expect(try tombstone.optionalString("display_name") == nil && tombstone.optionalString("locale") == nil)
+        #expect(try tombstone.string("user_metadata") == "{}" && tombstone.string("app_metadata") == "{}")
         for kept in [active, upgraded, member] {
             #expect(try world.admin("/v1/admin/users/\(try id(kept))").status == 200)
         }
