@@ -22,6 +22,8 @@ extension ProviderSignInService {
         let appleRefreshToken = try releasingNonceIfUnavailable(identity) { try redeemAppleCode(appleCode, app: app, identity: identity) }
         let now = clock.nowMillis()
         return try units.run(data) { tx in
+            // First, as every flow that gives an account an address takes it first (``EmailCodes/lockAddress(_:_:)``).
+            let address = user.isAnonymous ? try upgradeAddress(app: app, tx, claims: claims, identity: identity) : nil
             try IdentityConflict.answering {
                 try tx.identities.addIdentity(claims.userID, Identity(provider: provider.identity, subject: identity.subject, email: identity.email, createdAt: now))
             }
@@ -29,26 +31,25 @@ extension ProviderSignInService {
             if provider == .apple { _ = try tx.appleAccounts.takeRevokedAppleIdentity(subject: identity.subject) }
             try keepAppleToken(app: app, tx, user: claims.userID, identity: identity, refreshToken: appleRefreshToken)
             try tx.auditLog.record(Event(type: .identityLinked, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider.rawValue)], createdAt: now))
-            if user.isAnonymous { try upgrade(app: app, tx, claims: claims, provider: provider, identity: identity, origin: origin, now: now) }
+            if user.isAnonymous {
+                _ = try AnonymousUsers.upgrade(
+                    tx, user: claims.userID, email: address, emailVerified: address != nil && identity.emailVerified, method: provider.rawValue,
+                    sessionID: claims.sessionID, origin: origin, now: now)
+            }
             return try tx.identities.all(of: claims.userID)
         }
     }
 
-    /// An anonymous user just linked to `identity` becomes permanent, taking the provider's
-    /// address as a provider sign-up takes it: kept unverified when the provider does not vouch
-    /// for it; a vouched-for one only when no other account has it (`email_collision: reject`),
-    /// else none (the user may add one later).
-    private func upgrade(
-        app: AppContext, _ tx: any AppScopedStore, claims: AccessClaims, provider: Provider, identity: ExternalIdentity, origin: RequestOrigin, now: Int64
-    ) throws {
-        var email = identity.email.flatMap { try? InputRules.email($0) }
-        if identity.emailVerified, let address = email {
-            try emailCodes.lockAddress(tx, address)
-            if app.settings.emailCollision == "reject", try tx.users.emailInUse(address, except: claims.userID) { email = nil }
-        }
-        _ = try AnonymousUsers.upgrade(
-            tx, user: claims.userID, email: email, emailVerified: email != nil && identity.emailVerified, method: provider.rawValue, sessionID: claims.sessionID,
-            origin: origin, now: now)
+    /// The address an anonymous user linked to `identity` takes as it becomes permanent, as a
+    /// provider sign-up takes it: kept unverified when the provider does not vouch for it; a
+    /// vouched-for one (held for the rest of the unit) only when no other account has it
+    /// (`email_collision: reject`), else none (the user may add one later).
+    private func upgradeAddress(app: AppContext, _ tx: any AppScopedStore, claims: AccessClaims, identity: ExternalIdentity) throws -> String? {
+        guard let email = identity.email.flatMap({ try? InputRules.email($0) }) else { return nil }
+        guard identity.emailVerified else { return email }
+        try emailCodes.lockAddress(tx, email)
+        if app.settings.emailCollision == "reject", try tx.users.emailInUse(email, except: claims.userID) { return nil }
+        return email
     }
 
     /// Unlinks a sign-in method (recent sign-in required); the last one cannot go. Unlinking Apple
