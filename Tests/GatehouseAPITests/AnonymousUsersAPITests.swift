@@ -17,6 +17,7 @@ struct AnonymousUsersAPITests {
         let clock = ManualClock()
         let sink: SMTPSink
         let google: FakeGoogle
+        let hooks: WebhookSink
         let server: TestServer
         let app: TestServer.CreatedApp
         var seenMails = 0
@@ -24,15 +25,18 @@ struct AnonymousUsersAPITests {
         init(_ kind: TestDatabaseKind, settings: [String: JSON] = [:]) throws {
             sink = try SMTPSink()
             google = try FakeGoogle(clock: clock)
+            hooks = try WebhookSink()
             let (smtp, keys) = (sink.url, google.keysURL)
             server = try TestServer(kind, clock: clock) {
                 $0.smtpURL = smtp
                 $0.googleJWKSURL = keys
+                $0.allowPrivateOutbound = true
             }
             server.gatehouse.stopBackgroundWork()
             var all: [String: JSON] = [
                 "name": "Guests", "allow_anonymous": true, "sign_in_methods": ["password", "email_code", "google"],
                 "rate_limits": ["auth_per_minute_per_ip": 1000], "google": ["client_ids": [.string(AnonymousUsersAPITests.googleClient)]],
+                "webhooks": [["url": .string(hooks.url()), "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "events": ["user.upgraded", "user.deleted"]]],
             ]
             for (key, value) in settings { all[key] = value }
             app = try server.createApp(.object(all))
@@ -42,6 +46,7 @@ struct AnonymousUsersAPITests {
             server.stop()
             google.stop()
             sink.stop()
+            hooks.stop()
         }
 
         func post(_ path: String, _ json: JSON? = nil, bearer: String? = nil, app: TestServer.CreatedApp? = nil) throws -> TestResponse {
@@ -78,6 +83,15 @@ struct AnonymousUsersAPITests {
             let text = try IndependentMailParser.parse(mail.raw).parts.first { $0.contentType == "text/plain" }?.content ?? ""
             guard let range = text.range(of: #"\b[0-9]{6}\b"#, options: .regularExpression) else { throw MailExpectation("no code in: \(text)") }
             return String(text[range])
+        }
+
+        /// The webhook bodies delivered so far, as `(type, user)`.
+        func webhooks() throws -> [(String, JSON)] {
+            while try server.gatehouse.outboxWorker.runOnce() > 0 {}
+            return hooks.deliveries.compactMap { delivery in
+                guard let body = delivery.json, let type = body["type"]?.stringValue, let user = body["data"]?["user"] else { return nil }
+                return (type, user)
+            }
         }
 
         func googleToken(sub: String, email: String?, nonce: String) -> String {
@@ -214,6 +228,9 @@ struct AnonymousUsersAPITests {
         let me = try #require(try world.get("/v1/me", bearer: access).data)
         #expect(me["id"]?.stringValue == id && me["is_anonymous"] == false && me["email"] == "pat@example.com" && me["email_verified"] == false)
         #expect(try world.events("user.upgraded", user: id).first?["data"]?["method"] == "password")
+        // The app's backend hears of it, with the user as it is now.
+        let upgradedHooks = try world.webhooks().filter { $0.0 == "user.upgraded" }
+        #expect(upgradedHooks.count == 1 && upgradedHooks.first?.1["id"]?.stringValue == id && upgradedHooks.first?.1["is_anonymous"] == false)
         // A verification code went out, as after a sign-up; it verifies the address.
         let code = try world.code(to: "pat@example.com")
         #expect(try world.post("/v1/auth/email/verification/confirm", ["code": .string(code)], bearer: access).status == 200)
@@ -381,6 +398,9 @@ struct AnonymousUsersAPITests {
         #expect(staleRefresh.status == 401)
         let deletion = try #require(try world.events("user.deleted", user: try id(stale)).first)
         #expect(deletion["data"]?["by"] == "expiry" && deletion["data"]?["reason"] == "anonymous_expired")
+        // As any deletion, user.deleted goes to the webhooks: the backend drops what it kept for the id.
+        let deletedHooks = try world.webhooks().filter { $0.0 == "user.deleted" }
+        #expect(deletedHooks.map { $0.1["id"]?.stringValue } == [try id(stale)])
         #expect(try world.server.gatehouse.database.query("SELECT id FROM files WHERE user_id = \(try id(stale))").isEmpty)
         // What the guest kept in its profile goes with it (the tombstone keeps none of it).
         let tombstone = try #require(try world.server.gatehouse.database.query(
