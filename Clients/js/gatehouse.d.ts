@@ -11,7 +11,7 @@ export type ServerErrorCode =
   | 'auth/account-exists-with-different-credential' | 'auth/last-sign-in-method' | 'auth/provider-not-configured'
   | 'auth/invalid-redirect-uri' | 'auth/invalid-flow' | 'auth/invalid-login-code' | 'provider/unavailable'
   | 'auth/requires-recent-login' | 'auth/invalid-code' | 'auth/code-expired' | 'auth/user-disabled'
-  | 'auth/email-not-verified' | 'auth/mfa-required' | 'auth/invalid-mfa-token' | 'auth/too-many-attempts' | 'auth/too-many-requests' | 'files/unsupported-type'
+  | 'auth/email-not-verified' | 'auth/mfa-required' | 'auth/invalid-mfa-token' | 'auth/anonymous-user' | 'auth/too-many-attempts' | 'auth/too-many-requests' | 'files/unsupported-type'
   | 'files/quota-exceeded' | 'outbox/not-dead' | 'outbox/payload-erased' | 'server/internal' | 'server/unavailable' | 'server/busy';
 
 /** Codes the client raises itself. */
@@ -127,6 +127,8 @@ export interface User {
   appMetadata: Record<string, unknown>;
   /** Custom data the user sets (`updateUser({ userMetadata })`), keys as written; never in a token; `{}` when none. */
   userMetadata: Record<string, unknown>;
+  /** Made by `signInAnonymously()` and not upgraded yet: no email, no sign-in method (the token says `is_anonymous: true`). */
+  isAnonymous: boolean;
   createdAt: string;
   lastSignInAt: string;
   identities: Array<'password' | 'apple' | 'google' | string>;
@@ -267,6 +269,8 @@ export declare class Gatehouse {
 
   /** `locale`: the user's language (a BCP 47 tag, e.g. `navigator.language`), for their mail. */
   signUp(input: { email: string; password: string; firstName?: string; lastName?: string; locale?: string; displayName?: string }): Promise<Session>;
+  /** A new anonymous account and its session (the app's `allow_anonymous`); upgrade it later in place. */
+  signInAnonymously(input?: { locale?: string }): Promise<Session>;
   signIn(input: { email: string; password: string }): Promise<Session>;
   sendEmailCode(email: string): Promise<void>;
   verifyEmailCode(input: { email: string; code: string }): Promise<Session>;
@@ -300,7 +304,8 @@ export declare class Gatehouse {
   confirmEmailVerification(code: string): Promise<User>;
 
   getIdentities(): Promise<Identity[]>;
-  addPassword(password: string): Promise<Identity[]>;
+  /** An anonymous account gives `email` with its password and is upgraded in place. */
+  addPassword(password: string, options?: { email?: string }): Promise<Identity[]>;
   linkApple(input: { identityToken: string; nonce: string; authorizationCode: string }): Promise<Identity[]>;
   linkGoogle(input: { idToken: string; nonce: string }): Promise<Identity[]>;
   unlink(provider: 'password' | 'apple' | 'google'): Promise<Identity[]>;

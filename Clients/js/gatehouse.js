@@ -14,7 +14,7 @@ export const SERVER_ERROR_CODES = Object.freeze([
   'auth/account-exists-with-different-credential', 'auth/last-sign-in-method', 'auth/provider-not-configured',
   'auth/invalid-redirect-uri', 'auth/invalid-flow', 'auth/invalid-login-code', 'provider/unavailable',
   'auth/requires-recent-login', 'auth/invalid-code', 'auth/code-expired', 'auth/user-disabled',
-  'auth/email-not-verified', 'auth/mfa-required', 'auth/invalid-mfa-token', 'auth/too-many-attempts', 'auth/too-many-requests', 'files/unsupported-type',
+  'auth/email-not-verified', 'auth/mfa-required', 'auth/invalid-mfa-token', 'auth/anonymous-user', 'auth/too-many-attempts', 'auth/too-many-requests', 'files/unsupported-type',
   'files/quota-exceeded', 'outbox/not-dead', 'outbox/payload-erased', 'server/internal', 'server/unavailable', 'server/busy',
 ]);
 
@@ -705,6 +705,16 @@ export class Gatehouse {
     return this.#signedIn(data);
   }
 
+  /**
+   * `POST /v1/auth/anonymous`: a new anonymous account (no email, no sign-in method; the user's
+   * `isAnonymous` is true) and its session, for an app with `allow_anonymous`. Upgrade it in place
+   * with `addPassword(password, { email })`, `changeEmail` + `confirmEmailChange`, or a `link…`.
+   */
+  async signInAnonymously({ locale } = {}) {
+    const { data } = await this.#send('POST', '/v1/auth/anonymous', { json: body({ locale }) });
+    return this.#signedIn(data);
+  }
+
   /** `POST /v1/auth/signin` with email and password. */
   async signIn({ email, password }) {
     const { data } = await this.#send('POST', '/v1/auth/signin', { json: { email, password } });
@@ -994,7 +1004,10 @@ export class Gatehouse {
 
   async getIdentities() { return camel((await this.#authorized('GET', '/v1/me/identities')).data); }
 
-  async addPassword(password) { return camel((await this.#authorized('POST', '/v1/me/identities/password', { json: { password } })).data); }
+  /** Adds a password; an anonymous account gives its new `email` with it and is upgraded in place (the same user id). */
+  async addPassword(password, { email } = {}) {
+    return camel((await this.#authorized('POST', '/v1/me/identities/password', { json: body({ password, email }) })).data);
+  }
 
   /** Links Apple (recent login): the identity token, the raw nonce and the authorization code. */
   async linkApple({ identityToken, nonce, authorizationCode }) {

@@ -24,6 +24,8 @@ public enum API {
         public var mfa: MFAService
         /// Passkeys (ADR 0028).
         public var passkeys: PasskeyService
+        /// Anonymous sign-in (`POST /v1/auth/anonymous`).
+        public var anonymous: AnonymousUsers
         public var metrics: any RequestMetrics
         public var clock: any Clock
         /// Users per page of `GET /v1/admin/users/export` (``UserExport/pageSize``); tests make it small.
@@ -32,9 +34,10 @@ public enum API {
         public init(
             store: any Store, directory: AppDirectory, apps: AppService, tokens: TokenService, units: UnitOfWork, accounts: AccountService,
             sessions: SessionService, passwords: PasswordService, emailFlows: EmailFlowService, providerSignIn: ProviderSignInService, deletion: AccountDeletion,
-            appleNotifications: AppleNotifications, files: FilesService, mfa: MFAService, passkeys: PasskeyService, metrics: any RequestMetrics,
-            clock: any Clock
+            appleNotifications: AppleNotifications, files: FilesService, mfa: MFAService, passkeys: PasskeyService, anonymous: AnonymousUsers,
+            metrics: any RequestMetrics, clock: any Clock
         ) {
+            self.anonymous = anonymous
             self.mfa = mfa
             self.store = store
             self.directory = directory
@@ -68,7 +71,8 @@ public enum API {
             deletion: s.deletion, deadLetters: DeadLetters(store: s.store, units: s.units, clock: s.clock), mfa: s.mfa, clock: s.clock
         ).register(&routes)
         let authController = AuthController(
-            auth: auth, passwords: s.passwords, sessions: s.sessions, providers: s.providerSignIn, emailFlows: s.emailFlows, passkeys: s.passkeys, clock: s.clock)
+            auth: auth, passwords: s.passwords, sessions: s.sessions, providers: s.providerSignIn, emailFlows: s.emailFlows, passkeys: s.passkeys, anonymous: s.anonymous,
+            clock: s.clock)
         authController.register(&routes)
         EmailController(auth: auth, flows: s.emailFlows, sessions: authController).register(&routes)
         ProviderController(auth: auth, providers: s.providerSignIn, sessions: authController).register(&routes)

@@ -95,8 +95,8 @@ struct AdminController {
 
     func listUsers(_ request: Request) throws -> HTTPResponse {
         let app = try auth.adminApp(request)
-        let (query, after, limit) = try UsersQuery.parse(request)
-        let (users, next) = try users.list(app: app, query: query, after: after, limit: limit)
+        let (query, anonymous, after, limit) = try UsersQuery.parse(request)
+        let (users, next) = try users.list(app: app, query: query, anonymous: anonymous, after: after, limit: limit)
         let factors = try mfa.factors(app: app, users: users.map(\.0.id))
         return HTTPResponse.json([
             "data": .array(users.map { user, identities in

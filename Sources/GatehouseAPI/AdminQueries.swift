@@ -41,10 +41,10 @@ enum EventsQuery {
     }
 }
 
-/// `GET /v1/admin/users` query: `query` (at most 200 characters), `limit` (1–100, default 50) and
-/// a keyset `cursor`.
+/// `GET /v1/admin/users` query: `query` (at most 200 characters), `anonymous` (`true`: only
+/// anonymous users, `false`: none), `limit` (1–100, default 50) and a keyset `cursor`.
 enum UsersQuery {
-    static func parse(_ request: Request) throws(GatehouseError) -> (query: String?, after: AdminUsers.Position?, limit: Int) {
+    static func parse(_ request: Request) throws(GatehouseError) -> (query: String?, anonymous: Bool?, after: AdminUsers.Position?, limit: Int) {
         var errors: [FieldError] = []
         var query: String?
         if let text = request.http.queryValue("query") {
@@ -55,12 +55,19 @@ enum UsersQuery {
                 query = trimmed
             }
         }
+        var anonymous: Bool?
+        switch request.http.queryValue("anonymous") {
+        case nil: break
+        case "true": anonymous = true
+        case "false": anonymous = false
+        default: errors.append(FieldError("anonymous", "Must be true or false."))
+        }
         let limit = Page.limit(request, errors: &errors)
         let after = KeysetCursor.read(request, tag: "u", errors: &errors, id: UserID.init(parsing:)).map {
             AdminUsers.Position(createdAt: $0.millis, id: $0.id)
         }
         if !errors.isEmpty { throw .validation(errors) }
-        return (query, after, limit)
+        return (query, anonymous, after, limit)
     }
 
     static func cursor(_ position: AdminUsers.Position) -> String { KeysetCursor.make(tag: "u", millis: position.createdAt, id: position.id.rawValue) }

@@ -26,6 +26,8 @@ struct AppController {
             // Only what signs in today: a method the settings name but this version does not offer yet is not advertised.
             "sign_in_methods": .array(s.signInMethods.map { .string($0.rawValue) }),
             "password_min_length": .int(s.passwordMinLength),
+            // Whether `POST /v1/auth/anonymous` may be offered ("continue without an account").
+            "allow_anonymous": .bool(s.allowAnonymous),
             "files": ["max_bytes": .int(s.files.maxBytes), "photo_types": .array(s.files.photoTypes.map(JSON.string))],
         ])
     }

@@ -9,6 +9,7 @@ struct AuthController {
     let providers: ProviderSignInService
     let emailFlows: EmailFlowService
     let passkeys: PasskeyService
+    let anonymous: AnonymousUsers
     let clock: any Clock
 
     /// The refresh cookie's name for one app: two web apps on one Gatehouse host keep their own.
@@ -31,6 +32,7 @@ struct AuthController {
     func register(_ routes: inout Routes) {
         routes.post("/v1/auth/signup", hashesPassword: true, signUp)
         routes.post("/v1/auth/signin", hashesPassword: true, signIn)
+        routes.post("/v1/auth/anonymous", signInAnonymously)
         routes.post("/v1/auth/refresh", refresh)
         routes.post("/v1/auth/signout", signOut)
         // It may hash a password or wait on a provider's keys: on the network threads, so a
@@ -53,6 +55,15 @@ struct AuthController {
             try passwords.signUp(
                 app: app, email: email, password: password, firstName: first, lastName: last, locale: locale, displayName: displayName,
                 origin: request.mailOrigin))
+    }
+
+    /// `POST /v1/auth/anonymous`: an empty body, `{}` or `{"locale"}`.
+    func signInAnonymously(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.app(request)
+        var body = try Body(request, allowEmpty: true)
+        let locale = body.optional("locale", maxLength: 64)
+        try body.finish()
+        return sessionResponse(app, try anonymous.signIn(app: app, locale: locale, origin: request.origin))
     }
 
     func signIn(_ request: Request) throws -> HTTPResponse {

@@ -116,8 +116,10 @@ struct MeController {
         let (app, claims) = try auth.user(request)
         var body = try Body(request)
         let password = body.required("password", maxLength: 4096)
+        // An anonymous account's address (it has none); refused for any other.
+        let email = body.optional("email", maxLength: 320)
         try body.finish()
-        let identities = try passwords.addPassword(app: app, claims: claims, password: password, origin: request.origin)
+        let identities = try passwords.addPassword(app: app, claims: claims, password: password, email: email, origin: request.origin)
         return HTTPResponse.json(["data": .array(identities.map(AccountJSON.identity)), "next_cursor": .null]).noStore()
     }
 }

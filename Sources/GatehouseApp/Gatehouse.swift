@@ -42,6 +42,8 @@ public final class Gatehouse: Sendable {
     public let mfa: MFAService
     /// Passkeys (ADR 0028): registration, sign-in, reauthentication and the second step.
     public let passkeys: PasskeyService
+    /// Anonymous sign-in (the upgrades are the linking services'; the expiry is ``deletion``'s).
+    public let anonymous: AnonymousUsers
     /// Where file contents live (``Configuration/blobStorage``).
     public let blobs: any BlobStore
     /// Delivers the outbox while the server runs (``startBackgroundWork()``).
@@ -178,6 +180,7 @@ public final class Gatehouse: Sendable {
             store: store, directory: directory, sessions: sessions, providers: providers,
             sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes, units: units, metrics: metrics, log: log)
         passkeys = PasskeyService(store: store, sessions: sessions, gate: gate, units: units, clock: clock, metrics: metrics)
+        anonymous = AnonymousUsers(store: store, sessions: sessions, gate: gate, units: units, clock: clock, metrics: metrics)
         mfa = MFAService(
             store: store, sessions: sessions, units: units, gate: gate, sealer: sealer, masterKey: masterKey, clock: clock, passkeys: passkeys, metrics: metrics)
         let deletion = AccountDeletion(
@@ -204,6 +207,10 @@ public final class Gatehouse: Sendable {
                 maintenance.job,
                 // Accounts whose grace period has passed, and old tombstones of deleted accounts.
                 PeriodicJob(name: "account_purge", everyMillis: 60_000) { now in try deletion.purge(now: now) },
+                // Anonymous accounts not seen for their app's `anonymous_ttl_days`, each app in turn.
+                PeriodicJob(name: "anonymous_expiry", everyMillis: Int64(configuration.maintenanceIntervalSeconds) * 1000) { now in
+                    try deletion.eraseUnseenAnonymousUsers(now: now)
+                },
                 // What glibc's heaps hold free goes back to the system (ADR 0020).
                 PeriodicJob(name: "heap_trim", everyMillis: 10_000) { _ in HeapTrim.run(); return 0 },
             ], clock: clock, log: log)
@@ -229,7 +236,8 @@ public final class Gatehouse: Sendable {
         var services = API.Services(
             store: store, directory: directory, apps: apps, tokens: tokens, units: units, accounts: accounts, sessions: sessions, passwords: passwords,
             emailFlows: emailFlows, providerSignIn: providerSignIn,
-            deletion: deletion, appleNotifications: appleNotifications, files: files, mfa: mfa, passkeys: passkeys, metrics: requestMetrics, clock: clock)
+            deletion: deletion, appleNotifications: appleNotifications, files: files, mfa: mfa, passkeys: passkeys, anonymous: anonymous,
+            metrics: requestMetrics, clock: clock)
         services.exportPageSize = configuration.exportPageSize
         routes = API.routes(services)
     }

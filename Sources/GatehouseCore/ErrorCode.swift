@@ -71,6 +71,9 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
     public static let mfaRequired = ErrorCode("auth/mfa-required", 401, "Second factor required")
     /// An mfa_token that is unknown, expired, used, or another app's.
     public static let invalidMFAToken = ErrorCode("auth/invalid-mfa-token", 401, "Invalid MFA token")
+    /// An anonymous account (`POST /v1/auth/anonymous`) asked for what needs a way to sign in
+    /// first (a second factor, a passkey): upgrade it, then ask again.
+    public static let anonymousUser = ErrorCode("auth/anonymous-user", 403, "Anonymous user")
 
     // MARK: files/
     public static let unsupportedFileType = ErrorCode("files/unsupported-type", 415, "Unsupported file type")
@@ -94,7 +97,7 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
         invalidRefreshToken, refreshTokenReused, invalidCredential, emailAlreadyInUse, weakPassword, signupDisabled,
         requiresRecentLogin, tooManyRequests, signInMethodDisabled, credentialAlreadyInUse, accountExistsWithDifferentCredential,
         providerNotConfigured, lastSignInMethod, providerUnavailable, invalidRedirectURI, invalidFlow, invalidLoginCode,
-        invalidCode, codeExpired, tooManyAttempts, userDisabled, emailNotVerified, mfaRequired, invalidMFAToken, unsupportedFileType, quotaExceeded,
+        invalidCode, codeExpired, tooManyAttempts, userDisabled, emailNotVerified, mfaRequired, invalidMFAToken, anonymousUser, unsupportedFileType, quotaExceeded,
         outboxItemNotDead, outboxPayloadErased, internalError, unavailable, busy,
     ]
 }

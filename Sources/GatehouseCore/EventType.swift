@@ -45,6 +45,9 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     /// pending deletion when the app has a grace period (`data.purge_at`). Recorded before the
     /// erase, so that a webhook's body can still show the user.
     public static let userDeleted = EventType(rawValue: "user.deleted")
+    /// An anonymous account became permanent, the same user id: a password (with an email), a
+    /// confirmed email or a provider was linked to it (`data.method`: `password`, `email`, `apple`, `google`).
+    public static let userUpgraded = EventType(rawValue: "user.upgraded")
     /// A sign-in restored an account pending deletion.
     public static let userRestored = EventType(rawValue: "user.restored")
     /// The purge job erased an account whose grace period had passed (audit only).
@@ -82,7 +85,7 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
 
     /// The types an app's webhook may subscribe to (API.md, "Webhooks").
     public static let webhookCatalogue: [EventType] = [
-        userCreated, userUpdated, userDeleted, userRestored, userBanned, userUnbanned, userEmailChanged, userPasswordChanged,
+        userCreated, userUpdated, userUpgraded, userDeleted, userRestored, userBanned, userUnbanned, userEmailChanged, userPasswordChanged,
         identityLinked, identityUnlinked, sessionRevoked, identityAppleConsentRevoked, identityAppleAccountDeleted, userEmailRelayChanged,
         mfaEnrolled, mfaRemoved,
         passkeyAdded, passkeyRemoved,

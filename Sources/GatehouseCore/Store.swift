@@ -51,6 +51,9 @@ public protocol Store: Sendable {
     /// Accounts of any app whose deletion grace period has ended (``PendingDeletion/purgeAt`` at
     /// or before `now`), oldest due first, at most `limit`: the purge job's work.
     func accountsDueForPurge(now: Int64, limit: Int) throws -> [(AppID, UserID)]
+    /// The apps that have anonymous users (live ones), each once: where the expiry of anonymous
+    /// accounts has something to look at (``AccountDeletion/eraseUnseenAnonymousUsers(now:perApp:limit:)``).
+    func appsWithAnonymousUsers() throws -> [AppID]
     /// Deletes, with their ended sessions, the tombstones of accounts of any app erased before
     /// `before` (ms), at most `limit` (see ``AccountDeletionStore/erase(_:dueBy:now:)``); returns how many went.
     func purgeErasedAccounts(before: Int64, limit: Int) throws -> Int

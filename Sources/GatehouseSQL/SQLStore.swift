@@ -63,6 +63,20 @@ public final class SQLStore: Store {
             """).map { (AppID(unchecked: try $0.string("app_id")), UserID(unchecked: try $0.string("id"))) }
     }
 
+    public func appsWithAnonymousUsers() throws -> [AppID] {
+        // A loose index scan of `users_anonymous_seen` (migration 0024): one probe per app that has
+        // anonymous users, not a walk over all of them (which a DISTINCT would be, on both databases).
+        try database.query("""
+            WITH RECURSIVE anonymous_apps(app_id) AS (
+                SELECT (SELECT app_id FROM users WHERE is_anonymous = 1 AND deleted_at IS NULL ORDER BY app_id LIMIT 1)
+                UNION ALL
+                SELECT (SELECT app_id FROM users WHERE is_anonymous = 1 AND deleted_at IS NULL AND app_id > anonymous_apps.app_id ORDER BY app_id LIMIT 1)
+                FROM anonymous_apps WHERE anonymous_apps.app_id IS NOT NULL
+            )
+            SELECT app_id FROM anonymous_apps WHERE app_id IS NOT NULL
+            """).map { AppID(unchecked: try $0.string("app_id")) }
+    }
+
     public func purgeErasedAccounts(before: Int64, limit: Int) throws -> Int {
         // Its sessions, their refresh tokens and its login codes go with the row (ON DELETE CASCADE).
         try database.execute("""

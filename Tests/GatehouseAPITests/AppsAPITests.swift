@@ -22,7 +22,7 @@ struct AppsAPITests {
         let data = try #require(response.data)
         #expect(data == [
             "id": .string(app.id), "name": "Photos", "require_verified_email": false, "sign_in_methods": ["password", "apple"],
-            "password_min_length": 10, "files": ["max_bytes": 5_242_880, "photo_types": ["image/jpeg", "image/png", "image/webp", "image/gif"]],
+            "password_min_length": 10, "allow_anonymous": false, "files": ["max_bytes": 5_242_880, "photo_types": ["image/jpeg", "image/png", "image/webp", "image/gif"]],
         ])
     }
 

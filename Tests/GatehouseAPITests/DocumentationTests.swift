@@ -127,6 +127,17 @@ struct DocumentationTests {
         try call("POST", "/v1/auth/reauthenticate", appKey: appKey, bearer: access, json: ["password": .string(password)])
         try call("POST", "/v1/auth/reauthenticate", appKey: appKey, bearer: access, json: ["password": "wrong password"])
 
+        // Anonymous users: refused until the app allows them; upgraded by a password with an email.
+        try call("POST", "/v1/auth/anonymous", appKey: appKey)
+        try call("PATCH", "/v1/admin/app", bearer: secret, json: ["allow_anonymous": true, "anonymous_ttl_days": 7])
+        let guest = try call("POST", "/v1/auth/anonymous", appKey: appKey, json: ["locale": "en"])
+        try call("POST", "/v1/auth/anonymous", appKey: appKey, json: ["locale": 7])
+        try call("GET", "/v1/admin/users", "/v1/admin/users?anonymous=true", bearer: secret)
+        try call("GET", "/v1/admin/users", "/v1/admin/users?anonymous=maybe", bearer: secret)
+        let guestAccess = try #require(guest.data?["access_token"]?.stringValue)
+        try call("POST", "/v1/me/identities/password", appKey: appKey, bearer: guestAccess, json: ["password": .string(password), "email": "ada@example.com"])
+        try call("POST", "/v1/me/identities/password", appKey: appKey, bearer: guestAccess, json: ["password": .string(password), "email": "guest@example.com"])
+
         // Passkeys, with a software authenticator.
         let authenticator = try SoftAuthenticator(origin: "https://app.example.com", rpID: "example.com")
         let creation = try call("POST", "/v1/me/passkeys/options", appKey: appKey, bearer: access, json: [:])
@@ -328,7 +339,6 @@ struct DocumentationTests {
             "DELETE /v1/me/identities/{provider}", "GET /v1/auth/oauth/apple/authorize", "POST /v1/apps/{app_id}/apple/notifications",
             "POST /v1/auth/exchange", "POST /v1/auth/oauth/apple",
             "POST /v1/auth/oauth/apple/callback", "POST /v1/auth/oauth/google", "POST /v1/me/identities/apple", "POST /v1/me/identities/google",
-            "POST /v1/me/identities/password",
         ])
     }
 

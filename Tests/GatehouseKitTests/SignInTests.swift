@@ -44,6 +44,34 @@ struct SignInTests {
     }
 
     @Test
+    func anAnonymousSignInIsUpgradedInPlaceByAPasswordWithAnEmail() async throws {
+        let closed = try KitWorld()
+        let refused = await kitError { try await closed.client().signInAnonymously() }
+        #expect(refused?.code == .signInMethodDisabled)
+        #expect(try await closed.client().app().allowAnonymous == false)
+        closed.stop()
+
+        let world = try KitWorld(settings: ["allow_anonymous": true])
+        defer { world.stop() }
+        let client = world.client()
+        #expect(try await client.app().allowAnonymous)
+        let guest = try await client.signInAnonymously(locale: "ja")
+        #expect(guest.isNewUser && guest.user.isAnonymous && guest.user.email == nil && guest.user.identities == [] && guest.user.locale == "ja")
+        let claims = try KitWorld.claims(try await client.accessToken())
+        #expect(claims["is_anonymous"] == true && claims["amr"] == ["anon"])
+
+        let identities = try await client.addPassword("correct horse battery", email: "guest@example.com")
+        #expect(identities.map(\.provider) == [.password])
+        let me = try await client.me()
+        #expect(me.id == guest.user.id && !me.isAnonymous && me.email == "guest@example.com")
+        let again = try await world.client().signIn(email: "guest@example.com", password: "correct horse battery")
+        #expect(again.user.id == guest.user.id && !again.user.isAnonymous)
+        // Upgraded, it is an ordinary account: an email given with a password is refused.
+        let refusedEmail = await kitError { try await client.addPassword("another horse battery", email: "x@example.com") }
+        #expect(refusedEmail?.code == .validationFailed)
+    }
+
+    @Test
     func anEmailedCodeSignsUpAndTheVerificationCodeVerifies() async throws {
         let world = try KitWorld()
         defer { world.stop() }

@@ -87,6 +87,7 @@ import Testing
         Check(name: "signing and secret keys", run: keys),
         Check(name: "unit of work", run: unitOfWork),
         Check(name: "users", run: users),
+        Check(name: "anonymous users", run: anonymousUsers),
         Check(name: "identities", run: identities),
         Check(name: "provider tokens", run: providerTokens),
         Check(name: "Apple notifications", run: appleAccounts),
@@ -166,6 +167,30 @@ import Testing
         try f.b.users.fillNames(id, firstName: "Mallory", lastName: "B", now: now)
         #expect(try f.b.identities.forgetSignInMethods(id, now: now).isEmpty)
         #expect(try f.stateOfA() == before)
+    }
+
+    /// A's anonymous user: B neither lists, sees, upgrades nor marks it seen; the expiry's list of
+    /// apps names A only.
+    static func anonymousUsers(_ f: TwoApps) throws {
+        let now = TwoApps.now
+        let guest = User(id: .generate(), email: nil, emailVerified: false, firstName: nil, lastName: nil, createdAt: now, updatedAt: now, lastSignInAt: now, isAnonymous: true)
+        try f.a.users.insertUser(guest, passwordHash: nil, identity: nil, event: Event(type: .userSignedUp, userID: guest.id, sessionID: nil, ip: nil, userAgent: nil, createdAt: now))
+        #expect(try f.store.appsWithAnonymousUsers() == [f.a.appID])
+        let later = now + 10 * 86_400_000
+        #expect(try f.b.users.anonymousUsers(unseenBefore: later, limit: 100).isEmpty)
+        #expect(try f.b.users.anonymousLastSeen(guest.id) == nil)
+        #expect(try f.b.users.users(matching: nil, anonymous: true, after: nil, limit: 100).isEmpty)
+        try f.b.users.markAnonymousSeen(guest.id, now: later, before: later)
+        #expect(try f.b.users.upgradeAnonymous(guest.id, email: "mallory@example.com", emailVerified: true, now: later) == nil)
+        #expect(try f.a.users.anonymousLastSeen(guest.id) == now)
+        #expect(try f.a.users.anonymousUsers(unseenBefore: later, limit: 100) == [guest.id])
+        #expect(try f.a.users.users(matching: nil, anonymous: true, after: nil, limit: 100).map(\.0.id) == [guest.id])
+        #expect(try f.a.users.users(matching: nil, anonymous: false, after: nil, limit: 100).map(\.0.id) == [f.userA.id])
+        #expect(try f.a.users.user(guest.id)?.isAnonymous == true && f.a.users.user(guest.id)?.email == nil)
+        // A's own upgrade works, once.
+        #expect(try f.a.users.upgradeAnonymous(guest.id, email: nil, emailVerified: false, now: later)?.isAnonymous == false)
+        #expect(try f.a.users.upgradeAnonymous(guest.id, email: nil, emailVerified: false, now: later) == nil)
+        #expect(try f.store.appsWithAnonymousUsers().isEmpty)
     }
 
     /// A's identities: B neither finds, removes nor is refused by them (B may link the same one).

@@ -142,8 +142,8 @@ class Walk:
                                                 get_user, list_apps, update_user, list_dead_outbox_items, list_events, list_users, patch_app_settings, remove_user_factor, rotate_secret_key,
                                                 retry_outbox_item, rotate_signing_key, unban_user)
         from gatehouse_client.api.apps import get_app, get_authorization_server_metadata, get_discovery, get_jwks
-        from gatehouse_client.api.auth import (passkey_request_options, reauthenticate, refresh, sign_in, sign_in_with_passkey, sign_out, sign_up,
-                                               verify_mfa)
+        from gatehouse_client.api.auth import (passkey_request_options, reauthenticate, refresh, sign_in, sign_in_anonymously, sign_in_with_passkey,
+                                               sign_out, sign_up, verify_mfa)
         from gatehouse_client.api.email_codes import (confirm_password_reset, confirm_verification, send_password_reset, send_reauthentication_code,
                                                       send_sign_in_code, send_verification_code, verify_sign_in_code)
         from gatehouse_client.api.files import delete_file, get_file, get_file_content, get_public_content, list_files, upload_file
@@ -177,7 +177,8 @@ class Walk:
         self.call("getAppSettings", get_app_settings, 200, client=self.tenant_admin())
         self.call("patchAppSettings", patch_app_settings, 200, client=self.tenant_admin(), body=m.AppSettingsPatch.from_dict({
             "redirect_uris": [redirect_uri], "apple": {"client_ids": [apple_client_id], "services_id": "com.example.openapi.web"},
-            "google": {"client_ids": [google_client_id]}, "passkeys": {"rp_id": "example.com", "origins": ["https://app.example.com"]}}))
+            "google": {"client_ids": [google_client_id]}, "passkeys": {"rp_id": "example.com", "origins": ["https://app.example.com"]},
+            "allow_anonymous": True, "anonymous_ttl_days": 7}))
         rotated = self.call("rotateSecretKey", rotate_secret_key, 201, client=self.tenant_admin())
         self.secret_key = rotated.parsed.data.secret_key
 
@@ -193,6 +194,10 @@ class Walk:
         signed_in = self.call("signIn", sign_in, 200, client=self.app(), body=m.SignInRequest(email="ada@example.com", password=password))
         refreshed = self.call("refresh", refresh, 200, client=self.app(), body=m.RefreshRequest(refresh_token=signed_in.parsed.data.refresh_token))
         ada = self.user(refreshed.parsed.data.access_token)
+        # An anonymous account, upgraded in place by an email and a password.
+        guest = self.call("signInAnonymously", sign_in_anonymously, 201, client=self.app(), body=m.AnonymousSignInRequest.from_dict({}))
+        self.call("addPassword", add_password, 200, client=self.user(guest.parsed.data.access_token),
+                  body=m.AddPasswordRequest(password=password, email="guest@example.com"))
         self.call("reauthenticate", reauthenticate, 200, client=ada, body=m.ReauthenticateWithPassword(password=password))
         self.call("getMe", get_me, 200, client=ada)
         self.call("patchMe", patch_me, 200, client=ada, body=m.PatchMeRequest.from_dict({"last_name": "Lovelace", "display_name": "Ada L.", "user_metadata": {"theme": "dark"}}))

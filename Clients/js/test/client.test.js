@@ -179,6 +179,33 @@ test('Google and Firebase token exchange; the Firebase provider pin is a typed 4
   assert.equal(pinned.detail, 'Expected a google.com token but received apple.com');
 });
 
+test('anonymous sign-in, then a password with an email upgrades the same user in place', async () => {
+  await rejects(client().signInAnonymously(), 'auth/sign-in-method-disabled', 403);
+  const guests = await env.createApp({ allow_anonymous: true });
+  const web = new Gatehouse({ url: env.server.url, appKey: guests.appKey, storage: new MemoryStorage() });
+  const session = await web.signInAnonymously({ locale: 'ko-KR' });
+  assert.equal(session.isNewUser, true);
+  assert.equal(session.user.isAnonymous, true);
+  assert.equal(session.user.email, null);
+  assert.deepEqual(session.user.identities, []);
+  const claims = JSON.parse(Buffer.from(session.accessToken.split('.')[1], 'base64url').toString());
+  assert.equal(claims.is_anonymous, true);
+  assert.deepEqual(claims.amr, ['anon']);
+  assert.equal((await web.getApp()).allowAnonymous, true);
+
+  const email = unique('guest');
+  const identities = await web.addPassword(PASSWORD, { email });
+  assert.deepEqual(identities.map((i) => i.provider), ['password']);
+  const upgraded = await web.getUser();
+  assert.equal(upgraded.id, session.user.id);
+  assert.equal(upgraded.isAnonymous, false);
+  assert.equal(upgraded.email, email);
+  await rejects(web.addPassword(PASSWORD, { email: unique('again') }), 'request/validation-failed', 400);
+  const again = new Gatehouse({ url: env.server.url, appKey: guests.appKey, storage: new MemoryStorage() });
+  assert.equal((await again.signIn({ email, password: PASSWORD })).user.id, session.user.id);
+  web.close(); again.close();
+});
+
 test('linking Google and unlinking it; linking another user\'s account is typed', async () => {
   const web = client();
   await web.signUp({ email: unique('linker'), password: PASSWORD });

@@ -17,9 +17,9 @@ public struct AdminUsers: Sendable {
 
     /// `GET /v1/admin/users`: a page of the app's users, newest first, and where the next starts.
     /// `query`: an exact user id, or a case-insensitive substring of email, first or last name or
-    /// display name.
-    public func list(app: AppContext, query: String?, after: Position?, limit: Int) throws -> (users: [(User, [Identity])], next: Position?) {
-        let found = try store.app(app.id).users.users(matching: query, after: after.map { ($0.createdAt, $0.id) }, limit: limit + 1)
+    /// display name; `anonymous`: only anonymous users (true), only the others (false), or all (nil).
+    public func list(app: AppContext, query: String?, anonymous: Bool? = nil, after: Position?, limit: Int) throws -> (users: [(User, [Identity])], next: Position?) {
+        let found = try store.app(app.id).users.users(matching: query, anonymous: anonymous, after: after.map { ($0.createdAt, $0.id) }, limit: limit + 1)
         return Position.page(found, limit: limit) { Position(createdAt: $0.0.createdAt, id: $0.0.id) }
     }
 

@@ -15,6 +15,10 @@ public struct AppSettings: Sendable, Equatable {
     /// A session not refreshed for this long cannot be refreshed any more; nil: no idle timeout.
     public var refreshTokenIdleSeconds: Int64?
     public var deletionGraceDays: Int64 = 0
+    /// `POST /v1/auth/anonymous` may make accounts with no sign-in method (upgraded in place later).
+    public var allowAnonymous = false
+    /// An anonymous account not seen (no sign-in, no refresh) for this many days is erased.
+    public var anonymousTTLDays: Int64 = 30
     public var emailCollision = "reject"
     public var passwordMinLength: Int64 = 8
     /// Whether `GET /v1/admin/users/export?include_hashes=true` may put the users' password
@@ -54,6 +58,9 @@ public struct AppSettings: Sendable, Equatable {
     }
 
     public init(name: String) { self.name = name }
+
+    /// What `anonymous_ttl_days` may be: a day (an access token lives at most one) to ten years.
+    public static let anonymousTTLDaysRange: ClosedRange<Int64> = 1...3650
 
     /// Whether a web flow to `redirectURI` must use PKCE: when the app asks for it, and always for
     /// a redirect URI that is not `https` (an app scheme or a loopback `http` page, where another
@@ -120,6 +127,7 @@ extension AppSettings {
             signInMethods = uniqued(v).compactMap(SignInMethod.init(rawValue:)).filter(SignInMethod.configurable.contains)
         }
         if let v = r.bool("require_verified_email") { requireVerifiedEmail = v }
+        if let v = r.bool("allow_anonymous") { allowAnonymous = v }
     }
 
     /// Sessions and their tokens: recent login, lifetimes, the idle timeout.
@@ -138,9 +146,10 @@ extension AppSettings {
         }
     }
 
-    /// Accounts: the deletion grace period, shared addresses, passwords.
+    /// Accounts: the deletion grace period, anonymous accounts' life, shared addresses, passwords.
     private mutating func decodeAccounts(_ r: inout FieldReader) {
         if let v = r.int("deletion_grace_days", 0...365) { deletionGraceDays = v }
+        if let v = r.int("anonymous_ttl_days", Self.anonymousTTLDaysRange) { anonymousTTLDays = v }
         if let v = r.string("email_collision") {
             if ["reject", "separate"].contains(v) { emailCollision = v } else { r.fail("email_collision", "Must be reject or separate.") }
         }
@@ -179,11 +188,13 @@ extension AppSettings {
             "allow_signup": .bool(allowSignup),
             "sign_in_methods": .strings(signInMethods.map(\.rawValue)),
             "require_verified_email": .bool(requireVerifiedEmail),
+            "allow_anonymous": .bool(allowAnonymous),
             "recent_login_seconds": .int(recentLoginSeconds),
             "access_token_ttl_seconds": .int(accessTokenTTLSeconds),
             "refresh_token_ttl_seconds": .int(refreshTokenTTLSeconds),
             "refresh_token_idle_seconds": refreshTokenIdleSeconds.map(JSON.int) ?? .null,
             "deletion_grace_days": .int(deletionGraceDays),
+            "anonymous_ttl_days": .int(anonymousTTLDays),
             "email_collision": .string(emailCollision),
             "password_min_length": .int(passwordMinLength),
             "allow_hash_export": .bool(allowHashExport),

@@ -1,4 +1,5 @@
 import GatehouseCrypto
+import Synchronization
 
 /// Removes what belongs to an account besides the rows the store erases itself, in the erasing
 /// transaction. The files of issue 13 register one; until then the list is empty.
@@ -24,6 +25,9 @@ public final class AccountDeletion: Sendable {
     /// Runs the service's units of work and applies what follows their commit.
     private let units: UnitOfWork
     private let log: any LogSink
+    /// The app the next expiry round of anonymous accounts starts with (its index among them),
+    /// when the last one stopped at its limit: the others' turn first.
+    private let anonymousTurn = Atomic<Int>(0)
 
     /// A deleted account's tombstone is kept as long as an access token lives, plus a day: every
     /// node's revocation poll reads its ended sessions until then.
@@ -43,7 +47,7 @@ public final class AccountDeletion: Sendable {
         self.log = log
     }
 
-    /// `DELETE /v1/me`: needs a recent login. `appleAuthorizationCode` is used only when no Apple
+    /// `DELETE /v1/me`: needs a recent login (not of an anonymous account). `appleAuthorizationCode` is used only when no Apple
     /// token is stored for the account: redeemed at Apple (by the outbox) and what it yields revoked.
     public func deleteOwnAccount(app: AppContext, claims: AccessClaims, reason rawReason: String?, appleAuthorizationCode: String?, origin: RequestOrigin) throws {
         var checks = FieldChecks()
@@ -55,10 +59,13 @@ public final class AccountDeletion: Sendable {
             }
         }
         try checks.finish()
-        try sessions.requireRecentLogin(app: app, claims: claims)
+        let gone = GatehouseError(.sessionRevoked, "This account no longer exists.")
+        // An anonymous account is exempt: it has no way to reauthenticate (``SessionService/requireRecentLogin(app:claims:user:)``).
+        guard let user = try store.app(app.id).users.user(claims.userID) else { throw gone }
+        try sessions.requireRecentLogin(app: app, claims: claims, user: user)
         try delete(
             app: app, user: claims.userID, graceDays: app.settings.deletionGraceDays, reason: reason, appleAuthorizationCode: appleAuthorizationCode,
-            by: "user", sessionID: claims.sessionID, origin: origin, missing: GatehouseError(.sessionRevoked, "This account no longer exists."))
+            by: "user", sessionID: claims.sessionID, origin: origin, missing: gone)
     }
 
     /// `DELETE /v1/admin/users/{id}`: the same deletion, without a recent login, and final: the
@@ -166,6 +173,57 @@ public final class AccountDeletion: Sendable {
             try tx.auditLog.record(Event(type: .userPurged, userID: userID, sessionID: nil, ip: nil, userAgent: nil, data: ["apple_revocations": revocations], createdAt: now))
             return true
         }
+    }
+
+    // MARK: - Anonymous accounts
+
+    /// Erases the anonymous accounts not seen (signed in or refreshed) for their app's
+    /// `anonymous_ttl_days`, as an admin's deletion erases an account (sessions, files,
+    /// factors; `user.deleted` with `by: "expiry"` and `reason: "anonymous_expired"`, so the app's
+    /// `user.deleted` webhook hears of it and can drop what it kept for the user id). Each app in
+    /// turn, at most `perApp` of one app and `limit` in all a round: an app with a backlog does
+    /// not hold up the others, and the next round starts after the last app served. Safe on
+    /// several nodes at once: each erase is guarded (still anonymous, still unseen). Returns the
+    /// accounts erased.
+    public func eraseUnseenAnonymousUsers(now: Int64, perApp: Int = 200, limit: Int = 2_000) throws -> Int {
+        let apps = try store.appsWithAnonymousUsers()
+        guard !apps.isEmpty else { return 0 }
+        let first = anonymousTurn.load(ordering: .relaxed) % apps.count
+        var erased = 0
+        var next = first
+        for index in Array(first..<apps.count) + Array(0..<first) where erased < limit {
+            do {
+                erased += try eraseUnseenAnonymousUsers(of: apps[index], now: now, limit: min(perApp, limit - erased))
+            } catch {
+                // One app's trouble (logged) does not hold up the others.
+                log.error("anonymous accounts could not be expired", ["app_id": .string(apps[index].rawValue), "error": .string("\(error)")])
+            }
+            next = (index + 1) % apps.count
+        }
+        anonymousTurn.store(next, ordering: .relaxed)
+        return erased
+    }
+
+    private func eraseUnseenAnonymousUsers(of appID: AppID, now: Int64, limit: Int) throws -> Int {
+        guard let app = try directory.app(id: appID) else { return 0 }
+        let cutoff = now - app.settings.anonymousTTLDays * 86_400_000
+        let data = store.app(appID)
+        var erased = 0
+        for id in try data.users.anonymousUsers(unseenBefore: cutoff, limit: limit) {
+            let done = try units.run(data) { tx -> Bool in
+                // The row held, then checked again: a refresh (or an upgrade) since the listing keeps it.
+                guard try tx.users.lockUser(id) != nil, let seen = try tx.users.anonymousLastSeen(id), seen < cutoff else { return false }
+                for session in try tx.sessions.endSessions(of: id, keeping: nil, reason: .deleted, now: now) {
+                    try tx.auditLog.record(Event(type: .sessionRevoked, userID: id, sessionID: session, ip: nil, userAgent: nil, data: ["reason": "deleted"], createdAt: now))
+                }
+                try tx.auditLog.record(Event(
+                    type: .userDeleted, userID: id, sessionID: nil, ip: nil, userAgent: nil,
+                    data: ["by": "expiry", "reason": "anonymous_expired", "last_seen_at": .string(rfc3339(millis: seen))], createdAt: now))
+                return try erase(tx, user: id, dueBy: nil, now: now) != nil
+            }
+            if done { erased += 1 }
+        }
+        return erased
     }
 
     // MARK: -

@@ -220,14 +220,16 @@ public final class EmailFlowService: Sendable {
 
     // MARK: - Email change
 
-    /// `POST /v1/me/email` (recent login): a code to the new address. 409 when another account has it.
+    /// `POST /v1/me/email` (recent login, but for an anonymous account, which has no way to
+    /// reauthenticate): a code to the new address. 409 when another account has it. Confirmed, the
+    /// address upgrades an anonymous account (``AnonymousUsers``).
     public func requestEmailChange(app: AppContext, claims: AccessClaims, email rawEmail: String, origin: RequestOrigin) throws {
-        try sessions.requireRecentLogin(app: app, claims: claims)
+        let data = store.app(app.id)
+        guard let user = try data.users.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
+        try sessions.requireRecentLogin(app: app, claims: claims, user: user)
         let email = try InputRules.email(rawEmail)
         try codes.requireMailable(email)
-        let data = store.app(app.id)
         try limitSends(app, data, origin)
-        guard let user = try data.users.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
         if user.email.map({ $0.unicodeScalars.elementsEqual(email.unicodeScalars) }) == true {
             throw GatehouseError.validation("email", "This is the account's address already.")
         }
@@ -253,8 +255,20 @@ public final class EmailFlowService: Sendable {
             let now = clock.nowMillis()
             try codes.lockAddress(tx, email)
             try requireAvailable(tx, app, email, user: before.id)
-            guard let changed = try UserConflict.answering({ try tx.users.changeEmail(before.id, from: before.email, to: email, now: now) }) else {
-                throw GatehouseError(.invalidCode, "The account's address changed meanwhile; ask for a new code.")
+            let meanwhile = GatehouseError(.invalidCode, "The account's address changed meanwhile; ask for a new code.")
+            let changed: User
+            if before.isAnonymous {
+                // A proved address is a way in (a code to it): the anonymous account is upgraded,
+                // as Firebase's linking of an email credential upgrades one.
+                guard let upgraded = try AnonymousUsers.upgrade(
+                    tx, user: before.id, email: email, emailVerified: true, method: "email", sessionID: claims.sessionID, origin: origin, now: now)
+                else { throw meanwhile }
+                changed = upgraded
+            } else {
+                guard let updated = try UserConflict.answering({ try tx.users.changeEmail(before.id, from: before.email, to: email, now: now) }) else {
+                    throw meanwhile
+                }
+                changed = updated
             }
             try tx.auditLog.record(Event(
                 type: .userEmailChanged, userID: before.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent,

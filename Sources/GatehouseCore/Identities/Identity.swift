@@ -50,6 +50,8 @@ public enum SignInMethod: String, Sendable, CaseIterable {
     case password, emailCode = "email_code", apple, google
     /// A passkey (WebAuthn): turned on by the app's `passkeys` settings, not `sign_in_methods`.
     case passkey
+    /// `POST /v1/auth/anonymous`: no credential at all. Turned on by the app's `allow_anonymous`.
+    case anonymous
 
     /// The methods an app lists in `sign_in_methods`.
     public static let configurable: [SignInMethod] = [.password, .emailCode, .apple, .google]
@@ -65,6 +67,8 @@ public enum SignInMethod: String, Sendable, CaseIterable {
         case .apple, .google: rawValue
         // Refined at sign-in to `swk` for a synced (backup-eligible) passkey (``Session/amr``).
         case .passkey: "hwk"
+        // No credential was checked: nothing of RFC 8176 says so; ours, like Supabase's `anonymous`.
+        case .anonymous: "anon"
         }
     }
 }

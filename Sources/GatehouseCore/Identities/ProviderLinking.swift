@@ -1,9 +1,15 @@
 /// Linking and unlinking sign-in methods, and reauthenticating with a provider token.
 extension ProviderSignInService {
-    /// Links Apple or Google to the signed-in user (recent sign-in required).
+    /// Links Apple or Google to the signed-in user (recent sign-in required, but of an anonymous
+    /// user, which has no way to reauthenticate). Linked to an anonymous user, the provider
+    /// upgrades it (``AnonymousUsers``): the same user id, and the provider's address as a
+    /// provider sign-up would take it. A provider account that signs in to another user is 409
+    /// `auth/credential-already-in-use`: the client signs in to that one instead, and what the
+    /// anonymous account holds is not merged into it.
     public func link(app: AppContext, claims: AccessClaims, provider: Provider, proof: Proof, origin: RequestOrigin) throws -> [Identity] {
-        try sessions.requireRecentLogin(app: app, claims: claims)
         let data = store.app(app.id)
+        guard let user = try data.users.user(claims.userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
+        try sessions.requireRecentLogin(app: app, claims: claims, user: user)
         try requireMethod(provider, app)
         let (identity, appleCode) = try verify(app: app, provider: provider, proof: proof)
         if let owner = try data.identities.user(provider: provider.identity, subject: identity.subject) {
@@ -16,6 +22,8 @@ extension ProviderSignInService {
         let appleRefreshToken = try releasingNonceIfUnavailable(identity) { try redeemAppleCode(appleCode, app: app, identity: identity) }
         let now = clock.nowMillis()
         return try units.run(data) { tx in
+            // First, as every flow that gives an account an address takes it first (``EmailCodes/lockAddress(_:_:)``).
+            let address = user.isAnonymous ? try upgradeAddress(app: app, tx, claims: claims, identity: identity) : nil
             try IdentityConflict.answering {
                 try tx.identities.addIdentity(claims.userID, Identity(provider: provider.identity, subject: identity.subject, email: identity.email, createdAt: now))
             }
@@ -23,8 +31,25 @@ extension ProviderSignInService {
             if provider == .apple { _ = try tx.appleAccounts.takeRevokedAppleIdentity(subject: identity.subject) }
             try keepAppleToken(app: app, tx, user: claims.userID, identity: identity, refreshToken: appleRefreshToken)
             try tx.auditLog.record(Event(type: .identityLinked, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": .string(provider.rawValue)], createdAt: now))
+            if user.isAnonymous {
+                _ = try AnonymousUsers.upgrade(
+                    tx, user: claims.userID, email: address, emailVerified: address != nil && identity.emailVerified, method: provider.rawValue,
+                    sessionID: claims.sessionID, origin: origin, now: now)
+            }
             return try tx.identities.all(of: claims.userID)
         }
+    }
+
+    /// The address an anonymous user linked to `identity` takes as it becomes permanent, as a
+    /// provider sign-up takes it: kept unverified when the provider does not vouch for it; a
+    /// vouched-for one (held for the rest of the unit) only when no other account has it
+    /// (`email_collision: reject`), else none (the user may add one later).
+    private func upgradeAddress(app: AppContext, _ tx: any AppScopedStore, claims: AccessClaims, identity: ExternalIdentity) throws -> String? {
+        guard let email = identity.email.flatMap({ try? InputRules.email($0) }) else { return nil }
+        guard identity.emailVerified else { return email }
+        try emailCodes.lockAddress(tx, email)
+        if app.settings.emailCollision == "reject", try tx.users.emailInUse(email, except: claims.userID) { return nil }
+        return email
     }
 
     /// Unlinks a sign-in method (recent sign-in required); the last one cannot go. Unlinking Apple

@@ -17,7 +17,7 @@ public final class ProviderSignInService: Sendable {
     let limiter: RateLimiter
     let publicURL: String
     /// For the lock on an address a new account takes (``EmailCodes/lockAddress(_:_:)``).
-    private let emailCodes: EmailCodes
+    let emailCodes: EmailCodes
     /// Runs the service's units of work and applies what follows their commit.
     let units: UnitOfWork
 

@@ -98,6 +98,8 @@ public final class MFAService: Sendable {
         let userID = try enrollingUser(app: app, data, actor: actor, needsRecentLogin: true)
         let name = try rawName.flatMap { name throws(GatehouseError) in try InputRules.name(name, field: "name") }
         guard let user = try data.users.user(userID) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
+        // A second factor of an account with no first one would guard nothing.
+        try AnonymousUsers.requirePermanent(user, "enrol a second factor")
         guard try data.mfa.confirmedTOTPFactors(of: userID).count < Self.maxTOTPFactors else {
             throw GatehouseError.validation("name", "At most \(Self.maxTOTPFactors) authenticator apps; remove one first.")
         }

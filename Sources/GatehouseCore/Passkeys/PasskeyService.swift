@@ -37,6 +37,9 @@ public final class PasskeyService: Sendable {
         let data = store.app(app.id)
         try gate.limitAuth(app, data, origin)
         guard let account = try data.users.user(user) else { throw GatehouseError(.sessionRevoked, "This account no longer exists.") }
+        // Not a way to upgrade an anonymous account: a passkey is registered to an account with
+        // a way in already (and serves as its second factor too).
+        try AnonymousUsers.requirePermanent(account, "register a passkey")
         let handle = try data.passkeys.userHandle(of: user, proposing: Base64URL.encode(SecureRandom.bytes(32)), now: clock.nowMillis())
         let challenge = try issueChallenge(data, purpose: .register, user: user)
         let existing = try data.passkeys.passkeys(of: user)

@@ -222,11 +222,22 @@ public final class PasswordService: Sendable {
         }
     }
 
-    /// Adds password sign-in to an account that has an email but no password yet.
-    public func addPassword(app: AppContext, claims: AccessClaims, password: String, origin: RequestOrigin) throws -> [Identity] {
-        try sessions.requireRecentLogin(app: app, claims: claims)
+    /// Adds password sign-in to an account that has an email but no password yet; or upgrades an
+    /// anonymous account (``AnonymousUsers``), which has no email: then `email` is required, and
+    /// the account takes it as a sign-up would (unverified, a verification code mailed; 409
+    /// `auth/email-already-in-use` where a sign-up would get it). `email` is refused for any other
+    /// account: its address changes through `POST /v1/me/email`.
+    public func addPassword(app: AppContext, claims: AccessClaims, password: String, email rawEmail: String? = nil, origin: RequestOrigin) throws -> [Identity] {
         guard let account = try cache.account(app: app.id, user: claims.userID, store: store) else { throw AccountService.accountGone }
         let (user, identities) = (account.user, account.identities)
+        try sessions.requireRecentLogin(app: app, claims: claims, user: user)
+        if user.isAnonymous { return try upgrade(app: app, claims: claims, user: user, password: password, email: rawEmail, origin: origin) }
+        if rawEmail != nil {
+            throw GatehouseError.validation(
+                "email", user.email == nil
+                    ? "Only an anonymous account takes an email here; add a verified address with POST /v1/me/email first."
+                    : "The account has an email address already; change it with POST /v1/me/email.")
+        }
         if identities.contains(where: { $0.provider == .password }) {
             throw GatehouseError(.credentialAlreadyInUse, "This account already signs in with a password; change it with PUT /v1/me/password.")
         }
@@ -247,6 +258,45 @@ public final class PasswordService: Sendable {
                 throw GatehouseError(.credentialAlreadyInUse, "This account already signs in with a password; change it with PUT /v1/me/password.")
             }
             try tx.auditLog.record(Event(type: .identityLinked, userID: user.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": "password"], createdAt: now))
+            return try tx.identities.all(of: user.id)
+        }
+    }
+
+    /// An anonymous account takes an email and a password, as a sign-up makes an account with
+    /// them, the same checks in the same order, but keeps its user id, its sessions and its data.
+    private func upgrade(app: AppContext, claims: AccessClaims, user: User, password: String, email rawEmail: String?, origin: RequestOrigin) throws -> [Identity] {
+        let data = store.app(app.id)
+        try gate.limitAuth(app, data, origin)
+        try gate.requireMethod(.password, app)
+        guard let rawEmail else { throw GatehouseError.validation("email", "Required: an anonymous account has no email address to sign in with.") }
+        var checks = FieldChecks()
+        var email = ""
+        try checks.run { () throws(GatehouseError) in email = try InputRules.email(rawEmail) }
+        try checks.run { () throws(GatehouseError) in try InputRules.presentedPassword(password) }
+        try checks.finish()
+        try InputRules.newPassword(password, minimum: app.settings.passwordMinLength)
+        // No more than a sign-up tells: the same 409 for the same addresses.
+        func requireFree(_ data: any AppScopedStore) throws {
+            if try data.passwords.passwordUser(email: email) != nil || (app.settings.emailCollision == "reject" && data.users.emailInUse(email, except: user.id)) {
+                throw GatehouseError(.emailAlreadyInUse, "An account with this email already exists.")
+            }
+        }
+        try requireFree(data)
+        let hash = try hasher.hash(password)
+        let now = clock.nowMillis()
+        return try units.run(data) { tx in
+            try emailCodes.lockAddress(tx, email)
+            try requireFree(tx)
+            guard let upgraded = try AnonymousUsers.upgrade(tx, user: user.id, email: email, emailVerified: false, method: "password", sessionID: claims.sessionID, origin: origin, now: now) else {
+                // Upgraded meanwhile by another way in: this is an ordinary account now; ask again.
+                throw GatehouseError(.credentialAlreadyInUse, "This account was upgraded meanwhile; add a password to it as to any account.")
+            }
+            let identity = Identity(provider: .password, subject: email, email: email, createdAt: now)
+            guard try PasswordConflict.answering({ try tx.passwords.setPasswordHash(user.id, hash: hash, replacing: nil, addIdentity: identity, now: now) }) else {
+                throw GatehouseError(.credentialAlreadyInUse, "This account already signs in with a password; change it with PUT /v1/me/password.")
+            }
+            try tx.auditLog.record(Event(type: .identityLinked, userID: user.id, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["provider": "password"], createdAt: now))
+            try queueVerification(tx, app: app, email: email, user: upgraded, origin: origin)
             return try tx.identities.all(of: user.id)
         }
     }

@@ -157,6 +157,11 @@ public final class SessionService: Sendable {
             guard let account = try cache.account(app: app.id, user: session.userID, store: store) else {
                 throw GatehouseError(.invalidRefreshToken, "The refresh token is not valid.")
             }
+            // An anonymous account is seen when it refreshes (it has no other way in): its expiry
+            // counts from here (``AnonymousUsers``). At most one write an hour.
+            if account.user.isAnonymous {
+                try data.users.markAnonymousSeen(session.userID, now: now, before: now - AnonymousUsers.seenResolutionMillis)
+            }
             let access = try tokens.accessToken(app: app, user: account.user, session: session)
             return SessionGrant(user: account.user, identities: account.identities, accessToken: access.token, expiresIn: access.expiresIn, refreshToken: successor, isNewUser: false)
         }
@@ -230,6 +235,15 @@ public final class SessionService: Sendable {
         }
         session.authTime = now
         return try tokens.accessToken(app: app, user: user, session: session)
+    }
+
+    /// The recent-login policy for a change to `user`'s account or sign-in methods, where an
+    /// anonymous user is exempt: it has no method to reauthenticate with, and nobody but the
+    /// session's holder to protect (the session is the account's only key). So an anonymous
+    /// user upgrades, and deletes its account, within any live session, as Firebase lets it.
+    public func requireRecentLogin(app: AppContext, claims: AccessClaims, user: User) throws(GatehouseError) {
+        guard !user.isAnonymous else { return }
+        try requireRecentLogin(app: app, claims: claims)
     }
 
     /// The recent-login policy: `auth_time` within the app's `recent_login_seconds`, else 403 `auth/requires-recent-login`.

@@ -34,10 +34,12 @@ public final class TokenService: Sendable {
     public static let maxAccessTokenLength = 16384
     /// Every claim an access token may carry, in the order the discovery document lists them:
     /// RFC 9068's required ones, then the session's and the user's (`email`, `name` and `picture`
-    /// only when the user has them; `app_metadata` only when not empty, never `user_metadata`).
+    /// only when the user has them; `app_metadata` only when not empty, never `user_metadata`;
+    /// `is_anonymous` only as `true`, in an anonymous user's tokens).
     /// ``accessToken(app:user:session:)`` issues no other.
     public static let accessTokenClaims = [
         "iss", "sub", "aud", "exp", "iat", "jti", "client_id", "sid", "auth_time", "amr", "email", "email_verified", "name", "picture", "app_metadata",
+        "is_anonymous",
     ]
 
     public init(publicURL: String, clock: any Clock, masterKey: [UInt8], revocations: RevocationList) {
@@ -69,6 +71,8 @@ public final class TokenService: Sendable {
         if let photo = user.photoURL { claims["picture"] = .string(photo) }
         // The admin's custom data, at most 4 KiB (``UserMetadata``); left out when empty to keep tokens small.
         if !user.appMetadata.isEmpty { claims["app_metadata"] = user.appMetadata.json }
+        // Only in an anonymous user's tokens: every other token stays as it was (absent means false).
+        if user.isAnonymous { claims["is_anonymous"] = true }
         let token = try JWT.sign(payload: JSON.object(claims).serialized(), key: app.signingKey, kid: app.signingKeyID, type: Self.accessTokenType)
         return (token, ttl)
     }

@@ -29,12 +29,17 @@ public struct User: Sendable, Equatable {
     public var ban: Ban?
     /// Set while the account waits out its app's `deletion_grace_days`; a sign-in clears it.
     public var pendingDeletion: PendingDeletion?
+    /// Made by `POST /v1/auth/anonymous` and not upgraded yet: no sign-in method, no email; erased
+    /// when not seen for the app's `anonymous_ttl_days`. Linking a password, a confirmed email or
+    /// a provider makes it false, for good (``AnonymousUsers``).
+    public var isAnonymous: Bool
 
     public init(
         id: UserID, email: String?, emailVerified: Bool, firstName: String?, lastName: String?, photoURL: String? = nil, createdAt: Int64,
         updatedAt: Int64, lastSignInAt: Int64?, ban: Ban? = nil, pendingDeletion: PendingDeletion? = nil, locale: String? = nil,
-        displayName: String? = nil, appMetadata: UserMetadata = .empty, userMetadata: UserMetadata = .empty
+        displayName: String? = nil, appMetadata: UserMetadata = .empty, userMetadata: UserMetadata = .empty, isAnonymous: Bool = false
     ) {
+        self.isAnonymous = isAnonymous
         self.locale = locale
         self.displayName = displayName
         self.appMetadata = appMetadata

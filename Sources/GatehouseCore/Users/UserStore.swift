@@ -44,7 +44,8 @@ public protocol UserStore: Sendable {
     /// previous page's last user), at most `limit`. `query` matches an exact user id, or a
     /// case-insensitive substring of the email, first or last name or display name (trigram-indexed
     /// on both databases, migrations 0013 and 0024).
-    func users(matching query: String?, after: (createdAt: Int64, id: UserID)?, limit: Int) throws -> [(User, [Identity])]
+    /// `anonymous`: only anonymous users (true), only the others (false), or all (nil).
+    func users(matching query: String?, anonymous: Bool?, after: (createdAt: Int64, id: UserID)?, limit: Int) throws -> [(User, [Identity])]
     /// A page of the app's users for an export (``UserExport``), in id order after `after` (nil:
     /// from the first), at most `limit`, each with their identities and, when
     /// `withPasswordHashes`, their stored password hash: one statement. Accounts pending deletion
@@ -54,4 +55,24 @@ public protocol UserStore: Sendable {
     func userWithIdentities(_ id: UserID) throws -> (User, [Identity])?
     /// True when some user of the app has this email (any sign-in method), other than `except`.
     func emailInUse(_ email: String, except: UserID?) throws -> Bool
+
+    /// Makes an anonymous user permanent (`is_anonymous` false, `last_seen_at` cleared); with
+    /// `email`, the account (which has none) takes that address, verified as `emailVerified` says.
+    /// The user as now, or nil when there is no such user or it is not anonymous (any more): of
+    /// two upgrades at once, one upgrades.
+    func upgradeAnonymous(_ id: UserID, email: String?, emailVerified: Bool, now: Int64) throws -> User?
+    /// Moves an anonymous user's `last_seen_at` to `now` when it is before `before` (a write at
+    /// most that often, however often the user refreshes); nothing for any other user.
+    func markAnonymousSeen(_ id: UserID, now: Int64, before: Int64) throws
+    /// The app's anonymous users last seen before `cutoff`, the longest unseen first, at most `limit`.
+    func anonymousUsers(unseenBefore cutoff: Int64, limit: Int) throws -> [UserID]
+    /// When an anonymous user was last seen; nil when there is no such user or it is not anonymous.
+    func anonymousLastSeen(_ id: UserID) throws -> Int64?
+}
+
+extension UserStore {
+    /// The app's users, anonymous or not (``users(matching:anonymous:after:limit:)``).
+    public func users(matching query: String?, after: (createdAt: Int64, id: UserID)?, limit: Int) throws -> [(User, [Identity])] {
+        try users(matching: query, anonymous: nil, after: after, limit: limit)
+    }
 }

@@ -29,6 +29,7 @@ struct SQLAccountDeletion: AccountDeletionStore {
             guard try db.execute("""
                 UPDATE users SET email = NULL, email_verified = \(false), first_name = NULL, last_name = NULL, photo_url = NULL, password_hash = NULL,
                                  ban_sanction_code = NULL, ban_reason = NULL, ban_suspended_until = NULL,
+                                 locale = NULL, display_name = NULL, app_metadata = '{}', user_metadata = '{}', last_seen_at = NULL,
                                  deletion_requested_at = NULL, deletion_due_at = NULL, deleted_at = \(now),
                                  updated_at = \(now), \(stamp)
                 WHERE app_id = \(store.appID) AND id = \(id) AND deleted_at IS NULL AND \(due)

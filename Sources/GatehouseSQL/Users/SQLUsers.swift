@@ -11,10 +11,11 @@ extension SQLAppScopedStore: UserStore {
             do {
                 try db.execute("""
                     INSERT INTO users (id, app_id, email, email_verified, first_name, last_name, photo_url, locale, display_name, app_metadata, user_metadata,
-                                       password_hash, created_at, updated_at, last_sign_in_at)
+                                       password_hash, created_at, updated_at, last_sign_in_at, is_anonymous, last_seen_at)
                     VALUES (\(user.id), \(appID), \(user.email), \(user.emailVerified), \(user.firstName), \(user.lastName), \(user.photoURL), \(user.locale),
                             \(user.displayName), \(user.appMetadata.storedText), \(user.userMetadata.storedText),
-                            \(passwordHash), \(user.createdAt), \(user.updatedAt), \(user.lastSignInAt))
+                            \(passwordHash), \(user.createdAt), \(user.updatedAt), \(user.lastSignInAt), \(user.isAnonymous),
+                            \(user.isAnonymous ? user.createdAt : nil))
                     """)
                 if let identity { try insertIdentity(db, app: appID, user: user.id, identity) }
             } catch let error as SQLError where error.kind == .uniqueViolation {
@@ -128,8 +129,9 @@ extension SQLAppScopedStore: UserStore {
         }
     }
 
-    func users(matching query: String?, after: (createdAt: Int64, id: UserID)?, limit: Int) throws -> [(User, [Identity])] {
+    func users(matching query: String?, anonymous: Bool?, after: (createdAt: Int64, id: UserID)?, limit: Int) throws -> [(User, [Identity])] {
         var conditions: [SQL] = ["users.app_id = \(appID)", "users.deleted_at IS NULL"]
+        if let anonymous { conditions.append("users.is_anonymous = \(anonymous)") }
         if let after { conditions.append("(users.created_at < \(after.createdAt) OR (users.created_at = \(after.createdAt) AND users.id < \(after.id)))") }
         var source: SQL = "users"
         if let query {
@@ -235,6 +237,39 @@ extension SQLAppScopedStore: UserStore {
         return page
     }
 
+    func upgradeAnonymous(_ id: UserID, email: String?, emailVerified: Bool, now: Int64) throws -> User? {
+        // The address only where the account has none (an anonymous one never has).
+        let address: SQL = email.map { "email = \($0), email_verified = \(emailVerified)," } ?? ""
+        return try touchUser(id) { stamp in
+            try database.query("""
+                UPDATE users SET is_anonymous = 0, last_seen_at = NULL, \(address) updated_at = \(now), \(stamp)
+                WHERE app_id = \(appID) AND id = \(id) AND is_anonymous = 1 AND email IS NULL AND deleted_at IS NULL RETURNING *
+                """).first.map(userRecord)
+        }
+    }
+
+    func markAnonymousSeen(_ id: UserID, now: Int64, before: Int64) throws {
+        // Not a change of the account (no stamp): nothing any cache or client shows moves.
+        try database.execute("""
+            UPDATE users SET last_seen_at = \(now)
+            WHERE app_id = \(appID) AND id = \(id) AND is_anonymous = 1 AND last_seen_at < \(before) AND deleted_at IS NULL
+            """)
+    }
+
+    func anonymousUsers(unseenBefore cutoff: Int64, limit: Int) throws -> [UserID] {
+        // `is_anonymous = 1 AND deleted_at IS NULL` as the partial index says it (migration 0024).
+        try database.query("""
+            SELECT id FROM users WHERE app_id = \(appID) AND is_anonymous = 1 AND deleted_at IS NULL AND last_seen_at < \(cutoff)
+            ORDER BY last_seen_at LIMIT \(Int64(limit))
+            """).map { UserID(unchecked: try $0.string("id")) }
+    }
+
+    func anonymousLastSeen(_ id: UserID) throws -> Int64? {
+        try database.query("""
+            SELECT last_seen_at FROM users WHERE app_id = \(appID) AND id = \(id) AND is_anonymous = 1 AND deleted_at IS NULL
+            """).first?.optionalInt64("last_seen_at")
+    }
+
     func emailInUse(_ email: String, except: UserID?) throws -> Bool {
         try !database.query("""
             SELECT 1 AS found FROM users
@@ -258,5 +293,6 @@ func userRecord(_ row: SQLRow) throws -> User {
             PendingDeletion(requestedAt: try row.optionalInt64("deletion_requested_at") ?? due, purgeAt: due)
         },
         locale: try row.optionalString("locale"), displayName: try row.optionalString("display_name"),
-        appMetadata: UserMetadata.stored(try row.string("app_metadata")), userMetadata: UserMetadata.stored(try row.string("user_metadata")))
+        appMetadata: UserMetadata.stored(try row.string("app_metadata")), userMetadata: UserMetadata.stored(try row.string("user_metadata")),
+        isAnonymous: try row.bool("is_anonymous"))
 }

@@ -13,6 +13,10 @@ async function main(): Promise<void> {
   const refresh: string | null = session.refreshToken;
   const user: User = session.user;
   const email: string | null = user.email;
+  const guest: Session = await gatehouse.signInAnonymously();
+  const anonymous: boolean = guest.user.isAnonymous;
+  await gatehouse.signInAnonymously({ locale: 'ko-KR' });
+  await gatehouse.addPassword('correct horse battery', { email: 'guest@example.com' });
   const nonce = await createNonce();
   await gatehouse.signInWithApple({ identityToken: 'x', nonce: nonce.raw, authorizationCode: 'c' });
   await gatehouse.signInWithGoogle({ idToken: 'x', nonce: nonce.raw });

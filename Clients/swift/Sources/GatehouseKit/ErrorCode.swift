@@ -74,6 +74,9 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
     case mfaRequired
     /// `auth/invalid-mfa-token`: the second step's `mfa_token` is unknown, expired or used; sign in again.
     case invalidMFAToken
+    /// `auth/anonymous-user`: an anonymous account asked for what needs a way to sign in first (a
+    /// second factor, a passkey); upgrade it first.
+    case anonymousUser
     /// `auth/code-expired`
     case codeExpired
     /// `auth/user-disabled`
@@ -137,6 +140,7 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
         .invalidCode,
         .mfaRequired,
         .invalidMFAToken,
+        .anonymousUser,
         .codeExpired,
         .userDisabled,
         .emailNotVerified,
@@ -190,6 +194,7 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
         case .invalidCode: "auth/invalid-code"
         case .mfaRequired: "auth/mfa-required"
         case .invalidMFAToken: "auth/invalid-mfa-token"
+        case .anonymousUser: "auth/anonymous-user"
         case .codeExpired: "auth/code-expired"
         case .userDisabled: "auth/user-disabled"
         case .emailNotVerified: "auth/email-not-verified"

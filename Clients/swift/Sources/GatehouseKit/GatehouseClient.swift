@@ -113,6 +113,15 @@ public final class GatehouseClient: Sendable {
         return try await signIn("/v1/auth/signup", body)
     }
 
+    /// `POST /v1/auth/anonymous`: a new anonymous account (no email, no sign-in method;
+    /// ``User/isAnonymous``) and its session, for an app with `allow_anonymous`. Upgrade it in
+    /// place later: ``addPassword(_:email:)``, ``changeEmail(to:)`` then its confirmation, or a `link…`.
+    public func signInAnonymously(locale: String? = nil) async throws -> SignInResult {
+        var body: [String: JSONValue] = [:]
+        if let locale { body["locale"] = .string(locale) }
+        return try await signIn("/v1/auth/anonymous", body)
+    }
+
     /// `POST /v1/auth/signin` with a password.
     public func signIn(email: String, password: String) async throws -> SignInResult {
         try await signIn("/v1/auth/signin", ["email": .string(email), "password": .string(password)])
@@ -343,9 +352,12 @@ public final class GatehouseClient: Sendable {
         try await allPages(Identity.self, "/v1/me/identities")
     }
 
-    /// `POST /v1/me/identities/password`: adds a password to an account without one.
-    public func addPassword(_ password: String) async throws -> [Identity] {
-        try Transport.decode([Identity].self, from: try await authorized("POST", "/v1/me/identities/password", body: .json(["password": .string(password)])))
+    /// `POST /v1/me/identities/password`: adds a password to an account without one. An anonymous
+    /// account gives its `email` with it (it has none) and is upgraded in place, the same user id.
+    public func addPassword(_ password: String, email: String? = nil) async throws -> [Identity] {
+        var body: [String: JSONValue] = ["password": .string(password)]
+        if let email { body["email"] = .string(email) }
+        return try Transport.decode([Identity].self, from: try await authorized("POST", "/v1/me/identities/password", body: .json(body)))
     }
 
     /// `POST /v1/me/identities/apple` (recent login): links an Apple account.

@@ -37,6 +37,10 @@ public struct User: Codable, Sendable, Equatable {
     public let appMetadata: [String: MetadataValue]
     /// Custom data the user sets (``GatehouseClient/updateProfile(firstName:lastName:locale:displayName:userMetadata:photoFileID:)``).
     public let userMetadata: [String: MetadataValue]
+    /// Made by ``GatehouseClient/signInAnonymously(locale:)`` and not upgraded yet: no email, no
+    /// sign-in method. Linking a password (with an email), a confirmed email or a provider makes
+    /// it false, the same ``id``.
+    public let isAnonymous: Bool
     public let createdAt: Date
     public let lastSignInAt: Date?
     /// The sign-in methods linked to the account (`password`, `apple`, `google`).
@@ -55,6 +59,8 @@ public struct User: Codable, Sendable, Equatable {
         displayName = try container.decodeIfPresent(String.self, forKey: .displayName)
         appMetadata = try container.decodeIfPresent([String: MetadataValue].self, forKey: .appMetadata) ?? [:]
         userMetadata = try container.decodeIfPresent([String: MetadataValue].self, forKey: .userMetadata) ?? [:]
+        // A server before anonymous users sends none: no user of it is anonymous.
+        isAnonymous = try container.decodeIfPresent(Bool.self, forKey: .isAnonymous) ?? false
         createdAt = try container.decode(Date.self, forKey: .createdAt)
         lastSignInAt = try container.decodeIfPresent(Date.self, forKey: .lastSignInAt)
         identities = try container.decode([SignInProvider].self, forKey: .identities)
@@ -65,6 +71,7 @@ public struct User: Codable, Sendable, Equatable {
         case displayName = "display_name"
         case appMetadata = "app_metadata"
         case userMetadata = "user_metadata"
+        case isAnonymous = "is_anonymous"
         case emailVerified = "email_verified"
         case firstName = "first_name"
         case lastName = "last_name"
@@ -187,10 +194,25 @@ public struct AppInfo: Decodable, Sendable, Equatable {
     public let requireVerifiedEmail: Bool
     public let signInMethods: [SignInProvider]
     public let passwordMinLength: Int
+    /// Whether ``GatehouseClient/signInAnonymously(locale:)`` is open (the app's `allow_anonymous`).
+    public let allowAnonymous: Bool
     public let files: Files
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        name = try container.decode(String.self, forKey: .name)
+        requireVerifiedEmail = try container.decode(Bool.self, forKey: .requireVerifiedEmail)
+        signInMethods = try container.decode([SignInProvider].self, forKey: .signInMethods)
+        passwordMinLength = try container.decode(Int.self, forKey: .passwordMinLength)
+        // A server before anonymous users sends none: it has none.
+        allowAnonymous = try container.decodeIfPresent(Bool.self, forKey: .allowAnonymous) ?? false
+        files = try container.decode(Files.self, forKey: .files)
+    }
 
     enum CodingKeys: String, CodingKey {
         case id, name, files
+        case allowAnonymous = "allow_anonymous"
         case requireVerifiedEmail = "require_verified_email"
         case signInMethods = "sign_in_methods"
         case passwordMinLength = "password_min_length"
