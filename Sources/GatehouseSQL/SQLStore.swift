@@ -64,7 +64,7 @@ public final class SQLStore: Store {
     }
 
     public func appsWithAnonymousUsers() throws -> [AppID] {
-        // A loose index scan of `users_anonymous_seen` (migration 0024): one probe per app that has
+        // A loose index scan of `users_anonymous_seen` (migration 0025): one probe per app that has
         // anonymous users, not a walk over all of them (which a DISTINCT would be, on both databases).
         try database.query("""
             WITH RECURSIVE anonymous_apps(app_id) AS (

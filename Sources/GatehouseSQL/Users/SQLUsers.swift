@@ -257,7 +257,7 @@ extension SQLAppScopedStore: UserStore {
     }
 
     func anonymousUsers(unseenBefore cutoff: Int64, limit: Int) throws -> [UserID] {
-        // `is_anonymous = 1 AND deleted_at IS NULL` as the partial index says it (migration 0024).
+        // `is_anonymous = 1 AND deleted_at IS NULL` as the partial index says it (migration 0025).
         try database.query("""
             SELECT id FROM users WHERE app_id = \(appID) AND is_anonymous = 1 AND deleted_at IS NULL AND last_seen_at < \(cutoff)
             ORDER BY last_seen_at LIMIT \(Int64(limit))
