@@ -154,7 +154,7 @@ public final class Gatehouse: Sendable {
             permits: configuration.hashConcurrency,
             // Password routes run on the HTTP server's offload threads, two per permit (one
             // hashing, one at the database or ready): so at most as many wait as hash.
-            maxQueued: configuration.hashConcurrency)
+            maxQueued: configuration.hashConcurrency, sealer: sealer)
         self.hasher = hasher
         // Mail is written from the templates and sealed into the outbox in the transaction of the
         // change it belongs to; the outbox worker delivers it.
