@@ -24,13 +24,15 @@ public enum API {
         public var mfa: MFAService
         /// Passkeys (ADR 0028).
         public var passkeys: PasskeyService
+        /// Imports of users (ADR 0031).
+        public var userImport: UserImport
         public var metrics: any RequestMetrics
         public var clock: any Clock
 
         public init(
             store: any Store, directory: AppDirectory, apps: AppService, tokens: TokenService, units: UnitOfWork, accounts: AccountService,
             sessions: SessionService, passwords: PasswordService, emailFlows: EmailFlowService, providerSignIn: ProviderSignInService, deletion: AccountDeletion,
-            appleNotifications: AppleNotifications, files: FilesService, mfa: MFAService, passkeys: PasskeyService, metrics: any RequestMetrics,
+            appleNotifications: AppleNotifications, files: FilesService, mfa: MFAService, passkeys: PasskeyService, userImport: UserImport, metrics: any RequestMetrics,
             clock: any Clock
         ) {
             self.mfa = mfa
@@ -48,6 +50,7 @@ public enum API {
             self.appleNotifications = appleNotifications
             self.files = files
             self.passkeys = passkeys
+            self.userImport = userImport
             self.metrics = metrics
             self.clock = clock
         }
@@ -62,7 +65,7 @@ public enum API {
         AppController(auth: auth, directory: s.directory).register(&routes)
         AdminController(
             auth: auth, apps: s.apps, auditLog: AuditLog(store: s.store), users: AdminUsers(store: s.store, units: s.units, clock: s.clock),
-            deletion: s.deletion, deadLetters: DeadLetters(store: s.store, units: s.units, clock: s.clock), mfa: s.mfa, clock: s.clock
+            deletion: s.deletion, deadLetters: DeadLetters(store: s.store, units: s.units, clock: s.clock), mfa: s.mfa, userImport: s.userImport, clock: s.clock
         ).register(&routes)
         let authController = AuthController(
             auth: auth, passwords: s.passwords, sessions: s.sessions, providers: s.providerSignIn, emailFlows: s.emailFlows, passkeys: s.passkeys, clock: s.clock)

@@ -42,6 +42,8 @@ public final class Gatehouse: Sendable {
     public let mfa: MFAService
     /// Passkeys (ADR 0028): registration, sign-in, reauthentication and the second step.
     public let passkeys: PasskeyService
+    /// Imports of users (ADR 0031): the admin API's and the command line's.
+    public let userImport: UserImport
     /// Where file contents live (``Configuration/blobStorage``).
     public let blobs: any BlobStore
     /// Delivers the outbox while the server runs (``startBackgroundWork()``).
@@ -162,6 +164,7 @@ public final class Gatehouse: Sendable {
             masterKey: masterKey, composer: TemplatedMailComposer(templates: try MailTemplates.bundled(), sealer: sealer), clock: clock,
             units: units, maxMailPerHour: configuration.platformCaps.mailPerHour, metrics: metrics)
         accounts = AccountService(store: store, cache: accountCache, units: units, clock: clock)
+        userImport = UserImport(store: store, units: units, sealer: sealer, clock: clock)
         let sessions = SessionService(
             store: store, cache: accountCache, tokens: tokens, units: units, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds,
             metrics: metrics)
@@ -230,7 +233,8 @@ public final class Gatehouse: Sendable {
             API.Services(
                 store: store, directory: directory, apps: apps, tokens: tokens, units: units, accounts: accounts, sessions: sessions, passwords: passwords,
                 emailFlows: emailFlows, providerSignIn: providerSignIn,
-                deletion: deletion, appleNotifications: appleNotifications, files: files, mfa: mfa, passkeys: passkeys, metrics: requestMetrics, clock: clock))
+                deletion: deletion, appleNotifications: appleNotifications, files: files, mfa: mfa, passkeys: passkeys, userImport: userImport,
+                metrics: requestMetrics, clock: clock))
     }
 
     /// A bucket that is missing or refuses the credentials stops the start (uploads could only
