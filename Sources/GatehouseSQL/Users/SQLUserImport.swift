@@ -5,7 +5,7 @@ import GatehouseCore
 extension SQLAppScopedStore {
     func existingEmails(_ emails: [String]) throws -> Set<String> {
         guard !emails.isEmpty else { return [] }
-        let rows = try database.query("""
+        let rows = try customPlanned("""
             SELECT DISTINCT email FROM users WHERE app_id = \(appID) AND email IN (\(list: emails)) AND deleted_at IS NULL
             """)
         return Set(try rows.map { try $0.string("email") })
@@ -13,10 +13,22 @@ extension SQLAppScopedStore {
 
     func existingSubjects(_ subjects: [String], of provider: IdentityProvider) throws -> Set<String> {
         guard !subjects.isEmpty else { return [] }
-        let rows = try database.query("""
+        let rows = try customPlanned("""
             SELECT subject FROM identities WHERE app_id = \(appID) AND provider = \(provider) AND subject IN (\(list: subjects))
             """)
         return Set(try rows.map { try $0.string("subject") })
+    }
+
+    /// Runs a lookup of an import's batch planned for its values. An import grows the tables it
+    /// looks in by thousands of rows a second: PostgreSQL's generic plan of a prepared statement,
+    /// made while the app's rows were few, is a sequential scan, kept until the next `ANALYZE`,
+    /// which made each batch slower than the last (measured: 70 ms a batch became 900). A custom
+    /// plan, for the rows there are now, takes the index. Only for this transaction (`SET LOCAL`).
+    private func customPlanned(_ sql: SQL) throws -> [SQLRow] {
+        try database.transaction { db in
+            if database.dialect == .postgres { try db.execute("SET LOCAL plan_cache_mode = force_custom_plan") }
+            return try db.query(sql)
+        }
     }
 
     func insertImported(_ accounts: [ImportedAccount]) throws {
