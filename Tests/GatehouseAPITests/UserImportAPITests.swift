@@ -164,14 +164,15 @@ struct UserImportAPITests {
             #"{"password_hash": {"algorithm": "bcrypt", "hash": "$2b$05$CCCCCCCCCCCCCCCCCCCCC.VGOzA784oUp/Z0DY336zx7pLYAy0lwK"}, "identities": [{"provider": "google", "subject": "g"}]}"#,
             #"{"email": "thirteen@example.com", "identities": [{"provider": "firebase", "subject": "uid"}]}"#,
             #"{"email": "last@example.com", "email_verified": true}"#,
+            "{" + (0..<200).map { #""unknown\#($0)-\#(String(repeating: "k", count: 100))": 1"# }.joined(separator: ", ") + "}",
         ]
         let response = try Self.importUsers(server, key: app.secretKey, Array(lines.joined(separator: "\r\n").utf8))
         #expect(response.status == 200)
         let data = try #require(response.data)
         #expect(data["imported"] == 2)
-        #expect(data["failed"] == 11)
+        #expect(data["failed"] == 12)
         let errors = data["errors"]?.arrayValue ?? []
-        #expect(errors.compactMap { $0["line"] } == [2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13].map { JSON.int($0) })
+        #expect(errors.compactMap { $0["line"] } == [2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15].map { JSON.int($0) })
         func message(_ line: Int64) -> String { errors.first { $0["line"] == .int(line) }?["message"]?.stringValue ?? "" }
         func code(_ line: Int64) -> String? { errors.first { $0["line"] == .int(line) }?["code"]?.stringValue }
         #expect(code(2) == "request/malformed" && code(10) == "request/malformed")
@@ -185,6 +186,8 @@ struct UserImportAPITests {
         #expect(message(11).hasPrefix("password_hash.algorithm: Must be one of"))
         #expect(message(12).hasPrefix("email: Required with password_hash"))
         #expect(message(13).hasPrefix("identities[0].provider: Must be one of apple, google"))
+        // A message is bounded, however many unknown fields the line names.
+        #expect(message(15).count == 500 && message(15).hasSuffix("…"))
         #expect(try Self.userID(server, app, email: "one@example.com") != nil)
         #expect(try Self.userID(server, app, email: "last@example.com") != nil)
         let counted = try server.gatehouse.database.query("SELECT COUNT(*) AS n FROM users WHERE app_id = \(app.id)").first?.int64("n")

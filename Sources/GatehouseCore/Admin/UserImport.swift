@@ -25,9 +25,15 @@ public struct ImportReport: Sendable, Equatable {
 
     public init() {}
 
+    /// The longest message kept: a message names the line's fields, and an unknown field's name is
+    /// the client's (a line may hold a thousand of them, each as long as the line).
+    public static let maxMessageCharacters = 500
+
     mutating func fail(_ line: Int, _ code: ErrorCode, _ message: String) {
         failed += 1
-        if errors.count < Self.maxListedErrors { errors.append(LineError(line: line, code: code, message: message)) }
+        guard errors.count < Self.maxListedErrors else { return }
+        let shown = message.count > Self.maxMessageCharacters ? String(message.prefix(Self.maxMessageCharacters - 1)) + "…" : message
+        errors.append(LineError(line: line, code: code, message: shown))
     }
 
     /// `{imported, skipped, failed, errors: [{line, code, message}]}`, as the API answers.
