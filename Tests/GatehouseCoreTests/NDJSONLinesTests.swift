@@ -63,4 +63,15 @@ import Testing
         // Without an email, `email_verified` means nothing and is not kept.
         #expect(try ImportLine.decode(["identities": [["provider": "google", "subject": "1"]], "email_verified": true], firebase: nil, now: now).emailVerified == false)
     }
+
+    @Test func createdAtReadsRFC3339WithFractionsAndOffsetsAndNothingElse() {
+        #expect(ImportLine.rfc3339Millis("2021-03-04T05:06:07Z") == 1_614_834_367_000)
+        #expect(ImportLine.rfc3339Millis("2021-03-04T05:06:07.25Z") == 1_614_834_367_250)
+        #expect(ImportLine.rfc3339Millis("2021-03-04T14:06:07.123456+09:00") == 1_614_834_367_123)
+        #expect(ImportLine.rfc3339Millis("2021-03-03T23:06:07-06:00") == 1_614_834_367_000)
+        for bad in ["2021-02-30T00:00:00Z", "2021-03-04T05:06:07", "2021-03-04 05:06:07Z", "2021-03-04T05:06:07.Z", "2021-03-04T05:06:07+0900",
+                    "21-03-04T05:06:07Z", "2021-03-04T05:06:07Zjunk", "yesterday", ""] {
+            #expect(ImportLine.rfc3339Millis(bad) == nil, "\(bad)")
+        }
+    }
 }

@@ -135,20 +135,55 @@ public struct ImportLine: Sendable, Equatable {
         return result
     }
 
-    /// `2027-01-31T12:00:00Z`, with or without fractions of a second, or with an offset.
+    /// `2027-01-31T12:00:00Z`, with or without fractions of a second, or with an offset
+    /// (`+09:00`); nil for anything else, a day that does not exist included. (Foundation's date
+    /// formatters are slower to make than to use, and not safe to share between threads on Linux.)
     static func rfc3339Millis(_ text: String) -> Int64? {
-        for formatter in formatters {
-            if let date = formatter.date(from: text) { return Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+        let bytes = Array(text.utf8)
+        guard bytes.count >= 20 else { return nil }
+        func number(_ range: Range<Int>) -> Int? {
+            var value = 0
+            for byte in bytes[range] {
+                guard (48...57).contains(byte) else { return nil }
+                value = value * 10 + Int(byte - 48)
+            }
+            return value
         }
-        return nil
-    }
-
-    /// `ISO8601DateFormatter` is thread-safe; made once (making one takes longer than a parse).
-    nonisolated(unsafe) private static let formatters: [ISO8601DateFormatter] = [
-        [.withInternetDateTime], [.withInternetDateTime, .withFractionalSeconds],
-    ].map { (options: ISO8601DateFormatter.Options) in
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = options
-        return formatter
+        guard let year = number(0..<4), bytes[4] == UInt8(ascii: "-"), let month = number(5..<7), bytes[7] == UInt8(ascii: "-"),
+            let day = number(8..<10), bytes[10] | 0x20 == UInt8(ascii: "t"), let hour = number(11..<13), bytes[13] == UInt8(ascii: ":"),
+            let minute = number(14..<16), bytes[16] == UInt8(ascii: ":"), let second = number(17..<19),
+            (1...12).contains(month), hour < 24, minute < 60, second < 60
+        else { return nil }
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let monthDays = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+        guard (1...monthDays[month - 1]).contains(day) else { return nil }
+        var index = 19
+        var millis = 0
+        if bytes[index] == UInt8(ascii: ".") {
+            let digits = bytes[(index + 1)...].prefix { (48...57).contains($0) }
+            guard (1...9).contains(digits.count) else { return nil }
+            for (position, digit) in digits.prefix(3).enumerated() { millis += Int(digit - 48) * [100, 10, 1][position] }
+            index += 1 + digits.count
+        }
+        let zone = bytes[index...]
+        var offset = 0
+        if zone.count == 1, zone.first! | 0x20 == UInt8(ascii: "z") {
+            offset = 0
+        } else if zone.count == 6, zone.first == UInt8(ascii: "+") || zone.first == UInt8(ascii: "-"), bytes[index + 3] == UInt8(ascii: ":"),
+            let hours = number((index + 1)..<(index + 3)), let minutes = number((index + 4)..<(index + 6)), hours < 24, minutes < 60
+        {
+            offset = (zone.first == UInt8(ascii: "+") ? 1 : -1) * (hours * 3600 + minutes * 60)
+        } else {
+            return nil
+        }
+        // Days since 1970-01-01 of a proleptic Gregorian date (the civil-from-days inverse).
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        let days = era * 146_097 + dayOfEra - 719_468
+        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset
+        return Int64(seconds) * 1000 + Int64(millis)
     }
 }
