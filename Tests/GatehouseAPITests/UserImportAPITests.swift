@@ -270,9 +270,13 @@ struct UserImportAPITests {
             }
             let other = try? importer.run(app: secondApp, path: file, source: .cli)
             during.append("other app imported \(other?.imported ?? -1)")
+            // Over HTTP, the same app's import meanwhile is a 429 with Retry-After.
+            let http = try? Self.importUsers(server, key: first.secretKey, Self.ndjson([["email": "http@example.com"]]))
+            during.append("http \(http?.status ?? 0) \(http?.problemCode ?? "-") retry-after \(http?.header("Retry-After") ?? "-")")
         }
         #expect(report.imported == 3)
-        #expect(during == ["same app: auth/too-many-requests 429", "other app imported 3"])
+        #expect(during == ["same app: auth/too-many-requests 429", "other app imported 3", "http 429 auth/too-many-requests retry-after 5"])
+        #expect(try Self.userID(server, first, email: "http@example.com") == nil)
         // Once it has ended, the app imports again.
         let again = try importer.run(app: firstApp, path: file, source: .cli)
         #expect(again.skipped == 3)
