@@ -26,6 +26,8 @@ public enum API {
         public var passkeys: PasskeyService
         /// Anonymous sign-in (`POST /v1/auth/anonymous`).
         public var anonymous: AnonymousUsers
+        /// Imports of users (ADR 0031).
+        public var userImport: UserImport
         public var metrics: any RequestMetrics
         public var clock: any Clock
         /// Users per page of `GET /v1/admin/users/export` (``UserExport/pageSize``); tests make it small.
@@ -34,7 +36,7 @@ public enum API {
         public init(
             store: any Store, directory: AppDirectory, apps: AppService, tokens: TokenService, units: UnitOfWork, accounts: AccountService,
             sessions: SessionService, passwords: PasswordService, emailFlows: EmailFlowService, providerSignIn: ProviderSignInService, deletion: AccountDeletion,
-            appleNotifications: AppleNotifications, files: FilesService, mfa: MFAService, passkeys: PasskeyService, anonymous: AnonymousUsers,
+            appleNotifications: AppleNotifications, files: FilesService, mfa: MFAService, passkeys: PasskeyService, anonymous: AnonymousUsers, userImport: UserImport,
             metrics: any RequestMetrics, clock: any Clock
         ) {
             self.anonymous = anonymous
@@ -53,6 +55,7 @@ public enum API {
             self.appleNotifications = appleNotifications
             self.files = files
             self.passkeys = passkeys
+            self.userImport = userImport
             self.metrics = metrics
             self.clock = clock
         }
@@ -68,7 +71,7 @@ public enum API {
         AdminController(
             auth: auth, apps: s.apps, auditLog: AuditLog(store: s.store), users: AdminUsers(store: s.store, units: s.units, clock: s.clock),
             exports: UserExport(store: s.store, units: s.units, clock: s.clock, pageSize: s.exportPageSize),
-            deletion: s.deletion, deadLetters: DeadLetters(store: s.store, units: s.units, clock: s.clock), mfa: s.mfa, clock: s.clock
+            deletion: s.deletion, deadLetters: DeadLetters(store: s.store, units: s.units, clock: s.clock), mfa: s.mfa, userImport: s.userImport, clock: s.clock
         ).register(&routes)
         let authController = AuthController(
             auth: auth, passwords: s.passwords, sessions: s.sessions, providers: s.providerSignIn, emailFlows: s.emailFlows, passkeys: s.passkeys, anonymous: s.anonymous,

@@ -76,6 +76,12 @@ final class APIResponder: HTTPResponder {
                 let form = MultipartForm(fileFields: fileFields, maxFileBytes: uploadLimit(request))
                 return .readMultipart(form, offload: route.hashesPassword, waitsOnNetwork: route.callsProvider || route.doesFileIO)
             }
+            if case .ndjson(let maxBytes) = route.body {
+                guard mediaType(request.headers["Content-Type"]) == "application/x-ndjson" else {
+                    return .respond(finish(request, route: pattern, start: .now, problem(.unsupportedMediaType, "Send the body as application/x-ndjson.", request)))
+                }
+                return .spoolBody(limit: maxBytes, offload: route.hashesPassword, waitsOnNetwork: true)
+            }
             return .readBody(limit: Self.jsonBodyLimit, offload: route.hashesPassword, waitsOnNetwork: route.callsProvider || route.doesFileIO)
         }
     }
@@ -109,7 +115,10 @@ final class APIResponder: HTTPResponder {
 
     func uploadTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
         within(request) {
-            finish(request, route: pattern(request), start: .now, problem(.payloadTooLarge, "Files may be at most \(Self.describe(bytes: uploadLimit(request))).", request))
+            if case .ndjson(let maxBytes)? = RequestContext.of(request)?.route.body {
+                return finish(request, route: pattern(request), start: .now, problem(.payloadTooLarge, "The body may be at most \(Self.describe(bytes: maxBytes)).", request))
+            }
+            return finish(request, route: pattern(request), start: .now, problem(.payloadTooLarge, "Files may be at most \(Self.describe(bytes: uploadLimit(request))).", request))
         }
     }
 

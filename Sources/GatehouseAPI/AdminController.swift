@@ -12,6 +12,7 @@ struct AdminController {
     let deletion: AccountDeletion
     let deadLetters: DeadLetters
     let mfa: MFAService
+    let userImport: UserImport
     let clock: any Clock
 
     func register(_ routes: inout Routes) {
@@ -28,6 +29,8 @@ struct AdminController {
         // Not for a HEAD: an export is recorded (users.exported). It reads the whole table, a page
         // at a time, and writes a spool file: on the offload threads, never on an HTTP worker.
         routes.get("/v1/admin/users/export", head: false, doesFileIO: true, exportUsers)
+        // The secret key is checked before the body is read: a stranger's 16 MiB is not spooled.
+        routes.post("/v1/admin/users/import", body: .ndjson(maxBytes: UserImport.maxRequestBytes), beforeBody: { _ = try auth.adminApp($0) }, importUsers)
         routes.get("/v1/admin/users/{id}", user)
         routes.patch("/v1/admin/users/{id}", updateUser)
         routes.delete("/v1/admin/users/{id}", deleteUser)
@@ -36,6 +39,14 @@ struct AdminController {
         routes.delete("/v1/admin/users/{id}/ban", unban)
         routes.get("/v1/admin/outbox", outbox)
         routes.post("/v1/admin/outbox/{id}/retry", body: .none, retryOutboxItem)
+    }
+
+    /// `POST /v1/admin/users/import`: an NDJSON body, a user a line, at most 10,000 lines (ADR 0031).
+    func importUsers(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminApp(request)
+        guard let body = request.spooledBody else { throw GatehouseError(.malformedRequest, "Send the users as an application/x-ndjson body.") }
+        let report = try userImport.run(app: try apps.latest(app), path: body.path, maxLines: UserImport.maxRequestLines, source: .api)
+        return HTTPResponse.data(report.json).noStore()
     }
 
     /// Dead outbox items, newest first: an app's own (secret key) or every app's (platform token).

@@ -15,6 +15,8 @@ public struct Request: Sendable {
 
     /// The multipart body of a `.multipart` route: its text fields and spooled files.
     public var upload: Upload? { http.upload }
+    /// The body of an `.ndjson` route, spooled to a file (removed once the answer is sent).
+    public var spooledBody: SpooledFile? { http.spooledBody }
 
     /// The file sent under `field` of a `.multipart` route; 400 `request/validation-failed`
     /// (on `field`) when it was not sent.

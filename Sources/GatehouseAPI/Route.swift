@@ -19,6 +19,11 @@ public struct Route: Sendable {
         /// short text fields; the handler finds them in `Request.upload` (see `SpooledFile` for
         /// how long the files live and what the handler may do with them).
         case multipart(fileFields: Set<String>)
+        /// `application/x-ndjson` (another type is 415), at most `maxBytes` (more is 413), spooled
+        /// to a file while it arrives, never held in memory: the handler reads it from
+        /// `Request.spooledBody` (removed once the answer is sent). Answered on the network
+        /// offload threads (the handler works through the whole file).
+        case ndjson(maxBytes: Int)
     }
 
     public let body: Body
@@ -70,7 +75,10 @@ public struct Routes: Sendable {
         beforeBody: (@Sendable (Request) throws -> Void)? = nil, _ handler: @escaping Handler
     ) {
         let fileIO: Bool
-        if case .multipart = body { fileIO = true } else { fileIO = false }
+        switch body {
+        case .multipart, .ndjson: fileIO = true
+        default: fileIO = false
+        }
         router.add(
             "POST", pattern,
             Route(body: body, hashesPassword: hashesPassword, callsProvider: callsProvider, doesFileIO: fileIO, beforeBody: beforeBody, handler: handler))

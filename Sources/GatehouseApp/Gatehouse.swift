@@ -44,6 +44,8 @@ public final class Gatehouse: Sendable {
     public let passkeys: PasskeyService
     /// Anonymous sign-in (the upgrades are the linking services'; the expiry is ``deletion``'s).
     public let anonymous: AnonymousUsers
+    /// Imports of users (ADR 0031): the admin API's and the command line's.
+    public let userImport: UserImport
     /// Where file contents live (``Configuration/blobStorage``).
     public let blobs: any BlobStore
     /// Delivers the outbox while the server runs (``startBackgroundWork()``).
@@ -156,7 +158,7 @@ public final class Gatehouse: Sendable {
             permits: configuration.hashConcurrency,
             // Password routes run on the HTTP server's offload threads, two per permit (one
             // hashing, one at the database or ready): so at most as many wait as hash.
-            maxQueued: configuration.hashConcurrency)
+            maxQueued: configuration.hashConcurrency, sealer: sealer)
         self.hasher = hasher
         // Mail is written from the templates and sealed into the outbox in the transaction of the
         // change it belongs to; the outbox worker delivers it.
@@ -164,6 +166,7 @@ public final class Gatehouse: Sendable {
             masterKey: masterKey, composer: TemplatedMailComposer(templates: try MailTemplates.bundled(), sealer: sealer), clock: clock,
             units: units, maxMailPerHour: configuration.platformCaps.mailPerHour, metrics: metrics)
         accounts = AccountService(store: store, cache: accountCache, units: units, clock: clock)
+        userImport = UserImport(store: store, units: units, sealer: sealer, clock: clock)
         let sessions = SessionService(
             store: store, cache: accountCache, tokens: tokens, units: units, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds,
             metrics: metrics)
@@ -236,7 +239,7 @@ public final class Gatehouse: Sendable {
         var services = API.Services(
             store: store, directory: directory, apps: apps, tokens: tokens, units: units, accounts: accounts, sessions: sessions, passwords: passwords,
             emailFlows: emailFlows, providerSignIn: providerSignIn,
-            deletion: deletion, appleNotifications: appleNotifications, files: files, mfa: mfa, passkeys: passkeys, anonymous: anonymous,
+            deletion: deletion, appleNotifications: appleNotifications, files: files, mfa: mfa, passkeys: passkeys, anonymous: anonymous, userImport: userImport,
             metrics: requestMetrics, clock: clock)
         services.exportPageSize = configuration.exportPageSize
         routes = API.routes(services)

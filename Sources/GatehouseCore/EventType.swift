@@ -50,6 +50,9 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let userUpgraded = EventType(rawValue: "user.upgraded")
     /// A sign-in restored an account pending deletion.
     public static let userRestored = EventType(rawValue: "user.restored")
+    /// A tenant admin imported users (API or command line; audit only, one event an import, no
+    /// `user.created` for each user; `data`: imported, skipped, failed, source `api` or `cli`).
+    public static let usersImported = EventType(rawValue: "users.imported")
     /// The purge job erased an account whose grace period had passed (audit only).
     public static let userPurged = EventType(rawValue: "user.purged")
 

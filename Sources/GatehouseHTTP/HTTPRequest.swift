@@ -15,6 +15,9 @@ public struct HTTPRequest: Sendable {
     /// The parsed `multipart/form-data` body of a `HeadDecision.readMultipart` route (then
     /// `body` stays empty); nil otherwise.
     public var upload: Upload?
+    /// The body of a `HeadDecision.spoolBody` route, written to a spool file as it arrived (then
+    /// `body` stays empty; `field` is empty, `declaredContentType` the request's); nil otherwise.
+    public var spooledBody: SpooledFile?
     /// The textual IP address of the peer (IPv4 or IPv6), or `""` if unknown.
     public var remoteAddress: String
     /// The id that answers and log lines of this request carry: the client's `X-Request-Id` when

@@ -14,6 +14,15 @@ public enum HeadDecision: Sendable {
     /// `uploadTooLarge` (before reading when `Content-Length` says so); a broken body with
     /// `malformedBody`. `offload` and `waitsOnNetwork` as for `readBody`.
     case readMultipart(MultipartForm, offload: Bool = false, waitsOnNetwork: Bool = false)
+    /// Write the raw body to a spool file in the server's spool folder while it arrives (never
+    /// holding it in memory: a bulk body such as an NDJSON import) and hand it to `respond` in
+    /// `HTTPRequest.spooledBody`; the file is removed once the response has been sent, as an
+    /// upload's (see `SpooledFile`). More than `limit` bytes is answered with `uploadTooLarge`
+    /// (before reading when `Content-Length` says so; else the partial file is removed at once and
+    /// the rest discarded as for `bodyTooLarge`); a spool file that cannot be written with
+    /// `uploadFailed`. The body is timed like an upload. The `Content-Type` is the responder's to
+    /// check in `head`. `offload` and `waitsOnNetwork` as for `readBody`.
+    case spoolBody(limit: Int, offload: Bool = false, waitsOnNetwork: Bool = false)
     /// Answer without reading the body. When the request declares one, the connection is then
     /// closed; a request without one keeps it (ADR 0001).
     case respond(HTTPResponse)
@@ -35,8 +44,9 @@ public protocol HTTPResponder: Sendable {
     /// (the body is then not read). What `head` stores in `request.context` reaches every later
     /// call about the request (`respond`, `busy`, `bodyTooLarge`, `uploadTooLarge`, …).
     func head(_ request: inout HTTPRequest) -> HeadDecision
-    /// The whole body is in (for `readMultipart`, parsed into `request.upload`, whose spool
-    /// files are removed once the response has been sent: see `SpooledFile`).
+    /// The whole body is in (for `readMultipart`, parsed into `request.upload`; for `spoolBody`,
+    /// in `request.spooledBody`; their spool files are removed once the response has been sent:
+    /// see `SpooledFile`).
     func respond(to request: HTTPRequest) -> HTTPResponse
     /// The body exceeded the limit from `head`: a declared `Content-Length` over it (checked
     /// before reading any body byte), or a chunked body that grew past it while reading
@@ -57,8 +67,9 @@ public protocol HTTPResponder: Sendable {
     /// The default answers 400 with an empty body.
     func badRequest(_ request: HTTPRequest, reason: String) -> HTTPResponse
     /// A `readMultipart` body, or a file part in it, exceeds its `MultipartForm` limit `limit`
-    /// (bytes): declared by `Content-Length`, or found while reading (the partial spool file is
-    /// removed at once, the rest of the body discarded as for `bodyTooLarge`). Answer with 413.
+    /// (bytes), or a `spoolBody` body its `limit`: declared by `Content-Length`, or found while
+    /// reading (the partial spool file is removed at once, the rest of the body discarded as for
+    /// `bodyTooLarge`). Answer with 413.
     /// The default calls `bodyTooLarge`.
     func uploadTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse
     /// A `readMultipart` route received another `Content-Type` than `multipart/form-data`.

@@ -94,7 +94,7 @@ public final class HTTPServer: @unchecked Sendable {
         /// Offloaded requests are not cut short: queued ones are answered `busy`, running ones
         /// are waited for (libmicrohttpd cannot stop with a connection suspended).
         public var shutdownGracePeriodSeconds: Double = 10
-        /// Where `HeadDecision.readMultipart` routes write the file parts of uploads while they
+        /// Where `HeadDecision.readMultipart` routes write the file parts of uploads, and `spoolBody` routes their bodies, while they
         /// arrive: in a private folder the server makes there when it starts (``SpoolFolder``,
         /// mode 0700), files `gatehouse-upload-*`, mode 0600, removed when their request ends. The
         /// system's temporary directory (`TMPDIR`, else `/tmp`) by default; `start()` fails if

@@ -37,6 +37,10 @@ final class RequestState {
     var discardedBytes = 0
     /// The multipart body being read, for `HeadDecision.readMultipart`.
     var multipart: MultipartReader?
+    /// The spool file of a `HeadDecision.spoolBody` body, and its limit in `limit`.
+    var spool: SpoolWriter?
+    /// Why a `spoolBody` body is refused (set while reading; answered after its last byte).
+    var spoolFailure: MultipartReader.Failure?
     /// What `head` answered a request that declares no body, queued at the final call of the
     /// access handler: queued at once, libmicrohttpd 0.9.75 closes the connection after it.
     var decided: HTTPResponse?
@@ -52,6 +56,8 @@ final class RequestState {
     func end() {
         multipart?.discard()
         multipart = nil
+        spool?.remove()
+        spool = nil
     }
 
     /// The target up to the query, not percent-decoded.

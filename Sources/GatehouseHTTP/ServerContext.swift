@@ -13,7 +13,8 @@ final class ServerContext: Sendable {
     let maxHeaderBytes: Int
     let maxURLBytes: Int
     let maxDiscardedBodyBytes: Int
-    /// Where `readMultipart` routes spool their file parts (made when the server starts).
+    /// Where `readMultipart` routes spool their file parts, and `spoolBody` routes their bodies
+    /// (made when the server starts).
     let spool = SpoolFolder()
     let offloadPool: OffloadPool?
     let networkPool: OffloadPool?
@@ -74,6 +75,9 @@ final class ServerContext: Sendable {
             }
             if let reader = state.multipart {
                 return readMultipart(reader, state, connection: connection, upload: upload, size: size, uploadSize: uploadSize)
+            }
+            if let writer = state.spool {
+                return readSpooled(writer, state, connection: connection, upload: upload, size: size, uploadSize: uploadSize)
             }
             if size > 0 {
                 uploadSize.pointee = 0
@@ -165,6 +169,48 @@ final class ServerContext: Sendable {
         }
     }
 
+    /// A call of the access handler for a `spoolBody` body: a piece to write, or (size 0) its end.
+    private func readSpooled(
+        _ writer: SpoolWriter, _ state: RequestState, connection: OpaquePointer, upload: UnsafePointer<CChar>?, size: Int,
+        uploadSize: UnsafeMutablePointer<Int>
+    ) -> MHD_Result {
+        if size > 0 {
+            uploadSize.pointee = 0
+            guard state.spoolFailure == nil else {
+                // Refused already (see the same bound for `readBody`): discard until the end.
+                state.discardedBytes += size
+                return state.discardedBytes > maxDiscardedBodyBytes ? .NO : .YES
+            }
+            if size > state.limit - writer.size {
+                state.spoolFailure = .tooLarge
+                writer.remove()
+                return .YES
+            }
+            if let upload, let error = writer.write(UnsafeRawBufferPointer(start: upload, count: size)) {
+                state.spoolFailure = .spoolFailed(error)
+                writer.remove()
+            }
+            return .YES
+        }
+        if state.spoolFailure == nil, let error = writer.close() {
+            state.spoolFailure = .spoolFailed(error)
+            writer.remove()
+        }
+        switch state.spoolFailure {
+        case nil:
+            var request = state.request
+            request.spooledBody = SpooledFile(
+                field: "", filename: nil, declaredContentType: request.headers["Content-Type"], size: writer.size, sha256: writer.digest, path: writer.path)
+            return answer(request, state, connection: connection)
+        case .tooLarge?, .malformed?:
+            state.phase = .answered
+            return queue(responder.uploadTooLarge(state.request, limit: state.limit), on: connection)
+        case .spoolFailed(let reason)?:
+            state.phase = .answered
+            return queue(responder.uploadFailed(state.request, reason: reason), on: connection)
+        }
+    }
+
     private static func exceededLimit(_ reader: MultipartReader) -> Int {
         reader.exceededFileLimit ? reader.form.maxFileBytes : reader.form.maxBodyBytes
     }
@@ -239,6 +285,27 @@ final class ServerContext: Sendable {
                 return queue(responder.malformedBody(request, reason: "The multipart/form-data Content-Type has no usable boundary."), on: connection)
             }
             state.multipart = reader
+            state.request = request
+            timeBody(connections.uploadBodyRule, of: request, state, record: record)
+            return .YES
+        case .spoolBody(let limit, let offload, let waitsOnNetwork):
+            state.limit = max(0, limit)
+            state.offload = offload
+            state.waitsOnNetwork = waitsOnNetwork
+            if Self.declaresMoreThan(state.limit, request.headers) {
+                state.phase = .answered
+                return queue(responder.uploadTooLarge(request, limit: state.limit), on: connection)
+            }
+            guard let spoolDirectory = spool.path else {
+                state.phase = .answered
+                return queue(responder.uploadFailed(request, reason: "the server is stopping"), on: connection)
+            }
+            switch SpoolWriter.create(in: spoolDirectory, field: "") {
+            case .success(let writer): state.spool = writer
+            case .failure(let error):
+                state.phase = .answered
+                return queue(responder.uploadFailed(request, reason: error.description), on: connection)
+            }
             state.request = request
             timeBody(connections.uploadBodyRule, of: request, state, record: record)
             return .YES

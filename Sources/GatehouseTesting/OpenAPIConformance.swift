@@ -65,7 +65,7 @@ public enum OpenAPIConformance {
                 request = resolve(operation.get("requestBody", {})).get("content", {})
                 if media not in request:
                     problems.append(where + ": request media type %r not documented" % media)
-                elif media.endswith("json"):
+                elif media == "application/json" or media.endswith("+json"):
                     check(where + " (request)", request[media]["schema"], e["request_body"])
             # Only the exact status: an "NXX" or "default" entry would admit anything.
             response = operation.get("responses", {}).get(str(e["status"]))

@@ -330,6 +330,32 @@ let commands: [Command] = [
         }
     },
     Command(
+        words: ["users", "import"], arguments: "FILE --app APP",
+        summary: "Import users from an NDJSON file into APP (an app id or app key), as POST /v1/admin/users/import does.",
+        details: """
+            FILE holds one user a line, {email?, email_verified?, password_hash?, first_name?, last_name?,
+            display_name?, created_at?, identities?: [{provider, subject}], app_metadata?}, checked line
+            by line with the rules of the API (docs/admin.md, "Importing users"); it is read in batches
+            of 500 lines, each written in one transaction, so it may be of any length (the API's limit
+            of 10,000 lines a request does not apply). An email or identity the app has is skipped,
+            never overwritten. Prints a progress line to standard error after each batch
+            ("imported 12000, skipped 3, errors 1") and, at the end, the report on standard output:
+            {"imported", "skipped", "failed", "errors": [{"line", "code", "message"}]} (the first 1,000
+            errors). Exits 0 once the file has been read through, whatever its lines held.
+            """, valueOptions: ["--app"], positionals: 1...1
+    ) { parsed in
+        guard let target = parsed.values["--app"] else { usageError("users import needs --app APP", commands.first { $0.words == ["users", "import"] }) }
+        let file = parsed.positionals[0]
+        guard FileManager.default.isReadableFile(atPath: file) else { fail("gatehouse: cannot read \(file)") }
+        withGatehouse { gatehouse in
+            let app = try findApp(target, in: gatehouse)
+            let report = try gatehouse.userImport.run(app: app, path: file, source: .cli) { report in
+                FileHandle.standardError.write(Data("imported \(report.imported), skipped \(report.skipped), errors \(report.failed)\n".utf8))
+            }
+            printJSON(report.json)
+        }
+    },
+    Command(
         words: ["outbox", "list"], arguments: "--state dead [--app APP]",
         summary: "List dead outbox items, newest first: one JSON line each (no payload, no secret).",
         details: """

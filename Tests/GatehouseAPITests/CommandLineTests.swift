@@ -53,6 +53,8 @@ extension ExecutableTests {
             (["outbox", "list"], "outbox list needs --state dead"),
             (["outbox", "list", "--state", "queued"], "outbox list lists dead items only: --state dead"),
             (["outbox", "retry"], "outbox retry needs ID"),
+            (["users", "import", "users.ndjson"], "users import needs --app APP"),
+            (["users", "import", "--app", "a"], "users import needs FILE --app APP"),
         ]
         for (arguments, message) in cases {
             let run = try gatehouse(arguments)
@@ -68,7 +70,7 @@ extension ExecutableTests {
     func everyCommandHasItsOwnHelpAndTheVersionIsPrinted() throws {
         let overview = try gatehouse(["--help"])
         #expect(overview.status == 0)
-        for command in ["serve", "migrate", "backup FILE", "apps list", "apps apply DIR", "apps create", "apps secret-key", "apps disable APP", "apps enable APP", "keys rotate", "outbox list", "outbox retry ID"] {
+        for command in ["serve", "migrate", "backup FILE", "apps list", "apps apply DIR", "apps create", "apps secret-key", "apps disable APP", "apps enable APP", "keys rotate", "outbox list", "outbox retry ID", "users import FILE"] {
             #expect(overview.output.contains("gatehouse \(command)"), "\(command)")
             let words = command.split(separator: " ").map(String.init).filter { $0 == $0.lowercased() }
             let help = try gatehouse(["help"] + words)
@@ -177,6 +179,43 @@ extension ExecutableTests {
         let unknown = try gatehouse(["apps", "disable", "app_aaaaaaaaaaaaaaaaaaaaaaaa"], environment: environment)
         #expect(unknown.status == 1 && unknown.errors.contains("no app with id or key"))
         #expect(try gatehouse(["apps", "disable"], environment: environment).status == 2)
+    }
+
+    /// `users import FILE --app APP` streams a file of any length through the import's batches:
+    /// a progress line a batch on standard error, the report (with line numbers) on standard
+    /// output; the same file again skips every user.
+    @Test
+    func usersImportStreamsTheFileInBatchesWithProgressAndAReport() throws {
+        let folder = NSTemporaryDirectory() + "gatehouse-cli-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let environment = ["GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/gatehouse.db"]
+        let app = try JSON.parse(Array(try gatehouse(["apps", "create", "--name", "Shop"], environment: environment).output.utf8))
+        let key = try #require(app["app_key"]?.stringValue)
+        var lines = (0..<1_200).map { index in
+            index % 2 == 0
+                ? #"{"email": "u\#(index)@example.com", "password_hash": {"algorithm": "bcrypt", "hash": "$2b$05$CCCCCCCCCCCCCCCCCCCCC.VGOzA784oUp/Z0DY336zx7pLYAy0lwK"}}"#
+                : #"{"email": "u\#(index)@example.com", "identities": [{"provider": "google", "subject": "g-\#(index)"}]}"#
+        }
+        lines.insert("{not json", at: 10)
+        lines.insert(#"{"email": "u0@example.com"}"#, at: 700)
+        lines.append(#"{"email": "last@example.com", "nickname": "x"}"#)
+        let file = folder + "/users.ndjson"
+        try Data(lines.joined(separator: "\n").utf8).write(to: URL(fileURLWithPath: file))
+        let run = try gatehouse(["users", "import", file, "--app", key], environment: environment)
+        #expect(run.status == 0, "\(run.errors)")
+        let report = try JSON.parse(Array(run.output.utf8))
+        #expect(report["imported"] == 1_200)
+        #expect(report["skipped"] == 1)
+        #expect(report["failed"] == 2)
+        #expect(report["errors"]?.arrayValue?.map { $0["line"] } == [11, 1_203])
+        let progress = run.errors.split(separator: "\n").filter { $0.hasPrefix("imported ") }
+        #expect(progress.count == 3, "\(run.errors)")
+        #expect(progress.last == "imported 1200, skipped 1, errors 2")
+        let again = try gatehouse(["users", "import", file, "--app", try #require(app["app_id"]?.stringValue)], environment: environment)
+        #expect(try JSON.parse(Array(again.output.utf8))["skipped"] == 1_201)
+        let missing = try gatehouse(["users", "import", folder + "/nothing.ndjson", "--app", key], environment: environment)
+        #expect(missing.status == 1 && missing.errors.contains("cannot read"))
     }
 
     /// `gatehouse backup` copies the database while the server signs users up and rotates

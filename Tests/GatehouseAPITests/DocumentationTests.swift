@@ -246,6 +246,12 @@ struct DocumentationTests {
         try call("PATCH", "/v1/admin/users/{id}", "/v1/admin/users/\(adaID)", bearer: secret, json: ["app_metadata": ["plan": "pro"], "display_name": nil])
         try call("PATCH", "/v1/admin/users/{id}", "/v1/admin/users/\(adaID)", bearer: secret, json: ["app_metadata": "pro"])
         try call("PATCH", "/v1/admin/users/{id}", "/v1/admin/users/usr_unknown", bearer: secret, json: ["app_metadata": [:]])
+        let ndjson = [("Content-Type", "application/x-ndjson")]
+        try call("POST", "/v1/admin/users/import", bearer: secret, headers: ndjson,
+            body: Array("{\"email\": \"imported@example.com\", \"first_name\": \"Imported\"}\n{\"email\": 7}\n".utf8))
+        try call("POST", "/v1/admin/users/import", bearer: secret, headers: [("Content-Type", "application/json")], body: Array("{}".utf8))
+        try call("POST", "/v1/admin/users/import", bearer: secret, headers: ndjson, body: Array(String(repeating: "{}\n", count: 10_001).utf8))
+        try call("POST", "/v1/admin/users/import", headers: ndjson, body: Array("{}".utf8))
         try call("POST", "/v1/admin/users/{id}/ban", "/v1/admin/users/usr_unknown/ban", bearer: secret, json: ["sanction_code": "spam"])
         try call("POST", "/v1/admin/users/{id}/ban", "/v1/admin/users/\(adaID)/ban", bearer: secret, json: ["sanction_code": "spam", "suspended_until": "yesterday"])
         try call("DELETE", "/v1/admin/users/{id}/ban", "/v1/admin/users/\(adaID)/ban", bearer: secret)

@@ -59,8 +59,9 @@ import Testing
             let hash = try ImportedPasswordHash.decode(json, firebase: nil)
             #expect(hash.algorithm == algorithm)
             let old = try #require(try data.passwords.passwordHash(user))
-            #expect(try data.passwords.setPasswordHash(user, hash: hash.storedForm, replacing: old, addIdentity: nil, now: server.clock.nowMillis()))
-            return Imported(server: server, app: app, data: data, user: user, password: password, stored: hash.storedForm)
+            let stored = hash.storedForm(sealer: server.gatehouse.sealer, app: AppID(unchecked: app.id))
+            #expect(try data.passwords.setPasswordHash(user, hash: stored, replacing: old, addIdentity: nil, now: server.clock.nowMillis()))
+            return Imported(server: server, app: app, data: data, user: user, password: password, stored: stored)
         } catch {
             server.stop()
             throw error

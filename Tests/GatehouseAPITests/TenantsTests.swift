@@ -56,6 +56,25 @@ struct TenantsTests {
         #expect(try server.request("GET", "/v1/app", appKey: "pk_tenant_demo_0123456789").data?["name"] == "Renamed Demo")
     }
 
+    /// `firebase.hash_config` in a Tenants file takes its signer key from the environment
+    /// (`signer_key_env`), sealed like any other secret.
+    @Test(arguments: TestDatabase.kinds)
+    func aTenantsFileGivesTheFirebaseSignerKeyFromTheEnvironment(_ kind: TestDatabaseKind) throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let key = "jxspr8Ki0RYycVU8zykbdLGjFQ3McFUH0uiiTvC8pVMXAn210wjLNmdZJzxUECKbm0QsEmYUSDzZvpjeJ9WmXA=="
+        try write("fb.json", [
+            "app_key": "pk_tenant_firebase_012345", "name": "Firebase",
+            "firebase": ["hash_config": ["signer_key_env": "FIREBASE_SIGNER_KEY", "salt_separator": "Bw==", "rounds": 8, "mem_cost": 14]],
+        ])
+        let server = try TestServer(kind, environment: ["FIREBASE_SIGNER_KEY": key]) { $0.tenantsDirectory = folder }
+        defer { server.stop() }
+        let context = try #require(try server.gatehouse.directory.app(key: "pk_tenant_firebase_012345"))
+        #expect(context.settings.firebase.hashConfig?.signerKey == Array(try #require(Data(base64Encoded: key))))
+        #expect(context.settings.firebase.hashConfig?.rounds == 8)
+        let stored = try server.gatehouse.database.query("SELECT settings FROM apps")[0].string("settings")
+        #expect(!stored.contains(key) && !stored.contains("FIREBASE_SIGNER_KEY"))
+    }
+
     /// A webhook secret changed in a Tenants file keeps the replaced one for 24 hours of double
     /// signatures, as a change through the admin API does.
     @Test(arguments: TestDatabase.kinds)

@@ -31,21 +31,44 @@ import Testing
             (["algorithm": "firebase_scrypt", "salt": "42xEC+ixf3L2lw==", "hash": .string(Self.firebaseHash)], "user1password"),
         ]
         let firebase = try FirebaseHashConfig.decode(["signer_key": .string(Self.firebaseKey), "salt_separator": "Bw==", "rounds": 8, "mem_cost": 14])
+        let sealer = try SecretSealer(masterKey: Array(repeating: 7, count: 32))
+        let app = AppID(unchecked: "app_roundtrip")
         for (json, password) in hashes {
             let hash = try ImportedPasswordHash.decode(json, firebase: firebase)
-            let stored = hash.storedForm
+            let stored = hash.storedForm(sealer: sealer, app: app)
             #expect(stored.hasPrefix("$gatehouse-import$v=1$\(hash.algorithm)$"))
             #expect(ImportedPasswordHash.isStoredForm(stored))
             // Never mistaken for a hash the server made.
             #expect(Argon2id.parameters(of: stored) == nil)
             #expect(!Argon2id.verify(password: Array(password.utf8), encoded: stored))
-            #expect(ImportedPasswordHash(storedForm: stored) == hash)
+            #expect(ImportedPasswordHash(storedForm: stored, sealer: sealer, app: app) == hash)
             #expect(hash.verify(password), "\(hash.algorithm)")
             #expect(!hash.verify(password + "x"), "\(hash.algorithm)")
         }
-        #expect(ImportedPasswordHash(storedForm: "$argon2id$v=19$m=1024,t=1,p=1$c29tZXNhbHQ$CTFhFdXPJO1aFaMaO6Mm5c8y7cJHAph8ArZWb2GRPPc") == nil)
-        #expect(ImportedPasswordHash(storedForm: "$gatehouse-import$v=1$md5$abc") == nil)
-        #expect(ImportedPasswordHash(storedForm: "$gatehouse-import$v=1$scrypt$n=3,r=1,p=1$c2FsdA==$c2FsdA==") == nil)
+        #expect(ImportedPasswordHash(storedForm: "$argon2id$v=19$m=1024,t=1,p=1$c29tZXNhbHQ$CTFhFdXPJO1aFaMaO6Mm5c8y7cJHAph8ArZWb2GRPPc", sealer: sealer, app: app) == nil)
+        #expect(ImportedPasswordHash(storedForm: "$gatehouse-import$v=1$md5$abc", sealer: sealer, app: app) == nil)
+        #expect(ImportedPasswordHash(storedForm: "$gatehouse-import$v=1$scrypt$n=3,r=1,p=1$c2FsdA==$c2FsdA==", sealer: sealer, app: app) == nil)
+    }
+
+    /// The Firebase signer key is a secret of the whole project: the stored form holds it sealed
+    /// for the app, never in the clear, and it opens for that app and master key only (ADR 0031).
+    @Test func aFirebaseStoredFormHoldsTheSignerKeySealedForItsApp() throws {
+        let firebase = try FirebaseHashConfig.decode(["signer_key": .string(Self.firebaseKey), "salt_separator": "Bw==", "rounds": 8, "mem_cost": 14])
+        let hash = try ImportedPasswordHash.decode(["algorithm": "firebase_scrypt", "salt": "42xEC+ixf3L2lw==", "hash": .string(Self.firebaseHash)], firebase: firebase)
+        let sealer = try SecretSealer(masterKey: Array(repeating: 7, count: 32))
+        let app = AppID(unchecked: "app_one")
+        let stored = hash.storedForm(sealer: sealer, app: app)
+        let key = try #require(Data(base64Encoded: Self.firebaseKey))
+        #expect(!stored.contains(Self.firebaseKey))
+        #expect(!stored.contains(Self.firebaseKey.replacingOccurrences(of: "=", with: "")))
+        #expect(!stored.contains(Base64URL.encode(Array(key))))
+        #expect(stored.utf8.count < 2000)
+        #expect(ImportedPasswordHash(storedForm: stored, sealer: sealer, app: app) == hash)
+        #expect(ImportedPasswordHash(storedForm: stored, sealer: sealer, app: AppID(unchecked: "app_two")) == nil)
+        #expect(ImportedPasswordHash(storedForm: stored, sealer: try SecretSealer(masterKey: Array(repeating: 8, count: 32)), app: app) == nil)
+        // The form main's first version wrote (the key in base64 in the fourth field) is not read.
+        let clear = "$gatehouse-import$v=1$firebase_scrypt$rounds=8,mem_cost=14$42xEC+ixf3L2lw==$Bw==$\(Self.firebaseKey)$\(Self.firebaseHash)"
+        #expect(ImportedPasswordHash(storedForm: clear, sealer: sealer, app: app) == nil)
     }
 
     @Test func scryptVerifiesAgainstItsDerivedKey() throws {

@@ -70,6 +70,9 @@ final class TestResponder: HTTPResponder {
         if request.path == "/upload" || request.path == "/upload-offloaded" || request.path == "/upload-keep" {
             return .readMultipart(MultipartForm(fileFields: ["file"], maxFileBytes: uploadLimit), offload: request.path == "/upload-offloaded")
         }
+        if request.path == "/spool" || request.path == "/spool-offloaded" {
+            return .spoolBody(limit: uploadLimit, offload: request.path == "/spool-offloaded")
+        }
         return .readBody(limit: bodyLimit, offload: request.path == "/wait")
     }
 
@@ -87,6 +90,11 @@ final class TestResponder: HTTPResponder {
                 return .text(200, upload.files.map { $0.path + "-kept" }.joined(separator: "\n"))
             }
             return describe(upload)
+        }
+        if let file = request.spooledBody {
+            var described = describe(Upload(files: [file]))
+            if !request.body.isEmpty { described.body += Array(" and a body in memory".utf8) }
+            return described
         }
         switch router.match(method: request.method, path: request.path) {
         case .matched(let handler, let parameters, _):

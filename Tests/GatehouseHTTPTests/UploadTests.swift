@@ -422,3 +422,125 @@ struct UploadTests {
         #expect(spool.becomesEmpty())
     }
 }
+
+/// Raw bodies spooled to a file while they arrive (`HeadDecision.spoolBody`, the NDJSON import):
+/// `TestResponder`'s `/spool` describes the file as `/upload` describes a file part.
+@Suite(.serialized)
+struct SpooledBodyTests {
+    typealias Spool = UploadTests.SpoolDirectory
+
+    func start(_ spool: Spool, limit: Int, offloadThreads: Int = 0) throws -> (HTTPServer, TestResponder) {
+        let responder = TestResponder(uploadLimit: limit)
+        let server = try startServer(responder: responder) {
+            $0.uploadSpoolDirectory = spool.path
+            $0.offloadThreads = offloadThreads
+        }
+        return (server, responder)
+    }
+
+    static func head(_ path: String, length: Int?) -> [UInt8] {
+        UploadTests.head(path, length: length, contentType: "application/x-ndjson")
+    }
+
+    @Test(arguments: ["/spool", "/spool-offloaded"])
+    func theBodyIsWrittenToASpoolFileNotKeptInMemoryAndRemovedAfterTheAnswer(path: String) throws {
+        let spool = try Spool()
+        let (server, responder) = try start(spool, limit: 4 * 1024 * 1024, offloadThreads: 2)
+        defer { server.shutdown() }
+        let data = UploadTests.randomBytes(3_000_000)
+        let connection = try #require(RawConnection(port: server.port))
+        connection.send(Self.head(path, length: data.count) + data)
+        let response = try #require(connection.readResponse())
+        #expect(response.status == 200)
+        let sha = try UploadTests.sha256sum(data)
+        #expect(response.text == "file |-|application/x-ndjson|3000000|\(sha)|\(sha)|600|\(Digest.hex(data.prefix(4)))")
+        #expect(responder.spoolsSeen.withLock { $0.count == 1 && $0.allSatisfy { $0.hasPrefix(spool.path + "/gatehouse-spool-") } })
+        #expect(spool.becomesEmpty(), "the spool file goes once the answer is sent")
+    }
+
+    @Test func aChunkedBodyIsSpooledToo() throws {
+        let spool = try Spool()
+        let (server, _) = try start(spool, limit: 1024 * 1024)
+        defer { server.shutdown() }
+        let data = UploadTests.randomBytes(200_000)
+        let connection = try #require(RawConnection(port: server.port))
+        connection.send(Self.head("/spool", length: nil))
+        var offset = 0
+        while offset < data.count {
+            let end = min(data.count, offset + 16 * 1024)
+            connection.send(Array(String(end - offset, radix: 16).utf8) + [13, 10] + data[offset..<end] + [13, 10])
+            offset = end
+        }
+        connection.send("0\r\n\r\n")
+        let response = try #require(connection.readResponse())
+        #expect(response.status == 200)
+        #expect(response.text.contains("|200000|\(try UploadTests.sha256sum(data))|"))
+        #expect(spool.becomesEmpty())
+    }
+
+    @Test func aDeclaredContentLengthOverTheLimitIs413BeforeAnyBodyByte() throws {
+        let spool = try Spool()
+        let (server, responder) = try start(spool, limit: 64 * 1024)
+        defer { server.shutdown() }
+        let connection = try #require(RawConnection(port: server.port))
+        connection.send(Self.head("/spool", length: 64 * 1024 + 1))
+        let response = try #require(connection.readResponse())
+        #expect(response.status == 413)
+        #expect(response.text == "upload over \(64 * 1024)")
+        #expect(responder.respondCalls.load(ordering: .relaxed) == 0)
+        #expect(spool.files.isEmpty)
+    }
+
+    @Test func aChunkedBodyGrowingPastTheLimitIs413AndItsSpoolRemoved() throws {
+        let spool = try Spool()
+        let (server, responder) = try start(spool, limit: 64 * 1024)
+        defer { server.shutdown() }
+        let connection = try #require(RawConnection(port: server.port))
+        connection.send(Self.head("/spool", length: nil))
+        let data = UploadTests.randomBytes(300 * 1024)
+        var offset = 0
+        while offset < data.count {
+            let end = min(data.count, offset + 16 * 1024)
+            connection.send(Array(String(end - offset, radix: 16).utf8) + [13, 10] + data[offset..<end] + [13, 10])
+            offset = end
+        }
+        connection.send("0\r\n\r\n")
+        let response = try #require(connection.readResponse())
+        #expect(response.status == 413)
+        #expect(response.text == "upload over \(64 * 1024)")
+        #expect(responder.respondCalls.load(ordering: .relaxed) == 0)
+        #expect(spool.becomesEmpty())
+    }
+
+    @Test func aBodyOfExactlyTheLimitAndAnEmptyBodyAreAccepted() throws {
+        let spool = try Spool()
+        let (server, _) = try start(spool, limit: 64 * 1024)
+        defer { server.shutdown() }
+        for size in [64 * 1024, 0] {
+            let connection = try #require(RawConnection(port: server.port))
+            connection.send(Self.head("/spool", length: size) + UploadTests.randomBytes(size))
+            let response = try #require(connection.readResponse())
+            #expect(response.status == 200)
+            #expect(response.text.contains("|\(size)|"))
+        }
+        #expect(spool.becomesEmpty())
+    }
+
+    @Test func aClientGoneMidBodyLeavesNoSpoolFile() throws {
+        let spool = try Spool()
+        let (server, responder) = try start(spool, limit: 1024 * 1024)
+        defer { server.shutdown() }
+        do {
+            let connection = try #require(RawConnection(port: server.port))
+            connection.send(Self.head("/spool", length: 500_000) + UploadTests.randomBytes(200_000))
+            var appeared = false
+            for _ in 0..<500 where !appeared {
+                appeared = !spool.files.isEmpty
+                if !appeared { usleep(10_000) }
+            }
+            #expect(appeared, "the body is being spooled")
+        }
+        #expect(spool.becomesEmpty())
+        #expect(responder.respondCalls.load(ordering: .relaxed) == 0)
+    }
+}

@@ -139,7 +139,7 @@ class Walk:
                                                   link_apple, link_google, list_identities, list_passkeys, list_sessions, passkey_creation_options,
                                                   patch_me, remove_totp_factor, rename_passkey, request_email_change, unlink_identity, upload_photo)
         from gatehouse_client.api.admin import (ban_user, create_app, delete_user, disable_app, enable_app, end_user_sessions, export_users, get_app_settings,
-                                                get_user, list_apps, update_user, list_dead_outbox_items, list_events, list_users, patch_app_settings, remove_user_factor, rotate_secret_key,
+                                                get_user, import_users, list_apps, update_user, list_dead_outbox_items, list_events, list_users, patch_app_settings, remove_user_factor, rotate_secret_key,
                                                 retry_outbox_item, rotate_signing_key, unban_user)
         from gatehouse_client.api.apps import get_app, get_authorization_server_metadata, get_discovery, get_jwks
         from gatehouse_client.api.auth import (passkey_request_options, reauthenticate, refresh, sign_in, sign_in_anonymously, sign_in_with_passkey,
@@ -340,6 +340,11 @@ class Walk:
         self.call("listEvents", list_events, 200, client=self.tenant_admin(), type_="user.signed_in", limit=5)
         self.call("listDeadOutboxItems", list_dead_outbox_items, 200, client=self.tenant_admin(), state="dead", limit=5)
         self.call("retryOutboxItem", retry_outbox_item, 404, "obx_0123456789abcdef", client=self.platform())
+        lines = b'{"email": "imported@example.com", "password_hash": {"algorithm": "bcrypt", "hash": "$2b$05$CCCCCCCCCCCCCCCCCCCCC.VGOzA784oUp/Z0DY336zx7pLYAy0lwK"}}\n{"email": "not an email"}\n'
+        report = self.call("importUsers", import_users, 200, client=self.tenant_admin(),
+                           body=File(payload=io.BytesIO(lines), file_name="users.ndjson", mime_type="application/x-ndjson")).parsed.data
+        if (report.imported, report.failed, report.errors[0].line) != (1, 1, 2):
+            raise SystemExit(f"importUsers: unexpected report {report.to_dict()}")
         self.call("listUsers", list_users, 200, client=self.tenant_admin(), query="ada")
         self.call("getUser", get_user, 200, ada_id, client=self.tenant_admin())
         self.call("exportUsers", export_users, 403, client=self.tenant_admin(), include_hashes=m.ExportUsersIncludeHashes.TRUE)

@@ -207,7 +207,7 @@ extension AppSettings {
             "rate_limits": rateLimits.json,
             "apple": apple.json(secrets: secrets),
             "google": google.json,
-            "firebase": firebase.json,
+            "firebase": firebase.json(secrets: secrets),
             "email": email.json(secrets: secrets),
             "webhooks": .array(webhooks.enumerated().map { i, hook in hook.json(at: i, secrets: secrets) }),
             "mfa": mfa.json,

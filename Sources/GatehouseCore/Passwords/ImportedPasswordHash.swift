@@ -3,8 +3,8 @@ import GatehouseCrypto
 
 /// A password hash made by another system, imported with its user (ADR 0030). It is verified
 /// with its own algorithm until the user's first successful sign-in, which replaces it with
-/// argon2id. In the password column it is kept as ``storedForm``, a string that begins with
-/// ``storedPrefix`` and so is never taken for an argon2id hash the server made.
+/// argon2id. In the password column it is kept as ``storedForm(sealer:app:)``, a string that
+/// begins with ``storedPrefix`` and so is never taken for an argon2id hash the server made.
 public enum ImportedPasswordHash: Sendable, Equatable {
     /// `$2a$`, `$2b$` or `$2y$`, verified by libxcrypt.
     case bcrypt(String)
@@ -208,9 +208,14 @@ public enum ImportedPasswordHash: Sendable, Equatable {
 
     // MARK: - Stored form
 
+    /// Where the Firebase signer key is sealed in a stored form (the secret sealer's field).
+    static let signerKeyField = "password_hash/firebase_signer_key"
+
     /// The string kept in the password column: ``storedPrefix``, the algorithm, then its own
-    /// fields separated by `$` (ADR 0030).
-    public var storedForm: String {
+    /// fields separated by `$` (ADR 0030). Firebase's signer key is a secret of the whole project
+    /// (with it, every exported hash can be attacked offline): it is sealed with `sealer` for the
+    /// app (`v2.…`), never written in the clear (ADR 0031).
+    public func storedForm(sealer: SecretSealer, app: AppID) -> String {
         func b64(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
         let payload = switch self {
         case .bcrypt(let hash): hash
@@ -218,7 +223,8 @@ public enum ImportedPasswordHash: Sendable, Equatable {
         case .scrypt(let hash, let salt, let n, let r, let p): "n=\(n),r=\(r),p=\(p)$\(b64(salt))$\(b64(hash))"
         case .pbkdf2(let hash, let salt, let iterations, _): "i=\(iterations)$\(b64(salt))$\(b64(hash))"
         case .firebaseScrypt(let hash, let salt, let config):
-            "rounds=\(config.rounds),mem_cost=\(config.memoryCost)$\(b64(salt))$\(b64(config.saltSeparator))$\(b64(config.signerKey))$\(b64(hash))"
+            "rounds=\(config.rounds),mem_cost=\(config.memoryCost)$\(b64(salt))$\(b64(config.saltSeparator))$"
+                + "\(sealer.seal(b64(config.signerKey), app: app, field: Self.signerKeyField))$\(b64(hash))"
         }
         return "\(Self.storedPrefix)\(algorithm)$\(payload)"
     }
@@ -226,9 +232,10 @@ public enum ImportedPasswordHash: Sendable, Equatable {
     /// Whether a stored password hash is an imported one.
     public static func isStoredForm(_ stored: String) -> Bool { stored.hasPrefix(storedPrefix) }
 
-    /// Reads a ``storedForm`` back, with the same checks as ``decode(_:firebase:path:)``; nil for
-    /// anything else.
-    public init?(storedForm stored: String) {
+    /// Reads a ``storedForm(sealer:app:)`` back, with the same checks as
+    /// ``decode(_:firebase:path:)``; nil for anything else, and for a Firebase form whose signer
+    /// key does not open with `sealer` for `app` (another app's row, another master key).
+    public init?(storedForm stored: String, sealer: SecretSealer, app: AppID) {
         guard stored.hasPrefix(Self.storedPrefix) else { return nil }
         let rest = stored.dropFirst(Self.storedPrefix.count)
         guard let dollar = rest.firstIndex(of: "$") else { return nil }
@@ -255,10 +262,12 @@ public enum ImportedPasswordHash: Sendable, Equatable {
             guard parts.count == 3, let values = parameters(parts[0]), let iterations = values["i"] else { return nil }
             json.merge(["iterations": .int(iterations), "salt": .string(String(parts[1])), "hash": .string(String(parts[2]))]) { $1 }
         case "firebase_scrypt":
-            guard parts.count == 5, let values = parameters(parts[0]), let rounds = values["rounds"], let memoryCost = values["mem_cost"] else { return nil }
+            guard parts.count == 5, let values = parameters(parts[0]), let rounds = values["rounds"], let memoryCost = values["mem_cost"],
+                let signerKey = try? sealer.open(String(parts[3]), app: app, field: Self.signerKeyField)
+            else { return nil }
             json.merge([
                 "rounds": .int(rounds), "mem_cost": .int(memoryCost), "salt": .string(String(parts[1])), "salt_separator": .string(String(parts[2])),
-                "signer_key": .string(String(parts[3])), "hash": .string(String(parts[4])),
+                "signer_key": .string(signerKey), "hash": .string(String(parts[4])),
             ]) { $1 }
         default:
             return nil

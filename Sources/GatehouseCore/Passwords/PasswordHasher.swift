@@ -18,6 +18,8 @@ public final class PasswordHasher: Sendable {
     private let maxAdmitted: Int
     /// Verified against when the email is unknown, so that both answers take the same time.
     private let dummyHash: String
+    /// Opens the Firebase signer keys sealed in imported hashes; nil: such hashes match nothing.
+    private let sealer: SecretSealer?
     private let threadCount: Int
     /// Signalled by each hash thread as it ends (``shutdown()``).
     private let ended = DispatchSemaphore(value: 0)
@@ -78,8 +80,9 @@ public final class PasswordHasher: Sendable {
 
     /// `maxQueued`: callers that may wait for a hash thread (each blocks its thread while it
     /// waits); by default as many as there are hash threads.
-    public init(parameters: Argon2id.Parameters, permits: Int, maxQueued: Int? = nil) throws {
+    public init(parameters: Argon2id.Parameters, permits: Int, maxQueued: Int? = nil, sealer: SecretSealer? = nil) throws {
         self.parameters = parameters
+        self.sealer = sealer
         let threads = max(1, permits)
         maxAdmitted = threads + max(1, maxQueued ?? threads)
         dummyHash = try Argon2id.hash(password: Array("gatehouse-dummy-password".utf8), parameters: parameters)
@@ -115,10 +118,11 @@ public final class PasswordHasher: Sendable {
     /// Checks a password against a stored hash, or against the dummy hash when there is none. A
     /// hash imported from another system (``ImportedPasswordHash/storedForm``) is checked with its
     /// own algorithm, on the same threads; one this server cannot read matches no password.
-    public func verify(_ password: String, encoded: String?) throws -> Bool {
+    /// `app`: whose row the hash is (a Firebase hash's signer key is sealed for it).
+    public func verify(_ password: String, encoded: String?, app: AppID) throws -> Bool {
         let target = encoded ?? dummyHash
         if ImportedPasswordHash.isStoredForm(target) {
-            guard let imported = ImportedPasswordHash(storedForm: target) else { return false }
+            guard let sealer, let imported = ImportedPasswordHash(storedForm: target, sealer: sealer, app: app) else { return false }
             return try run { .success(imported.verify(password) ? "1" : "0") } == "1"
         }
         let matches = try run { .success(Argon2id.verify(password: Array(password.utf8), encoded: target) ? "1" : "0") }

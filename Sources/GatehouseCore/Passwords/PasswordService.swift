@@ -138,7 +138,7 @@ public final class PasswordService: Sendable {
         // (Compared by scalars: Swift's == holds the two forms equal.)
         if found == nil, !typed.unicodeScalars.elementsEqual(email.unicodeScalars) { found = try data.passwords.passwordUser(email: typed) }
         // Unknown email and wrong password: the same answer after the same work.
-        guard try hasher.verify(password, encoded: found?.1), let (user, hash) = found else {
+        guard try hasher.verify(password, encoded: found?.1, app: app.id), let (user, hash) = found else {
             try countFailedGuess(data, bucket: Self.signInGuessBucket, subject: guesses)
             try units.record(Event(type: .userSignInFailed, userID: found?.0.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password"], createdAt: clock.nowMillis()), in: data)
             throw GatehouseError(.invalidCredential, "The email or password is wrong.")
@@ -155,7 +155,7 @@ public final class PasswordService: Sendable {
             if try data.passwords.setPasswordHash(user.id, hash: rehashed, replacing: hash, addIdentity: nil, now: clock.nowMillis()) {
                 matched = rehashed
                 if ImportedPasswordHash.isStoredForm(hash) { detail["rehashed"] = true }
-            } else if let current = try data.passwords.passwordHash(user.id), try hasher.verify(password, encoded: current) {
+            } else if let current = try data.passwords.passwordHash(user.id), try hasher.verify(password, encoded: current, app: app.id) {
                 // Another sign-in with this password rehashed it first (the first after the
                 // parameters changed, from two devices at once). Else the password changed, and
                 // the session is refused.
@@ -173,7 +173,7 @@ public final class PasswordService: Sendable {
         try gate.limitAuth(app, data, origin)
         try InputRules.presentedPassword(password)
         try sessions.requireReauthenticationGuessesLeft(app, claims: claims)
-        guard try hasher.verify(password, encoded: try data.passwords.passwordHash(claims.userID)) else {
+        guard try hasher.verify(password, encoded: try data.passwords.passwordHash(claims.userID), app: app.id) else {
             try sessions.countFailedReauthentication(app, claims: claims)
             try units.record(Event(type: .userSignInFailed, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "reauthentication": true], createdAt: clock.nowMillis()), in: data)
             throw GatehouseError(.invalidCredential, "The password is wrong.")
@@ -196,7 +196,7 @@ public final class PasswordService: Sendable {
         // The current password is a guess like any other: the same per-user budget as reauthentication.
         try sessions.requireReauthenticationGuessesLeft(app, claims: claims)
         let stored = try data.passwords.passwordHash(claims.userID)
-        guard try hasher.verify(current, encoded: stored) else {
+        guard try hasher.verify(current, encoded: stored, app: app.id) else {
             try sessions.countFailedReauthentication(app, claims: claims)
             try units.record(Event(type: .userSignInFailed, userID: claims.userID, sessionID: claims.sessionID, ip: origin.ip, userAgent: origin.userAgent, data: ["method": "password", "password_change": true], createdAt: clock.nowMillis()), in: data)
             throw GatehouseError(.invalidCredential, "The current password is wrong.", fieldErrors: [FieldError("current_password", "Wrong password.")])

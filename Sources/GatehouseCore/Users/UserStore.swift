@@ -53,6 +53,15 @@ public protocol UserStore: Sendable {
     func exportPage(after: UserID?, limit: Int, withPasswordHashes: Bool) throws -> [ExportedUser]
     /// The user and their identities, read together (one statement).
     func userWithIdentities(_ id: UserID) throws -> (User, [Identity])?
+    /// Of `emails`, those that a live user of the app has, whatever the user signs in with (an
+    /// import skips them).
+    func existingEmails(_ emails: [String]) throws -> Set<String>
+    /// Of the `subjects` of `provider`, those that are an identity of the app (an import skips them).
+    func existingSubjects(_ subjects: [String], of provider: IdentityProvider) throws -> Set<String>
+    /// Inserts imported accounts, their identities with them, in a few statements (a user's
+    /// `password` identity when it has a password hash is among its `identities`). Throws
+    /// ``UserConflict/identityTaken`` when one of the identities exists: nothing is written then.
+    func insertImported(_ accounts: [ImportedAccount]) throws
     /// True when some user of the app has this email (any sign-in method), other than `except`.
     func emailInUse(_ email: String, except: UserID?) throws -> Bool
 
@@ -74,5 +83,19 @@ extension UserStore {
     /// The app's users, anonymous or not (``users(matching:anonymous:after:limit:)``).
     public func users(matching query: String?, after: (createdAt: Int64, id: UserID)?, limit: Int) throws -> [(User, [Identity])] {
         try users(matching: query, anonymous: nil, after: after, limit: limit)
+    }
+}
+
+/// An account an import writes (``UserImport``): the user, the stored form of its imported
+/// password hash, and its identities (the `password` one with a hash).
+public struct ImportedAccount: Sendable, Equatable {
+    public var user: User
+    public var passwordHash: String?
+    public var identities: [Identity]
+
+    public init(user: User, passwordHash: String?, identities: [Identity]) {
+        self.user = user
+        self.passwordHash = passwordHash
+        self.identities = identities
     }
 }

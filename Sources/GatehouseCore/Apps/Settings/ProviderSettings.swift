@@ -1,3 +1,4 @@
+import Foundation
 import GatehouseCrypto
 
 extension AppSettings {
@@ -18,6 +19,10 @@ extension AppSettings {
     /// The `firebase` section.
     public struct Firebase: Sendable, Equatable {
         public var projectID: String?
+        /// `hash_config`: the project's password hash parameters, which imported `firebase_scrypt`
+        /// hashes without their own use. Its `signer_key` is a secret (sealed when stored, shown
+        /// to admins as `{"set": true}`).
+        public var hashConfig: FirebaseHashConfig?
     }
 }
 
@@ -73,10 +78,51 @@ extension AppSettings.Firebase {
         if let v = f.string("project_id", maxLength: 30) {
             if isFirebaseProjectID(v) { firebase.projectID = v } else { f.fail("project_id", "Must be a Firebase project id (6–30 lowercase letters, digits, hyphens).") }
         }
+        firebase.hashConfig = hashConfig(&f, context)
         return firebase
     }
 
-    var json: JSON { ["project_id": .optional(projectID)] }
+    /// `hash_config`: `{signer_key, salt_separator, rounds, mem_cost}`, checked by
+    /// ``FirebaseHashConfig/decode(_:path:)``; `signer_key` read as a secret (`{"set": true}`
+    /// keeps it; `signer_key_env`/`_file` in Tenants files).
+    private static func hashConfig(_ f: inout FieldReader, _ context: SettingsDecoding) -> FirebaseHashConfig? {
+        guard let raw = f.raw("hash_config") else { return nil }
+        let path = f.field("hash_config")
+        guard case .object(var plain) = raw else {
+            f.fail("hash_config", "Must be an object {signer_key, salt_separator, rounds, mem_cost}, or null.")
+            return nil
+        }
+        var secrets = FieldReader(raw, path: path)
+        let current = context.current?.firebase.hashConfig.map { Data($0.signerKey).base64EncodedString() }
+        let signerKey = context.secret(&secrets, "signer_key", current: current)
+        f.absorb(secrets.errors)
+        for key in ["signer_key", "signer_key_env", "signer_key_file"] { plain[key] = nil }
+        guard secrets.errors.isEmpty else { return nil }
+        guard let signerKey else {
+            f.fail(path: "\(path).signer_key", "Required.")
+            return nil
+        }
+        plain["signer_key"] = .string(signerKey)
+        do {
+            return try FirebaseHashConfig.decode(.object(plain), path: path)
+        } catch {
+            f.absorb(error.fieldErrors)
+            return nil
+        }
+    }
+
+    func json(secrets: SecretRendering) -> JSON {
+        [
+            "project_id": .optional(projectID),
+            "hash_config": hashConfig.map { config in
+                [
+                    "signer_key": secrets.render(Data(config.signerKey).base64EncodedString(), "firebase.hash_config.signer_key"),
+                    "salt_separator": .string(Data(config.saltSeparator).base64EncodedString()), "rounds": .int(Int64(config.rounds)),
+                    "mem_cost": .int(Int64(config.memoryCost)),
+                ]
+            } ?? .null,
+        ]
+    }
 }
 
 private func isUpperAlnum(_ c: UInt8) -> Bool { (c >= 65 && c <= 90) || (c >= 48 && c <= 57) }
