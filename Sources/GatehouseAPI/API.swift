@@ -28,15 +28,15 @@ public enum API {
         public var anonymous: AnonymousUsers
         /// Imports of users (ADR 0031).
         public var userImport: UserImport
+        /// Exports of users (`GET /v1/admin/users/export`).
+        public var userExport: UserExport
         public var metrics: any RequestMetrics
         public var clock: any Clock
-        /// Users per page of `GET /v1/admin/users/export` (``UserExport/pageSize``); tests make it small.
-        public var exportPageSize = 1000
 
         public init(
             store: any Store, directory: AppDirectory, apps: AppService, tokens: TokenService, units: UnitOfWork, accounts: AccountService,
             sessions: SessionService, passwords: PasswordService, emailFlows: EmailFlowService, providerSignIn: ProviderSignInService, deletion: AccountDeletion,
-            appleNotifications: AppleNotifications, files: FilesService, mfa: MFAService, passkeys: PasskeyService, anonymous: AnonymousUsers, userImport: UserImport,
+            appleNotifications: AppleNotifications, files: FilesService, mfa: MFAService, passkeys: PasskeyService, anonymous: AnonymousUsers, userImport: UserImport, userExport: UserExport,
             metrics: any RequestMetrics, clock: any Clock
         ) {
             self.anonymous = anonymous
@@ -56,6 +56,7 @@ public enum API {
             self.files = files
             self.passkeys = passkeys
             self.userImport = userImport
+            self.userExport = userExport
             self.metrics = metrics
             self.clock = clock
         }
@@ -70,7 +71,7 @@ public enum API {
         AppController(auth: auth, directory: s.directory).register(&routes)
         AdminController(
             auth: auth, apps: s.apps, auditLog: AuditLog(store: s.store), users: AdminUsers(store: s.store, units: s.units, clock: s.clock),
-            exports: UserExport(store: s.store, units: s.units, clock: s.clock, pageSize: s.exportPageSize),
+            exports: s.userExport,
             deletion: s.deletion, deadLetters: DeadLetters(store: s.store, units: s.units, clock: s.clock), mfa: s.mfa, userImport: s.userImport, clock: s.clock
         ).register(&routes)
         let authController = AuthController(

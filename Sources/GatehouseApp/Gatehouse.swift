@@ -46,6 +46,8 @@ public final class Gatehouse: Sendable {
     public let anonymous: AnonymousUsers
     /// Imports of users (ADR 0031): the admin API's and the command line's.
     public let userImport: UserImport
+    /// Exports of users: the admin API's.
+    public let userExport: UserExport
     /// Where file contents live (``Configuration/blobStorage``).
     public let blobs: any BlobStore
     /// Delivers the outbox while the server runs (``startBackgroundWork()``).
@@ -166,7 +168,9 @@ public final class Gatehouse: Sendable {
             masterKey: masterKey, composer: TemplatedMailComposer(templates: try MailTemplates.bundled(), sealer: sealer), clock: clock,
             units: units, maxMailPerHour: configuration.platformCaps.mailPerHour, metrics: metrics)
         accounts = AccountService(store: store, cache: accountCache, units: units, clock: clock)
-        userImport = UserImport(store: store, units: units, sealer: sealer, clock: clock)
+        let bulkJobs = BulkJobs(offloadThreads: configuration.providerThreads)
+        userImport = UserImport(store: store, units: units, sealer: sealer, jobs: bulkJobs, clock: clock)
+        userExport = UserExport(store: store, units: units, sealer: sealer, jobs: bulkJobs, clock: clock, pageSize: configuration.exportPageSize)
         let sessions = SessionService(
             store: store, cache: accountCache, tokens: tokens, units: units, clock: clock, refreshGraceSeconds: configuration.refreshGraceSeconds,
             metrics: metrics)
@@ -236,13 +240,11 @@ public final class Gatehouse: Sendable {
 
         let requestMetrics = NodeMetrics(registry: metrics, store: store, hasher: hasher, outbox: outboxWorker, clock: clock)
         self.requestMetrics = requestMetrics
-        var services = API.Services(
+        routes = API.routes(API.Services(
             store: store, directory: directory, apps: apps, tokens: tokens, units: units, accounts: accounts, sessions: sessions, passwords: passwords,
             emailFlows: emailFlows, providerSignIn: providerSignIn,
             deletion: deletion, appleNotifications: appleNotifications, files: files, mfa: mfa, passkeys: passkeys, anonymous: anonymous, userImport: userImport,
-            metrics: requestMetrics, clock: clock)
-        services.exportPageSize = configuration.exportPageSize
-        routes = API.routes(services)
+            userExport: userExport, metrics: requestMetrics, clock: clock))
     }
 
     /// A bucket that is missing or refuses the credentials stops the start (uploads could only

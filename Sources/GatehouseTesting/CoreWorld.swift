@@ -69,7 +69,7 @@ public final class CoreWorld: Sendable {
         adminUsers = AdminUsers(store: gatehouse.store, units: gatehouse.units, clock: clock)
         auditLog = AuditLog(store: gatehouse.store)
         mfa = gatehouse.mfa
-        userExport = UserExport(store: gatehouse.store, units: gatehouse.units, clock: clock, pageSize: configuration.exportPageSize)
+        userExport = gatehouse.userExport
     }
 
     /// Runs `body` in a world on `kind`, then closes it (its database dropped).

@@ -311,7 +311,7 @@ struct DocumentationTests {
         try call("DELETE", "/v1/admin/users/{id}/factors/{factor_id}", "/v1/admin/users/\(miaID)/factors/\(tabletID)", bearer: secret)
         try call("DELETE", "/v1/admin/users/{id}/factors/{factor_id}", "/v1/admin/users/\(miaID)/factors/\(tabletID)", bearer: secret)
         // Under required, a sign-up enrols with its mfa_token, then finishes with no proof.
-        try call("PATCH", "/v1/admin/app", bearer: secret, json: ["mfa": ["policy": "required"]])
+        try call("PATCH", "/v1/admin/app", bearer: secret, json: ["allow_anonymous": false, "mfa": ["policy": "required"]])
         let enrolling = try call("POST", "/v1/auth/signup", appKey: appKey, json: ["email": "noor@example.com", "password": .string(password)])
         let enrolToken = try #require(enrolling.json?["mfa_token"]?.stringValue)
         let noorFactor = try call("POST", "/v1/me/mfa/totp", appKey: appKey, bearer: enrolToken, json: [:])

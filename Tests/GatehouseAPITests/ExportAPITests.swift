@@ -177,7 +177,7 @@ struct ExportAPITests {
         // Ben's, Cy's and Dee's hashes are as imported (the store's form), Ada's Gatehouse's own.
         for (id, json) in zip(ids.dropFirst(), [Self.bcrypt, Self.firebase, Self.pbkdf2]) {
             let data = world.data()
-            let stored = try ImportedPasswordHash.decode(json, firebase: nil).storedForm
+            let stored = try ImportedPasswordHash.decode(json, firebase: nil).storedForm(sealer: world.server.gatehouse.sealer, app: AppID(unchecked: world.app.id))
             #expect(try data.passwords.setPasswordHash(id, hash: stored, replacing: try data.passwords.passwordHash(id), addIdentity: nil, now: world.server.clock.nowMillis()))
         }
 

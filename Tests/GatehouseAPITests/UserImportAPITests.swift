@@ -275,7 +275,7 @@ struct UserImportAPITests {
             during.append("http \(http?.status ?? 0) \(http?.problemCode ?? "-") retry-after \(http?.header("Retry-After") ?? "-")")
         }
         #expect(report.imported == 3)
-        #expect(during == ["same app: auth/too-many-requests 429", "other app imported 3", "http 429 auth/too-many-requests retry-after 5"])
+        #expect(during == ["same app: auth/too-many-requests 429", "other app imported 3", "http 429 auth/too-many-requests retry-after 10"])
         #expect(try Self.userID(server, first, email: "http@example.com") == nil)
         // Once it has ended, the app imports again.
         let again = try importer.run(app: firstApp, path: file, source: .cli)

@@ -1,9 +1,12 @@
 import Foundation
 
 /// One line of an import (`POST /v1/admin/users/import`, `gatehouse users import`), checked:
-/// `{email?, email_verified?, password_hash?, first_name?, last_name?, display_name?, created_at?,
-/// identities?: [{provider, subject}], app_metadata?}`. Unknown fields are refused; a line needs
-/// an email or an identity, and a password hash needs an email (its sign-in name).
+/// `{email?, email_verified?, password_hash?, first_name?, last_name?, display_name?, locale?,
+/// created_at?, identities?: [{provider, subject, email?}], app_metadata?, user_metadata?}`, and
+/// an export line's `id` and `last_sign_in_at`, read and left (the import makes new ids; nobody
+/// has signed in to the new account). Other fields are refused (an export's `ban` among them: a
+/// ban is not imported); a line needs an email or an identity, and a password hash needs an email
+/// (its sign-in name).
 public struct ImportLine: Sendable, Equatable {
     public var email: String?
     public var emailVerified: Bool
@@ -11,11 +14,13 @@ public struct ImportLine: Sendable, Equatable {
     public var firstName: String?
     public var lastName: String?
     public var displayName: String?
+    public var locale: String?
     /// Milliseconds since 1970; nil: the time of the import.
     public var createdAt: Int64?
     /// Provider accounts (``providers``), linked at once: their users sign in with them.
-    public var identities: [(provider: IdentityProvider, subject: String)]
+    public var identities: [(provider: IdentityProvider, subject: String, email: String?)]
     public var appMetadata: UserMetadata
+    public var userMetadata: UserMetadata
 
     /// The providers an imported identity may name: those whose sign-in finds a linked identity
     /// by the provider's own subject (natively, on the web, or through a Firebase token, which
@@ -28,9 +33,9 @@ public struct ImportLine: Sendable, Equatable {
 
     public static func == (lhs: ImportLine, rhs: ImportLine) -> Bool {
         lhs.email == rhs.email && lhs.emailVerified == rhs.emailVerified && lhs.passwordHash == rhs.passwordHash && lhs.firstName == rhs.firstName
-            && lhs.lastName == rhs.lastName && lhs.displayName == rhs.displayName && lhs.createdAt == rhs.createdAt
+            && lhs.lastName == rhs.lastName && lhs.displayName == rhs.displayName && lhs.locale == rhs.locale && lhs.createdAt == rhs.createdAt
             && lhs.identities.map(\.provider) == rhs.identities.map(\.provider) && lhs.identities.map(\.subject) == rhs.identities.map(\.subject)
-            && lhs.appMetadata == rhs.appMetadata
+            && lhs.identities.map(\.email) == rhs.identities.map(\.email) && lhs.appMetadata == rhs.appMetadata && lhs.userMetadata == rhs.userMetadata
     }
 
     /// Checks a parsed line with the rules of the rest of the API (email normalisation, the name
@@ -57,7 +62,12 @@ public struct ImportLine: Sendable, Equatable {
         let displayName = reader.string("display_name", maxLength: 1024).flatMap { raw in
             check { () throws(GatehouseError) in try InputRules.displayName(raw) }
         }
+        let locale = reader.string("locale", maxLength: 64).flatMap { raw in check { () throws(GatehouseError) in try InputRules.locale(raw) } }
         let appMetadata = check { () throws(GatehouseError) in try UserMetadata.checked(reader.raw("app_metadata"), field: "app_metadata") } ?? .empty
+        let userMetadata = check { () throws(GatehouseError) in try UserMetadata.checked(reader.raw("user_metadata"), field: "user_metadata") } ?? .empty
+        // An export line's own: a new id is made, and the imported account has no sign-in yet.
+        _ = reader.raw("id")
+        _ = reader.raw("last_sign_in_at")
         let passwordHash = reader.raw("password_hash").flatMap { raw in
             check { () throws(GatehouseError) in try ImportedPasswordHash.decode(raw, firebase: firebase) }
         }
@@ -75,7 +85,7 @@ public struct ImportLine: Sendable, Equatable {
         guard errors.isEmpty else { throw .validation(errors) }
         return ImportLine(
             email: email, emailVerified: email != nil && emailVerified, passwordHash: passwordHash, firstName: firstName, lastName: lastName,
-            displayName: displayName, createdAt: createdAt, identities: identities, appMetadata: appMetadata)
+            displayName: displayName, locale: locale, createdAt: createdAt, identities: identities, appMetadata: appMetadata, userMetadata: userMetadata)
     }
 
     /// `created_at`: RFC 3339 (as the API shows times) or whole milliseconds since 1970, not in
@@ -99,7 +109,7 @@ public struct ImportLine: Sendable, Equatable {
         return millis
     }
 
-    private static func identities(_ reader: inout FieldReader) -> [(provider: IdentityProvider, subject: String)] {
+    private static func identities(_ reader: inout FieldReader) -> [(provider: IdentityProvider, subject: String, email: String?)] {
         guard let raw = reader.raw("identities") else { return [] }
         guard case .array(let items) = raw else {
             reader.fail("identities", "Must be an array of {provider, subject}.")
@@ -109,11 +119,13 @@ public struct ImportLine: Sendable, Equatable {
             reader.fail("identities", "Must have at most \(maxIdentities) items, one a provider.")
             return []
         }
-        var result: [(provider: IdentityProvider, subject: String)] = []
+        var result: [(provider: IdentityProvider, subject: String, email: String?)] = []
         for (index, item) in items.enumerated() {
             var entry = FieldReader(item, path: "identities[\(index)]")
             let provider = entry.string("provider", maxLength: 32)
             let subject = entry.string("subject", maxLength: maxSubjectLength)
+            // The address the provider gave (an export has it): kept on the identity as given.
+            let email = entry.string("email", maxLength: 320)
             for key in ["provider", "subject"] where !entry.has(key) { entry.fail(key, "Required.") }
             entry.rejectUnknown()
             reader.absorb(entry.errors)
@@ -130,7 +142,7 @@ public struct ImportLine: Sendable, Equatable {
                 reader.fail(path: "identities[\(index)].provider", "Only one identity a provider.")
                 continue
             }
-            result.append((known, subject))
+            result.append((known, subject, email.flatMap { try? InputRules.email($0) }))
         }
         return result
     }

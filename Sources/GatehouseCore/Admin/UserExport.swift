@@ -29,13 +29,18 @@ public final class UserExport: Sendable {
     private let store: any Store
     private let units: UnitOfWork
     private let clock: any Clock
+    /// Opens the signer key of an imported Firebase hash, to read the hash (the key stays out).
+    private let sealer: SecretSealer
     /// Users read per statement and written per sink call (1,000; smaller in tests, through
     /// `Configuration.exportPageSize`, which no environment variable sets).
     public let pageSize: Int
-    private let running = Mutex<Set<AppID>>([])
+    /// The node's imports and exports (one export per app, a bound across apps).
+    private let jobs: BulkJobs
 
-    public init(store: any Store, units: UnitOfWork, clock: any Clock, pageSize: Int = 1000) {
+    public init(store: any Store, units: UnitOfWork, sealer: SecretSealer, jobs: BulkJobs, clock: any Clock, pageSize: Int = 1000) {
         self.store = store
+        self.jobs = jobs
+        self.sealer = sealer
         self.units = units
         self.clock = clock
         self.pageSize = max(1, pageSize)
@@ -64,17 +69,15 @@ public final class UserExport: Sendable {
 
     /// Takes the app's export slot. `includeHashes` needs the app's `allow_hash_export` (403
     /// `admin/hash-export-disabled` otherwise); an export of the app already under way on this
-    /// node is 429 `auth/too-many-requests`.
+    /// node, or as many imports and exports as the node takes (``BulkJobs``), is 429
+    /// `auth/too-many-requests`.
     public func start(app: AppContext, includeHashes: Bool) throws -> Ticket {
         if includeHashes, !app.settings.allowHashExport {
             throw GatehouseError(
                 .hashExportDisabled, "This app does not export password hashes: turn its allow_hash_export setting on first, or export without include_hashes.")
         }
-        let id = app.id
-        guard running.withLock({ $0.insert(id).inserted }) else {
-            throw GatehouseError(.tooManyRequests, "An export of this app's users is under way; retry once it has finished.", retryAfter: 10)
-        }
-        return Ticket(app: id, includeHashes: includeHashes) { [self] in _ = running.withLock { $0.remove(id) } }
+        let slot = try jobs.start(.userExport, app: app.id)
+        return Ticket(app: app.id, includeHashes: includeHashes) { slot.end() }
     }
 
     /// Writes every user of the ticket's app, a page (``pageSize`` users, one statement) per call
@@ -90,7 +93,7 @@ public final class UserExport: Sendable {
             if page.isEmpty { break }
             var bytes: [UInt8] = []
             for row in page {
-                bytes += Self.line(row, includeHashes: ticket.includeHashes, now: now).serialized()
+                bytes += Self.line(row, hashes: ticket.includeHashes ? (sealer, ticket.app) : nil, now: now).serialized()
                 bytes.append(0x0A)
             }
             try sink(bytes)
@@ -111,8 +114,9 @@ public final class UserExport: Sendable {
     /// hashes `password_hash`), plus what an import may carry over or ignore: `id`,
     /// `display_name`, `locale`, `user_metadata`, `last_sign_in_at`, an identity's `email`, and
     /// `ban` while one holds. Absent values are left out, never `null`. The `password` identity is
-    /// not listed: the address and the password hash say it.
-    public static func line(_ row: ExportedUser, includeHashes: Bool, now: Int64) -> JSON {
+    /// not listed: the address and the password hash say it. `hashes`: with the password hash,
+    /// read with the app's sealer.
+    public static func line(_ row: ExportedUser, hashes: (sealer: SecretSealer, app: AppID)?, now: Int64) -> JSON {
         let user = row.user
         var fields: [String: JSON] = [
             "id": .string(user.id.rawValue), "email_verified": .bool(user.emailVerified), "created_at": .string(rfc3339(millis: user.createdAt)),
@@ -136,7 +140,7 @@ public final class UserExport: Sendable {
             if let until = ban.suspendedUntil { banFields["suspended_until"] = .string(rfc3339(millis: until)) }
             fields["ban"] = .object(banFields)
         }
-        if includeHashes, let stored = row.passwordHash, let hash = exportedHash(stored) { fields["password_hash"] = hash }
+        if let hashes, let stored = row.passwordHash, let hash = exportedHash(stored, sealer: hashes.sealer, app: hashes.app) { fields["password_hash"] = hash }
         return .object(fields)
     }
 
@@ -144,9 +148,9 @@ public final class UserExport: Sendable {
     /// `{algorithm: argon2id, hash: "$argon2id$…"}`, an imported one as it was imported (for
     /// `firebase_scrypt` only `hash` and `salt`: the project's signer key is never exported).
     /// Nil for anything unreadable.
-    static func exportedHash(_ stored: String) -> JSON? {
+    static func exportedHash(_ stored: String, sealer: SecretSealer, app: AppID) -> JSON? {
         if stored.hasPrefix("$argon2id$") { return ["algorithm": "argon2id", "hash": .string(stored)] }
-        return ImportedPasswordHash(storedForm: stored)?.exportForm
+        return ImportedPasswordHash(storedForm: stored, sealer: sealer, app: app)?.exportForm
     }
 }
 

@@ -60,8 +60,8 @@ public final class UserImport: Sendable {
     private let units: UnitOfWork
     private let sealer: SecretSealer
     private let clock: any Clock
-    /// The apps importing now on this node.
-    private let running = Mutex<Set<AppID>>([])
+    /// The node's imports and exports (one import per app, a bound across apps).
+    private let jobs: BulkJobs
 
     /// Lines a unit of work writes.
     public static let batchSize = 500
@@ -75,8 +75,9 @@ public final class UserImport: Sendable {
         case api, cli
     }
 
-    public init(store: any Store, units: UnitOfWork, sealer: SecretSealer, clock: any Clock) {
+    public init(store: any Store, units: UnitOfWork, sealer: SecretSealer, jobs: BulkJobs, clock: any Clock) {
         self.store = store
+        self.jobs = jobs
         self.units = units
         self.sealer = sealer
         self.clock = clock
@@ -84,15 +85,13 @@ public final class UserImport: Sendable {
 
     /// Imports the NDJSON file at `path` into `app`. `maxLines`: more non-blank lines than this is
     /// refused (413) before any is imported. `progress` is called after each batch with the report
-    /// so far. Throws 429 `auth/too-many-requests` while another import of the app runs here.
+    /// so far. Throws 429 `auth/too-many-requests` while another import of the app runs here, or
+    /// while the node runs as many imports and exports as it takes (``BulkJobs``).
     public func run(
         app: AppContext, path: String, maxLines: Int? = nil, source: Source, progress: ((ImportReport) -> Void)? = nil
     ) throws -> ImportReport {
-        let started = running.withLock { $0.insert(app.id).inserted }
-        guard started else {
-            throw GatehouseError(.tooManyRequests, "Another import of this app is running; retry once it has ended.", retryAfter: 5)
-        }
-        defer { _ = running.withLock { $0.remove(app.id) } }
+        let slot = try jobs.start(.userImport, app: app.id)
+        defer { slot.end() }
         if let maxLines {
             let count = try Self.countLines(path, upTo: maxLines + 1)
             if count > maxLines {
@@ -181,7 +180,7 @@ public final class UserImport: Sendable {
         var skipped = 0
         let now = clock.nowMillis()
         for (_, line) in batch {
-            let identities = line.identities.map { Identity(provider: $0.provider, subject: $0.subject, email: line.email, createdAt: now) }
+            let identities = line.identities.map { Identity(provider: $0.provider, subject: $0.subject, email: $0.email ?? line.email, createdAt: now) }
                 + (line.passwordHash == nil ? [] : line.email.map { [Identity(provider: .password, subject: $0, email: $0, createdAt: now)] } ?? [])
             let exists = line.email.map { seenEmails.contains($0) } ?? false
                 || identities.contains { taken[$0.provider, default: []].contains($0.subject) }
@@ -194,7 +193,8 @@ public final class UserImport: Sendable {
             let createdAt = line.createdAt ?? now
             let user = User(
                 id: .generate(), email: line.email, emailVerified: line.emailVerified, firstName: line.firstName, lastName: line.lastName,
-                createdAt: createdAt, updatedAt: now, lastSignInAt: nil, displayName: line.displayName, appMetadata: line.appMetadata)
+                createdAt: createdAt, updatedAt: now, lastSignInAt: nil, locale: line.locale, displayName: line.displayName, appMetadata: line.appMetadata,
+                userMetadata: line.userMetadata)
             accounts.append(ImportedAccount(user: user, passwordHash: line.passwordHash?.storedForm(sealer: sealer, app: app.id), identities: identities))
         }
         return (accounts, skipped)

@@ -101,6 +101,12 @@ extension AppSettings {
         s.webhooks = Webhook.decodeList(&r, context)
         s.mfa = r.section("mfa", context, MFA.decode) ?? s.mfa
         s.passkeys = r.section("passkeys", context, Passkeys.decode) ?? nil
+        if case .storage = source {} else if s.allowAnonymous, s.mfa.policy == .required {
+            // An anonymous account has no first factor to add a second to, and its upgrade
+            // (a password, an address, a provider) keeps its session: under `required` that
+            // session would be a permanent account's that never passed a second step.
+            r.fail("allow_anonymous", "Must be false while mfa.policy is required: anonymous accounts have no second step.")
+        }
         r.rejectUnknown()
         if !r.errors.isEmpty { throw .validation(r.errors) }
         return s

@@ -49,7 +49,7 @@ public protocol UserStore: Sendable {
     /// A page of the app's users for an export (``UserExport``), in id order after `after` (nil:
     /// from the first), at most `limit`, each with their identities and, when
     /// `withPasswordHashes`, their stored password hash: one statement. Accounts pending deletion
-    /// are in it; erased ones are not.
+    /// are in it; erased and anonymous ones are not.
     func exportPage(after: UserID?, limit: Int, withPasswordHashes: Bool) throws -> [ExportedUser]
     /// The user and their identities, read together (one statement).
     func userWithIdentities(_ id: UserID) throws -> (User, [Identity])?

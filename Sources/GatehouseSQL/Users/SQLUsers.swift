@@ -217,11 +217,13 @@ extension SQLAppScopedStore: UserStore {
 
     func exportPage(after: UserID?, limit: Int, withPasswordHashes: Bool) throws -> [ExportedUser] {
         // One statement: the page of users (by the users_app_id index), a row per identity (or
-        // one of NULLs for none), the user's columns on each.
+        // one of NULLs for none), the user's columns on each. Anonymous users have nothing to
+        // move (no address, no sign-in method) and are left out.
         let rows = try database.query("""
             SELECT page.*, identities.provider AS identity_provider, identities.subject AS identity_subject,
                    identities.email AS identity_email, identities.created_at AS identity_created_at
-            FROM (SELECT * FROM users WHERE app_id = \(appID) AND id > \(after?.rawValue ?? "") AND deleted_at IS NULL ORDER BY id LIMIT \(Int64(limit))) AS page
+            FROM (SELECT * FROM users WHERE app_id = \(appID) AND id > \(after?.rawValue ?? "") AND deleted_at IS NULL AND is_anonymous = 0
+                  ORDER BY id LIMIT \(Int64(limit))) AS page
             LEFT JOIN identities ON identities.app_id = page.app_id AND identities.user_id = page.id
             ORDER BY page.id, identities.created_at, identities.provider
             """)
