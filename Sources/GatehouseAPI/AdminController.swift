@@ -29,8 +29,11 @@ struct AdminController {
         // Not for a HEAD: an export is recorded (users.exported). It reads the whole table, a page
         // at a time, and writes a spool file: on the offload threads, never on an HTTP worker.
         routes.get("/v1/admin/users/export", head: false, doesFileIO: true, exportUsers)
-        // The secret key is checked before the body is read: a stranger's 16 MiB is not spooled.
-        routes.post("/v1/admin/users/import", body: .ndjson(maxBytes: UserImport.maxRequestBytes), beforeBody: { _ = try auth.adminApp($0) }, importUsers)
+        // The secret key is checked before the body is read: a stranger's 16 MiB is not spooled;
+        // nor is anyone's while the app or the node is busy importing.
+        routes.post(
+            "/v1/admin/users/import", body: .ndjson(maxBytes: UserImport.maxRequestBytes),
+            beforeBody: { [userImport] request in try userImport.refuseIfBusy(app: try auth.adminApp(request).id) }, importUsers)
         routes.get("/v1/admin/users/{id}", user)
         routes.patch("/v1/admin/users/{id}", updateUser)
         routes.delete("/v1/admin/users/{id}", deleteUser)

@@ -27,8 +27,12 @@ struct BulkJobsTests {
         // The node is full: another app's job waits too, with a time to retry.
         let full = Self.refusal { () throws(GatehouseError) in try jobs.start(.userExport, app: b) }
         #expect(full?.code == .tooManyRequests && full?.retryAfter != nil)
+        // `check` answers as `start` would, and takes nothing.
+        #expect(throws: GatehouseError.self) { try jobs.check(.userExport, app: b) }
         importA.end()
         importA.end()  // a second end gives back nothing more
+        try jobs.check(.userExport, app: b)
+        try jobs.check(.userExport, app: b)
         let exportB = try jobs.start(.userExport, app: b)
         #expect(Self.refusal { () throws(GatehouseError) in try jobs.start(.userImport, app: c) } != nil)
         exportA.end()

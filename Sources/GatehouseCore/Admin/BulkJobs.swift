@@ -40,13 +40,26 @@ public final class BulkJobs: Sendable {
         deinit { end() }
     }
 
+    /// Throws the 429 ``start(_:app:)`` would throw now, taking nothing: to refuse a request before
+    /// its body is read. (Only ``start(_:app:)`` decides: the slot may be gone by then.)
+    public func check(_ kind: Kind, app: AppID) throws(GatehouseError) {
+        if let refusal = state.withLock({ Self.refusal(kind, $0.running.contains(Key(kind: kind, app: app)), $0.count >= limit) }) {
+            throw GatehouseError(.tooManyRequests, refusal, retryAfter: 10)
+        }
+    }
+
+    private static func refusal(_ kind: Kind, _ appRunsOne: Bool, _ full: Bool) -> String? {
+        if appRunsOne { return "Another \(kind.rawValue) of this app's users is under way; retry once it has ended." }
+        if full { return "The server is busy with other apps' imports and exports; retry shortly." }
+        return nil
+    }
+
     /// Takes a slot for `kind` in `app`: 429 `auth/too-many-requests` while the app runs one of
     /// that kind here, or while ``limit`` jobs of any app run.
     public func start(_ kind: Kind, app: AppID) throws(GatehouseError) -> Slot {
         let key = Key(kind: kind, app: app)
         let refusal: String? = state.withLock { state in
-            if state.running.contains(key) { return "Another \(kind.rawValue) of this app's users is under way; retry once it has ended." }
-            if state.count >= limit { return "The server is busy with other apps' imports and exports; retry shortly." }
+            if let refusal = Self.refusal(kind, state.running.contains(key), state.count >= limit) { return refusal }
             state.running.insert(key)
             state.count += 1
             return nil

@@ -83,6 +83,10 @@ public final class UserImport: Sendable {
         self.clock = clock
     }
 
+    /// Throws the 429 ``run(app:path:maxLines:source:progress:)`` would throw now: checked before
+    /// the request's body is spooled, so that a busy app or node is not sent 16 MiB first.
+    public func refuseIfBusy(app: AppID) throws(GatehouseError) { try jobs.check(.userImport, app: app) }
+
     /// Imports the NDJSON file at `path` into `app`. `maxLines`: more non-blank lines than this is
     /// refused (413) before any is imported. `progress` is called after each batch with the report
     /// so far. Throws 429 `auth/too-many-requests` while another import of the app runs here, or
