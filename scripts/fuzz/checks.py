@@ -42,8 +42,11 @@ DOMAIN_REFUSALS = {
 # purpose (and its body fit in bytes, not characters); email.locale must have templates. A
 # validation error on such fields alone is a domain refusal too. So is a passkey credential (its
 # bytes are an authenticator's to make: base64url that is not CBOR or client data JSON) and the
-# passkeys settings (rp_id must be a domain of every origin's host: a rule across fields).
+# passkeys settings (rp_id must be a domain of every origin's host: a rule across fields), and the
+# Firebase hash parameters (base64 keys of bounded decoded length, and scrypt's memory,
+# 2^mem_cost × rounds × 128 bytes at most 1 GiB: a rule across fields).
 OUTSIDE_FACT_FIELDS = [
+    re.compile(r"^firebase\.hash_config\."),
     re.compile(r"^credential(\.|$)"),
     re.compile(r"^passkey(\.|$)"),
     re.compile(r"^passkeys\."),
@@ -60,10 +63,14 @@ OUTSIDE_FACT_FIELDS = [
 # account's own address, and a NUL in a field the schema leaves open (Apple's notification body
 # accepts fields Apple may add; the server refuses U+0000 anywhere in JSON), and the limits of a
 # user's custom data (app_metadata, user_metadata: at most 4096 bytes serialized, 5 levels deep,
-# which JSON Schema cannot state): known by their messages.
+# which JSON Schema cannot state), and the anonymous users' rules: an email with a password only
+# for an account that has none, anonymous users only without a required second step: known by
+# their messages.
 OUTSIDE_FACT_MESSAGES = ("No value is set to keep", "Must be at least access_token_ttl_seconds", "Read-only.",
                          "This is the account's address already.", "Must not contain U+0000.",
-                         "Must be at most 4096 bytes as JSON.", "Must not nest objects and arrays more than 5 levels deep.")
+                         "Must be at most 4096 bytes as JSON.", "Must not nest objects and arrays more than 5 levels deep.",
+                         "The account has an email address already", "Must be false while mfa.policy is required")
+
 
 
 def _outside_fact(error):
@@ -119,3 +126,11 @@ def filter_failure(context, failure, case, response):
         if fields == {"refresh_token"} and _refresh_without_token(case):
             return _not_counted(case, response, "request/validation-failed on refresh_token, with neither the body's token nor the cookie")
     return True
+
+
+@schemathesis.serializer("application/x-ndjson")
+def ndjson(ctx, value):
+    """The import's NDJSON body (POST /v1/admin/users/import), which the document gives as a
+    binary string: the example's text, or the bytes the fuzzer made, sent as they are (the server
+    reports each line that is not an import line)."""
+    return value if isinstance(value, bytes) else str(value).encode("utf-8")
