@@ -128,7 +128,9 @@ public final class Gatehouse: Sendable {
         let oidc = OIDCVerifier(
             checks: verifier, fixedKinds: OIDCVerifier.Source(client: outbound, clock: clock, httpsOnly: false),
             tenantIssuers: OIDCVerifier.Source(client: tenantOutbound, clock: clock, httpsOnly: !configuration.allowPrivateOutbound, maxURLs: 1024),
-            providerURLs: configuration.providerURLs)
+            providerURLs: configuration.providerURLs,
+            // Half the threads that run provider calls: an app whose issuer hangs leaves the rest to the others.
+            maxInFlightPerApp: configuration.providerThreads / 2)
         let providers = ProviderAdapter(verifier: verifier, apple: apple, oidc: oidc, log: log)
         let appleRevocation = AppleRevocationHandler(
             directory: directory, sealer: sealer, providers: providers, outbox: store.outbox, clock: clock,

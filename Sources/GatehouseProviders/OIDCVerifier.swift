@@ -17,8 +17,6 @@ import Synchronization
 public final class OIDCVerifier: Sendable {
     /// Microsoft's issuer for multi-tenant apps: `{tenantid}` stands for the token's `tid`.
     public static let microsoftIssuerTemplate = "https://login.microsoftonline.com/{tenantid}/v2.0"
-    /// Verifications of one app running at once, past which they are refused (`unavailable`).
-    public static let maxInFlightPerApp = 8
 
     /// Where one group of providers' documents and keys are fetched from.
     public struct Source: Sendable {
@@ -40,11 +38,15 @@ public final class OIDCVerifier: Sendable {
     private let tenantIssuers: Source
     private let providerURLs: [String: String]
     private let inFlight = Mutex<[AppID: Int]>([:])
+    /// Verifications of one app running at once, past which they are refused (`unavailable`).
+    private let maxInFlightPerApp: Int
 
     /// `checks` supplies the claim checks shared with Apple and Google (its clock and leeway);
     /// `fixedKinds` fetches for `kakao`, `line` and `microsoft` from `providerURLs` (by kind,
-    /// ``Configuration/providerURLs``); `tenantIssuers` for `oidc` issuers.
-    public init(checks: ProviderVerifier, fixedKinds: Source, tenantIssuers: Source, providerURLs: [String: String]) {
+    /// ``Configuration/providerURLs``); `tenantIssuers` for `oidc` issuers. `maxInFlightPerApp`:
+    /// less than the threads that run provider calls, so that other apps keep some.
+    public init(checks: ProviderVerifier, fixedKinds: Source, tenantIssuers: Source, providerURLs: [String: String], maxInFlightPerApp: Int) {
+        self.maxInFlightPerApp = max(1, maxInFlightPerApp)
         self.checks = checks
         self.fixedKinds = fixedKinds
         self.tenantIssuers = tenantIssuers
@@ -60,7 +62,7 @@ public final class OIDCVerifier: Sendable {
     /// `oidc` and `kakao`, Microsoft's `xms_edov`, never for `line`.
     public func verify(_ token: String, app: AppID, provider: AppSettings.OIDCProvider, nonce: String) throws(ProviderError) -> ProviderIdentity {
         let admitted = inFlight.withLock { counts in
-            guard counts[app, default: 0] < Self.maxInFlightPerApp else { return false }
+            guard counts[app, default: 0] < maxInFlightPerApp else { return false }
             counts[app, default: 0] += 1
             return true
         }

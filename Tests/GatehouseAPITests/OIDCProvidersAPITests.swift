@@ -2,6 +2,7 @@ import Foundation
 import GatehouseCore
 import GatehouseCrypto
 import GatehouseTesting
+import Synchronization
 import Testing
 
 /// Gatehouse with an app that defines its own providers (`oidc_providers`), each played by a
@@ -230,6 +231,74 @@ struct OIDCProvidersAPITests {
         #expect(publicA.data?["sign_in_methods"] == ["password", "acme", "kakao", "ms", "ms-one", "line", "naver"])
         let publicB = try world.server.request("GET", "/v1/app", appKey: appB.appKey)
         #expect(publicB.data?["sign_in_methods"] == ["password", "acme", "only-b"])
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func onlyAnEmailTheProviderVouchesForCollides(_ kind: TestDatabaseKind) throws {
+        let world = try OIDCWorld(kind)
+        defer { world.stop() }
+        _ = try world.server.signUp(world.app, email: "kim@example.com")
+        // Kakao says the address is verified: it is the password account's, refused (email_collision reject).
+        let kakao = try world.signIn(
+            "kakao", world.kakao.mintIDToken(sub: "k-kim", aud: OIDCWorld.kakaoKey, nonce: "n1", email: "kim@example.com", emailVerified: true), nonce: "n1")
+        #expect(kakao.status == 409)
+        #expect(kakao.problemCode == "auth/account-exists-with-different-credential")
+        // Microsoft without xms_edov and LINE vouch for nothing: a new account, its address unverified.
+        let microsoft = try world.signIn(
+            "ms", world.microsoft.mintIDToken(sub: "ms-kim", aud: OIDCWorld.microsoftClient, nonce: "n2", email: "kim@example.com", tid: OIDCWorld.tenantA),
+            nonce: "n2")
+        #expect(microsoft.status == 201)
+        #expect(microsoft.data?["user"]?["email_verified"] == false)
+        let line = try world.signIn(
+            "line", world.line.mintIDToken(sub: "U-kim", aud: OIDCWorld.lineChannel, nonce: "n3", email: "kim@example.com", emailVerified: true,
+                hs256Secret: OIDCWorld.lineSecret), nonce: "n3")
+        #expect(line.status == 201)
+        #expect(line.data?["user"]?["email_verified"] == false)
+        // With xms_edov, Microsoft's address counts: a collision.
+        let vouched = try world.signIn(
+            "ms", world.microsoft.mintIDToken(sub: "ms-kim-2", aud: OIDCWorld.microsoftClient, nonce: "n4", email: "kim@example.com", tid: OIDCWorld.tenantB,
+                extraClaims: ["xms_edov": true]), nonce: "n4")
+        #expect(vouched.problemCode == "auth/account-exists-with-different-credential")
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func aTenantWhoseIssuerHangsHoldsAFewThreadsNotTheServer(_ kind: TestDatabaseKind) throws {
+        let world = try OIDCWorld(kind)
+        defer { world.stop() }
+        let stalling = try StallingServer()
+        defer { stalling.stop() }
+        let slow = try world.server.createApp([
+            "name": "Slow", "rate_limits": ["auth_per_minute_per_ip": 1000], "sign_in_methods": ["password", "hang"],
+            "oidc_providers": [["id": "hang", "kind": "oidc", "client_ids": ["c"], "issuer": .string(stalling.url("realm"))]],
+        ])
+        let answers = Mutex<[(status: Int, seconds: Double)]>([])
+        let (server, slowKey) = (world.server, slow.appKey)
+        let token = world.acme.mintIDToken(aud: "c", nonce: "n")
+        let started = Date()
+        // Twelve at once (threads of their own: concurrentPerform would run as many as there are cores).
+        let group = DispatchGroup()
+        for _ in 0..<12 {
+            group.enter()
+            Thread.detachNewThread {
+                let began = Date()
+                let status = (try? server.request("POST", "/v1/auth/oidc/hang", appKey: slowKey, json: ["id_token": .string(token), "nonce": "n"]).status) ?? 0
+                answers.withLock { $0.append((status, Date().timeIntervalSince(began))) }
+                group.leave()
+            }
+        }
+        Thread.sleep(forTimeInterval: 1)
+        // Another app's sign-in is answered at once meanwhile.
+        let other = try world.signIn("acme", world.acme.mintIDToken(sub: "busy-day", aud: OIDCWorld.acmeClient, nonce: "n1"), nonce: "n1")
+        #expect(other.status == 201)
+        #expect(Date().timeIntervalSince(started) < 5)
+        group.wait()
+        let all = answers.withLock { $0 }
+        #expect(all.count == 12)
+        #expect(all.allSatisfy { $0.status == 503 })
+        // At most the per-app bound (half the provider threads) reached the issuer; the rest were refused without waiting.
+        let bound = world.server.gatehouse.configuration.providerThreads / 2
+        #expect(stalling.connections <= bound)
+        #expect(all.filter { $0.seconds < 2 }.count >= 12 - bound)
     }
 
     @Test(arguments: TestDatabase.kinds)
