@@ -1,7 +1,8 @@
 import Foundation
 import GatehouseCrypto
 
-/// Sign-in with Apple (native and web), Google and Firebase-exchanged tokens; linking and
+/// Sign-in with Apple (native and web), Google, Firebase-exchanged tokens and the providers an app
+/// defines (`oidc_providers`, ``Provider/tenant(_:in:)``); linking and
 /// unlinking sign-in methods; reauthentication with a provider token.
 public final class ProviderSignInService: Sendable {
     let store: any Store
