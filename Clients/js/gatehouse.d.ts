@@ -181,6 +181,8 @@ export type ReauthenticationProof =
   | { password: string }
   | { provider: 'apple'; identityToken: string; nonce: string }
   | { provider: 'google'; idToken: string; nonce: string }
+  /** One of the app's own providers (its `oidc_providers` id) with an ID token. */
+  | { provider: string; idToken: string; nonce: string }
   | { code: string }
   | { passkey: true; signal?: AbortSignal };
 
@@ -278,6 +280,8 @@ export declare class Gatehouse {
   confirmPasswordReset(input: { email: string; code: string; password: string }): Promise<void>;
   signInWithApple(input: { identityToken: string; nonce?: string; authorizationCode?: string; firstName?: string; lastName?: string }): Promise<Session>;
   signInWithGoogle(input: { idToken: string; nonce?: string }): Promise<Session>;
+  /** One of the app's own providers (`oidc_providers` id): an ID token and its raw nonce, or an access token (naver, github). */
+  signInWithProvider(id: string, input: { idToken: string; nonce: string } | { accessToken: string }): Promise<Session>;
   signInWithFirebase(input: { provider: 'apple' | 'google'; firebaseIdToken: string }): Promise<Session>;
 
   startAppleWebFlow(input: { redirectURI: string; redirect?: boolean }): Promise<string>;
@@ -308,7 +312,8 @@ export declare class Gatehouse {
   addPassword(password: string, options?: { email?: string }): Promise<Identity[]>;
   linkApple(input: { identityToken: string; nonce: string; authorizationCode: string }): Promise<Identity[]>;
   linkGoogle(input: { idToken: string; nonce: string }): Promise<Identity[]>;
-  unlink(provider: 'password' | 'apple' | 'google'): Promise<Identity[]>;
+  linkProvider(id: string, input: { idToken: string; nonce: string } | { accessToken: string }): Promise<Identity[]>;
+  unlink(provider: 'password' | 'apple' | 'google' | string): Promise<Identity[]>;
 
   /** `GET /v1/me/export`: the user's own data (no secret); a few an hour. */
   exportMyData(): Promise<AccountExport>;

@@ -750,6 +750,17 @@ export class Gatehouse {
     return this.#signedIn(data);
   }
 
+  /**
+   * One of the app's own providers (its `oidc_providers` id): `{idToken, nonce}` for the kinds with
+   * ID tokens (oidc, kakao, line, microsoft; the RAW nonce the token carries), `{accessToken}` for
+   * naver and github.
+   */
+  async signInWithProvider(id, { idToken, nonce, accessToken }) {
+    const json = accessToken !== undefined ? { access_token: accessToken } : { id_token: idToken, nonce };
+    const { data } = await this.#send('POST', `/v1/auth/oidc/${encodeURIComponent(id)}`, { json });
+    return this.#signedIn(data);
+  }
+
   /** A Firebase ID token of an Apple or Google sign-in (`provider` pins which). */
   async signInWithFirebase({ provider, firebaseIdToken }) {
     if (provider !== 'apple' && provider !== 'google') throw new TypeError('provider: "apple" or "google"');
@@ -1020,7 +1031,13 @@ export class Gatehouse {
     return camel((await this.#authorized('POST', '/v1/me/identities/google', { json: { id_token: idToken, nonce } })).data);
   }
 
-  /** Unlinks `password`, `apple` or `google` (recent login; never the last sign-in method). */
+  /** Links one of the app's own providers by its id (recent login): `{idToken, nonce}` or `{accessToken}`. */
+  async linkProvider(id, { idToken, nonce, accessToken }) {
+    const json = accessToken !== undefined ? { access_token: accessToken } : { id_token: idToken, nonce };
+    return camel((await this.#authorized('POST', `/v1/me/identities/${encodeURIComponent(id)}`, { json })).data);
+  }
+
+  /** Unlinks `password`, `apple`, `google` or one of the app's own providers (recent login; never the last sign-in method). */
   async unlink(provider) {
     return camel((await this.#authorized('DELETE', `/v1/me/identities/${encodeURIComponent(provider)}`)).data);
   }
@@ -1053,6 +1070,7 @@ export class Gatehouse {
   /**
    * Renews `auth_time` for calls that need a recent sign-in. One of `{password}`,
    * `{provider: 'apple', identityToken, nonce}`, `{provider: 'google', idToken, nonce}`,
+   * `{provider: <the id of one of the app's oidc_providers>, idToken, nonce}`,
    * `{code}` after `sendReauthenticationCode()`, or `{passkey: true}` (the browser's passkey
    * prompt, for one of the user's passkeys). The refresh token stays.
    */
@@ -1061,6 +1079,7 @@ export class Gatehouse {
     if (proof.password !== undefined) json = { password: proof.password };
     else if (proof.provider === 'apple') json = { provider: 'apple', identity_token: proof.identityToken, nonce: proof.nonce };
     else if (proof.provider === 'google') json = { provider: 'google', id_token: proof.idToken, nonce: proof.nonce };
+    else if (typeof proof.provider === 'string' && proof.idToken !== undefined) json = { provider: proof.provider, id_token: proof.idToken, nonce: proof.nonce };
     else if (proof.code !== undefined) json = { code: proof.code };
     else if (proof.passkey === true) {
       const { data: options } = await this.#authorized('POST', '/v1/auth/passkey/options', { json: {} });

@@ -24,7 +24,7 @@ struct AppController {
             "name": .string(s.name),
             "require_verified_email": .bool(s.requireVerifiedEmail),
             // Only what signs in today: a method the settings name but this version does not offer yet is not advertised.
-            "sign_in_methods": .array(s.signInMethods.map { .string($0.rawValue) }),
+            "sign_in_methods": .array(s.signInMethods.map { .string($0.rawValue) } + s.signInProviders.map(JSON.string)),
             "password_min_length": .int(s.passwordMinLength),
             // Whether `POST /v1/auth/anonymous` may be offered ("continue without an account").
             "allow_anonymous": .bool(s.allowAnonymous),

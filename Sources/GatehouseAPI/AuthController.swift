@@ -127,16 +127,17 @@ struct AuthController {
         let (app, claims) = try auth.user(request)
         var body = try Body(request)
         let access: (token: String, expiresIn: Int64)
-        if let provider = body.optional("provider", maxLength: 16) {
-            guard let provider = ProviderSignInService.Provider(rawValue: provider) else {
-                throw GatehouseError.validation("provider", "Must be apple or google.")
+        if let name = body.optional("provider", maxLength: 64) {
+            guard let provider = ProviderSignInService.Provider(rawValue: name) ?? ProviderSignInService.Provider.tenant(name, in: app) else {
+                throw GatehouseError.validation("provider", "Must be apple, google or the id of one of the app's oidc_providers.")
             }
             let proof: ProviderSignInService.Proof
-            switch provider {
-            case .apple:
+            if provider == .apple {
                 proof = .apple(identityToken: body.required("identity_token", maxLength: 1 << 20), nonce: body.optional("nonce", maxLength: 512), authorizationCode: nil)
-            case .google:
+            } else if provider == .google {
                 proof = .google(idToken: body.required("id_token", maxLength: 1 << 20), nonce: body.optional("nonce", maxLength: 512))
+            } else {
+                proof = .oidc(idToken: body.required("id_token", maxLength: 1 << 20), nonce: body.optional("nonce", maxLength: 512))
             }
             try body.finish()
             access = try providers.reauthenticate(app: app, claims: claims, provider: provider, proof: proof, origin: request.origin)

@@ -19,6 +19,9 @@ struct ProviderController {
         routes.post("/v1/auth/exchange", exchange)
         routes.post("/v1/me/identities/apple", callsProvider: true, linkApple)
         routes.post("/v1/me/identities/google", callsProvider: true, linkGoogle)
+        routes.post("/v1/auth/oidc/{id}", callsProvider: true, tenantSignIn)
+        // After the literal apple and google routes: any other name is one of the app's own providers.
+        routes.post("/v1/me/identities/{provider}", callsProvider: true, linkTenantProvider)
         routes.delete("/v1/me/identities/{provider}", unlink)
     }
 
@@ -38,6 +41,38 @@ struct ProviderController {
         let proof = try googleProof(&body, linking: false)
         try body.finish()
         return sessions.sessionResponse(app, try providers.signIn(app: app, provider: .google, proof: proof, firstName: nil, lastName: nil, origin: request.origin))
+    }
+
+    /// `POST /v1/auth/oidc/{id}`: `{id_token, nonce}` for the kinds with ID tokens, `{access_token}`
+    /// for the others (Naver, GitHub).
+    func tenantSignIn(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.app(request)
+        let provider = try tenantProvider(request.parameters["id"], app)
+        var body = try Body(request)
+        let proof = try tenantProof(&body, provider)
+        try body.finish()
+        return sessions.sessionResponse(app, try providers.signIn(app: app, provider: provider, proof: proof, firstName: nil, lastName: nil, origin: request.origin))
+    }
+
+    /// The app's provider of that id: 404 for any other (a provider of another app included).
+    func tenantProvider(_ id: String?, _ app: AppContext) throws -> ProviderSignInService.Provider {
+        guard let id, let provider = ProviderSignInService.Provider.tenant(id, in: app) else {
+            throw GatehouseError(.notFound, "This app has no provider of that id.")
+        }
+        return provider
+    }
+
+    /// `{id_token, nonce}` (the kinds with ID tokens; the nonce is required) or `{access_token}`.
+    func tenantProof(_ body: inout Body, _ provider: ProviderSignInService.Provider) throws -> ProviderSignInService.Proof {
+        if provider.settings?.kind.hasIDTokens == false {
+            let token = body.required("access_token", maxLength: 1 << 20)
+            try body.check()
+            return .accessToken(token)
+        }
+        let token = body.required("id_token", maxLength: 1 << 20)
+        let nonce = body.required("nonce", maxLength: 512)
+        try body.check()
+        return .oidc(idToken: token, nonce: nonce)
     }
 
     /// `identity_token` + `nonce` (+ `authorization_code`), or `firebase_id_token`.
@@ -134,9 +169,23 @@ struct ProviderController {
         return identities(try providers.link(app: app, claims: claims, provider: .google, proof: proof, origin: request.origin))
     }
 
+    func linkTenantProvider(_ request: Request) throws -> HTTPResponse {
+        let (app, claims) = try auth.user(request)
+        let provider = try tenantProvider(request.parameters["provider"], app)
+        var body = try Body(request)
+        let proof = try tenantProof(&body, provider)
+        try body.finish()
+        return identities(try providers.link(app: app, claims: claims, provider: provider, proof: proof, origin: request.origin))
+    }
+
+    /// A built-in provider, or one the app defines (or defined: an identity of a provider the app
+    /// has since removed can still go).
     func unlink(_ request: Request) throws -> HTTPResponse {
         let (app, claims) = try auth.user(request)
-        guard let name = request.parameters["provider"], let provider = IdentityProvider.builtIn.first(where: { $0.rawValue == name }) else {
+        guard let name = request.parameters["provider"],
+            let provider = IdentityProvider.builtIn.first(where: { $0.rawValue == name })
+                ?? (AppSettings.OIDCProvider.isValidID(name) && !AppSettings.OIDCProvider.reservedIDs.contains(name) ? IdentityProvider(rawValue: name) : nil)
+        else {
             throw GatehouseError(.notFound, "No such sign-in method.")
         }
         return identities(try providers.unlink(app: app, claims: claims, provider: provider, origin: request.origin))

@@ -121,7 +121,17 @@ public final class Gatehouse: Sendable {
         let verifier = ProviderVerifier(
             jwks: JWKSCache(client: outbound, clock: clock), clock: clock, appleKeysURL: apple.keysURL,
             googleKeysURL: configuration.googleJWKSURL, firebaseKeysURL: configuration.firebaseJWKSURL)
-        let providers = ProviderAdapter(verifier: verifier, apple: apple, log: log)
+        // Tenants' own providers: the fixed kinds (Kakao, LINE, Microsoft) through the providers'
+        // client; `oidc` issuers, URLs a tenant sets, through a client under the tenant address
+        // policy, with the same time and size bounds, into bounded caches.
+        let tenantOutbound = OutboundHTTPClient(addressPolicy: .forTenantURLs(allowPrivate: configuration.allowPrivateOutbound))
+        let oidc = OIDCVerifier(
+            checks: verifier, fixedKinds: OIDCVerifier.Source(client: outbound, clock: clock, httpsOnly: false),
+            tenantIssuers: OIDCVerifier.Source(client: tenantOutbound, clock: clock, httpsOnly: !configuration.allowPrivateOutbound, maxURLs: 1024),
+            providerURLs: configuration.providerURLs,
+            // Half the threads that run provider calls: an app whose issuer hangs leaves the rest to the others.
+            maxInFlightPerApp: configuration.providerThreads / 2)
+        let providers = ProviderAdapter(verifier: verifier, apple: apple, oidc: oidc, log: log)
         let appleRevocation = AppleRevocationHandler(
             directory: directory, sealer: sealer, providers: providers, outbox: store.outbox, clock: clock,
             webCallbackURL: ProviderSignInService.callbackURL(publicURL: configuration.publicURL), appleURL: configuration.appleURL)

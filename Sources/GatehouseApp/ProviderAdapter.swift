@@ -8,7 +8,12 @@ import GatehouseProviders
 struct ProviderAdapter: IdentityProviders {
     let verifier: ProviderVerifier
     let apple: AppleClient
+    let oidc: OIDCVerifier
     let log: Log
+
+    func verifyOIDC(_ token: String, app: AppID, provider: AppSettings.OIDCProvider, nonce: String) throws(ProviderFailure) -> ExternalIdentity {
+        do { return external(try oidc.verify(token, app: app, provider: provider, nonce: nonce)) } catch { throw map(error) }
+    }
 
     func verifyApple(_ token: String, audiences: [String], expectedNonceHash: String?) throws(ProviderFailure) -> ExternalIdentity {
         do { return external(try verifier.verifyApple(token, audiences: audiences, expectedNonceHash: expectedNonceHash)) } catch { throw map(error) }

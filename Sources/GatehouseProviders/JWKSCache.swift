@@ -35,12 +35,16 @@ public final class JWKSCache: Sendable {
     private let clock: any Clock
     private let refetchInterval: Int64
     private let entries = Mutex<[String: Entry]>([:])
+    /// Most URLs cached at once; past it, a new URL pushes out an arbitrary other one (for
+    /// caches of URLs tenants choose, which could otherwise grow without end).
+    private let maxURLs: Int
 
     /// Creates an empty cache. `unknownKidRefetchInterval` is in milliseconds.
-    public init(client: OutboundHTTPClient, clock: any Clock, unknownKidRefetchInterval: Int64 = 30_000) {
+    public init(client: OutboundHTTPClient, clock: any Clock, unknownKidRefetchInterval: Int64 = 30_000, maxURLs: Int = .max) {
         self.client = client
         self.clock = clock
         self.refetchInterval = max(0, unknownKidRefetchInterval)
+        self.maxURLs = max(1, maxURLs)
     }
 
     /// The key with `kid` published at `url`, fetching or refetching the set as the rules above
@@ -167,6 +171,7 @@ public final class JWKSCache: Sendable {
         entries.withLock { entries in
             if let entry = entries[url] { return entry }
             let entry = Entry()
+            if entries.count >= maxURLs, let victim = entries.keys.randomElement() { entries[victim] = nil }
             entries[url] = entry
             return entry
         }

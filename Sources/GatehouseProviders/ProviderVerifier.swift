@@ -162,12 +162,12 @@ public final class ProviderVerifier: Sendable {
         return claims
     }
 
-    private func check(issuer claims: [String: JSON], oneOf issuers: Set<String>) throws(ProviderError) {
+    func check(issuer claims: [String: JSON], oneOf issuers: Set<String>) throws(ProviderError) {
         guard let issuer = claims["iss"]?.stringValue, issuers.contains(issuer) else { throw .invalidToken("wrong issuer") }
     }
 
     /// `aud` as a string, or an array of exactly one string.
-    private func check(audience claims: [String: JSON], oneOf audiences: [String]) throws(ProviderError) -> String {
+    func check(audience claims: [String: JSON], oneOf audiences: [String]) throws(ProviderError) -> String {
         let audience: String?
         switch claims["aud"] {
         case .string(let value): audience = value
@@ -178,7 +178,7 @@ public final class ProviderVerifier: Sendable {
         return audience
     }
 
-    private func checkTimes(_ claims: [String: JSON]) throws(ProviderError) {
+    func checkTimes(_ claims: [String: JSON]) throws(ProviderError) {
         let now = clock.nowSeconds
         guard let expiresAt = Self.seconds(claims["exp"]) else { throw .invalidToken("exp missing") }
         guard let issuedAt = Self.seconds(claims["iat"]) else { throw .invalidToken("iat missing") }
@@ -190,20 +190,20 @@ public final class ProviderVerifier: Sendable {
         }
     }
 
-    private func nonEmptySubject(_ claims: [String: JSON]) throws(ProviderError) -> String {
+    func nonEmptySubject(_ claims: [String: JSON]) throws(ProviderError) -> String {
         guard let subject = claims["sub"]?.stringValue, !subject.isEmpty else { throw .invalidToken("sub missing") }
         return subject
     }
 
     /// Token-supplied text shortened to 64 printable ASCII characters, so that it cannot forge
     /// log lines or flood them (it also reaches the client in the Firebase pin detail).
-    private static func loggable(_ text: String) -> String {
+    static func loggable(_ text: String) -> String {
         let printable = text.unicodeScalars.prefix(64).map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F ? Character($0) : "?" }
         return String(printable) + (text.unicodeScalars.count > 64 ? "…" : "")
     }
 
     /// The identity with what the (already checked) token says of itself, for freshness and replay checks.
-    private static func withTokenFacts(_ identity: ProviderIdentity, _ claims: [String: JSON]) -> ProviderIdentity {
+    static func withTokenFacts(_ identity: ProviderIdentity, _ claims: [String: JSON]) -> ProviderIdentity {
         var identity = identity
         identity.issuer = claims["iss"]?.stringValue ?? ""
         identity.issuedAt = seconds(claims["iat"]) ?? 0
@@ -214,7 +214,7 @@ public final class ProviderVerifier: Sendable {
     }
 
     /// A NumericDate claim in whole seconds.
-    private static func seconds(_ value: JSON?) -> Int64? {
+    static func seconds(_ value: JSON?) -> Int64? {
         switch value {
         case .int(let seconds): seconds
         case .double(let seconds) where seconds.isFinite && abs(seconds) < 1e15: Int64(seconds.rounded(.down))
@@ -223,7 +223,7 @@ public final class ProviderVerifier: Sendable {
     }
 
     /// A boolean claim Apple may send as a bool or as `"true"`/`"false"`.
-    private static func flag(_ value: JSON?) -> Bool {
+    static func flag(_ value: JSON?) -> Bool {
         switch value {
         case .bool(let flag): flag
         case .string(let text): text.lowercased() == "true"

@@ -236,6 +236,9 @@ struct DocumentationTests {
         try call("POST", "/v1/auth/exchange", appKey: appKey, json: ["login_code": "unknown"])
         try call("POST", "/v1/me/identities/apple", appKey: appKey, bearer: access, json: ["identity_token": "x.y.z", "nonce": "n", "authorization_code": "c"])
         try call("POST", "/v1/me/identities/google", appKey: appKey, bearer: access, json: [:])
+        // A provider id the app does not define (oidc_providers): 404 on both of its routes.
+        try call("POST", "/v1/auth/oidc/{id}", "/v1/auth/oidc/acme", appKey: appKey, json: ["id_token": "x.y.z", "nonce": "n"])
+        try call("POST", "/v1/me/identities/{provider}", "/v1/me/identities/acme", appKey: appKey, bearer: access, json: ["id_token": "x.y.z", "nonce": "n"])
         try call("DELETE", "/v1/me/identities/{provider}", "/v1/me/identities/apple", appKey: appKey, bearer: access)
 
         let adaID = try #require(signUp.data?["user"]?["id"]?.stringValue)
@@ -339,12 +342,13 @@ struct DocumentationTests {
         let routed = Set(server.gatehouse.operations.map { "\($0.method) \($0.pattern)" })
         #expect(routed.subtracting(called).sorted() == [])
         // And answered with success, but for the provider operations (their successes need the
-        // fake providers, and are checked in ProvidersAPITests and AppleNotificationsTests).
+        // fake providers, and are checked in ProvidersAPITests, OIDCProvidersAPITests and AppleNotificationsTests).
         let succeeded = Set(exchanges.filter { $0.response.status < 400 }.map { "\($0.method) \($0.pathTemplate)" })
         #expect(routed.subtracting(succeeded).sorted() == [
             "DELETE /v1/me/identities/{provider}", "GET /v1/auth/oauth/apple/authorize", "POST /v1/apps/{app_id}/apple/notifications",
             "POST /v1/auth/exchange", "POST /v1/auth/oauth/apple",
-            "POST /v1/auth/oauth/apple/callback", "POST /v1/auth/oauth/google", "POST /v1/me/identities/apple", "POST /v1/me/identities/google",
+            "POST /v1/auth/oauth/apple/callback", "POST /v1/auth/oauth/google", "POST /v1/auth/oidc/{id}", "POST /v1/me/identities/apple",
+            "POST /v1/me/identities/google", "POST /v1/me/identities/{provider}",
         ])
     }
 

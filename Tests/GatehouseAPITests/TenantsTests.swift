@@ -75,6 +75,26 @@ struct TenantsTests {
         #expect(!stored.contains(key) && !stored.contains("FIREBASE_SIGNER_KEY"))
     }
 
+    /// A provider the app defines takes its client secret from the environment in a Tenants file
+    /// (`client_secret_env`), sealed like any other secret; applying the file again changes nothing.
+    @Test(arguments: TestDatabase.kinds)
+    func aTenantsFileGivesAProvidersClientSecretFromTheEnvironment(_ kind: TestDatabaseKind) throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let secret = "line-channel-secret-from-env-42"
+        try write("line.json", [
+            "app_key": "pk_tenant_line_0123456789", "name": "Line", "sign_in_methods": ["password", "line"],
+            "oidc_providers": [["id": "line", "kind": "line", "client_ids": ["1650000000"], "client_secret_env": "LINE_CHANNEL_SECRET"]],
+        ])
+        let server = try TestServer(kind, environment: ["LINE_CHANNEL_SECRET": secret]) { $0.tenantsDirectory = folder }
+        defer { server.stop() }
+        let context = try #require(try server.gatehouse.directory.app(key: "pk_tenant_line_0123456789"))
+        #expect(context.settings.oidcProviders.first?.clientSecret == secret)
+        #expect(context.settings.signInProviders == ["line"])
+        let stored = try server.gatehouse.database.query("SELECT settings FROM apps")[0].string("settings")
+        #expect(!stored.contains(secret) && !stored.contains("LINE_CHANNEL_SECRET"))
+        #expect(try server.gatehouse.apps.applyTenants(folder: folder, environment: ["LINE_CHANNEL_SECRET": secret]) == ["line.json: unchanged \(context.id.rawValue)"])
+    }
+
     /// A webhook secret changed in a Tenants file keeps the replaced one for 24 hours of double
     /// signatures, as a change through the admin API does.
     @Test(arguments: TestDatabase.kinds)

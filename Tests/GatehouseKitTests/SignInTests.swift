@@ -142,6 +142,34 @@ struct SignInTests {
     }
 
     @Test
+    func aProviderOfTheAppSignsInLinksReauthenticatesAndUnlinksByItsID() async throws {
+        let kakao = try FakeOIDCProvider(.fixed(issuer: "https://kauth.kakao.com"), kidPrefix: "kit-kakao")
+        defer { kakao.stop() }
+        let kakaoURL = kakao.baseURL
+        let world = try KitWorld(
+            settings: [
+                "sign_in_methods": ["password", "kakao"], "oidc_providers": [["id": "kakao", "kind": "kakao", "client_ids": ["kit-kakao-key"]]],
+            ],
+            configure: { $0.providerURLs["kakao"] = kakaoURL })
+        defer { world.stop() }
+        let token = kakao.mintIDToken(sub: "k-kit-1", aud: "kit-kakao-key", nonce: "kakao-nonce-1")
+        let created = try await world.client().signIn(provider: "kakao", idToken: token, nonce: "kakao-nonce-1")
+        #expect(created.isNewUser && created.user.identities == [SignInProvider(rawValue: "kakao")])
+        let wrongApp = await kitError {
+            try await world.client().signIn(provider: "kakao", idToken: kakao.mintIDToken(sub: "k-kit-1", aud: "other-key", nonce: "n2"), nonce: "n2")
+        }
+        guard case .server(let problem)? = wrongApp else { Issue.record("expected a problem"); return }
+        #expect(problem.code == .invalidCredential && problem.status == 401)
+
+        let client = world.client()
+        _ = try await client.signUp(email: "kim@example.com", password: "correct horse battery")
+        let linked = try await client.link(provider: "kakao", idToken: kakao.mintIDToken(sub: "k-kit-2", aud: "kit-kakao-key", nonce: "n3"), nonce: "n3")
+        #expect(Set(linked.map(\.provider.rawValue)) == ["password", "kakao"])
+        try await client.reauthenticate(provider: "kakao", idToken: kakao.mintIDToken(sub: "k-kit-2", aud: "kit-kakao-key", nonce: "n4"), nonce: "n4")
+        #expect(try await client.unlink(SignInProvider(rawValue: "kakao")).map(\.provider) == [.password])
+    }
+
+    @Test
     func googleAndFirebaseTokensAreExchanged() async throws {
         let world = try KitWorld()
         defer { world.stop() }

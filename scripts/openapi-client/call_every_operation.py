@@ -136,7 +136,7 @@ class Walk:
         from gatehouse_client import models as m
         from gatehouse_client.api.account import (add_passkey, add_password, begin_totp_enrolment, change_password, confirm_email_change,
                                                   confirm_totp_enrolment, delete_me, delete_passkey, delete_photo, end_session, export_my_data, get_me, get_mfa,
-                                                  link_apple, link_google, list_identities, list_passkeys, list_sessions, passkey_creation_options,
+                                                  link_apple, link_google, link_provider, list_identities, list_passkeys, list_sessions, passkey_creation_options,
                                                   patch_me, remove_totp_factor, rename_passkey, request_email_change, unlink_identity, upload_photo)
         from gatehouse_client.api.admin import (ban_user, create_app, delete_user, disable_app, enable_app, end_user_sessions, export_users, get_app_settings,
                                                 get_user, import_users, list_apps, update_user, list_dead_outbox_items, list_events, list_users, patch_app_settings, remove_user_factor, rotate_secret_key,
@@ -149,10 +149,11 @@ class Walk:
         from gatehouse_client.api.files import delete_file, get_file, get_file_content, get_public_content, list_files, upload_file
         from gatehouse_client.api.operations import health, metrics, ready
         from gatehouse_client.api.providers import (apple_authorize, apple_callback, exchange_login_code, receive_apple_notification, sign_in_with_apple,
-                                                    sign_in_with_google)
+                                                    sign_in_with_google, sign_in_with_provider)
         from gatehouse_client.types import File
 
         apple_client_id, google_client_id = "com.example.openapi", "openapi-client.apps.googleusercontent.com"
+        kakao_client_id = "openapi-kakao-app-key"
         redirect_uri = "https://app.example.com/signed-in"
         password = "correct horse battery"
 
@@ -161,7 +162,8 @@ class Walk:
         self.call("ready", ready, 200, client=self.anonymous())
         self.call("metrics", metrics, 200, client=self.platform())
         created = self.call("createApp", create_app, 201, client=self.platform(), body=m.AppSettingsFields.from_dict({
-            "name": "Generated client", "sign_in_methods": ["password", "email_code", "apple", "google"],
+            "name": "Generated client", "sign_in_methods": ["password", "email_code", "apple", "google", "kakao"],
+            "oidc_providers": [{"id": "kakao", "kind": "kakao", "client_ids": ["openapi-kakao-app-key"]}],
             "rate_limits": {"auth_per_minute_per_ip": 1000, "web_flow_per_minute_per_ip": 1000}}))
         created_at = time.monotonic()
         self.app_key = created.parsed.data.app_key
@@ -283,7 +285,7 @@ class Walk:
         self.call("linkApple", link_apple, 200, client=linus, body=m.LinkAppleRequest(
             identity_token=self.provider_token("https://appleid.apple.com", apple_client_id, "apple-linus", "linus@privaterelay.appleid.com", nonce),
             nonce=nonce, authorization_code="c-unused.0.abcd"))
-        self.call("unlinkIdentity", unlink_identity, 200, m.UnlinkIdentityProvider.APPLE, client=linus)
+        self.call("unlinkIdentity", unlink_identity, 200, "apple", client=linus)
 
         # Apple: a new account, then Google linked to it.
         nonce = secrets.token_urlsafe(16)
@@ -294,6 +296,15 @@ class Walk:
         nonce = secrets.token_urlsafe(16)
         self.call("linkGoogle", link_google, 200, client=tim, body=m.LinkGoogleRequest(
             id_token=self.provider_token("https://accounts.google.com", google_client_id, "google-tim", "tim@example.com", nonce), nonce=nonce))
+
+        # One of the app's own providers (a kakao one, its discovery document on the static server):
+        # a new account through it, then linked to Tim.
+        nonce = secrets.token_urlsafe(16)
+        self.call("signInWithProvider", sign_in_with_provider, 201, "kakao", client=self.app(), body=m.ProviderIDTokenSignIn(
+            id_token=self.provider_token("https://kauth.kakao.com", kakao_client_id, "kakao-kim", "kim@example.com", nonce), nonce=nonce))
+        nonce = secrets.token_urlsafe(16)
+        self.call("linkProvider", link_provider, 200, "kakao", client=tim, body=m.ProviderIDTokenSignIn(
+            id_token=self.provider_token("https://kauth.kakao.com", kakao_client_id, "kakao-tim", "tim@example.com", nonce), nonce=nonce))
 
         # The Apple web flow: authorize redirects to Apple; a callback whose state no flow has is
         # refused without a redirect, and an unknown login code is refused too (the callback's

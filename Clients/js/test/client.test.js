@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Gatehouse, GatehouseError, MemoryStorage, createNonce, sha256Hex } from '../gatehouse.js';
-import { startEnvironment, APPLE_BUNDLE_ID, GOOGLE_CLIENT_ID, FIREBASE_PROJECT } from './support/env.js';
+import { startEnvironment, APPLE_BUNDLE_ID, GOOGLE_CLIENT_ID, FIREBASE_PROJECT, KAKAO_APP_KEY } from './support/env.js';
 
 let env;
 let app;
@@ -225,6 +225,26 @@ test('linking Google and unlinking it; linking another user\'s account is typed'
   assert.deepEqual((await web.unlink('google')).map((i) => i.provider), ['password']);
   await rejects(web.unlink('password'), 'auth/last-sign-in-method', 409);
   web.close(); taken.close(); third.close();
+});
+
+test('one of the app\'s own providers: sign-in by its id, linking, reauthentication, unlinking', async () => {
+  const { raw } = await createNonce();
+  const kakao = await client().signInWithProvider('kakao', { idToken: env.kakao.idToken({ sub: `k${process.pid}`, aud: KAKAO_APP_KEY, nonce: raw }), nonce: raw });
+  assert.equal(kakao.isNewUser, true);
+  assert.deepEqual(kakao.user.identities, ['kakao']);
+  await rejects(client().signInWithProvider('kakao', { idToken: env.kakao.idToken({ sub: `k${process.pid}`, aud: 'another-app-key', nonce: raw }), nonce: raw }),
+    'auth/invalid-credential', 401);
+  await rejects(client().signInWithProvider('nobody', { idToken: 'x.y.z', nonce: raw }), 'request/not-found', 404);
+
+  const web = client();
+  await web.signUp({ email: unique('kakao-linker'), password: PASSWORD });
+  const n1 = await createNonce();
+  const identities = await web.linkProvider('kakao', { idToken: env.kakao.idToken({ sub: `kl${process.pid}`, aud: KAKAO_APP_KEY, nonce: n1.raw }), nonce: n1.raw });
+  assert.deepEqual(identities.map((i) => i.provider).sort(), ['kakao', 'password']);
+  const n2 = await createNonce();
+  await web.reauthenticate({ provider: 'kakao', idToken: env.kakao.idToken({ sub: `kl${process.pid}`, aud: KAKAO_APP_KEY, nonce: n2.raw }), nonce: n2.raw });
+  assert.deepEqual((await web.unlink('kakao')).map((i) => i.provider), ['password']);
+  web.close();
 });
 
 test('recent login: requiresRecentLogin, then withRecentLogin reauthenticates and deletes the account', async () => {

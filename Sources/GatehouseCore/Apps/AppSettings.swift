@@ -8,6 +8,8 @@ public struct AppSettings: Sendable, Equatable {
     public var name: String
     public var allowSignup = true
     public var signInMethods: [SignInMethod] = SignInMethod.defaults
+    /// The ids of ``oidcProviders`` that `sign_in_methods` names: the tenant's providers it offers.
+    public var signInProviders: [String] = []
     public var requireVerifiedEmail = false
     public var recentLoginSeconds: Int64 = 300
     public var accessTokenTTLSeconds: Int64 = 900
@@ -37,6 +39,8 @@ public struct AppSettings: Sendable, Equatable {
     public var apple = Apple()
     public var google = Google()
     public var firebase = Firebase()
+    /// Providers the tenant defines (`oidc_providers`).
+    public var oidcProviders: [OIDCProvider] = []
     public var email = Email()
     public var webhooks: [Webhook] = []
     /// Second factors: the policy and the factors users may enrol.
@@ -85,7 +89,7 @@ extension AppSettings {
         var r = FieldReader(json)
         for key in extraKeys { _ = r.raw(key) }
         var s = AppSettings(name: "")
-        s.decodeSignIn(&r, context)
+        let providerNames = s.decodeSignIn(&r, context)
         s.decodeSessions(&r)
         s.decodeAccounts(&r)
         s.decodeWebClients(&r)
@@ -97,6 +101,8 @@ extension AppSettings {
         s.apple = r.section("apple", context, Apple.decode) ?? s.apple
         s.google = r.section("google", context, Google.decode) ?? s.google
         s.firebase = r.section("firebase", context, Firebase.decode) ?? s.firebase
+        s.oidcProviders = OIDCProvider.decodeList(&r, context)
+        s.signInProviders = s.providerMethods(providerNames, &r)
         s.email = r.section("email", context, Email.decode) ?? s.email
         s.webhooks = Webhook.decodeList(&r, context)
         s.mfa = r.section("mfa", context, MFA.decode) ?? s.mfa
@@ -112,8 +118,10 @@ extension AppSettings {
         return s
     }
 
-    /// The app's name and who may sign up or in, and how.
-    private mutating func decodeSignIn(_ r: inout FieldReader, _ context: SettingsDecoding) {
+    /// The app's name and who may sign up or in, and how. Returns the `sign_in_methods` entries
+    /// that are no built-in method: ids of the app's `oidc_providers`, checked once those are read.
+    private mutating func decodeSignIn(_ r: inout FieldReader, _ context: SettingsDecoding) -> [String] {
+        var others: [String] = []
         let name = r.string("name", maxLength: 100)?.trimmingCharacters(in: .whitespaces)
         // A name stored before format characters were refused still loads (else every request
         // of that app would fail, the PATCH that could mend it included); a change must mend it.
@@ -125,15 +133,28 @@ extension AppSettings {
             r.fail("name", "Required: a name of 1 to 100 characters.")
         }
         if let v = r.bool("allow_signup") { allowSignup = v }
-        if let v = r.stringArray("sign_in_methods", maxCount: 4) {
-            let all = SignInMethod.configurable.map(\.rawValue)
-            for m in v where SignInMethod(rawValue: m).map(SignInMethod.configurable.contains) != true {
-                r.fail("sign_in_methods", "Unknown sign-in method \(m); use \(all.joined(separator: ", ")).")
-            }
+        if let v = r.stringArray("sign_in_methods", maxCount: SignInMethod.configurable.count + OIDCProvider.maxCount) {
+            others = uniqued(v).filter { SignInMethod(rawValue: $0).map(SignInMethod.configurable.contains) != true }
             signInMethods = uniqued(v).compactMap(SignInMethod.init(rawValue:)).filter(SignInMethod.configurable.contains)
         }
         if let v = r.bool("require_verified_email") { requireVerifiedEmail = v }
         if let v = r.bool("allow_anonymous") { allowAnonymous = v }
+        return others
+    }
+
+    /// The `sign_in_methods` entries that name none of the built-in methods must each be the id of
+    /// one of the app's `oidc_providers`.
+    private func providerMethods(_ names: [String], _ r: inout FieldReader) -> [String] {
+        let all = SignInMethod.configurable.map(\.rawValue)
+        var ids: [String] = []
+        for m in names {
+            if oidcProviders.contains(where: { $0.id == m }) {
+                ids.append(m)
+            } else {
+                r.fail("sign_in_methods", "Unknown sign-in method \(m); use \(all.joined(separator: ", ")) or the id of one of oidc_providers.")
+            }
+        }
+        return ids
     }
 
     /// Sessions and their tokens: recent login, lifetimes, the idle timeout.
@@ -192,7 +213,7 @@ extension AppSettings {
         [
             "name": .string(name),
             "allow_signup": .bool(allowSignup),
-            "sign_in_methods": .strings(signInMethods.map(\.rawValue)),
+            "sign_in_methods": .strings(signInMethods.map(\.rawValue) + signInProviders),
             "require_verified_email": .bool(requireVerifiedEmail),
             "allow_anonymous": .bool(allowAnonymous),
             "recent_login_seconds": .int(recentLoginSeconds),
@@ -214,6 +235,7 @@ extension AppSettings {
             "apple": apple.json(secrets: secrets),
             "google": google.json,
             "firebase": firebase.json(secrets: secrets),
+            "oidc_providers": .array(oidcProviders.enumerated().map { i, provider in provider.json(at: i, secrets: secrets) }),
             "email": email.json(secrets: secrets),
             "webhooks": .array(webhooks.enumerated().map { i, hook in hook.json(at: i, secrets: secrets) }),
             "mfa": mfa.json,

@@ -71,6 +71,14 @@ public struct Configuration: Sendable {
     public var appleURL = "https://appleid.apple.com"
     public var googleJWKSURL = "https://www.googleapis.com/oauth2/v3/certs"
     public var firebaseJWKSURL = "https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com"
+    /// The base URL of each provider kind with a fixed home (`GATEHOUSE_PROVIDER_URL_<KIND>`, for
+    /// tests), by kind: `kakao` and `line` serve their discovery document at
+    /// `<base>/.well-known/openid-configuration`, `microsoft` at
+    /// `<base>/<tenant>/v2.0/.well-known/openid-configuration`. An `oidc` provider's is its issuer.
+    public var providerURLs: [String: String] = Configuration.defaultProviderURLs
+    public static let defaultProviderURLs: [String: String] = [
+        "kakao": "https://kauth.kakao.com", "line": "https://access.line.me", "microsoft": "https://login.microsoftonline.com",
+    ]
     public var refreshGraceSeconds = 10
     public var outboxMaxBackoffSeconds = 600
     /// Outbox deliveries of each kind (mail, webhooks, Apple revocations, blob deletions) a node

@@ -52,6 +52,17 @@ extension Configuration {
                 e.problems.append("\(name) must be an absolute http(s) URL.")
             }
         }
+        for (name, kind) in [
+            ("GATEHOUSE_PROVIDER_URL_KAKAO", "kakao"), ("GATEHOUSE_PROVIDER_URL_LINE", "line"), ("GATEHOUSE_PROVIDER_URL_MICROSOFT", "microsoft"),
+            ("GATEHOUSE_PROVIDER_URL_NAVER", "naver"), ("GATEHOUSE_PROVIDER_URL_GITHUB", "github"),
+        ] {
+            guard let url = e.value(name) else { continue }
+            if let parsed = URLComponents(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host?.isEmpty == false {
+                providerURLs[kind] = url.hasSuffix("/") ? String(url.dropLast()) : url
+            } else {
+                e.problems.append("\(name) must be an absolute http(s) URL.")
+            }
+        }
     }
 }
 

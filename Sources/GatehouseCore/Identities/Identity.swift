@@ -52,6 +52,8 @@ public enum SignInMethod: String, Sendable, CaseIterable {
     case passkey
     /// `POST /v1/auth/anonymous`: no credential at all. Turned on by the app's `allow_anonymous`.
     case anonymous
+    /// A provider the tenant defines (`oidc_providers`): the session's method; the events name the provider's id.
+    case external
 
     /// The methods an app lists in `sign_in_methods`.
     public static let configurable: [SignInMethod] = [.password, .emailCode, .apple, .google]
@@ -69,6 +71,8 @@ public enum SignInMethod: String, Sendable, CaseIterable {
         case .passkey: "hwk"
         // No credential was checked: nothing of RFC 8176 says so; ours, like Supabase's `anonymous`.
         case .anonymous: "anon"
+        // RFC 8176 has no member for "an identity provider we federate with"; API.md names `ext`.
+        case .external: "ext"
         }
     }
 }

@@ -1,6 +1,6 @@
 /// Linking and unlinking sign-in methods, and reauthenticating with a provider token.
 extension ProviderSignInService {
-    /// Links Apple or Google to the signed-in user (recent sign-in required, but of an anonymous
+    /// Links Apple, Google or a provider the app defines to the signed-in user (recent sign-in required, but of an anonymous
     /// user, which has no way to reauthenticate). Linked to an anonymous user, the provider
     /// upgrades it (``AnonymousUsers``): the same user id, and the provider's address as a
     /// provider sign-up would take it. A provider account that signs in to another user is 409
@@ -84,9 +84,12 @@ extension ProviderSignInService {
         let data = store.app(app.id)
         try limiter.hit(data, bucket: "auth", subject: rateLimitSubject(ip: origin.ip), limit: app.settings.rateLimits.authPerMinutePerIP)
         switch proof {
-        case .apple(_, nil, _), .google(_, nil):
+        case .apple(_, nil, _), .google(_, nil), .oidc(_, nil):
             throw GatehouseError.validation("nonce", "Required to reauthenticate: the raw nonce the token was requested with.")
-        case .apple, .google, .firebase: break
+        case .accessToken:
+            // An access token says nothing of when the user signed in, nor is it bound to this request.
+            throw GatehouseError.validation("access_token", "Reauthenticate with another method: an access token proves no recent sign-in.")
+        case .apple, .google, .firebase, .oidc: break
         }
         try sessions.requireReauthenticationGuessesLeft(app, claims: claims)
         do {

@@ -1,7 +1,8 @@
 import Foundation
 import GatehouseCrypto
 
-/// Sign-in with Apple (native and web), Google and Firebase-exchanged tokens; linking and
+/// Sign-in with Apple (native and web), Google, Firebase-exchanged tokens and the providers an app
+/// defines (`oidc_providers`, ``Provider/tenant(_:in:)``); linking and
 /// unlinking sign-in methods; reauthentication with a provider token.
 public final class ProviderSignInService: Sendable {
     let store: any Store
@@ -20,6 +21,8 @@ public final class ProviderSignInService: Sendable {
     let emailCodes: EmailCodes
     /// Runs the service's units of work and applies what follows their commit.
     let units: UnitOfWork
+    /// The profile APIs of the kinds without ID tokens (Naver, GitHub); nil: not offered yet.
+    let accessTokenProfiles: (any AccessTokenProfiles)?
 
     /// Longest provider token accepted (API.md): longer is a validation error.
     public static let maxTokenLength = 8192
@@ -29,8 +32,9 @@ public final class ProviderSignInService: Sendable {
     public init(
         store: any Store, directory: AppDirectory, sessions: SessionService, providers: any IdentityProviders, sealer: SecretSealer, clock: any Clock,
         publicURL: String, emailCodes: EmailCodes, units: UnitOfWork, metrics: any DomainMetrics = NoDomainMetrics(),
-        log: any LogSink = DiscardingLog()
+        log: any LogSink = DiscardingLog(), accessTokenProfiles: (any AccessTokenProfiles)? = nil
     ) {
+        self.accessTokenProfiles = accessTokenProfiles
         self.log = log
         self.units = units
         self.emailCodes = emailCodes
@@ -45,12 +49,43 @@ public final class ProviderSignInService: Sendable {
         self.publicURL = publicURL
     }
 
-    public enum Provider: String, Sendable {
-        case apple, google
+    /// Who a sign-in is with: Apple, Google, or one of the providers the app defines
+    /// (``AppSettings/OIDCProvider``, found by ``tenant(_:in:)``).
+    public struct Provider: Sendable, Equatable {
+        /// `apple`, `google` or the tenant provider's id: what events and messages name.
+        public let rawValue: String
+        /// The tenant's provider; nil for Apple and Google.
+        public let settings: AppSettings.OIDCProvider?
+
+        public static let apple = Provider(rawValue: "apple", settings: nil)
+        public static let google = Provider(rawValue: "google", settings: nil)
+
+        /// `apple` or `google`; nil for any other name (a tenant's provider is found with ``tenant(_:in:)``).
+        public init?(rawValue: String) {
+            switch rawValue {
+            case "apple": self = .apple
+            case "google": self = .google
+            default: return nil
+            }
+        }
+
+        private init(rawValue: String, settings: AppSettings.OIDCProvider?) {
+            self.rawValue = rawValue
+            self.settings = settings
+        }
+
+        /// The provider `id` of the app's `oidc_providers`; nil when the app defines none of that id
+        /// (a provider of another app is unknown here).
+        public static func tenant(_ id: String, in app: AppContext) -> Provider? {
+            app.settings.oidcProviders.first(where: { $0.id == id }).map { Provider(rawValue: $0.id, settings: $0) }
+        }
+
         /// The identity provider the sign-in is with.
-        public var identity: IdentityProvider { self == .apple ? .apple : .google }
+        public var identity: IdentityProvider { IdentityProvider(rawValue: rawValue) }
         var firebaseName: String { identity.firebaseSignInProvider ?? "" }
-        var method: SignInMethod { self == .apple ? .apple : .google }
+        var method: SignInMethod { settings != nil ? .external : self == .apple ? .apple : .google }
+        /// The `method` of the sign-in's events.
+        var eventMethod: String { rawValue }
     }
 
     /// What the client sent to prove who they are at a provider.
@@ -59,6 +94,10 @@ public final class ProviderSignInService: Sendable {
         case apple(identityToken: String, nonce: String?, authorizationCode: String?)
         case google(idToken: String, nonce: String?)
         case firebase(token: String)
+        /// An ID token of a provider the app defines, and the raw nonce it carries.
+        case oidc(idToken: String, nonce: String?)
+        /// An access token of a provider without ID tokens (`naver`, `github`).
+        case accessToken(String)
     }
 
     // MARK: - Signing in
@@ -92,7 +131,9 @@ public final class ProviderSignInService: Sendable {
         let (user, isNew) = try account(
             app: app, data, provider: provider, identity: identity, existing: existing, firstName: first, lastName: last, origin: origin)
         try keepAppleToken(app: app, data, user: user.id, identity: identity, refreshToken: appleRefreshToken)
-        return try sessions.startSession(app: app, data, user: user, method: provider.method, isNewUser: isNew, origin: origin).session()
+        return try sessions.startSession(
+            app: app, data, user: user, method: provider.method, isNewUser: isNew, origin: origin, detail: ["method": .string(provider.eventMethod)]
+        ).session()
     }
 
     /// Verifies a proof for the app: the provider must be configured and the token valid. An
@@ -105,6 +146,25 @@ public final class ProviderSignInService: Sendable {
 
     private func verifyToken(app: AppContext, provider: Provider, proof: Proof) throws -> (ExternalIdentity, appleCode: String?) {
         switch proof {
+        case .oidc(let token, let nonce):
+            try checkLength(token, field: "id_token")
+            guard let settings = provider.settings else { throw notConfigured(provider.rawValue) }
+            guard settings.kind.hasIDTokens else {
+                throw GatehouseError.validation("id_token", "A \(settings.kind.rawValue) provider has no ID tokens: send access_token.")
+            }
+            guard let nonce else { throw GatehouseError.validation("nonce", "Required: the raw nonce the ID token was requested with.") }
+            if nonce.isEmpty || nonce.utf8.count > 512 { throw GatehouseError.validation("nonce", "Must be 1 to 512 characters.") }
+            return (try answering(providers.verifyOIDC(token, app: app.id, provider: settings, nonce: nonce)), nil)
+        case .accessToken(let token):
+            try checkLength(token, field: "access_token")
+            guard let settings = provider.settings else { throw notConfigured(provider.rawValue) }
+            guard !settings.kind.hasIDTokens else {
+                throw GatehouseError.validation("access_token", "A \(settings.kind.rawValue) provider signs in with its ID token: send id_token and nonce.")
+            }
+            guard let accessTokenProfiles else {
+                throw GatehouseError.validation("access_token", "Sign-in with a \(settings.kind.rawValue) access token is not available yet.")
+            }
+            return (try answering(accessTokenProfiles.profile(kind: settings.kind, accessToken: token, provider: settings)), nil)
         case .firebase(let token):
             try checkLength(token, field: "firebase_id_token")
             guard let project = app.settings.firebase.projectID else { throw notConfigured("Firebase") }
@@ -259,7 +319,8 @@ public final class ProviderSignInService: Sendable {
     func appleCredentials(_ app: AppContext) -> AppleCredentials? { app.settings.apple.credentials }
 
     func requireMethod(_ provider: Provider, _ app: AppContext) throws {
-        guard app.settings.signInMethods.contains(provider.method) else {
+        let offered = provider.settings != nil ? app.settings.signInProviders.contains(provider.rawValue) : app.settings.signInMethods.contains(provider.method)
+        guard offered else {
             throw GatehouseError(.signInMethodDisabled, "This app does not offer \(provider.rawValue) sign-in.")
         }
     }

@@ -98,6 +98,21 @@ public protocol IdentityProviders: Sendable {
     /// keys: `iss` Apple, `aud` one of `audiences`, `iat`/`exp`, and an `events` claim that is a
     /// JSON string of `{type, sub, event_time}`. ``ProviderFailure/invalidToken(reason:clientDetail:)`` otherwise.
     func verifyAppleNotification(_ token: String, audiences: [String]) throws(ProviderFailure) -> AppleAccountEvent
+    /// Verifies an ID token of a provider `app` defines (`oidc`, `kakao`, `line`, `microsoft`):
+    /// the signature (the issuer's JWKS found through its discovery document; LINE's HS256 with the
+    /// channel secret), `iss`, `aud` one of the provider's client ids, `exp`/`iat`, and a `nonce`
+    /// claim equal to `nonce` (the raw nonce, as Google's check). `app` keys the per-app bound on
+    /// fetches, so one tenant's slow issuer cannot hold every thread.
+    func verifyOIDC(_ token: String, app: AppID, provider: AppSettings.OIDCProvider, nonce: String) throws(ProviderFailure) -> ExternalIdentity
+}
+
+/// The profile behind a provider's access token, for the kinds without ID tokens (`naver`,
+/// `github`): who the token's user is, and an email only when the provider vouches for it. A token
+/// the provider refuses is ``ProviderFailure/invalidToken(reason:clientDetail:)``; a provider that
+/// cannot be reached ``ProviderFailure/unreachable(reason:)``. Given to ``ProviderSignInService``;
+/// without one, access-token sign-in answers 400.
+public protocol AccessTokenProfiles: Sendable {
+    func profile(kind: AppSettings.OIDCProvider.Kind, accessToken: String, provider: AppSettings.OIDCProvider) throws(ProviderFailure) -> ExternalIdentity
 }
 
 /// A started Apple web flow (API.md "Apple web flow").

@@ -53,7 +53,8 @@ public final class SessionService: Sendable {
     /// `data` (the caller's unit of work, which must commit before the caller answers
     /// ``SignInOutcome/session()``'s `auth/mfa-required`). `.done(amr:)` opens the session with
     /// that `amr`: the second step was answered, or the method is multi-factor by itself.
-    /// `detail` adds to the `user.signed_in` event's data (a password sign-in's `rehashed`).
+    /// `detail` adds to the `user.signed_in` event's data (a password sign-in's `rehashed`; a
+    /// tenant provider's id as `method`, which names it instead of `external`).
     public func startSession(
         app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, origin: RequestOrigin, passwordHash: String? = nil,
         secondStep rule: SecondStepRule = .ask, detail: [String: JSON] = [:]
@@ -83,7 +84,7 @@ public final class SessionService: Sendable {
                 return try open(tx, current)
             }
             try tx.auditLog.record(Event(
-                type: .userRestored, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": .string(method.rawValue)],
+                type: .userRestored, userID: user.id, sessionID: nil, ip: origin.ip, userAgent: origin.userAgent, data: ["method": detail["method"] ?? .string(method.rawValue)],
                 createdAt: now))
             var restored = user
             restored.pendingDeletion = nil
@@ -110,7 +111,8 @@ public final class SessionService: Sendable {
             id: .generate(), userID: user.id, method: method, authTime: now, createdAt: now, lastUsedAt: now,
             expiresAt: now + app.settings.refreshTokenTTLSeconds * 1000, ip: origin.ip, userAgent: origin.userAgent, amr: amr)
         let refreshToken = tokens.newRefreshToken()
-        var signInData = detail.merging(["method": .string(method.rawValue)]) { $1 }
+        // A tenant's provider signs in with method `external` and names its id in `detail`'s `method`.
+        var signInData = detail.merging(["method": .string(method.rawValue)]) { given, _ in given }
         if let amr { signInData["amr"] = .strings(amr) }
         // Its own transaction already (or the caller's): as a unit of work, its event is fanned out.
         try units.run(data) { tx in

@@ -1,7 +1,7 @@
 // One test environment: the fake providers, the SMTP sink and the real server, started together.
 import fs from 'node:fs';
 import { webcrypto } from 'node:crypto';
-import { FakeApple, FakeFirebase, FakeGoogle } from './providers.js';
+import { FakeApple, FakeFirebase, FakeGoogle, FakeKakao } from './providers.js';
 import { GatehouseServer, SMTPSink } from './server.js';
 
 // Browsers have WebCrypto as globalThis.crypto; Node 18 (Debian 12's) only under node:crypto.
@@ -11,19 +11,22 @@ export const GOOGLE_CLIENT_ID = '1234-web.apps.googleusercontent.com';
 export const APPLE_BUNDLE_ID = 'com.example.app';
 export const APPLE_SERVICES_ID = 'com.example.web';
 export const FIREBASE_PROJECT = 'gatehouse-js-test';
+export const KAKAO_APP_KEY = 'kakao-js-app-key';
 
 export async function startEnvironment({ serverEnv = {} } = {}) {
   const apple = await new FakeApple().start();
   const google = await new FakeGoogle().start();
   const firebase = await new FakeFirebase().start();
+  const kakao = await new FakeKakao().start();
   const smtp = await new SMTPSink().start();
-  const server = await new GatehouseServer({ apple, google, firebase, smtp, env: serverEnv }).start();
+  const server = await new GatehouseServer({ apple, google, firebase, smtp, env: { GATEHOUSE_PROVIDER_URL_KAKAO: kakao.url, ...serverEnv } }).start();
   return {
-    apple, google, firebase, smtp, server,
+    apple, google, firebase, kakao, smtp, server,
     /** An app with every sign-in method, the providers configured, and `settings` merged over. */
     async createApp(settings = {}) {
       return server.createApp({
-        sign_in_methods: ['password', 'email_code', 'apple', 'google'],
+        sign_in_methods: ['password', 'email_code', 'apple', 'google', 'kakao'],
+        oidc_providers: [{ id: 'kakao', kind: 'kakao', client_ids: [KAKAO_APP_KEY] }],
         apple: { client_ids: [APPLE_BUNDLE_ID, APPLE_SERVICES_ID], services_id: APPLE_SERVICES_ID, ...apple.makeCredentials() },
         google: { client_ids: [GOOGLE_CLIENT_ID] },
         firebase: { project_id: FIREBASE_PROJECT },
@@ -32,7 +35,7 @@ export async function startEnvironment({ serverEnv = {} } = {}) {
     },
     async stop() {
       await server.stop();
-      for (const part of [apple, google, firebase, smtp]) part.stop();
+      for (const part of [apple, google, firebase, kakao, smtp]) part.stop();
     },
   };
 }

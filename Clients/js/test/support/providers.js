@@ -190,6 +190,32 @@ export class FakeGoogle {
   }
 }
 
+/**
+ * Kakao Login's discovery document and keys (Gatehouse reads them from GATEHOUSE_PROVIDER_URL_KAKAO),
+ * and ID tokens as the Kakao SDK hands them over: Kakao's real issuer, the app key as `aud`.
+ */
+export class FakeKakao {
+  static issuer = 'https://kauth.kakao.com';
+  keys = new KeyRing('kakao');
+
+  async start() {
+    this.server = await listen((req, text, res) => {
+      if (req.url === '/.well-known/openid-configuration') return json(res, 200, { issuer: FakeKakao.issuer, jwks_uri: `${this.url}/keys` });
+      if (req.url === '/keys') return json(res, 200, this.keys.jwks);
+      return json(res, 404, {});
+    });
+    this.url = `http://127.0.0.1:${this.server.address().port}`;
+    return this;
+  }
+
+  stop() { this.server?.close(); this.server?.closeAllConnections?.(); }
+
+  idToken({ sub, aud, nonce }) {
+    const iat = now();
+    return this.keys.mint({ iss: FakeKakao.issuer, aud, sub, iat, exp: iat + 3600, nonce });
+  }
+}
+
 /** Firebase's securetoken keys (served as a JWKS) and Firebase ID tokens. */
 export class FakeFirebase {
   keys = new KeyRing('firebase');

@@ -172,6 +172,17 @@ public final class GatehouseClient: Sendable {
         return try await signIn("/v1/auth/oauth/google", body)
     }
 
+    /// `POST /v1/auth/oidc/{id}` with an ID token of one of the app's own providers (its
+    /// `oidc_providers` id: kinds oidc, kakao, line, microsoft) and the raw nonce it carries.
+    public func signIn(provider id: String, idToken: String, nonce: String) async throws -> SignInResult {
+        try await signIn("/v1/auth/oidc/\(pathSegment(id))", ["id_token": .string(idToken), "nonce": .string(nonce)])
+    }
+
+    /// `POST /v1/auth/oidc/{id}` with an access token of one of the app's own providers of kind naver or github.
+    public func signIn(provider id: String, accessToken: String) async throws -> SignInResult {
+        try await signIn("/v1/auth/oidc/\(pathSegment(id))", ["access_token": .string(accessToken)])
+    }
+
     /// The providers whose Firebase ID tokens Gatehouse takes.
     public enum FirebaseProvider: String, Sendable {
         /// `firebase.sign_in_provider` `apple.com`.
@@ -243,6 +254,11 @@ public final class GatehouseClient: Sendable {
     /// Reauthenticates with a new Google ID token and the nonce given to Google for it.
     public func reauthenticate(googleIDToken: String, nonce: String) async throws {
         try await reauthenticate(["provider": .string("google"), "id_token": .string(googleIDToken), "nonce": .string(nonce)])
+    }
+
+    /// Reauthenticates with a new ID token of one of the app's own providers (its id) and its nonce.
+    public func reauthenticate(provider id: String, idToken: String, nonce: String) async throws {
+        try await reauthenticate(["provider": .string(id), "id_token": .string(idToken), "nonce": .string(nonce)])
     }
 
     /// `POST /v1/auth/reauthenticate/send-code`: mails a code for ``reauthenticate(code:)``.
@@ -372,6 +388,12 @@ public final class GatehouseClient: Sendable {
     public func linkGoogle(idToken: String, nonce: String) async throws -> [Identity] {
         let body: [String: JSONValue] = ["id_token": .string(idToken), "nonce": .string(nonce)]
         return try Transport.decode([Identity].self, from: try await authorized("POST", "/v1/me/identities/google", body: .json(body)))
+    }
+
+    /// Links one of the app's own providers (its id; recent login) with an ID token and its nonce.
+    public func link(provider id: String, idToken: String, nonce: String) async throws -> [Identity] {
+        let body: [String: JSONValue] = ["id_token": .string(idToken), "nonce": .string(nonce)]
+        return try Transport.decode([Identity].self, from: try await authorized("POST", "/v1/me/identities/\(pathSegment(id))", body: .json(body)))
     }
 
     /// `DELETE /v1/me/identities/{provider}` (recent login).

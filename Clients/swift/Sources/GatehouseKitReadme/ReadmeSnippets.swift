@@ -58,6 +58,11 @@ func googleSnippet(_ client: GatehouseClient, googleIDToken: String, googleNonce
     _ = (viaGoogle, viaFirebase)
 }
 
+func providerSnippet(_ client: GatehouseClient, kakaoIDToken: String, kakaoNonce: String) async throws {
+    let viaKakao = try await client.signIn(provider: "kakao", idToken: kakaoIDToken, nonce: kakaoNonce)
+    _ = viaKakao
+}
+
 func webFlowSnippet(_ client: GatehouseClient, callbackURL: URL) async throws {
     let flow = client.startAppleWebSignIn(redirectURI: "com.example.app:/auth/callback")
     // Open flow.authorizeURL with ASWebAuthenticationSession; it hands back callbackURL.
