@@ -71,6 +71,11 @@ public struct Configuration: Sendable {
     public var appleURL = "https://appleid.apple.com"
     public var googleJWKSURL = "https://www.googleapis.com/oauth2/v3/certs"
     public var firebaseJWKSURL = "https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com"
+    /// `GATEHOUSE_PROVIDER_URL_NAVER`: the base URL of Naver's profile API (`/v1/nid/me`).
+    public var naverURL = "https://openapi.naver.com"
+    /// `GATEHOUSE_PROVIDER_URL_GITHUB`: the base URL of GitHub's REST API (`/user`, `/user/emails`,
+    /// `/applications/{client_id}/token`).
+    public var githubURL = "https://api.github.com"
     public var refreshGraceSeconds = 10
     public var outboxMaxBackoffSeconds = 600
     /// Outbox deliveries of each kind (mail, webhooks, Apple revocations, blob deletions) a node

@@ -43,7 +43,8 @@ extension Configuration {
         }
         for (name, keyPath) in [
             ("GATEHOUSE_APPLE_URL", \Configuration.appleURL), ("GATEHOUSE_GOOGLE_JWKS_URL", \.googleJWKSURL),
-            ("GATEHOUSE_FIREBASE_JWKS_URL", \.firebaseJWKSURL),
+            ("GATEHOUSE_FIREBASE_JWKS_URL", \.firebaseJWKSURL), ("GATEHOUSE_PROVIDER_URL_NAVER", \.naverURL),
+            ("GATEHOUSE_PROVIDER_URL_GITHUB", \.githubURL),
         ] {
             guard let url = e.value(name) else { continue }
             if let parsed = URLComponents(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host?.isEmpty == false {

@@ -9,6 +9,9 @@ public struct ExternalIdentity: Sendable, Equatable {
     public var audience: String
     public var firstName: String?
     public var lastName: String?
+    /// The name the provider shows for the user when it has no given/family split (Naver's
+    /// `name` or `nickname`, GitHub's `name` or `login`); nil for the ID-token providers.
+    public var displayName: String?
     /// What the token says of itself: its issuer, when it was issued and expires (seconds), the
     /// provider sign-in time when it carries one (Firebase's `auth_time`), and its `nonce` claim.
     public var token = TokenFacts()
