@@ -195,7 +195,11 @@ public final class Gatehouse: Sendable {
 
         providerSignIn = ProviderSignInService(
             store: store, directory: directory, sessions: sessions, providers: providers,
-            sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes, units: units, metrics: metrics, log: log)
+            sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes, units: units, metrics: metrics, log: log,
+            accessTokenProfiles: AccessTokenProfileReader(
+                naver: NaverClient(baseURL: configuration.providerURLs["naver"] ?? NaverClient.defaultBaseURL, client: outbound),
+                github: GitHubClient(baseURL: configuration.providerURLs["github"] ?? GitHubClient.defaultBaseURL, client: outbound),
+                onUnavailable: { [log] kind, why in log.warning("identity provider unavailable", ["provider": .string(kind.rawValue), "reason": .string(why)]) }))
         passkeys = PasskeyService(store: store, sessions: sessions, gate: gate, units: units, clock: clock, metrics: metrics)
         anonymous = AnonymousUsers(store: store, sessions: sessions, gate: gate, units: units, clock: clock, metrics: metrics)
         mfa = MFAService(

@@ -29,6 +29,9 @@ public struct ProviderIdentity: Sendable, Equatable {
     public var audience: String
     /// The name when the token carries one (Google's `given_name` / `family_name`).
     public var name: Name?
+    /// The provider's one-piece name (Naver's `name` or `nickname`, GitHub's `name` or `login`),
+    /// for the providers read through an API with an access token.
+    public var displayName: String?
     /// `iss`, for the replay cache's key.
     public var issuer = ""
     /// `iat`, seconds since the epoch.

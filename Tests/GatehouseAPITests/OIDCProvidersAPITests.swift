@@ -197,9 +197,7 @@ struct OIDCProvidersAPITests {
             "PATCH", "/v1/admin/app", bearer: world.app.secretKey, json: ["sign_in_methods": ["password", "kakao", "ms", "ms-one", "line", "naver"]])
         #expect(notOffered.status == 200)
         #expect(try world.signIn("acme", acme("n4"), nonce: "n4").problemCode == "auth/sign-in-method-disabled")
-        let naver = try world.server.request("POST", "/v1/auth/oidc/naver", appKey: world.app.appKey, json: ["access_token": "AAAAOx-naver-token"])
-        #expect(naver.status == 400)
-        #expect(naver.json?["errors"]?.arrayValue?.first?["field"] == "access_token")
+        // (Naver's access tokens: AccessTokenProvidersAPITests.)
         let naverIDToken = try world.signIn("naver", acme("n5"), nonce: "n5")
         #expect(naverIDToken.status == 400)
     }

@@ -88,6 +88,25 @@ struct OperabilityTests {
     }
 
     @Test
+    func theAccessTokenProvidersURLsAreTheRealOnesUnlessSet() throws {
+        let defaults = try Configuration.fromEnvironment([:])
+        #expect(defaults.providerURLs["naver"] == "https://openapi.naver.com")
+        #expect(defaults.providerURLs["github"] == "https://api.github.com")
+        let set = try Configuration.fromEnvironment([
+            "GATEHOUSE_PROVIDER_URL_NAVER": "http://127.0.0.1:8081/", "GATEHOUSE_PROVIDER_URL_GITHUB": "http://127.0.0.1:8082",
+        ])
+        #expect(set.providerURLs["naver"] == "http://127.0.0.1:8081")
+        #expect(set.providerURLs["github"] == "http://127.0.0.1:8082")
+        #expect {
+            try Configuration.fromEnvironment(["GATEHOUSE_PROVIDER_URL_NAVER": "openapi.naver.com", "GATEHOUSE_PROVIDER_URL_GITHUB": "ftp://x"])
+        } throws: { error in
+            (error as? ConfigurationError)?.problems == [
+                "GATEHOUSE_PROVIDER_URL_NAVER must be an absolute http(s) URL.", "GATEHOUSE_PROVIDER_URL_GITHUB must be an absolute http(s) URL.",
+            ]
+        }
+    }
+
+    @Test
     func theLogLevelDropsTheLinesBelowIt() throws {
         #expect(try Configuration.fromEnvironment([:]).logLevel == .info)
         #expect(try Configuration.fromEnvironment(["GATEHOUSE_LOG_LEVEL": "warn"]).logLevel == .warning)

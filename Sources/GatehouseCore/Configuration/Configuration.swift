@@ -74,10 +74,13 @@ public struct Configuration: Sendable {
     /// The base URL of each provider kind with a fixed home (`GATEHOUSE_PROVIDER_URL_<KIND>`, for
     /// tests), by kind: `kakao` and `line` serve their discovery document at
     /// `<base>/.well-known/openid-configuration`, `microsoft` at
-    /// `<base>/<tenant>/v2.0/.well-known/openid-configuration`. An `oidc` provider's is its issuer.
+    /// `<base>/<tenant>/v2.0/.well-known/openid-configuration`; `naver` is the profile API's
+    /// (`/v1/nid/me`), `github` the REST API's (`/user`, `/user/emails`,
+    /// `/applications/{client_id}/token`). An `oidc` provider's is its issuer.
     public var providerURLs: [String: String] = Configuration.defaultProviderURLs
     public static let defaultProviderURLs: [String: String] = [
         "kakao": "https://kauth.kakao.com", "line": "https://access.line.me", "microsoft": "https://login.microsoftonline.com",
+        "naver": "https://openapi.naver.com", "github": "https://api.github.com",
     ]
     public var refreshGraceSeconds = 10
     public var outboxMaxBackoffSeconds = 600

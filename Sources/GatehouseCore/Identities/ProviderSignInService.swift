@@ -161,10 +161,11 @@ public final class ProviderSignInService: Sendable {
             guard !settings.kind.hasIDTokens else {
                 throw GatehouseError.validation("access_token", "A \(settings.kind.rawValue) provider signs in with its ID token: send id_token and nonce.")
             }
-            guard let accessTokenProfiles else {
-                throw GatehouseError.validation("access_token", "Sign-in with a \(settings.kind.rawValue) access token is not available yet.")
+            guard let accessTokenProfiles, let kind = AccessTokenProviderKind(rawValue: settings.kind.rawValue) else {
+                throw GatehouseError.validation("access_token", "Sign-in with a \(settings.kind.rawValue) access token is not available.")
             }
-            return (try answering(accessTokenProfiles.profile(kind: settings.kind, accessToken: token, provider: settings)), nil)
+            return (try answering(accessTokenProfiles.profile(
+                kind: kind, accessToken: token, clientIDs: settings.clientIDs, clientSecret: settings.clientSecret)), nil)
         case .firebase(let token):
             try checkLength(token, field: "firebase_id_token")
             guard let project = app.settings.firebase.projectID else { throw notConfigured("Firebase") }

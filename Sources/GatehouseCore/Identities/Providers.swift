@@ -9,6 +9,9 @@ public struct ExternalIdentity: Sendable, Equatable {
     public var audience: String
     public var firstName: String?
     public var lastName: String?
+    /// The name the provider shows for the user when it has no given/family split (Naver's
+    /// `name` or `nickname`, GitHub's `name` or `login`); nil for the ID-token providers.
+    public var displayName: String?
     /// What the token says of itself: its issuer, when it was issued and expires (seconds), the
     /// provider sign-in time when it carries one (Firebase's `auth_time`), and its `nonce` claim.
     public var token = TokenFacts()
@@ -104,15 +107,6 @@ public protocol IdentityProviders: Sendable {
     /// claim equal to `nonce` (the raw nonce, as Google's check). `app` keys the per-app bound on
     /// fetches, so one tenant's slow issuer cannot hold every thread.
     func verifyOIDC(_ token: String, app: AppID, provider: AppSettings.OIDCProvider, nonce: String) throws(ProviderFailure) -> ExternalIdentity
-}
-
-/// The profile behind a provider's access token, for the kinds without ID tokens (`naver`,
-/// `github`): who the token's user is, and an email only when the provider vouches for it. A token
-/// the provider refuses is ``ProviderFailure/invalidToken(reason:clientDetail:)``; a provider that
-/// cannot be reached ``ProviderFailure/unreachable(reason:)``. Given to ``ProviderSignInService``;
-/// without one, access-token sign-in answers 400.
-public protocol AccessTokenProfiles: Sendable {
-    func profile(kind: AppSettings.OIDCProvider.Kind, accessToken: String, provider: AppSettings.OIDCProvider) throws(ProviderFailure) -> ExternalIdentity
 }
 
 /// A started Apple web flow (API.md "Apple web flow").

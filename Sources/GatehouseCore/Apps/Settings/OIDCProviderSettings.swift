@@ -173,6 +173,11 @@ extension AppSettings.OIDCProvider {
         if kind == .line, secret == nil, !f.errors.contains(where: { $0.field.hasPrefix(f.field("client_secret")) }) {
             f.fail("client_secret", "Required for line: the channel secret, which signs the SDK's ID tokens.")
         }
+        if kind == .github, secret == nil, !f.errors.contains(where: { $0.field.hasPrefix(f.field("client_secret")) }) {
+            // GitHub's user ids are the same in every OAuth app: only the app's own secret can
+            // tell that a token was issued to this app rather than to any other.
+            f.fail("client_secret", "Required for github: the OAuth app's secret, which checks that a token was issued to it.")
+        }
         guard let id, let kind, f.errors.isEmpty else { return nil }
         return Self(id: id, kind: kind, clientIDs: clientIDs, clientSecret: secret, issuer: issuer, scopes: scopes)
     }
