@@ -124,10 +124,13 @@ public final class Gatehouse: Sendable {
         // Tenants' own providers: the fixed kinds (Kakao, LINE, Microsoft) through the providers'
         // client; `oidc` issuers, URLs a tenant sets, through a client under the tenant address
         // policy, with the same time and size bounds, into bounded caches.
-        let tenantOutbound = OutboundHTTPClient(addressPolicy: .forTenantURLs(allowPrivate: configuration.allowPrivateOutbound))
+        // A discovery document or key set is a few KiB: 64 KiB, and 20 keys a set, bound what a
+        // tenant's issuer can make every node hold (1,024 URLs of each cache).
+        let tenantOutbound = OutboundHTTPClient(maxResponseBytes: 64 * 1024, addressPolicy: .forTenantURLs(allowPrivate: configuration.allowPrivateOutbound))
         let oidc = OIDCVerifier(
             checks: verifier, fixedKinds: OIDCVerifier.Source(client: outbound, clock: clock, httpsOnly: false),
-            tenantIssuers: OIDCVerifier.Source(client: tenantOutbound, clock: clock, httpsOnly: !configuration.allowPrivateOutbound, maxURLs: 1024),
+            tenantIssuers: OIDCVerifier.Source(
+                client: tenantOutbound, clock: clock, httpsOnly: !configuration.allowPrivateOutbound, maxURLs: 1024, maxKeysPerSet: 20),
             providerURLs: configuration.providerURLs,
             // Half the threads that run provider calls: an app whose issuer hangs leaves the rest to the others.
             maxInFlightPerApp: configuration.providerThreads / 2)

@@ -38,9 +38,13 @@ public final class JWKSCache: Sendable {
     /// Most URLs cached at once; past it, a new URL pushes out an arbitrary other one (for
     /// caches of URLs tenants choose, which could otherwise grow without end).
     private let maxURLs: Int
+    private let maxKeysPerSet: Int
 
     /// Creates an empty cache. `unknownKidRefetchInterval` is in milliseconds.
-    public init(client: OutboundHTTPClient, clock: any Clock, unknownKidRefetchInterval: Int64 = 30_000, maxURLs: Int = .max) {
+    /// `maxKeysPerSet`: the keys kept of one set (the first usable ones); a set a tenant's issuer
+    /// serves is no reason to hold thousands of keys.
+    public init(client: OutboundHTTPClient, clock: any Clock, unknownKidRefetchInterval: Int64 = 30_000, maxURLs: Int = .max, maxKeysPerSet: Int = .max) {
+        self.maxKeysPerSet = max(1, maxKeysPerSet)
         self.client = client
         self.clock = clock
         self.refetchInterval = max(0, unknownKidRefetchInterval)
@@ -128,7 +132,7 @@ public final class JWKSCache: Sendable {
             return .failure(.unavailable("JWKS is not a JSON key set"))
         }
         var keys: [String: VerificationKey] = [:]
-        for item in list {
+        for item in list where keys.count < maxKeysPerSet {
             guard let jwk = Self.jwk(item), let kid = jwk.kid, !kid.isEmpty, keys[kid] == nil,
                 jwk.use == nil || jwk.use == "sig",
                 let key = try? VerificationKey(jwk: jwk)

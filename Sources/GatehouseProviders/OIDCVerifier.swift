@@ -25,9 +25,10 @@ public final class OIDCVerifier: Sendable {
         /// Whether a `jwks_uri` must be `https`.
         let httpsOnly: Bool
 
-        /// `client` fetches the documents and keys; caches hold at most `maxURLs` URLs each.
-        public init(client: OutboundHTTPClient, clock: any Clock, httpsOnly: Bool, maxURLs: Int = .max) {
-            jwks = JWKSCache(client: client, clock: clock, maxURLs: maxURLs)
+        /// `client` fetches the documents and keys; caches hold at most `maxURLs` URLs each, and
+        /// `maxKeysPerSet` keys of each key set.
+        public init(client: OutboundHTTPClient, clock: any Clock, httpsOnly: Bool, maxURLs: Int = .max, maxKeysPerSet: Int = .max) {
+            jwks = JWKSCache(client: client, clock: clock, maxURLs: maxURLs, maxKeysPerSet: maxKeysPerSet)
             discovery = DiscoveryCache(client: client, clock: clock, maxURLs: maxURLs)
             self.httpsOnly = httpsOnly
         }

@@ -213,10 +213,12 @@ public final class ProviderVerifier: Sendable {
         return identity
     }
 
-    /// A NumericDate claim in whole seconds.
+    /// A NumericDate claim in whole seconds; nil beyond ±10^15 s (some 30 million years), so that
+    /// no sum or product of a claim (the leeway added, milliseconds made) can overflow: a signed
+    /// token is no reason to trust its numbers, and an issuer may be a tenant's own.
     static func seconds(_ value: JSON?) -> Int64? {
         switch value {
-        case .int(let seconds): seconds
+        case .int(let seconds) where abs(seconds) < 1_000_000_000_000_000: seconds
         case .double(let seconds) where seconds.isFinite && abs(seconds) < 1e15: Int64(seconds.rounded(.down))
         default: nil
         }

@@ -96,6 +96,61 @@ struct OIDCProvidersAPITests {
         return user
     }
 
+    /// A tenant's issuer may sign any number: times beyond reason are refused, never summed into
+    /// an overflow (which would stop the server for every tenant).
+    @Test(arguments: TestDatabase.kinds)
+    func absurdTimesInASignedTokenAreRefused(_ kind: TestDatabaseKind) throws {
+        let world = try OIDCWorld(kind)
+        defer { world.stop() }
+        for (index, exp) in [Int64.max, 10_000_000_000_000_000, 1_000_000_000_000_000].enumerated() {
+            let token = world.acme.mintIDToken(sub: "acme-9", aud: OIDCWorld.acmeClient, nonce: "t\(index)", expiresAt: exp)
+            #expect(try world.signIn("acme", token, nonce: "t\(index)").problemCode == "auth/invalid-credential", "exp \(exp)")
+        }
+        let lineToken = world.line.mintIDToken(
+            sub: "U1", aud: OIDCWorld.lineChannel, nonce: "t9", issuedAt: Int64.min, expiresAt: Int64.max, hs256Secret: OIDCWorld.lineSecret)
+        #expect(try world.signIn("line", lineToken, nonce: "t9").problemCode == "auth/invalid-credential")
+        // The server still answers.
+        #expect(try world.signIn("acme", world.acme.mintIDToken(sub: "acme-9", aud: OIDCWorld.acmeClient, nonce: "t8"), nonce: "t8").status == 201)
+    }
+
+    /// A provider id with users keeps its kind and issuer: another issuer under the same id could
+    /// name an existing user's subject and be signed in as them.
+    @Test(arguments: TestDatabase.kinds)
+    func aProviderWithUsersKeepsItsKindAndIssuer(_ kind: TestDatabaseKind) throws {
+        let world = try OIDCWorld(kind)
+        defer { world.stop() }
+        let first = try world.signIn("acme", world.acme.mintIDToken(sub: "acme-7", aud: OIDCWorld.acmeClient, nonce: "k1"), nonce: "k1")
+        #expect(first.status == 201)
+        func patch(_ providers: JSON, methods: JSON? = nil) throws -> TestResponse {
+            var body: [String: JSON] = ["oidc_providers": providers]
+            if let methods { body["sign_in_methods"] = methods }
+            return try world.server.request("PATCH", "/v1/admin/app", bearer: world.app.secretKey, json: .object(body))
+        }
+        let current = try #require(OIDCWorld.settings(acmeIssuer: world.acme.issuer)["oidc_providers"]?.arrayValue)
+        var moved = current
+        moved[0] = ["id": "acme", "kind": "oidc", "client_ids": [.string(OIDCWorld.acmeClient)], "issuer": "https://attacker.example/realm"]
+        let refused = try patch(.array(moved))
+        #expect(refused.status == 400 && refused.json?["errors"]?.arrayValue?.first?["field"] == "oidc_providers[0]", "\(refused.text)")
+        var retyped = current
+        retyped[0] = ["id": "acme", "kind": "kakao", "client_ids": [.string(OIDCWorld.acmeClient)]]
+        #expect(try patch(.array(retyped)).status == 400)
+        // Nor can it be removed (and defined again with another issuer): switched off, it stays.
+        let methods: JSON = ["password", "kakao", "ms", "ms-one", "line", "naver"]
+        let removal = try patch(.array(Array(current.dropFirst())), methods: methods)
+        #expect(removal.status == 400 && removal.json?["errors"]?.arrayValue?.first?["field"] == "oidc_providers", "\(removal.text)")
+        let off = try world.server.request("PATCH", "/v1/admin/app", bearer: world.app.secretKey, json: ["sign_in_methods": methods])
+        #expect(off.status == 200)
+        #expect(try world.signIn("acme", world.acme.mintIDToken(sub: "acme-7", aud: OIDCWorld.acmeClient, nonce: "k2"), nonce: "k2").problemCode == "auth/sign-in-method-disabled")
+        // Another client id of the same issuer, and a new id for the new issuer, are fine; so is a
+        // multi-tenant Microsoft provider narrowed to one tenant.
+        var kept = current
+        kept[0] = ["id": "acme", "kind": "oidc", "client_ids": ["another-client"], "issuer": .string(world.acme.issuer)]
+        kept.append(["id": "acme2", "kind": "oidc", "client_ids": ["x"], "issuer": "https://attacker.example/realm"])
+        kept[2] = ["id": "ms", "kind": "microsoft", "client_ids": [.string(OIDCWorld.microsoftClient)], "issuer": .string(OIDCWorld.tenantA)]
+        let accepted = try patch(.array(kept))
+        #expect(accepted.status == 200, "\(accepted.text)")
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func eachKindSignsUpThenSignsIn(_ kind: TestDatabaseKind) throws {
         let world = try OIDCWorld(kind)

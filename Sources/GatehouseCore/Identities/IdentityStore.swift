@@ -13,6 +13,9 @@ public protocol IdentityStore: PasswordStore, AppleAccountStore {
     func all(of id: UserID) throws -> [Identity]
     /// The user with this provider identity.
     func user(provider: IdentityProvider, subject: String) throws -> User?
+    /// Whether any identity of the app is of `provider` (erased accounts' too: their subjects
+    /// still name the provider's users).
+    func hasIdentities(of provider: IdentityProvider) throws -> Bool
     /// Links an identity. Throws ``IdentityConflict/alreadyLinked`` when it is linked already,
     /// ``IdentityConflict/accountGone`` when the user no longer exists.
     func addIdentity(_ user: UserID, _ identity: Identity) throws

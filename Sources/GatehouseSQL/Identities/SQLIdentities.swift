@@ -24,6 +24,12 @@ extension SQLAppScopedStore: IdentityStore {
             """).first.map(userRecord)
     }
 
+    func hasIdentities(of provider: IdentityProvider) throws -> Bool {
+        try !database.query("""
+            SELECT 1 AS found FROM identities WHERE app_id = \(appID) AND provider = \(provider) LIMIT 1
+            """).isEmpty
+    }
+
     func addIdentity(_ user: UserID, _ identity: Identity) throws {
         do {
             try touchUser(user) { stamp in try database.transaction { db in

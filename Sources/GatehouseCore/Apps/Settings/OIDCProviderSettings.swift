@@ -203,3 +203,17 @@ func isIssuerURL(_ s: String, allowPrivate: Bool) -> Bool {
     default: return false
     }
 }
+
+extension AppSettings.OIDCProvider {
+    /// Whether `other`'s users have this provider's subjects: the same kind and issuer, or a
+    /// Microsoft provider narrowed from `common` or `organizations` to one tenant (Microsoft's
+    /// subjects are the app registration's, whatever the tenant; the narrower one only takes
+    /// fewer of them).
+    public func hasSameSubjects(as other: Self) -> Bool {
+        guard kind == other.kind else { return false }
+        if issuer == other.issuer { return true }
+        let multiTenant: Set<String?> = [nil, "common", "organizations"]
+        let named: Set<String?> = [nil, "common", "organizations", "consumers"]
+        return kind == .microsoft && multiTenant.contains(issuer) && !named.contains(other.issuer)
+    }
+}
