@@ -152,20 +152,21 @@ struct SignInTests {
             ],
             configure: { $0.providerURLs["kakao"] = kakaoURL })
         defer { world.stop() }
-        let token = kakao.mintIDToken(sub: "k-kit-1", aud: "kit-kakao-key", nonce: "kakao-nonce-1")
+        // Tokens dated by the world's clock (manual: it does not move while the test runs).
+        let token = kakao.mintIDToken(sub: "k-kit-1", aud: "kit-kakao-key", nonce: "kakao-nonce-1", issuedAt: world.clock.nowSeconds)
         let created = try await world.client().signIn(provider: "kakao", idToken: token, nonce: "kakao-nonce-1")
         #expect(created.isNewUser && created.user.identities == [SignInProvider(rawValue: "kakao")])
         let wrongApp = await kitError {
-            try await world.client().signIn(provider: "kakao", idToken: kakao.mintIDToken(sub: "k-kit-1", aud: "other-key", nonce: "n2"), nonce: "n2")
+            try await world.client().signIn(provider: "kakao", idToken: kakao.mintIDToken(sub: "k-kit-1", aud: "other-key", nonce: "n2", issuedAt: world.clock.nowSeconds), nonce: "n2")
         }
         guard case .server(let problem)? = wrongApp else { Issue.record("expected a problem"); return }
         #expect(problem.code == .invalidCredential && problem.status == 401)
 
         let client = world.client()
         _ = try await client.signUp(email: "kim@example.com", password: "correct horse battery")
-        let linked = try await client.link(provider: "kakao", idToken: kakao.mintIDToken(sub: "k-kit-2", aud: "kit-kakao-key", nonce: "n3"), nonce: "n3")
+        let linked = try await client.link(provider: "kakao", idToken: kakao.mintIDToken(sub: "k-kit-2", aud: "kit-kakao-key", nonce: "n3", issuedAt: world.clock.nowSeconds), nonce: "n3")
         #expect(Set(linked.map(\.provider.rawValue)) == ["password", "kakao"])
-        try await client.reauthenticate(provider: "kakao", idToken: kakao.mintIDToken(sub: "k-kit-2", aud: "kit-kakao-key", nonce: "n4"), nonce: "n4")
+        try await client.reauthenticate(provider: "kakao", idToken: kakao.mintIDToken(sub: "k-kit-2", aud: "kit-kakao-key", nonce: "n4", issuedAt: world.clock.nowSeconds), nonce: "n4")
         #expect(try await client.unlink(SignInProvider(rawValue: "kakao")).map(\.provider) == [.password])
     }
 
