@@ -44,9 +44,11 @@ DOMAIN_REFUSALS = {
 # bytes are an authenticator's to make: base64url that is not CBOR or client data JSON) and the
 # passkeys settings (rp_id must be a domain of every origin's host: a rule across fields), and the
 # Firebase hash parameters (base64 keys of bounded decoded length, and scrypt's memory,
-# 2^mem_cost × rounds × 128 bytes at most 1 GiB: a rule across fields).
+# 2^mem_cost × rounds × 128 bytes at most 1 GiB: a rule across fields), and a provider's issuer
+# and secret, whose rules depend on its kind (LINE's issuer is fixed, GitHub needs a secret).
 OUTSIDE_FACT_FIELDS = [
     re.compile(r"^firebase\.hash_config\."),
+    re.compile(r"^oidc_providers\[\d+\]\.(issuer|client_secret)$"),
     re.compile(r"^credential(\.|$)"),
     re.compile(r"^passkey(\.|$)"),
     re.compile(r"^passkeys\."),
@@ -64,12 +66,14 @@ OUTSIDE_FACT_FIELDS = [
 # accepts fields Apple may add; the server refuses U+0000 anywhere in JSON), and the limits of a
 # user's custom data (app_metadata, user_metadata: at most 4096 bytes serialized, 5 levels deep,
 # which JSON Schema cannot state), and the anonymous users' rules: an email with a password only
-# for an account that has none, anonymous users only without a required second step: known by
-# their messages.
+# for an account that has none, anonymous users only without a required second step, and a
+# reauthentication's provider and a sign_in_methods entry, which must name a provider the app
+# defines (a rule across fields): known by their messages.
 OUTSIDE_FACT_MESSAGES = ("No value is set to keep", "Must be at least access_token_ttl_seconds", "Read-only.",
                          "This is the account's address already.", "Must not contain U+0000.",
                          "Must be at most 4096 bytes as JSON.", "Must not nest objects and arrays more than 5 levels deep.",
-                         "The account has an email address already", "Must be false while mfa.policy is required")
+                         "The account has an email address already", "Must be false while mfa.policy is required",
+                         "Must be apple, google or the id of one of the app's oidc_providers.", "Unknown sign-in method")
 
 
 
