@@ -141,7 +141,7 @@ struct AdminController {
                 throw error
             }
             stream = spool.stream(onClose: { ticket.end() })
-        } catch let failure as ResponseSpool.Failure {
+        } catch is ResponseSpool.Failure {
             // The spool folder's disk: full or failing. Not the client's doing, and it may pass.
             ticket.end()
             throw GatehouseError(.unavailable, "The export could not be written on the server; retry later.", retryAfter: 60)
