@@ -89,8 +89,7 @@ final class ServerContext: Sendable {
                     // libmicrohttpd 0.9.75 refuses MHD_queue_response while a body is being
                     // read, so the 413 can only go out after the final chunk: discard until
                     // then, within a bound, or close the connection.
-                    state.discardedBytes += size
-                    return state.discardedBytes > maxDiscardedBodyBytes ? .NO : .YES
+                    return discard(size, of: state)
                 }
                 if let upload {
                     upload.withMemoryRebound(to: UInt8.self, capacity: size) {
@@ -134,6 +133,13 @@ final class ServerContext: Sendable {
         return queue(responder.respond(to: request), on: connection)
     }
 
+    /// Drops a piece of a refused body: the answer goes out after the last piece, so the rest is
+    /// read and thrown away, up to `maxDiscardedBodyBytes`, past which the connection is closed.
+    private func discard(_ size: Int, of state: RequestState) -> MHD_Result {
+        state.discardedBytes += size
+        return state.discardedBytes > maxDiscardedBodyBytes ? .NO : .YES
+    }
+
     /// A call of the access handler for a `readMultipart` body: a piece to parse, or (size 0)
     /// its end.
     private func readMultipart(
@@ -143,9 +149,8 @@ final class ServerContext: Sendable {
         if size > 0 {
             uploadSize.pointee = 0
             guard reader.failure == nil else {
-                // Refused already (see the same bound for `readBody`): discard until the end.
-                state.discardedBytes += size
-                return state.discardedBytes > maxDiscardedBodyBytes ? .NO : .YES
+                // Refused already (see `readBody`): discard until the end.
+                return discard(size, of: state)
             }
             if let upload { reader.feed(upload, count: size) }
             return .YES
@@ -177,9 +182,8 @@ final class ServerContext: Sendable {
         if size > 0 {
             uploadSize.pointee = 0
             guard state.spoolFailure == nil else {
-                // Refused already (see the same bound for `readBody`): discard until the end.
-                state.discardedBytes += size
-                return state.discardedBytes > maxDiscardedBodyBytes ? .NO : .YES
+                // Refused already (see `readBody`): discard until the end.
+                return discard(size, of: state)
             }
             if size > state.limit - writer.size {
                 state.spoolFailure = .tooLarge
