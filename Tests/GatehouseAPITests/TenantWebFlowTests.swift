@@ -297,6 +297,25 @@ struct TenantWebFlowTests {
         #expect(try world.server.gatehouse.database.query("SELECT COUNT(*) AS n FROM users WHERE app_id = \(world.app.id)").first?.int64("n") == 0)
     }
 
+    /// The authorize (302) and both callbacks' (303) answers are as docs/openapi.json says.
+    @Test
+    func theAnswersAreAsTheDocumentSays() throws {
+        let world = try WebFlowWorld(.sqlite)
+        defer { world.stop() }
+        var exchanges: [OpenAPIConformance.Exchange] = []
+        for (id, post) in [("acme", false), ("line", true)] {
+            let authorize = try world.authorize(id)
+            exchanges.append(OpenAPIConformance.Exchange("GET", "/v1/auth/oidc/{id}/authorize", requestBody: nil, requestContentType: nil, authorize))
+            let started = try world.start(id)
+            let back = try world.callback(id, [("code", try world.code(id, started, sub: "doc-\(id)")), ("state", started.state)], cookie: started.cookie, post: post)
+            #expect(back.status == 303)
+            let body = post ? Array("code=x&state=y".utf8) : nil
+            exchanges.append(OpenAPIConformance.Exchange(
+                post ? "POST" : "GET", "/v1/auth/oidc/{id}/callback", requestBody: body, requestContentType: post ? "application/x-www-form-urlencoded" : nil, back))
+        }
+        #expect(try OpenAPIConformance.problems(document: DocumentationTests.root.appendingPathComponent("docs/openapi.json"), exchanges) == [])
+    }
+
     /// The page's PKCE binds the login code: without the verifier, or with another, no session.
     @Test
     func theLoginCodeNeedsThePagesVerifier() throws {
