@@ -109,9 +109,10 @@ public final class SessionService: Sendable {
     ) throws -> SessionGrant {
         let session = Session(
             id: .generate(), userID: user.id, method: method, authTime: now, createdAt: now, lastUsedAt: now,
-            expiresAt: now + app.settings.refreshTokenTTLSeconds * 1000, ip: origin.ip, userAgent: origin.userAgent, amr: amr)
+            expiresAt: now + app.settings.refreshTokenTTLSeconds * 1000, ip: origin.ip, userAgent: origin.userAgent, amr: amr,
+            // A tenant's provider signs in with method `external` and names its id in `detail`'s `method`.
+            provider: method == .external ? detail["method"]?.stringValue : nil)
         let refreshToken = tokens.newRefreshToken()
-        // A tenant's provider signs in with method `external` and names its id in `detail`'s `method`.
         var signInData = detail.merging(["method": .string(method.rawValue)]) { given, _ in given }
         if let amr { signInData["amr"] = .strings(amr) }
         // Its own transaction already (or the caller's): as a unit of work, its event is fanned out.
