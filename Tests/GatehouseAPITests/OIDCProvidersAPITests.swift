@@ -392,6 +392,34 @@ struct OIDCProvidersAPITests {
         #expect(stalling.connections <= world.server.gatehouse.configuration.providerThreads * 3 / 4)
     }
 
+    /// An imported identity of one of the app's providers signs its user in with that provider
+    /// at once; an id the app does not define is the line's error; the export gives it back.
+    @Test(arguments: TestDatabase.kinds)
+    func importedIdentitiesOfTheAppsProvidersSignIn(_ kind: TestDatabaseKind) throws {
+        let world = try OIDCWorld(kind)
+        defer { world.stop() }
+        let lines = [
+            #"{"email": "imported@example.com", "email_verified": true, "identities": [{"provider": "acme", "subject": "acme-imported"}, {"provider": "kakao", "subject": "k-imported"}]}"#,
+            #"{"email": "nobody@example.com", "identities": [{"provider": "not-ours", "subject": "x"}]}"#,
+        ].joined(separator: "\n")
+        let imported = try world.server.request(
+            "POST", "/v1/admin/users/import", bearer: world.app.secretKey, headers: [("Content-Type", "application/x-ndjson")], body: Array(lines.utf8))
+        #expect(imported.status == 200, "\(imported.text)")
+        #expect(imported.data?["imported"] == 1 && imported.data?["failed"] == 1)
+        #expect(imported.data?["errors"]?.arrayValue?.first?["line"] == 2)
+        let signedIn = try world.signIn("acme", world.acme.mintIDToken(sub: "acme-imported", aud: OIDCWorld.acmeClient, nonce: "imp1"), nonce: "imp1")
+        #expect(signedIn.status == 200 && signedIn.data?["is_new_user"] == false, "\(signedIn.text)")
+        #expect(signedIn.data?["user"]?["email"] == "imported@example.com")
+        #expect(signedIn.data?["user"]?["identities"] == ["acme", "kakao"])
+        let export = try world.server.request("GET", "/v1/admin/users/export", bearer: world.app.secretKey)
+        #expect(export.text.contains(#""provider":"acme""#) && export.text.contains(#""subject":"acme-imported""#), "\(export.text)")
+        // The same line again is skipped: the identity is taken.
+        let again = try world.server.request(
+            "POST", "/v1/admin/users/import", bearer: world.app.secretKey, headers: [("Content-Type", "application/x-ndjson")],
+            body: Array(#"{"identities": [{"provider": "acme", "subject": "acme-imported"}]}"#.utf8))
+        #expect(again.data?["skipped"] == 1)
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func settingsAreValidatedAndTheSecretSealed(_ kind: TestDatabaseKind) throws {
         let world = try OIDCWorld(kind)
