@@ -420,6 +420,34 @@ struct OIDCProvidersAPITests {
         #expect(again.data?["skipped"] == 1)
     }
 
+    /// Under `mfa.policy: required`, a tenant provider's sign-in goes through the second step and
+    /// the session it opens still names the provider (the list, the event), not `external`.
+    @Test(arguments: TestDatabase.kinds)
+    func theSecondStepKeepsTheProvidersName(_ kind: TestDatabaseKind) throws {
+        let world = try OIDCWorld(kind)
+        defer { world.stop() }
+        var settings = OIDCWorld.settings(acmeIssuer: world.acme.issuer, name: "Strict")
+        settings = settings.merging(patch: ["mfa": ["policy": "required", "methods": ["totp"]]])
+        let strict = try world.server.createApp(settings)
+        let token = world.acme.mintIDToken(sub: "acme-mfa", aud: OIDCWorld.acmeClient, nonce: "m1")
+        let gated = try world.signIn("acme", token, nonce: "m1", appKey: strict.appKey)
+        #expect(gated.status == 401 && gated.problemCode == "auth/mfa-required", "\(gated.text)")
+        let mfaToken = try #require(gated.json?["mfa_token"]?.stringValue)
+        let begun = try world.server.request("POST", "/v1/me/mfa/totp", appKey: strict.appKey, bearer: mfaToken, json: [:])
+        let id = try #require(begun.data?["id"]?.stringValue)
+        let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(Base32.decode))
+        let code = TOTP.code(secret: secret, step: TOTP.step(at: world.clock.nowMillis() / 1000))
+        #expect(try world.server.request("POST", "/v1/me/mfa/totp/\(id)/confirm", appKey: strict.appKey, bearer: mfaToken, json: ["code": .string(code)]).status == 200)
+        let session = try world.server.request("POST", "/v1/auth/mfa/verify", appKey: strict.appKey, json: ["mfa_token": .string(mfaToken)])
+        #expect(session.status == 201, "\(session.text)")
+        let access = try #require(session.data?["access_token"]?.stringValue)
+        let sessions = try world.server.request("GET", "/v1/me/sessions", appKey: strict.appKey, bearer: access)
+        #expect(sessions.data?.arrayValue?.first?["method"] == "acme", "\(sessions.text)")
+        let userID = try #require(session.data?["user"]?["id"]?.stringValue)
+        let signedIn = try world.events(of: userID).filter { $0.type == "user.signed_in" }
+        #expect(signedIn.count == 1 && (try? JSON.parse(Array(signedIn[0].data.utf8)))?["method"] == "acme", "\(signedIn)")
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func settingsAreValidatedAndTheSecretSealed(_ kind: TestDatabaseKind) throws {
         let world = try OIDCWorld(kind)

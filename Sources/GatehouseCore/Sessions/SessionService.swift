@@ -64,7 +64,10 @@ public final class SessionService: Sendable {
         var amr: [String]?
         switch rule {
         case .ask:
-            if let step = try secondStep(app: app, data, user: user, method: method, isNewUser: isNewUser, now: now) { return .secondStep(step) }
+            let provider = method == .external ? detail["method"]?.stringValue : nil
+            if let step = try secondStep(app: app, data, user: user, method: method, provider: provider, isNewUser: isNewUser, now: now) {
+                return .secondStep(step)
+            }
         case .done(let methods):
             amr = methods
         }
