@@ -459,6 +459,43 @@ struct DocumentationTests {
         #expect(Set(listed).subtracting(targets).sorted() == [], "in docs/architecture.md, not in Package.swift")
     }
 
+    /// Every app key docs/openapi.json shows (an `app_key` value, the `app_key` parameter's
+    /// example) has the form of a key the server makes: its prefix, its length, lowercase letters
+    /// and digits after the prefix. No page shows `app_pk_…`, the form the docs once showed.
+    @Test
+    func exampleAppKeysHaveTheFormOfTheServersKeys() throws {
+        let server = try TestServer(.sqlite)
+        defer { server.stop() }
+        let real = try server.createApp().appKey
+        let prefix = try #require(real.firstIndex(of: "_").map { String(real[...$0]) })
+        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789")
+        #expect(real.dropFirst(prefix.count).allSatisfy(allowed.contains), "the server's key \(real) is not of the form checked")
+
+        var examples: [String] = []
+        func walk(_ node: JSON) {
+            if let object = node.objectValue {
+                if let key = object["app_key"]?.stringValue { examples.append(key) }
+                if object["name"]?.stringValue == "app_key", let example = object["example"]?.stringValue { examples.append(example) }
+                for value in object.values { walk(value) }
+            } else if let array = node.arrayValue {
+                for value in array { walk(value) }
+            }
+        }
+        walk(try Self.document())
+        #expect(examples.count >= 2, "no app key example found")
+        for example in examples {
+            #expect(example.hasPrefix(prefix) && example.count == real.count && example.dropFirst(prefix.count).allSatisfy(allowed.contains), "\(example), while the server makes keys like \(real)")
+        }
+
+        let docs = Self.root.appendingPathComponent("docs")
+        let pages = try #require(FileManager.default.enumerator(atPath: docs.path)).compactMap { $0 as? String }.filter { $0.hasSuffix(".md") || $0.hasSuffix(".json") }
+        #expect(pages.count > 10)
+        for page in pages {
+            let text = try String(contentsOf: docs.appendingPathComponent(page), encoding: .utf8)
+            #expect(!text.contains("app_pk_"), "docs/\(page) shows an app key as app_pk_…")
+        }
+    }
+
     @Test
     func errorsMarkdownListsEveryCodeWithItsStatus() throws {
         let text = try String(contentsOf: Self.root.appendingPathComponent("docs/errors.md"), encoding: .utf8)
