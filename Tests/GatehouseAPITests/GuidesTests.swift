@@ -66,6 +66,36 @@ struct GuidesTests {
         #expect(substituted == ["GH", "VERIFY_CODE", "CODE"])
     }
 
+    /// scripts/quickstart tells the address the server listens on (GATEHOUSE_LISTEN, a wildcard
+    /// host reached on loopback), not 8080 whatever the setting; `--address` prints it and exits
+    /// before installing or building anything.
+    @Test
+    func quickstartTellsTheAddressOfGatehouseListen() throws {
+        func address(_ listen: String?) throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = [Self.root.appendingPathComponent("scripts/quickstart").path, "--address"]
+            var environment = ["PATH": "/usr/bin:/bin"]
+            if let listen { environment["GATEHOUSE_LISTEN"] = listen }
+            process.environment = environment
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+            return text.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(try address(nil) == "http://127.0.0.1:8080")
+        #expect(try address("127.0.0.1:9123") == "http://127.0.0.1:9123")
+        #expect(try address("0.0.0.0:9124") == "http://127.0.0.1:9124")
+        #expect(try address("[::]:9125") == "http://[::1]:9125")
+        #expect(try address("[::1]:9126") == "http://[::1]:9126")
+        let script = try Self.read("scripts/quickstart")
+        #expect(!script.contains("8080/"), "a fixed address in the script's message")
+        #expect(script.contains("curl -s $url/v1/app"))
+    }
+
     // MARK: docs/verifying-tokens.md
 
     enum Language: String, CaseIterable, CustomStringConvertible, Sendable {
