@@ -24,6 +24,8 @@ struct GuidesTests {
     @Test
     func theFirstUserPageRunsAsWritten() throws {
         let page = try Self.read("docs/first-user.md")
+        // The page shows the code as the server's log line holds it (checked against the log below).
+        #expect(page.matches(of: try Regex(#":\\n\\n[0-9]{6}\\n\\nThe code expires"#)).count == 2, "the two mails' codes as the log shows them")
         let blocks = Markdown.fencedBlocks(page)
         let steps = try Markdown.steps(blocks)
         #expect(steps.first?.command == "scripts/quickstart", "the page starts the server with the README's command")
@@ -47,6 +49,9 @@ struct GuidesTests {
             for (variable, subject) in [("VERIFY_CODE", "Verify your email for Gatehouse Demo"), ("CODE", "Your Gatehouse Demo sign-in code")]
             where command.split(separator: "\n").contains(where: { $0.hasPrefix("\(variable)=") }) {
                 let code = try #require(try server.newestMailedCode(to: "ada@example.com", subject: subject))
+                // As the page tells the reader to find it: in the raw JSON line of the mail, between two `\n\n`.
+                let raw = server.log.split(separator: "\n").last { $0.contains(#""msg":"mail""#) && $0.contains(#"Subject: \#(subject)\n"#) }
+                #expect(raw?.contains(#":\n\n\#(code)\n\nThe code expires"#) == true, "the \(variable) mail's log line: \(raw ?? "none")")
                 command = Self.replacingAssignment(variable, in: command, with: code).0
                 substituted.append(variable)
             }
