@@ -446,8 +446,10 @@ case "--help", "-h":
     print(usage)
 case "help":
     let words = Array(args.dropFirst())
-    if words.isEmpty {
+    if words.isEmpty || words == ["help"] {
         print(usage)
+    } else if words.count == 1, ["--version", "-V", "version"].contains(words[0]) {
+        print("Usage: gatehouse --version\n\nPrint the version (gatehouse \(Gatehouse.version)) and exit.")
     } else if let (command, rest) = command(for: words), rest.isEmpty {
         print(command.help)
     } else if words.count == 1, let help = groupHelp(words[0]) {

@@ -80,10 +80,29 @@ extension ExecutableTests {
             #expect(try gatehouse(words + ["--help"]).output == help.output, "\(command)")
         }
         #expect(try gatehouse(["help", "nothing"]).status == 2)
-        // A group's help lists its commands.
+        // A group's help lists its commands: every group the overview names (`help apps` among them).
+        let listed = overview.output.split(separator: "\n").compactMap { line -> [String]? in
+            let words = line.split(separator: " ").map(String.init)
+            guard words.first == "gatehouse", words.count > 1 else { return nil }
+            // The command's words: lowercase names, up to its first argument or option.
+            return Array(words.dropFirst().prefix { $0.first?.isLetter == true && $0.allSatisfy { ("a"..."z").contains($0) || $0 == "-" } })
+        }
+        let groups = Set(listed.filter { $0.count > 1 }.map { $0[0] })
+        #expect(groups == ["apps", "keys", "users", "outbox"], "\(groups.sorted())")
+        for group in groups {
+            let help = try gatehouse(["help", group])
+            #expect(help.status == 0, "help \(group): \(help.errors)")
+            for words in listed where words.first == group {
+                #expect(help.output.contains("gatehouse \(words.joined(separator: " "))"), "help \(group) lacks \(words)")
+            }
+            #expect(try gatehouse([group, "--help"]).output == help.output, "\(group) --help")
+        }
         let group = try gatehouse(["help", "outbox"])
         #expect(group.status == 0 && group.output.contains("gatehouse outbox list --state dead") && group.output.contains("gatehouse outbox retry ID"), "\(group.output)")
-        #expect(try gatehouse(["outbox", "--help"]).output == group.output)
+        // `help` and `--version` are commands of the overview too.
+        #expect(try gatehouse(["help", "help"]).output == overview.output)
+        let versionHelp = try gatehouse(["help", "--version"])
+        #expect(versionHelp.status == 0 && versionHelp.output.hasPrefix("Usage: gatehouse --version"), "\(versionHelp.errors)")
         let version = try gatehouse(["--version"])
         #expect(version.status == 0)
         #expect(version.output == "gatehouse \(Gatehouse.version)\n")
