@@ -198,16 +198,19 @@ struct GuidesTests {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let blocks = Markdown.fencedBlocks(try Self.read("docs/platforms/swiftui.md")).filter { $0.info == "swift" }
-        #expect(blocks.count == 4)
-        guard blocks.count >= 2 else { return }
+        // The REST helper and the calls after it (the page leads with GatehouseKit: SwiftUIGuideTests).
+        let rest = try #require(blocks.firstIndex { $0.text.contains("enum GatehouseREST {") }, "no REST helper on the page")
+        guard rest + 1 < blocks.count else { Issue.record("no REST calls after the helper"); return }
 
         let (server, base) = try ServerProcess.withDemoApp(in: folder)
         defer { server.stop() }
 
-        var helper = blocks[0].text
-        helper = try Self.replacingLine(starting: "    static let baseURL = ", in: helper, with: "    static let baseURL = URL(string: \"\(base)/v1\")!")
+        var helper = blocks[rest].text
+        // The page's baseURL is the server's own URL, as GatehouseKit's is: no /v1 in it.
+        #expect(helper.contains("    static let baseURL = URL(string: \"https://auth.example.com\")!"))
+        helper = try Self.replacingLine(starting: "    static let baseURL = ", in: helper, with: "    static let baseURL = URL(string: \"\(base)\")!")
         helper = try Self.replacingLine(starting: "    static let appKey = ", in: helper, with: "    static let appKey = \"pk_demo_gatehouse_local_only\"")
-        let program = Self.swiftPrelude + "\n" + helper + "\n\n" + blocks[1].text + "\n\n" + Self.swiftEpilogue
+        let program = Self.swiftPrelude + "\n" + helper + "\n\n" + blocks[rest + 1].text + "\n\n" + Self.swiftEpilogue
         try program.write(toFile: folder + "/main.swift", atomically: true, encoding: .utf8)
         _ = try ExternalProgram.run("/usr/bin/env", ["swiftc", "-swift-version", "6", "-o", folder + "/guide", folder + "/main.swift"])
         try server.waitUntilReady(base)
@@ -256,12 +259,12 @@ struct GuidesTests {
         print("by code: new user \(byCode.isNewUser)")
         print("refreshed: \(fresh.expiresIn) s, a new refresh token: \(fresh.refreshToken != byCode.refreshToken)")
         do {
-            let _: Session = try await Gatehouse.post("auth/signin", ["email": email, "password": "not the password"])
+            let _: Session = try await GatehouseREST.post("/v1/auth/signin", ["email": email, "password": "not the password"])
         } catch let problem as GatehouseProblem {
             print("wrong password: \(problem.status) \(problem.code)")
         }
         do {
-            let _: Session = try await Gatehouse.post("auth/refresh", ["refresh_token": fresh.refreshToken])
+            let _: Session = try await GatehouseREST.post("/v1/auth/refresh", ["refresh_token": fresh.refreshToken])
         } catch let problem as GatehouseProblem {
             print("after sign-out: \(problem.status) \(problem.code)")
         }
