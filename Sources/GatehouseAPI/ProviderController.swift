@@ -20,6 +20,11 @@ struct ProviderController {
         routes.post("/v1/me/identities/apple", callsProvider: true, linkApple)
         routes.post("/v1/me/identities/google", callsProvider: true, linkGoogle)
         routes.post("/v1/auth/oidc/{id}", callsProvider: true, tenantSignIn)
+        // Asks the issuer for its endpoints, and stores a web flow: not for a HEAD.
+        routes.get("/v1/auth/oidc/{id}/authorize", head: false, callsProvider: true, tenantAuthorize)
+        // Most providers come back with a GET; a `response_mode=form_post` one with a POST.
+        routes.get("/v1/auth/oidc/{id}/callback", head: false, callsProvider: true, tenantCallback)
+        routes.post("/v1/auth/oidc/{id}/callback", body: .form, callsProvider: true, tenantCallback)
         // After the literal apple and google routes: any other name is one of the app's own providers.
         routes.post("/v1/me/identities/{provider}", callsProvider: true, linkTenantProvider)
         routes.delete("/v1/me/identities/{provider}", unlink)
@@ -105,6 +110,21 @@ struct ProviderController {
     // MARK: - Web flow
 
     func appleAuthorize(_ request: Request) throws -> HTTPResponse {
+        try authorize(request, provider: { _ in .apple }, cookiePath: "/v1/auth/oauth/apple/callback")
+    }
+
+    /// `GET /v1/auth/oidc/{id}/authorize`: Apple's parameters and answers; an id the app does not
+    /// define is 404 (after the app key, which names the app).
+    func tenantAuthorize(_ request: Request) throws -> HTTPResponse {
+        let id = request.parameters["id"] ?? ""
+        return try authorize(request, provider: { try tenantProvider(id, $0) }, cookiePath: "/v1/auth/oidc/\(id)/callback")
+    }
+
+    /// Starts a web flow: the app from `app_key`, then 302 to the provider with the binding cookie,
+    /// scoped to the provider's callback.
+    private func authorize(
+        _ request: Request, provider: (AppContext) throws -> ProviderSignInService.Provider, cookiePath: String
+    ) throws -> HTTPResponse {
         let query = request.http.query
         for name in ["app_key", "redirect_uri", "state", "code_challenge", "code_challenge_method"] where query.filter({ $0.name == name }).count > 1 {
             throw GatehouseError.validation(name, "Given more than once.")
@@ -112,33 +132,58 @@ struct ProviderController {
         guard let key = request.http.queryValue("app_key"), !key.isEmpty else { throw GatehouseError(.missingAppKey, "Pass the app key as app_key.") }
         guard key.utf8.count <= 128, let app = try auth.directory.app(key: key) else { throw GatehouseError(.invalidAppKey, "The app_key is not a key of any active app.") }
         RequestLogContext.current?.appID = app.id.rawValue
+        let provider = try provider(app)
         guard let redirectURI = request.http.queryValue("redirect_uri") else { throw GatehouseError.validation("redirect_uri", "Required.") }
         let started = try providers.startWebFlow(
-            app: app, redirectURI: redirectURI, clientState: request.http.queryValue("state"), codeChallenge: request.http.queryValue("code_challenge"),
-            codeChallengeMethod: request.http.queryValue("code_challenge_method"), origin: request.origin)
+            app: app, provider: provider, redirectURI: redirectURI, clientState: request.http.queryValue("state"),
+            codeChallenge: request.http.queryValue("code_challenge"), codeChallengeMethod: request.http.queryValue("code_challenge_method"),
+            origin: request.origin)
         var response = HTTPResponse(status: 302)
         response.headers.set("Location", started.url)
         response.headers.set("Cache-Control", "no-store")
-        // Apple's form_post is a cross-site POST: the cookie must be SameSite=None to come along.
-        response.headers.add("Set-Cookie", "\(Self.flowCookie)=\(started.binding); HttpOnly; Secure; SameSite=None; Path=/v1/auth/oauth/apple/callback; Max-Age=600")
+        // Apple's form_post is a cross-site POST: the cookie must be SameSite=None to come along
+        // (and so for every provider: any of them may post its answer).
+        response.headers.add("Set-Cookie", "\(Self.flowCookie)=\(started.binding); HttpOnly; Secure; SameSite=None; Path=\(cookiePath); Max-Age=600")
         return response
     }
 
     func appleCallback(_ request: Request) throws -> HTTPResponse {
         guard let form = FormBody.parse(request.http.body) else { throw GatehouseError(.invalidFlow, "The callback is not a valid form.") }
+        return try callback(request, fields: form, provider: "apple", cookiePath: "/v1/auth/oauth/apple/callback")
+    }
+
+    /// A tenant provider's callback: the answer in the query (GET) or a form (POST). An id that is
+    /// not a provider id's shape has no flow; any other is looked up with the flow.
+    func tenantCallback(_ request: Request) throws -> HTTPResponse {
+        let id = request.parameters["id"] ?? ""
+        guard AppSettings.OIDCProvider.isValidID(id), !AppSettings.OIDCProvider.reservedIDs.contains(id) else {
+            throw GatehouseError(.invalidFlow, "This sign-in link is not valid any more. Start again from the app.")
+        }
+        let fields: [(String, String)]
+        if request.http.method == "POST" {
+            guard let form = FormBody.parse(request.http.body) else { throw GatehouseError(.invalidFlow, "The callback is not a valid form.") }
+            fields = form
+        } else {
+            fields = request.http.query.map { ($0.name, $0.value) }
+        }
+        return try callback(request, fields: fields, provider: id, cookiePath: "/v1/auth/oidc/\(id)/callback")
+    }
+
+    /// Finishes a web flow: 303 to the app's redirect URI, the binding cookie cleared.
+    private func callback(_ request: Request, fields: [(String, String)], provider: String, cookiePath: String) throws -> HTTPResponse {
         func single(_ name: String) throws -> String? {
-            let values = form.filter { $0.0 == name }.map(\.1)
+            let values = fields.filter { $0.0 == name }.map(\.1)
             if values.count > 1 { throw GatehouseError(.invalidFlow, "The callback repeats \(name).") }
             return values.first
         }
         let callback = ProviderSignInService.Callback(
             state: try single("state"), code: try single("code"), idToken: try single("id_token"), user: try single("user"), error: try single("error"),
             binding: Cookies.parse(request.header("Cookie"))[Self.flowCookie])
-        let location = try providers.finishWebFlow(callback, origin: request.origin)
+        let location = try providers.finishWebFlow(callback, provider: provider, origin: request.origin)
         var response = HTTPResponse(status: 303)
         response.headers.set("Location", location)
         response.headers.set("Cache-Control", "no-store")
-        response.headers.add("Set-Cookie", "\(Self.flowCookie)=; HttpOnly; Secure; SameSite=None; Path=/v1/auth/oauth/apple/callback; Max-Age=0")
+        response.headers.add("Set-Cookie", "\(Self.flowCookie)=; HttpOnly; Secure; SameSite=None; Path=\(cookiePath); Max-Age=0")
         return response
     }
 

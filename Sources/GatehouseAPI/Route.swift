@@ -66,8 +66,8 @@ public struct Routes: Sendable {
     }
 
     /// `head: false` for a GET that writes something: a prefetching HEAD then gets 405.
-    public mutating func get(_ pattern: String, head: Bool = true, doesFileIO: Bool = false, _ handler: @escaping Handler) {
-        router.add("GET", pattern, head: head, Route(body: .none, doesFileIO: doesFileIO, handler: handler))
+    public mutating func get(_ pattern: String, head: Bool = true, callsProvider: Bool = false, doesFileIO: Bool = false, _ handler: @escaping Handler) {
+        router.add("GET", pattern, head: head, Route(body: .none, callsProvider: callsProvider, doesFileIO: doesFileIO, handler: handler))
     }
     public mutating func delete(_ pattern: String, _ handler: @escaping Handler) { router.add("DELETE", pattern, Route(body: .none, handler: handler)) }
     public mutating func post(

@@ -132,8 +132,10 @@ public final class Gatehouse: Sendable {
             tenantIssuers: OIDCVerifier.Source(
                 client: tenantOutbound, clock: clock, httpsOnly: !configuration.allowPrivateOutbound, maxURLs: 1024, maxKeysPerSet: 20),
             providerURLs: configuration.providerURLs,
-            // Half the threads that run provider calls: an app whose issuer hangs leaves the rest to the others.
-            maxInFlightPerApp: configuration.providerThreads / 2)
+            // Half the threads that run provider calls: an app whose issuer hangs leaves the rest to
+            // the others; and three quarters for all apps' own issuers together, so that two such
+            // apps still leave Apple, Google and the fixed kinds a quarter.
+            maxInFlightPerApp: configuration.providerThreads / 2, maxInFlightTenantIssuers: configuration.providerThreads * 3 / 4)
         let providers = ProviderAdapter(verifier: verifier, apple: apple, oidc: oidc, log: log)
         let appleRevocation = AppleRevocationHandler(
             directory: directory, sealer: sealer, providers: providers, outbox: store.outbox, clock: clock,
@@ -196,13 +198,20 @@ public final class Gatehouse: Sendable {
             store: store, sessions: sessions, gate: gate, units: units, codes: emailCodes, hasher: hasher, sealer: sealer, clock: clock, metrics: metrics,
             log: log)
 
+        let naver = NaverClient(
+            baseURL: configuration.providerURLs["naver"] ?? NaverClient.defaultBaseURL,
+            loginURL: configuration.providerURLs["naver_auth"] ?? NaverClient.defaultLoginURL, client: outbound)
+        let github = GitHubClient(
+            baseURL: configuration.providerURLs["github"] ?? GitHubClient.defaultBaseURL,
+            loginURL: configuration.providerURLs["github_auth"] ?? GitHubClient.defaultLoginURL, client: outbound)
+        let providerUnavailable: AccessTokenProfileReader.UnavailableObserver = { [log] kind, why in
+            log.warning("identity provider unavailable", ["provider": .string(kind.rawValue), "reason": .string(why)])
+        }
         providerSignIn = ProviderSignInService(
             store: store, directory: directory, sessions: sessions, providers: providers,
             sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes, units: units, metrics: metrics, log: log,
-            accessTokenProfiles: AccessTokenProfileReader(
-                naver: NaverClient(baseURL: configuration.providerURLs["naver"] ?? NaverClient.defaultBaseURL, client: outbound),
-                github: GitHubClient(baseURL: configuration.providerURLs["github"] ?? GitHubClient.defaultBaseURL, client: outbound),
-                onUnavailable: { [log] kind, why in log.warning("identity provider unavailable", ["provider": .string(kind.rawValue), "reason": .string(why)]) }))
+            accessTokenProfiles: AccessTokenProfileReader(naver: naver, github: github, onUnavailable: providerUnavailable),
+            webFlows: TenantWebFlow(oidc: oidc, naver: naver, github: github, onUnavailable: providerUnavailable))
         passkeys = PasskeyService(store: store, sessions: sessions, gate: gate, units: units, clock: clock, metrics: metrics)
         anonymous = AnonymousUsers(store: store, sessions: sessions, gate: gate, units: units, clock: clock, metrics: metrics)
         mfa = MFAService(

@@ -12,19 +12,19 @@ struct ProviderAdapter: IdentityProviders {
     let log: Log
 
     func verifyOIDC(_ token: String, app: AppID, provider: AppSettings.OIDCProvider, nonce: String) throws(ProviderFailure) -> ExternalIdentity {
-        do { return external(try oidc.verify(token, app: app, provider: provider, nonce: nonce)) } catch { throw map(error) }
+        do { return try oidc.verify(token, app: app, provider: provider, nonce: nonce).external } catch { throw map(error) }
     }
 
     func verifyApple(_ token: String, audiences: [String], expectedNonceHash: String?) throws(ProviderFailure) -> ExternalIdentity {
-        do { return external(try verifier.verifyApple(token, audiences: audiences, expectedNonceHash: expectedNonceHash)) } catch { throw map(error) }
+        do { return try verifier.verifyApple(token, audiences: audiences, expectedNonceHash: expectedNonceHash).external } catch { throw map(error) }
     }
 
     func verifyGoogle(_ token: String, audiences: [String], nonce: String?) throws(ProviderFailure) -> ExternalIdentity {
-        do { return external(try verifier.verifyGoogle(token, audiences: audiences, nonce: nonce)) } catch { throw map(error) }
+        do { return try verifier.verifyGoogle(token, audiences: audiences, nonce: nonce).external } catch { throw map(error) }
     }
 
     func verifyFirebase(_ token: String, projectID: String, expectedProvider: String) throws(ProviderFailure) -> ExternalIdentity {
-        do { return external(try verifier.verifyFirebase(token, projectID: projectID, expectedProvider: expectedProvider)) } catch { throw map(error) }
+        do { return try verifier.verifyFirebase(token, projectID: projectID, expectedProvider: expectedProvider).external } catch { throw map(error) }
     }
 
     func exchangeAppleCode(_ code: String, clientID: String, redirectURI: String?, credentials: AppleCredentials) throws(ProviderFailure) -> (idToken: String, refreshToken: String?) {
@@ -45,15 +45,6 @@ struct ProviderAdapter: IdentityProviders {
 
     func appleAuthorizeURL(servicesID: String, redirectURI: String, state: String, nonce: String) -> String {
         apple.authorizeURL(servicesID: servicesID, redirectURI: redirectURI, state: state, nonce: nonce)
-    }
-
-    private func external(_ identity: ProviderIdentity) -> ExternalIdentity {
-        var external = ExternalIdentity(
-            subject: identity.subject, email: identity.email, emailVerified: identity.emailVerified, isPrivateRelayEmail: identity.isPrivateRelayEmail,
-            audience: identity.audience, firstName: identity.name?.first, lastName: identity.name?.last)
-        external.token = ExternalIdentity.TokenFacts(
-            issuer: identity.issuer, issuedAt: identity.issuedAt, expiresAt: identity.expiresAt, authTime: identity.authTime, nonce: identity.nonce)
-        return external
     }
 
     private func map(_ error: ProviderError) -> ProviderFailure {

@@ -35,11 +35,12 @@ public protocol Store: Sendable {
     /// `users.changed_at`), or within `lookBack` ms before its present time when `since` is nil;
     /// with that present time, for the next call. Every node's `AccountCache` polls this.
     func usersChanged(since: Int64?, lookBack: Int64) throws -> (changed: [(AppID, UserID)], databaseNow: Int64)
-    /// Takes (marks used) an unexpired, unused web flow by the hash of its state. The flow names
-    /// its app: the callback from Apple carries no app key.
+    /// Takes (marks used) an unexpired, unused web flow of `provider` (`apple` or a tenant
+    /// provider's id: the callback it came back to) by the hash of its state. The flow names
+    /// its app: the provider's callback carries no app key.
     /// Only with the browser's binding (`bindingHash`): a callback without it uses nothing up, so
     /// whoever saw the state in Apple's URL cannot spoil the user's sign-in.
-    func takeWebFlow(id: String, bindingHash: String, now: Int64) throws -> WebFlow?
+    func takeWebFlow(id: String, provider: String, bindingHash: String, now: Int64) throws -> WebFlow?
     /// Records the use of a provider token's nonce under `key` (a digest of issuer, subject and
     /// nonce) until `expiresAt` (ms); false when it was used already and has not expired. Not
     /// scoped to an app: a token replayed to another app that trusts the same client id is a
@@ -59,7 +60,7 @@ public protocol Store: Sendable {
     func purgeErasedAccounts(before: Int64, limit: Int) throws -> Int
     /// The app of an unexpired, unused web flow, read without using it up: the callback's limiter
     /// is the app's, and a callback refused by it must leave the flow for a retry.
-    func webFlowApp(id: String, now: Int64) throws -> AppID?
+    func webFlowApp(id: String, provider: String, now: Int64) throws -> AppID?
 }
 
 public protocol AppCatalog: Sendable {

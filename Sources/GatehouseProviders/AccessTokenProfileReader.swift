@@ -41,8 +41,6 @@ public struct AccessTokenProfileReader: AccessTokenProfiles {
                 throw .rejected(reason: why)
             }
         }
-        var external = ExternalIdentity(subject: identity.subject, email: identity.email, emailVerified: identity.emailVerified, audience: identity.audience)
-        external.displayName = identity.displayName
-        return external
+        return identity.external
     }
 }

@@ -16,16 +16,41 @@ public final class GitHubClient: Sendable {
     /// The REST API version every request asks for.
     public static let apiVersion = "2022-11-28"
 
+    /// GitHub's site, where the web flow's authorize and token endpoints are.
+    public static let defaultLoginURL = "https://github.com"
+
     /// The base URL without a trailing slash.
     public let baseURL: String
+    /// The site's base URL (`GATEHOUSE_PROVIDER_URL_GITHUB_AUTH`), without a trailing slash.
+    public let loginURL: String
     private let client: OutboundHTTPClient
 
-    /// Creates a client for `baseURL` (a trailing `/` is ignored).
-    public init(baseURL: String = GitHubClient.defaultBaseURL, client: OutboundHTTPClient) {
-        var base = baseURL
-        while base.hasSuffix("/") { base.removeLast() }
-        self.baseURL = base
+    /// Creates a client for `baseURL` and `loginURL` (a trailing `/` is ignored).
+    public init(baseURL: String = GitHubClient.defaultBaseURL, loginURL: String = GitHubClient.defaultLoginURL, client: OutboundHTTPClient) {
+        self.baseURL = trimmedURL(baseURL)
+        self.loginURL = trimmedURL(loginURL)
         self.client = client
+    }
+
+    /// Where the web flow sends the browser: `<site>/login/oauth/authorize` with the scopes.
+    public func authorizeURL(clientID: String, redirectURI: String, state: String, scopes: [String]) -> String {
+        let e = PercentEncoding.encode
+        return loginURL + "/login/oauth/authorize?client_id=\(e(clientID))&redirect_uri=\(e(redirectURI))"
+            + "&scope=\(e(scopes.joined(separator: " ")))&state=\(e(state))"
+    }
+
+    /// Redeems a web flow's code at `POST <site>/login/oauth/access_token` (client id and secret,
+    /// code, callback) for its access token. GitHub answers a refused code with 200 and an `error`
+    /// (`bad_verification_code`): ``ProviderError/rejected(_:)``; our credentials or callback
+    /// refused, or anything unusable, is ``ProviderError/unavailable(_:)``.
+    public func redeem(code: String, clientID: String, clientSecret: String, redirectURI: String) throws(ProviderError) -> String {
+        let response = try client.postForm(
+            loginURL + "/login/oauth/access_token",
+            fields: [("client_id", clientID), ("client_secret", clientSecret), ("code", code), ("redirect_uri", redirectURI)],
+            headers: [("Accept", "application/json")])
+        let body = (try? JSON.parse(response.body))?.objectValue
+        if response.status == 200, let token = body?["access_token"]?.stringValue, AccessTokenFormat.isPlausible(token) { return token }
+        throw TokenEndpointAnswer.failure(status: response.status, error: body?["error"]?.stringValue, "GitHub /login/oauth/access_token")
     }
 
     /// The user behind `accessToken`, once the token is known to belong to one of `clientIDs`.

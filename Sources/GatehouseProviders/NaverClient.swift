@@ -15,16 +15,40 @@ public final class NaverClient: Sendable {
     /// anything longer, or with other characters, is not Naver's.
     static let maxSubjectLength = 64
 
+    /// Naver Login's authorization server (the web flow's authorize and token endpoints).
+    public static let defaultLoginURL = "https://nid.naver.com"
+
     /// The base URL without a trailing slash.
     public let baseURL: String
+    /// The authorization server's base URL (`GATEHOUSE_PROVIDER_URL_NAVER_AUTH`), without a trailing slash.
+    public let loginURL: String
     private let client: OutboundHTTPClient
 
-    /// Creates a client for `baseURL` (a trailing `/` is ignored).
-    public init(baseURL: String = NaverClient.defaultBaseURL, client: OutboundHTTPClient) {
-        var base = baseURL
-        while base.hasSuffix("/") { base.removeLast() }
-        self.baseURL = base
+    /// Creates a client for `baseURL` and `loginURL` (a trailing `/` is ignored).
+    public init(baseURL: String = NaverClient.defaultBaseURL, loginURL: String = NaverClient.defaultLoginURL, client: OutboundHTTPClient) {
+        self.baseURL = trimmedURL(baseURL)
+        self.loginURL = trimmedURL(loginURL)
         self.client = client
+    }
+
+    /// Where the web flow sends the browser: `<login>/oauth2.0/authorize` (Naver asks for no scopes).
+    public func authorizeURL(clientID: String, redirectURI: String, state: String) -> String {
+        let e = PercentEncoding.encode
+        return loginURL + "/oauth2.0/authorize?response_type=code&client_id=\(e(clientID))&redirect_uri=\(e(redirectURI))&state=\(e(state))"
+    }
+
+    /// Redeems a web flow's code at `POST <login>/oauth2.0/token` (`grant_type=authorization_code`,
+    /// the client id and secret, the code and the flow's `state`, as Naver asks) for its access
+    /// token. Naver answers a refused code with 200 and an `error`: ``ProviderError/rejected(_:)``;
+    /// our credentials refused or anything unusable is ``ProviderError/unavailable(_:)``.
+    public func redeem(code: String, clientID: String, clientSecret: String, state: String) throws(ProviderError) -> String {
+        let response = try client.postForm(
+            loginURL + "/oauth2.0/token",
+            fields: [("grant_type", "authorization_code"), ("client_id", clientID), ("client_secret", clientSecret), ("code", code), ("state", state)],
+            headers: [("Accept", "application/json")])
+        let body = (try? JSON.parse(response.body))?.objectValue
+        if response.status == 200, let token = body?["access_token"]?.stringValue, AccessTokenFormat.isPlausible(token) { return token }
+        throw TokenEndpointAnswer.failure(status: response.status, error: body?["error"]?.stringValue, "Naver /oauth2.0/token")
     }
 
     /// The member behind `accessToken`: `GET <base>/v1/nid/me` with `Authorization: Bearer …`.
@@ -61,6 +85,13 @@ public final class NaverClient: Sendable {
         identity.displayName = AccessTokenFormat.name(profile["name"]) ?? AccessTokenFormat.name(profile["nickname"])
         return identity
     }
+}
+
+/// `url` without trailing slashes.
+func trimmedURL(_ url: String) -> String {
+    var base = url
+    while base.hasSuffix("/") { base.removeLast() }
+    return base
 }
 
 /// Checks shared by the access-token clients.

@@ -20,6 +20,8 @@ public final class OIDCVerifier: Sendable {
 
     /// Where one group of providers' documents and keys are fetched from.
     public struct Source: Sendable {
+        /// Fetches the documents and keys, and posts to the token endpoint.
+        let client: OutboundHTTPClient
         let jwks: JWKSCache
         let discovery: DiscoveryCache
         /// Whether a `jwks_uri` must be `https`.
@@ -28,6 +30,7 @@ public final class OIDCVerifier: Sendable {
         /// `client` fetches the documents and keys; caches hold at most `maxURLs` URLs each, and
         /// `maxKeysPerSet` keys of each key set.
         public init(client: OutboundHTTPClient, clock: any Clock, httpsOnly: Bool, maxURLs: Int = .max, maxKeysPerSet: Int = .max) {
+            self.client = client
             jwks = JWKSCache(client: client, clock: clock, maxURLs: maxURLs, maxKeysPerSet: maxKeysPerSet)
             discovery = DiscoveryCache(client: client, clock: clock, maxURLs: maxURLs)
             self.httpsOnly = httpsOnly
@@ -38,16 +41,27 @@ public final class OIDCVerifier: Sendable {
     private let fixedKinds: Source
     private let tenantIssuers: Source
     private let providerURLs: [String: String]
-    private let inFlight = Mutex<[AppID: Int]>([:])
-    /// Verifications of one app running at once, past which they are refused (`unavailable`).
-    private let maxInFlightPerApp: Int
+    private struct InFlight {
+        var perApp: [AppID: Int] = [:]
+        var tenantIssuers = 0
+    }
+    private let inFlight = Mutex(InFlight())
+    /// Calls for one app running at once, past which they are refused (`unavailable`).
+    let maxInFlightPerApp: Int
+    /// Calls to `oidc` issuers running at once, whatever their apps.
+    let maxInFlightTenantIssuers: Int
 
     /// `checks` supplies the claim checks shared with Apple and Google (its clock and leeway);
     /// `fixedKinds` fetches for `kakao`, `line` and `microsoft` from `providerURLs` (by kind,
     /// ``Configuration/providerURLs``); `tenantIssuers` for `oidc` issuers. `maxInFlightPerApp`:
-    /// less than the threads that run provider calls, so that other apps keep some.
-    public init(checks: ProviderVerifier, fixedKinds: Source, tenantIssuers: Source, providerURLs: [String: String], maxInFlightPerApp: Int) {
+    /// less than the threads that run provider calls, so that other apps keep some;
+    /// `maxInFlightTenantIssuers` (default the same): the bound on all apps' `oidc` issuers together.
+    public init(
+        checks: ProviderVerifier, fixedKinds: Source, tenantIssuers: Source, providerURLs: [String: String], maxInFlightPerApp: Int,
+        maxInFlightTenantIssuers: Int? = nil
+    ) {
         self.maxInFlightPerApp = max(1, maxInFlightPerApp)
+        self.maxInFlightTenantIssuers = max(1, maxInFlightTenantIssuers ?? maxInFlightPerApp)
         self.checks = checks
         self.fixedKinds = fixedKinds
         self.tenantIssuers = tenantIssuers
@@ -62,22 +76,33 @@ public final class OIDCVerifier: Sendable {
     /// The email counts as verified only when the provider vouches for it: `email_verified` for
     /// `oidc` and `kakao`, Microsoft's `xms_edov`, never for `line`.
     public func verify(_ token: String, app: AppID, provider: AppSettings.OIDCProvider, nonce: String) throws(ProviderError) -> ProviderIdentity {
-        let admitted = inFlight.withLock { counts in
-            guard counts[app, default: 0] < maxInFlightPerApp else { return false }
-            counts[app, default: 0] += 1
-            return true
-        }
-        guard admitted else { throw .unavailable("too many verifications of one app's provider at once") }
-        defer {
-            inFlight.withLock { counts in
-                let left = counts[app, default: 1] - 1
-                counts[app] = left > 0 ? left : nil
-            }
-        }
-        return try verifyAdmitted(token, provider: provider, nonce: nonce)
+        try admitting(app, provider) { () throws(ProviderError) in try verifyAdmitted(token, provider: provider, nonce: nonce) }
     }
 
-    private func verifyAdmitted(_ token: String, provider: AppSettings.OIDCProvider, nonce: String) throws(ProviderError) -> ProviderIdentity {
+    /// Runs `body` (calls to `provider`'s endpoints) if `app` has fewer than ``maxInFlightPerApp``
+    /// running, and for an `oidc` issuer (a URL a tenant chose) if fewer than
+    /// ``maxInFlightTenantIssuers`` of every app's are: so neither one app nor several apps with
+    /// slow issuers of their own can hold every provider thread. Refused: `unavailable` at once.
+    func admitting<T>(_ app: AppID, _ provider: AppSettings.OIDCProvider, _ body: () throws(ProviderError) -> T) throws(ProviderError) -> T {
+        let tenantIssuer = provider.kind == .oidc
+        let admitted = inFlight.withLock { counts in
+            guard counts.perApp[app, default: 0] < maxInFlightPerApp, !tenantIssuer || counts.tenantIssuers < maxInFlightTenantIssuers else { return false }
+            counts.perApp[app, default: 0] += 1
+            if tenantIssuer { counts.tenantIssuers += 1 }
+            return true
+        }
+        guard admitted else { throw .unavailable("too many calls to tenants' providers at once") }
+        defer {
+            inFlight.withLock { counts in
+                let left = counts.perApp[app, default: 1] - 1
+                counts.perApp[app] = left > 0 ? left : nil
+                if tenantIssuer { counts.tenantIssuers -= 1 }
+            }
+        }
+        return try body()
+    }
+
+    func verifyAdmitted(_ token: String, provider: AppSettings.OIDCProvider, nonce: String) throws(ProviderError) -> ProviderIdentity {
         guard provider.kind.hasIDTokens else { throw .invalidToken("a \(provider.kind.rawValue) provider has no ID tokens") }
         let parsed: JWT.Parsed
         do {
@@ -135,7 +160,7 @@ public final class OIDCVerifier: Sendable {
     }
 
     /// The source and discovery URL of a provider.
-    private func source(of provider: AppSettings.OIDCProvider) throws(ProviderError) -> (Source, String) {
+    func source(of provider: AppSettings.OIDCProvider) throws(ProviderError) -> (Source, String) {
         switch provider.kind {
         case .oidc:
             guard let issuer = provider.issuer else { throw .unavailable("no issuer configured") }
@@ -179,7 +204,7 @@ public final class OIDCVerifier: Sendable {
         return issuer.replacingOccurrences(of: "{tenantid}", with: tid)
     }
 
-    private static func isFetchable(_ url: String, httpsOnly: Bool) -> Bool {
+    static func isFetchable(_ url: String, httpsOnly: Bool) -> Bool {
         let lower = url.lowercased()
         return lower.hasPrefix("https://") || (!httpsOnly && lower.hasPrefix("http://"))
     }
@@ -195,6 +220,11 @@ public final class DiscoveryCache: Sendable {
     public struct Document: Sendable, Equatable {
         public var issuer: String
         public var jwksURI: String
+        /// The web flow's endpoints, when the document names them.
+        public var authorizationEndpoint: String?
+        public var tokenEndpoint: String?
+        /// `token_endpoint_auth_methods_supported` (empty when absent).
+        public var tokenAuthMethods: [String] = []
     }
 
     private struct Entry: Sendable {
@@ -257,6 +287,10 @@ public final class DiscoveryCache: Sendable {
         guard let document = try? JSON.parse(response.body), let issuer = document["issuer"]?.stringValue, !issuer.isEmpty,
             let jwksURI = document["jwks_uri"]?.stringValue, !jwksURI.isEmpty
         else { return .failure(.unavailable("discovery document without issuer and jwks_uri")) }
-        return .success((Document(issuer: issuer, jwksURI: jwksURI), JWKSCache.maxAge(response.header("cache-control"))))
+        var parsed = Document(issuer: issuer, jwksURI: jwksURI)
+        parsed.authorizationEndpoint = document["authorization_endpoint"]?.stringValue
+        parsed.tokenEndpoint = document["token_endpoint"]?.stringValue
+        parsed.tokenAuthMethods = document["token_endpoint_auth_methods_supported"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        return .success((parsed, JWKSCache.maxAge(response.header("cache-control"))))
     }
 }

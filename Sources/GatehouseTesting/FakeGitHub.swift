@@ -81,6 +81,17 @@ public final class FakeGitHub: Sendable {
         return token
     }
 
+    /// The web flow: a code for `user` authorizing the OAuth app `clientID` (registered with
+    /// ``registerApp(clientID:clientSecret:)``) with the authorization request's `redirectURI`.
+    /// `POST /login/oauth/access_token` (served here too: point `GATEHOUSE_PROVIDER_URL_GITHUB_AUTH`
+    /// at ``baseURL``) redeems it once, with the client's secret and that redirect URI, into a token
+    /// as ``issueToken(for:clientID:emailScope:)`` makes; otherwise GitHub's 200 with `error`.
+    public func issueCode(for user: FakeGitHubUser, clientID: String, redirectURI: String) -> String {
+        let code = "gh-code-" + SecureRandom.token(byteCount: 10)
+        state.codes.withLock { $0[code] = GitHubState.Code(grant: GitHubState.Grant(user: user, clientID: clientID, emailScope: true), redirectURI: redirectURI) }
+        return code
+    }
+
     /// Until called again with `nil`, requests to `path` (`/user`, `/user/emails`, or
     /// `/applications/<client_id>/token`) answer `status`, with `X-RateLimit-Remaining: 0` when
     /// `rateLimited` (GitHub's 403 for an exhausted rate limit).
@@ -111,7 +122,13 @@ final class GitHubState: Sendable {
     }
 
     let apps = Mutex<[String: String]>([:])
+    struct Code: Sendable {
+        var grant: Grant
+        var redirectURI: String
+    }
+
     let tokens = Mutex<[String: Grant]>([:])
+    let codes = Mutex<[String: Code]>([:])
     let failing = Mutex<[String: (status: Int, rateLimited: Bool)]>([:])
 }
 
@@ -120,6 +137,8 @@ private struct GitHubRoutes {
     let recorder: FakeHTTPServer.Recorder
 
     func respond(_ request: HTTPRequest) -> HTTPResponse? {
+        // github.com's token endpoint (served here too), not the REST API: its own headers.
+        if request.method == "POST", request.path == "/login/oauth/access_token" { return redeem(request) }
         guard request.headers["Accept"] == "application/vnd.github+json", request.headers["X-GitHub-Api-Version"] == "2022-11-28",
             request.headers["User-Agent"]?.isEmpty == false
         else {
@@ -149,6 +168,22 @@ private struct GitHubRoutes {
         default:
             return nil
         }
+    }
+
+    /// `POST /login/oauth/access_token`: the code once, for its client, secret and redirect URI;
+    /// GitHub answers its errors with 200 and `error`.
+    private func redeem(_ request: HTTPRequest) -> HTTPResponse {
+        guard request.headers["Accept"] == "application/json" else { return recorder.fail("a token request without Accept: application/json") }
+        guard let form = FakeHTTPServer.formFields(request.body), let clientID = form["client_id"],
+            let secret = state.apps.withLock({ $0[clientID] }), form["client_secret"].map({ constantTimeEquals(Array($0.utf8), Array(secret.utf8)) }) == true
+        else { return FakeHTTPServer.json(200, ["error": "incorrect_client_credentials"]) }
+        guard let code = form["code"], let issued = state.codes.withLock({ $0[code] }), issued.grant.clientID == clientID,
+            issued.redirectURI == form["redirect_uri"]
+        else { return FakeHTTPServer.json(200, ["error": "bad_verification_code"]) }
+        _ = state.codes.withLock { $0.removeValue(forKey: code) }
+        let token = "gho_" + SecureRandom.token(byteCount: 27)
+        state.tokens.withLock { $0[token] = issued.grant }
+        return FakeHTTPServer.json(200, ["access_token": .string(token), "token_type": "bearer", "scope": "read:user,user:email"])
     }
 
     private var badCredentials: HTTPResponse { FakeHTTPServer.json(401, ["message": "Bad credentials"]) }

@@ -40,6 +40,7 @@ public final class FakeNaver: Sendable {
         let state = NaverState()
         self.state = state
         http = try FakeHTTPServer { request, recorder in
+            if request.method == "POST", request.path == "/oauth2.0/token" { return state.redeem(request) }
             guard request.method == "GET", request.path == "/v1/nid/me" else { return nil }
             guard let authorization = request.headers["Authorization"], authorization.hasPrefix("Bearer ") else {
                 return FakeHTTPServer.json(401, ["resultcode": "028", "message": "Authentication header not exists"])
@@ -67,6 +68,18 @@ public final class FakeNaver: Sendable {
         return token
     }
 
+    /// The web flow: a code for `member` signing in to the application `clientID` (whose secret is
+    /// `clientSecret`) with the authorization request's `state`. `POST /oauth2.0/token` redeems
+    /// it once, for that client, secret and state, into a token as ``issueToken(for:clientID:)``
+    /// makes; anything else answers 200 with Naver's `{"error": "invalid_request", …}`
+    /// (`invalid_client` for a wrong secret). Serve both URLs from this fake: point
+    /// `GATEHOUSE_PROVIDER_URL_NAVER_AUTH` at ``baseURL`` too.
+    public func issueCode(for member: FakeNaverMember, clientID: String, clientSecret: String, state flowState: String) -> String {
+        let code = "naver-code-" + SecureRandom.token(byteCount: 12)
+        state.codes.withLock { $0[code] = NaverState.Code(grant: NaverState.Grant(member: member, clientID: clientID), secret: clientSecret, state: flowState) }
+        return code
+    }
+
     /// Revokes `token` (as when it expires or the member unlinks the application): 401 from then on.
     public func revoke(_ token: String) { _ = state.tokens.withLock { $0.removeValue(forKey: token) } }
 
@@ -91,5 +104,24 @@ final class NaverState: Sendable {
         var clientID: String
     }
 
+    struct Code: Sendable {
+        var grant: Grant
+        var secret: String
+        var state: String
+    }
+
     let tokens = Mutex<[String: Grant]>([:])
+    let codes = Mutex<[String: Code]>([:])
+
+    /// `POST /oauth2.0/token`: Naver answers its errors with 200.
+    func redeem(_ request: HTTPRequest) -> HTTPResponse {
+        guard let form = FakeHTTPServer.formFields(request.body), form["grant_type"] == "authorization_code", let code = form["code"],
+            let issued = codes.withLock({ $0[code] }), issued.grant.clientID == form["client_id"], issued.state == form["state"]
+        else { return FakeHTTPServer.json(200, ["error": "invalid_request", "error_description": "no valid code"]) }
+        guard form["client_secret"] == issued.secret else { return FakeHTTPServer.json(200, ["error": "invalid_client", "error_description": "bad secret"]) }
+        _ = codes.withLock { $0.removeValue(forKey: code) }
+        let token = "AAAAN" + SecureRandom.token(byteCount: 24)
+        tokens.withLock { $0[token] = issued.grant }
+        return FakeHTTPServer.json(200, ["access_token": .string(token), "refresh_token": "r", "token_type": "bearer", "expires_in": "3600"])
+    }
 }

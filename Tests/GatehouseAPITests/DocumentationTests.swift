@@ -238,6 +238,10 @@ struct DocumentationTests {
         try call("POST", "/v1/me/identities/google", appKey: appKey, bearer: access, json: [:])
         // A provider id the app does not define (oidc_providers): 404 on both of its routes.
         try call("POST", "/v1/auth/oidc/{id}", "/v1/auth/oidc/acme", appKey: appKey, json: ["id_token": "x.y.z", "nonce": "n"])
+        try call("GET", "/v1/auth/oidc/{id}/authorize", "/v1/auth/oidc/acme/authorize?app_key=\(appKey)&redirect_uri=https%3A%2F%2Fapp.example.com%2Fdone&state=s")
+        // A callback with a state no flow has: 400 auth/invalid-flow, by query and by form.
+        try call("GET", "/v1/auth/oidc/{id}/callback", "/v1/auth/oidc/acme/callback?state=unknown&code=c")
+        try call("POST", "/v1/auth/oidc/{id}/callback", "/v1/auth/oidc/acme/callback", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array("state=unknown&code=c".utf8))
         try call("POST", "/v1/me/identities/{provider}", "/v1/me/identities/acme", appKey: appKey, bearer: access, json: ["id_token": "x.y.z", "nonce": "n"])
         try call("DELETE", "/v1/me/identities/{provider}", "/v1/me/identities/apple", appKey: appKey, bearer: access)
 
@@ -345,9 +349,10 @@ struct DocumentationTests {
         // fake providers, and are checked in ProvidersAPITests, OIDCProvidersAPITests and AppleNotificationsTests).
         let succeeded = Set(exchanges.filter { $0.response.status < 400 }.map { "\($0.method) \($0.pathTemplate)" })
         #expect(routed.subtracting(succeeded).sorted() == [
-            "DELETE /v1/me/identities/{provider}", "GET /v1/auth/oauth/apple/authorize", "POST /v1/apps/{app_id}/apple/notifications",
-            "POST /v1/auth/exchange", "POST /v1/auth/oauth/apple",
-            "POST /v1/auth/oauth/apple/callback", "POST /v1/auth/oauth/google", "POST /v1/auth/oidc/{id}", "POST /v1/me/identities/apple",
+            "DELETE /v1/me/identities/{provider}", "GET /v1/auth/oauth/apple/authorize", "GET /v1/auth/oidc/{id}/authorize",
+            "GET /v1/auth/oidc/{id}/callback", "POST /v1/apps/{app_id}/apple/notifications", "POST /v1/auth/exchange", "POST /v1/auth/oauth/apple",
+            "POST /v1/auth/oauth/apple/callback", "POST /v1/auth/oauth/google", "POST /v1/auth/oidc/{id}", "POST /v1/auth/oidc/{id}/callback",
+            "POST /v1/me/identities/apple",
             "POST /v1/me/identities/google", "POST /v1/me/identities/{provider}",
         ])
     }

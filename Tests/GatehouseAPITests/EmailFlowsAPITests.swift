@@ -275,7 +275,7 @@ struct EmailFlowsAPITests {
         let loginCode = "a login code from the Apple web flow"
         let now = world.clock.nowMillis()
         try world.server.gatehouse.store.app(AppID(unchecked: world.app.id)).identities.insertLoginCode(LoginCode(
-            codeHash: Digest.hex(Digest.sha256(Array(loginCode.utf8))), userID: id, method: .apple, isNewUser: false, codeChallenge: nil,
+            codeHash: Digest.hex(Digest.sha256(Array(loginCode.utf8))), userID: id, method: .apple, provider: "apple", isNewUser: false, codeChallenge: nil,
             createdAt: now, expiresAt: now + 60_000))
 
         #expect(try world.post("/v1/auth/email-code/send", ["email": "victim@example.com"]).status == 202)

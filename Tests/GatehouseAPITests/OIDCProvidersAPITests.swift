@@ -354,6 +354,44 @@ struct OIDCProvidersAPITests {
         #expect(all.filter { $0.seconds < 2 }.count >= 12 - bound)
     }
 
+    /// Two tenants whose issuers hang hold at most three quarters of the provider threads between
+    /// them: a Kakao sign-in of a third app is still answered at once.
+    @Test
+    func twoTenantsWhoseIssuersHangLeaveThreadsToTheOthers() throws {
+        let world = try OIDCWorld(.sqlite)
+        defer { world.stop() }
+        let stalling = try StallingServer()
+        defer { stalling.stop() }
+        let keys = try (1...2).map { n in
+            try world.server.createApp([
+                "name": .string("Slow \(n)"), "rate_limits": ["auth_per_minute_per_ip": 1000], "sign_in_methods": ["password", "hang"],
+                "oidc_providers": [["id": "hang", "kind": "oidc", "client_ids": ["c"], "issuer": .string(stalling.url("realm\(n)"))]],
+            ]).appKey
+        }
+        let server = world.server
+        let token = world.acme.mintIDToken(aud: "c", nonce: "n")
+        let group = DispatchGroup()
+        let finished = Mutex(0)
+        for key in keys {
+            for _ in 0..<8 {
+                group.enter()
+                Thread.detachNewThread {
+                    _ = try? server.request("POST", "/v1/auth/oidc/hang", appKey: key, json: ["id_token": .string(token), "nonce": "n"])
+                    finished.withLock { $0 += 1 }
+                    group.leave()
+                }
+            }
+        }
+        // Until every call has either reached an issuer or been refused.
+        for _ in 0..<100 where finished.withLock({ $0 }) + stalling.connections < 16 { Thread.sleep(forTimeInterval: 0.05) }
+        let kakao = try world.signIn("kakao", world.kakao.mintIDToken(sub: "k-busy", aud: OIDCWorld.kakaoKey, nonce: "k1"), nonce: "k1")
+        #expect(kakao.status == 201)
+        // Answered while every call that reached the hanging issuers still hangs (only the refused ones are back).
+        #expect(finished.withLock { $0 } == 16 - stalling.connections)
+        group.wait()
+        #expect(stalling.connections <= world.server.gatehouse.configuration.providerThreads * 3 / 4)
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func settingsAreValidatedAndTheSecretSealed(_ kind: TestDatabaseKind) throws {
         let world = try OIDCWorld(kind)

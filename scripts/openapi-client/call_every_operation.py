@@ -148,8 +148,9 @@ class Walk:
                                                       send_sign_in_code, send_verification_code, verify_sign_in_code)
         from gatehouse_client.api.files import delete_file, get_file, get_file_content, get_public_content, list_files, upload_file
         from gatehouse_client.api.operations import health, metrics, ready
-        from gatehouse_client.api.providers import (apple_authorize, apple_callback, exchange_login_code, receive_apple_notification, sign_in_with_apple,
-                                                    sign_in_with_google, sign_in_with_provider)
+        from gatehouse_client.api.providers import (apple_authorize, apple_callback, exchange_login_code, provider_authorize, provider_callback,
+                                                    provider_callback_form, receive_apple_notification, sign_in_with_apple, sign_in_with_google,
+                                                    sign_in_with_provider)
         from gatehouse_client.types import File
 
         apple_client_id, google_client_id = "com.example.openapi", "openapi-client.apps.googleusercontent.com"
@@ -305,6 +306,19 @@ class Walk:
         nonce = secrets.token_urlsafe(16)
         self.call("linkProvider", link_provider, 200, "kakao", client=tim, body=m.ProviderIDTokenSignIn(
             id_token=self.provider_token("https://kauth.kakao.com", kakao_client_id, "kakao-tim", "tim@example.com", nonce), nonce=nonce))
+
+        # The kakao provider's web flow: authorize redirects to Kakao's authorization endpoint (from
+        # the discovery document); a callback, by query or by form, whose state no flow has is refused.
+        verifier = secrets.token_urlsafe(48)
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+        started = self.call("providerAuthorize", provider_authorize, 302, "kakao", client=self.anonymous(), app_key=self.app_key, redirect_uri=redirect_uri,
+                            state="openapi", code_challenge=challenge, code_challenge_method=m.ProviderAuthorizeCodeChallengeMethod.S256)
+        location = urllib.parse.urlparse(started.headers["Location"])
+        if location.geturl().split("?")[0] != "https://kauth.kakao.com/oauth/authorize" or "gh_flow=" not in started.headers.get("Set-Cookie", ""):
+            raise SystemExit(f"providerAuthorize: redirected to {location.geturl()}, cookie {started.headers.get('Set-Cookie')!r}")
+        self.call("providerCallback", provider_callback, 400, "kakao", client=self.anonymous(), state="not-a-flow", code="c")
+        self.call("providerCallbackForm", provider_callback_form, 400, "kakao", client=self.anonymous(),
+                  body=m.ProviderCallbackForm(state="not-a-flow", code="c"))
 
         # The Apple web flow: authorize redirects to Apple; a callback whose state no flow has is
         # refused without a redirect, and an unknown login code is refused too (the callback's

@@ -81,6 +81,8 @@ public struct Configuration: Sendable {
     public static let defaultProviderURLs: [String: String] = [
         "kakao": "https://kauth.kakao.com", "line": "https://access.line.me", "microsoft": "https://login.microsoftonline.com",
         "naver": "https://openapi.naver.com", "github": "https://api.github.com",
+        // The web flow's authorization servers of the two kinds whose API is elsewhere.
+        "naver_auth": "https://nid.naver.com", "github_auth": "https://github.com",
     ]
     public var refreshGraceSeconds = 10
     public var outboxMaxBackoffSeconds = 600

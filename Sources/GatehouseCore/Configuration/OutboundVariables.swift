@@ -55,6 +55,7 @@ extension Configuration {
         for (name, kind) in [
             ("GATEHOUSE_PROVIDER_URL_KAKAO", "kakao"), ("GATEHOUSE_PROVIDER_URL_LINE", "line"), ("GATEHOUSE_PROVIDER_URL_MICROSOFT", "microsoft"),
             ("GATEHOUSE_PROVIDER_URL_NAVER", "naver"), ("GATEHOUSE_PROVIDER_URL_GITHUB", "github"),
+            ("GATEHOUSE_PROVIDER_URL_NAVER_AUTH", "naver_auth"), ("GATEHOUSE_PROVIDER_URL_GITHUB_AUTH", "github_auth"),
         ] {
             guard let url = e.value(name) else { continue }
             if let parsed = URLComponents(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host?.isEmpty == false {

@@ -23,6 +23,8 @@ public final class ProviderSignInService: Sendable {
     let units: UnitOfWork
     /// The profile APIs of the kinds without ID tokens (Naver, GitHub); nil: not offered yet.
     let accessTokenProfiles: (any AccessTokenProfiles)?
+    /// The web flow of the providers the app defines; nil: only Apple's is offered.
+    let webFlows: (any TenantWebFlows)?
 
     /// Longest provider token accepted (API.md): longer is a validation error.
     public static let maxTokenLength = 8192
@@ -32,9 +34,10 @@ public final class ProviderSignInService: Sendable {
     public init(
         store: any Store, directory: AppDirectory, sessions: SessionService, providers: any IdentityProviders, sealer: SecretSealer, clock: any Clock,
         publicURL: String, emailCodes: EmailCodes, units: UnitOfWork, metrics: any DomainMetrics = NoDomainMetrics(),
-        log: any LogSink = DiscardingLog(), accessTokenProfiles: (any AccessTokenProfiles)? = nil
+        log: any LogSink = DiscardingLog(), accessTokenProfiles: (any AccessTokenProfiles)? = nil, webFlows: (any TenantWebFlows)? = nil
     ) {
         self.accessTokenProfiles = accessTokenProfiles
+        self.webFlows = webFlows
         self.log = log
         self.units = units
         self.emailCodes = emailCodes

@@ -109,13 +109,16 @@ public protocol IdentityProviders: Sendable {
     func verifyOIDC(_ token: String, app: AppID, provider: AppSettings.OIDCProvider, nonce: String) throws(ProviderFailure) -> ExternalIdentity
 }
 
-/// A started Apple web flow (API.md "Apple web flow").
+/// A started web flow (API.md "Apple web flow", "More providers").
 public struct WebFlow: Sendable, Equatable {
-    /// Hash of the `state` sent to Apple.
+    /// Hash of the `state` sent to the provider.
     public var id: String
     public var appID: AppID
+    /// `apple` or the id of one of the app's `oidc_providers`: the only callback that takes the flow.
+    public var provider: String
     public var bindingHash: String
-    /// The nonce sent to Apple (already the hash the ID token will carry).
+    /// The nonce sent to the provider (for Apple already the hash the ID token will carry; for the
+    /// others the raw value their ID token carries).
     public var nonce: String
     public var redirectURI: String
     public var clientState: String?
@@ -124,11 +127,12 @@ public struct WebFlow: Sendable, Equatable {
     public var expiresAt: Int64
 
     public init(
-        id: String, appID: AppID, bindingHash: String, nonce: String, redirectURI: String, clientState: String?, codeChallenge: String?,
+        id: String, appID: AppID, provider: String, bindingHash: String, nonce: String, redirectURI: String, clientState: String?, codeChallenge: String?,
         createdAt: Int64, expiresAt: Int64
     ) {
         self.id = id
         self.appID = appID
+        self.provider = provider
         self.bindingHash = bindingHash
         self.nonce = nonce
         self.redirectURI = redirectURI
@@ -144,15 +148,20 @@ public struct LoginCode: Sendable, Equatable {
     public var codeHash: String
     public var userID: UserID
     public var method: SignInMethod
+    /// The provider signed in with (`apple` or a tenant provider's id): the session events' `method`.
+    public var provider: String
     public var isNewUser: Bool
     public var codeChallenge: String?
     public var createdAt: Int64
     public var expiresAt: Int64
 
-    public init(codeHash: String, userID: UserID, method: SignInMethod, isNewUser: Bool, codeChallenge: String?, createdAt: Int64, expiresAt: Int64) {
+    public init(
+        codeHash: String, userID: UserID, method: SignInMethod, provider: String, isNewUser: Bool, codeChallenge: String?, createdAt: Int64, expiresAt: Int64
+    ) {
         self.codeHash = codeHash
         self.userID = userID
         self.method = method
+        self.provider = provider
         self.isNewUser = isNewUser
         self.codeChallenge = codeChallenge
         self.createdAt = createdAt

@@ -118,8 +118,8 @@ extension SQLAppScopedStore: IdentityStore {
                     SELECT id FROM web_flows WHERE app_id = \(appID) AND expires_at <= \(flow.createdAt) LIMIT 16)
                 """)
             try db.execute("""
-                INSERT INTO web_flows (id, app_id, binding_hash, nonce, redirect_uri, client_state, code_challenge, created_at, expires_at)
-                VALUES (\(flow.id), \(appID), \(flow.bindingHash), \(flow.nonce), \(flow.redirectURI), \(flow.clientState), \(flow.codeChallenge),
+                INSERT INTO web_flows (id, app_id, provider, binding_hash, nonce, redirect_uri, client_state, code_challenge, created_at, expires_at)
+                VALUES (\(flow.id), \(appID), \(flow.provider), \(flow.bindingHash), \(flow.nonce), \(flow.redirectURI), \(flow.clientState), \(flow.codeChallenge),
                         \(flow.createdAt), \(flow.expiresAt))
                 """)
         }
@@ -132,8 +132,8 @@ extension SQLAppScopedStore: IdentityStore {
                     SELECT code_hash FROM login_codes WHERE app_id = \(appID) AND expires_at <= \(code.createdAt) LIMIT 16)
                 """)
             try db.execute("""
-                INSERT INTO login_codes (code_hash, app_id, user_id, method, is_new_user, code_challenge, created_at, expires_at)
-                VALUES (\(code.codeHash), \(appID), \(code.userID), \(code.method.rawValue), \(code.isNewUser), \(code.codeChallenge), \(code.createdAt), \(code.expiresAt))
+                INSERT INTO login_codes (code_hash, app_id, user_id, method, provider, is_new_user, code_challenge, created_at, expires_at)
+                VALUES (\(code.codeHash), \(appID), \(code.userID), \(code.method.rawValue), \(code.provider), \(code.isNewUser), \(code.codeChallenge), \(code.createdAt), \(code.expiresAt))
                 """)
         }
     }
@@ -147,7 +147,7 @@ extension SQLAppScopedStore: IdentityStore {
         else { return nil }
         return LoginCode(
             codeHash: try row.string("code_hash"), userID: UserID(unchecked: try row.string("user_id")), method: method,
-            isNewUser: try row.bool("is_new_user"), codeChallenge: try row.optionalString("code_challenge"), createdAt: try row.int64("created_at"),
+            provider: try row.string("provider"), isNewUser: try row.bool("is_new_user"), codeChallenge: try row.optionalString("code_challenge"), createdAt: try row.int64("created_at"),
             expiresAt: try row.int64("expires_at"))
     }
 }
@@ -182,19 +182,19 @@ extension SQLStore {
         try database.execute("DELETE FROM provider_nonces WHERE nonce_key = \(key)")
     }
 
-    public func webFlowApp(id: String, now: Int64) throws -> AppID? {
-        try database.query("SELECT app_id FROM web_flows WHERE id = \(id) AND used_at IS NULL AND expires_at > \(now)").first
+    public func webFlowApp(id: String, provider: String, now: Int64) throws -> AppID? {
+        try database.query("SELECT app_id FROM web_flows WHERE id = \(id) AND provider = \(provider) AND used_at IS NULL AND expires_at > \(now)").first
             .map { AppID(unchecked: try $0.string("app_id")) }
     }
 
-    public func takeWebFlow(id: String, bindingHash: String, now: Int64) throws -> WebFlow? {
+    public func takeWebFlow(id: String, provider: String, bindingHash: String, now: Int64) throws -> WebFlow? {
         guard let row = try database.query("""
             UPDATE web_flows SET used_at = \(now)
-            WHERE id = \(id) AND binding_hash = \(bindingHash) AND used_at IS NULL AND expires_at > \(now) RETURNING *
+            WHERE id = \(id) AND provider = \(provider) AND binding_hash = \(bindingHash) AND used_at IS NULL AND expires_at > \(now) RETURNING *
             """).first
         else { return nil }
         return WebFlow(
-            id: try row.string("id"), appID: AppID(unchecked: try row.string("app_id")), bindingHash: try row.string("binding_hash"),
+            id: try row.string("id"), appID: AppID(unchecked: try row.string("app_id")), provider: try row.string("provider"), bindingHash: try row.string("binding_hash"),
             nonce: try row.string("nonce"), redirectURI: try row.string("redirect_uri"), clientState: try row.optionalString("client_state"),
             codeChallenge: try row.optionalString("code_challenge"), createdAt: try row.int64("created_at"), expiresAt: try row.int64("expires_at"))
     }

@@ -28,6 +28,15 @@ extension AppSettings {
                 }
             }
 
+            /// Whether the kind's token endpoint redeems a web flow's code only with the client
+            /// secret (LINE, Naver, GitHub); the others may be public clients.
+            public var webFlowNeedsClientSecret: Bool {
+                switch self {
+                case .line, .naver, .github: true
+                case .oidc, .kakao, .microsoft: false
+                }
+            }
+
             /// The issuer a kind always has (the real one, whatever URL its documents come from in tests).
             public var fixedIssuer: String? {
                 switch self {

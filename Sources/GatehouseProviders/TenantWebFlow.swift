@@ -1,0 +1,172 @@
+import Foundation
+import GatehouseCore
+import GatehouseOutbound
+
+/// The domain's ``TenantWebFlows``: the ID-token kinds through ``OIDCVerifier`` (endpoints from
+/// the discovery document, the code redeemed at its token endpoint, the ID token verified as a
+/// native one with the flow's nonce), Naver and GitHub through their clients (fixed endpoints, the
+/// code's access token read as a native access token is). Errors map to ``ProviderFailure`` as
+/// ``AccessTokenProfileReader``'s do. Every call is admitted under ``OIDCVerifier``'s per-app
+/// bound (and, for `oidc` issuers, the bound on all tenants' issuers together).
+public struct TenantWebFlow: TenantWebFlows {
+    private let oidc: OIDCVerifier
+    private let naver: NaverClient
+    private let github: GitHubClient
+    private let onUnavailable: AccessTokenProfileReader.UnavailableObserver?
+
+    public init(oidc: OIDCVerifier, naver: NaverClient, github: GitHubClient, onUnavailable: AccessTokenProfileReader.UnavailableObserver? = nil) {
+        self.oidc = oidc
+        self.naver = naver
+        self.github = github
+        self.onUnavailable = onUnavailable
+    }
+
+    public func authorizeURL(app: AppID, provider: AppSettings.OIDCProvider, callbackURL: String, state: String, nonce: String) throws(ProviderFailure) -> String {
+        let clientID = provider.clientIDs.first ?? ""
+        do {
+            switch provider.kind {
+            case .naver: return naver.authorizeURL(clientID: clientID, redirectURI: callbackURL, state: state)
+            case .github:
+                return github.authorizeURL(clientID: clientID, redirectURI: callbackURL, state: state, scopes: Self.scopes(["read:user", "user:email"], provider))
+            case .oidc, .kakao, .line, .microsoft:
+                return try oidc.admitting(app, provider) { () throws(ProviderError) in
+                    try oidc.authorizeURL(provider, clientID: clientID, redirectURI: callbackURL, state: state, nonce: nonce, scopes: Self.scopes(provider))
+                }
+            }
+        } catch {
+            throw failure(error, provider)
+        }
+    }
+
+    public func redeem(
+        code: String, app: AppID, provider: AppSettings.OIDCProvider, callbackURL: String, state: String, nonce: String
+    ) throws(ProviderFailure) -> ExternalIdentity {
+        let clientID = provider.clientIDs.first ?? ""
+        let secret = provider.clientSecret ?? ""
+        do {
+            return try oidc.admitting(app, provider) { () throws(ProviderError) -> ExternalIdentity in
+                switch provider.kind {
+                case .naver:
+                    let token = try naver.redeem(code: code, clientID: clientID, clientSecret: secret, state: state)
+                    return try naver.profile(accessToken: token, audience: clientID).external
+                case .github:
+                    let token = try github.redeem(code: code, clientID: clientID, clientSecret: secret, redirectURI: callbackURL)
+                    return try github.profile(accessToken: token, clientIDs: [clientID], clientSecret: secret).external
+                case .oidc, .kakao, .line, .microsoft:
+                    return try oidc.redeem(code: code, provider: provider, clientID: clientID, redirectURI: callbackURL, nonce: nonce).external
+                }
+            }
+        } catch {
+            throw failure(error, provider)
+        }
+    }
+
+    /// The scopes asked for: the kind's own, then the provider's `scopes` (each once).
+    static func scopes(_ provider: AppSettings.OIDCProvider) -> [String] {
+        let own: [String] = switch provider.kind {
+        // Kakao's profile and email are consent items the app turns on at Kakao, asked for as scopes.
+        case .kakao: ["openid"]
+        // LINE's `email` needs LINE's approval of the channel first.
+        case .line: ["openid", "profile"]
+        default: ["openid", "email", "profile"]
+        }
+        return scopes(own, provider)
+    }
+
+    static func scopes(_ own: [String], _ provider: AppSettings.OIDCProvider) -> [String] {
+        own + provider.scopes.filter { !own.contains($0) }
+    }
+
+    private func failure(_ error: ProviderError, _ provider: AppSettings.OIDCProvider) -> ProviderFailure {
+        switch error {
+        case .unavailable(let why), .addressRefused(let why):
+            if let kind = AccessTokenProviderKind(rawValue: provider.kind.rawValue) { onUnavailable?(kind, why) }
+            return .unreachable(reason: why)
+        case .invalidToken(let why): return .invalidToken(reason: why, clientDetail: nil)
+        case .rejected(let why): return .rejected(reason: why)
+        }
+    }
+}
+
+extension OIDCVerifier {
+    /// The provider's authorization URL (its discovery document's `authorization_endpoint`):
+    /// `response_type=code`, the client id, the callback, the scopes, `state` and `nonce`.
+    func authorizeURL(
+        _ provider: AppSettings.OIDCProvider, clientID: String, redirectURI: String, state: String, nonce: String, scopes: [String]
+    ) throws(ProviderError) -> String {
+        let endpoints = try webEndpoints(of: provider)
+        let e = PercentEncoding.encode
+        let query = [
+            ("response_type", "code"), ("client_id", clientID), ("redirect_uri", redirectURI), ("scope", scopes.joined(separator: " ")),
+            ("state", state), ("nonce", nonce),
+        ].map { "\($0.0)=\(e($0.1))" }.joined(separator: "&")
+        return endpoints.authorization + (endpoints.authorization.contains("?") ? "&" : "?") + query
+    }
+
+    /// Redeems `code` at the provider's token endpoint (`client_secret_post` where the document
+    /// lists it or the kind is Kakao's, LINE's or Microsoft's, else `client_secret_basic`; a public
+    /// client sends its client id alone) and verifies the ID token it answers with `nonce`.
+    /// A 400 about the code (`invalid_grant` and the like) is ``ProviderError/rejected(_:)``; our
+    /// credentials refused, a 5xx, or an answer without an ID token is ``ProviderError/unavailable(_:)``.
+    func redeem(code: String, provider: AppSettings.OIDCProvider, clientID: String, redirectURI: String, nonce: String) throws(ProviderError) -> ProviderIdentity {
+        let endpoints = try webEndpoints(of: provider)
+        var fields = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI)]
+        var headers = [("Accept", "application/json")]
+        if let secret = provider.clientSecret, !secret.isEmpty, !endpoints.secretInBody {
+            let e = PercentEncoding.encode
+            headers.append(("Authorization", "Basic " + Data("\(e(clientID)):\(e(secret))".utf8).base64EncodedString()))
+        } else {
+            fields.append(("client_id", clientID))
+            if let secret = provider.clientSecret, !secret.isEmpty { fields.append(("client_secret", secret)) }
+        }
+        let response = try endpoints.client.postForm(endpoints.token, fields: fields, headers: headers)
+        let body = (try? JSON.parse(response.body))?.objectValue
+        guard response.status == 200 else { throw TokenEndpointAnswer.failure(status: response.status, error: body?["error"]?.stringValue, "the token endpoint") }
+        guard let idToken = body?["id_token"]?.stringValue, !idToken.isEmpty else { throw .unavailable("the token endpoint answered without an id_token") }
+        return try verifyAdmitted(idToken, provider: provider, nonce: nonce)
+    }
+
+    /// The web flow's endpoints from the discovery document of `provider` (the issuer checked as
+    /// for a verification); both must be `https` (or `http` where the source allows it).
+    private func webEndpoints(of provider: AppSettings.OIDCProvider) throws(ProviderError) -> (
+        authorization: String, token: String, secretInBody: Bool, client: OutboundHTTPClient
+    ) {
+        let (source, discoveryURL) = try source(of: provider)
+        let document = try source.discovery.document(url: discoveryURL)
+        let origin = OutboundHTTPClient.origin(discoveryURL)
+        guard Self.acceptable(discoveryIssuer: document.issuer, for: provider) else {
+            throw .unavailable("the discovery document of \(origin) names another issuer")
+        }
+        guard let authorization = document.authorizationEndpoint, Self.isFetchable(authorization, httpsOnly: source.httpsOnly),
+            let token = document.tokenEndpoint, Self.isFetchable(token, httpsOnly: source.httpsOnly)
+        else { throw .unavailable("the discovery document of \(origin) has no usable authorization_endpoint and token_endpoint") }
+        let secretInBody = provider.kind != .oidc || document.tokenAuthMethods.contains("client_secret_post")
+        return (authorization, token, secretInBody, source.client)
+    }
+}
+
+/// How a token endpoint's refusal is read (RFC 6749 5.2): a 400 about the grant is the code's
+/// fault (`rejected`: a retry will not help); the client's own credentials refused, a 5xx or any
+/// other status is the provider's or our configuration's (`unavailable`).
+enum TokenEndpointAnswer {
+    static func failure(status: Int, error: String?, _ endpoint: String) -> ProviderError {
+        let printable = error.map { String($0.prefix(64).filter { $0.isASCII && !$0.isWhitespace }) }
+        if let printable, ["invalid_client", "unauthorized_client", "incorrect_client_credentials", "redirect_uri_mismatch", "server_error"].contains(printable) {
+            return .unavailable("\(endpoint) answered HTTP \(status) \(printable)")
+        }
+        if status == 400 || status == 200 { return .rejected("\(endpoint) answered \(printable ?? "HTTP \(status)")") }
+        return .unavailable("\(endpoint) answered HTTP \(status)" + (printable.map { " \($0)" } ?? ""))
+    }
+}
+
+extension ProviderIdentity {
+    /// The domain's identity: the same facts, the token's own (issuer, times, nonce) included.
+    public var external: ExternalIdentity {
+        var external = ExternalIdentity(
+            subject: subject, email: email, emailVerified: emailVerified, isPrivateRelayEmail: isPrivateRelayEmail, audience: audience,
+            firstName: name?.first, lastName: name?.last)
+        external.displayName = displayName
+        external.token = ExternalIdentity.TokenFacts(issuer: issuer, issuedAt: issuedAt, expiresAt: expiresAt, authTime: authTime, nonce: nonce)
+        return external
+    }
+}
