@@ -4,3 +4,6 @@
 -- of the session it opens (its events and metrics).
 ALTER TABLE web_flows ADD COLUMN provider TEXT NOT NULL DEFAULT 'apple';
 ALTER TABLE login_codes ADD COLUMN provider TEXT NOT NULL DEFAULT 'apple';
+-- The PKCE verifier of the authorization request to the provider (RFC 7636), where the provider
+-- takes one: the provider redeems the flow's code with it only.
+ALTER TABLE web_flows ADD COLUMN provider_verifier TEXT;

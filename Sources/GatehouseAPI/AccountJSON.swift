@@ -26,7 +26,7 @@ enum AccountJSON {
 
     static func session(_ session: Session, current: SessionID) -> JSON {
         [
-            "id": .string(session.id.rawValue), "current": .bool(session.id == current), "method": .string(session.method.rawValue),
+            "id": .string(session.id.rawValue), "current": .bool(session.id == current), "method": .string(session.methodName),
             "created_at": .string(rfc3339(millis: session.createdAt)), "last_used_at": .string(rfc3339(millis: session.lastUsedAt)),
             "ip": .optional(session.ip), "user_agent": .optional(session.userAgent),
         ]

@@ -128,7 +128,8 @@ public final class Gatehouse: Sendable {
         // tenant's issuer can make every node hold (1,024 URLs of each cache).
         let tenantOutbound = OutboundHTTPClient(maxResponseBytes: 64 * 1024, addressPolicy: .forTenantURLs(allowPrivate: configuration.allowPrivateOutbound))
         let oidc = OIDCVerifier(
-            checks: verifier, fixedKinds: OIDCVerifier.Source(client: outbound, clock: clock, httpsOnly: false),
+            // Microsoft's discovery URL carries the tenant a tenant admin names: bounded too.
+            checks: verifier, fixedKinds: OIDCVerifier.Source(client: outbound, clock: clock, httpsOnly: false, maxURLs: 1024),
             tenantIssuers: OIDCVerifier.Source(
                 client: tenantOutbound, clock: clock, httpsOnly: !configuration.allowPrivateOutbound, maxURLs: 1024, maxKeysPerSet: 20),
             providerURLs: configuration.providerURLs,
@@ -211,7 +212,13 @@ public final class Gatehouse: Sendable {
             store: store, directory: directory, sessions: sessions, providers: providers,
             sealer: sealer, clock: clock, publicURL: configuration.publicURL, emailCodes: emailCodes, units: units, metrics: metrics, log: log,
             accessTokenProfiles: AccessTokenProfileReader(naver: naver, github: github, onUnavailable: providerUnavailable),
-            webFlows: TenantWebFlow(oidc: oidc, naver: naver, github: github, onUnavailable: providerUnavailable))
+            webFlows: TenantWebFlow(
+                oidc: oidc, naver: naver, github: github,
+                onUnavailable: { [log] provider, why in
+                    log.warning(
+                        "identity provider unavailable",
+                        ["provider": .string(provider.id), "kind": .string(provider.kind.rawValue), "reason": .string(why)])
+                }))
         passkeys = PasskeyService(store: store, sessions: sessions, gate: gate, units: units, clock: clock, metrics: metrics)
         anonymous = AnonymousUsers(store: store, sessions: sessions, gate: gate, units: units, clock: clock, metrics: metrics)
         mfa = MFAService(

@@ -32,21 +32,24 @@ public final class GitHubClient: Sendable {
         self.client = client
     }
 
-    /// Where the web flow sends the browser: `<site>/login/oauth/authorize` with the scopes.
-    public func authorizeURL(clientID: String, redirectURI: String, state: String, scopes: [String]) -> String {
+    /// Where the web flow sends the browser: `<site>/login/oauth/authorize` with the scopes and
+    /// the PKCE challenge (S256), which GitHub binds the code to.
+    public func authorizeURL(clientID: String, redirectURI: String, state: String, scopes: [String], codeChallenge: String) -> String {
         let e = PercentEncoding.encode
         return loginURL + "/login/oauth/authorize?client_id=\(e(clientID))&redirect_uri=\(e(redirectURI))"
-            + "&scope=\(e(scopes.joined(separator: " ")))&state=\(e(state))"
+            + "&scope=\(e(scopes.joined(separator: " ")))&state=\(e(state))&code_challenge=\(e(codeChallenge))&code_challenge_method=S256"
     }
 
     /// Redeems a web flow's code at `POST <site>/login/oauth/access_token` (client id and secret,
-    /// code, callback) for its access token. GitHub answers a refused code with 200 and an `error`
+    /// code, callback, PKCE verifier) for its access token. GitHub answers a refused code with 200 and an `error`
     /// (`bad_verification_code`): ``ProviderError/rejected(_:)``; our credentials or callback
     /// refused, or anything unusable, is ``ProviderError/unavailable(_:)``.
-    public func redeem(code: String, clientID: String, clientSecret: String, redirectURI: String) throws(ProviderError) -> String {
+    public func redeem(code: String, clientID: String, clientSecret: String, redirectURI: String, codeVerifier: String) throws(ProviderError) -> String {
         let response = try client.postForm(
             loginURL + "/login/oauth/access_token",
-            fields: [("client_id", clientID), ("client_secret", clientSecret), ("code", code), ("redirect_uri", redirectURI)],
+            fields: [
+                ("client_id", clientID), ("client_secret", clientSecret), ("code", code), ("redirect_uri", redirectURI), ("code_verifier", codeVerifier),
+            ],
             headers: [("Accept", "application/json")])
         let body = (try? JSON.parse(response.body))?.objectValue
         if response.status == 200, let token = body?["access_token"]?.stringValue, AccessTokenFormat.isPlausible(token) { return token }

@@ -80,13 +80,17 @@ public final class OIDCVerifier: Sendable {
     }
 
     /// Runs `body` (calls to `provider`'s endpoints) if `app` has fewer than ``maxInFlightPerApp``
-    /// running, and for an `oidc` issuer (a URL a tenant chose) if fewer than
-    /// ``maxInFlightTenantIssuers`` of every app's are: so neither one app nor several apps with
-    /// slow issuers of their own can hold every provider thread. Refused: `unavailable` at once.
+    /// running (for an `oidc` issuer, a URL a tenant chose: a third of ``maxInFlightTenantIssuers``,
+    /// at least 2), and for an `oidc` issuer if fewer than ``maxInFlightTenantIssuers`` of every
+    /// app's are: so neither one app nor several apps with slow issuers of their own can hold
+    /// every provider thread. Refused: `unavailable` at once.
     func admitting<T>(_ app: AppID, _ provider: AppSettings.OIDCProvider, _ body: () throws(ProviderError) -> T) throws(ProviderError) -> T {
         let tenantIssuer = provider.kind == .oidc
+        // An app's own issuers get a third of the shared bound (at least 2): it takes three apps
+        // whose issuers hang to hold all of it, not two.
+        let perApp = tenantIssuer ? min(maxInFlightPerApp, max(2, maxInFlightTenantIssuers / 3)) : maxInFlightPerApp
         let admitted = inFlight.withLock { counts in
-            guard counts.perApp[app, default: 0] < maxInFlightPerApp, !tenantIssuer || counts.tenantIssuers < maxInFlightTenantIssuers else { return false }
+            guard counts.perApp[app, default: 0] < perApp, !tenantIssuer || counts.tenantIssuers < maxInFlightTenantIssuers else { return false }
             counts.perApp[app, default: 0] += 1
             if tenantIssuer { counts.tenantIssuers += 1 }
             return true
@@ -223,8 +227,10 @@ public final class DiscoveryCache: Sendable {
         /// The web flow's endpoints, when the document names them.
         public var authorizationEndpoint: String?
         public var tokenEndpoint: String?
-        /// `token_endpoint_auth_methods_supported` (empty when absent).
-        public var tokenAuthMethods: [String] = []
+        /// Whether `token_endpoint_auth_methods_supported` lists `client_secret_post`.
+        public var takesSecretInBody = false
+        /// Whether `code_challenge_methods_supported` lists `S256` (RFC 7636).
+        public var takesPKCE = false
     }
 
     private struct Entry: Sendable {
@@ -290,7 +296,8 @@ public final class DiscoveryCache: Sendable {
         var parsed = Document(issuer: issuer, jwksURI: jwksURI)
         parsed.authorizationEndpoint = document["authorization_endpoint"]?.stringValue
         parsed.tokenEndpoint = document["token_endpoint"]?.stringValue
-        parsed.tokenAuthMethods = document["token_endpoint_auth_methods_supported"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        parsed.takesSecretInBody = document["token_endpoint_auth_methods_supported"]?.arrayValue?.contains("client_secret_post") == true
+        parsed.takesPKCE = document["code_challenge_methods_supported"]?.arrayValue?.contains("S256") == true
         return .success((parsed, JWKSCache.maxAge(response.header("cache-control"))))
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import GatehouseCrypto
 import GatehouseOutbound
 
 /// The domain's ``TenantWebFlows``: the ID-token kinds through ``OIDCVerifier`` (endpoints from
@@ -9,28 +10,37 @@ import GatehouseOutbound
 /// ``AccessTokenProfileReader``'s do. Every call is admitted under ``OIDCVerifier``'s per-app
 /// bound (and, for `oidc` issuers, the bound on all tenants' issuers together).
 public struct TenantWebFlow: TenantWebFlows {
+    /// Told why a call to `provider` could not be made (for the log; the reason never holds a
+    /// token, code or secret).
+    public typealias UnavailableObserver = @Sendable (_ provider: AppSettings.OIDCProvider, _ reason: String) -> Void
+
     private let oidc: OIDCVerifier
     private let naver: NaverClient
     private let github: GitHubClient
-    private let onUnavailable: AccessTokenProfileReader.UnavailableObserver?
+    private let onUnavailable: UnavailableObserver?
 
-    public init(oidc: OIDCVerifier, naver: NaverClient, github: GitHubClient, onUnavailable: AccessTokenProfileReader.UnavailableObserver? = nil) {
+    public init(oidc: OIDCVerifier, naver: NaverClient, github: GitHubClient, onUnavailable: UnavailableObserver? = nil) {
         self.oidc = oidc
         self.naver = naver
         self.github = github
         self.onUnavailable = onUnavailable
     }
 
-    public func authorizeURL(app: AppID, provider: AppSettings.OIDCProvider, callbackURL: String, state: String, nonce: String) throws(ProviderFailure) -> String {
+    public func authorizeURL(
+        app: AppID, provider: AppSettings.OIDCProvider, callbackURL: String, state: String, nonce: String, codeVerifier: String
+    ) throws(ProviderFailure) -> String {
         let clientID = provider.clientIDs.first ?? ""
+        let challenge = PKCE.challenge(codeVerifier)
         do {
             switch provider.kind {
             case .naver: return naver.authorizeURL(clientID: clientID, redirectURI: callbackURL, state: state)
             case .github:
-                return github.authorizeURL(clientID: clientID, redirectURI: callbackURL, state: state, scopes: Self.scopes(["read:user", "user:email"], provider))
+                return github.authorizeURL(
+                    clientID: clientID, redirectURI: callbackURL, state: state, scopes: Self.scopes(["read:user", "user:email"], provider), codeChallenge: challenge)
             case .oidc, .kakao, .line, .microsoft:
                 return try oidc.admitting(app, provider) { () throws(ProviderError) in
-                    try oidc.authorizeURL(provider, clientID: clientID, redirectURI: callbackURL, state: state, nonce: nonce, scopes: Self.scopes(provider))
+                    try oidc.authorizeURL(
+                        provider, clientID: clientID, redirectURI: callbackURL, state: state, nonce: nonce, scopes: Self.scopes(provider), codeChallenge: challenge)
                 }
             }
         } catch {
@@ -39,7 +49,7 @@ public struct TenantWebFlow: TenantWebFlows {
     }
 
     public func redeem(
-        code: String, app: AppID, provider: AppSettings.OIDCProvider, callbackURL: String, state: String, nonce: String
+        code: String, app: AppID, provider: AppSettings.OIDCProvider, callbackURL: String, state: String, nonce: String, codeVerifier: String
     ) throws(ProviderFailure) -> ExternalIdentity {
         let clientID = provider.clientIDs.first ?? ""
         let secret = provider.clientSecret ?? ""
@@ -50,10 +60,12 @@ public struct TenantWebFlow: TenantWebFlows {
                     let token = try naver.redeem(code: code, clientID: clientID, clientSecret: secret, state: state)
                     return try naver.profile(accessToken: token, audience: clientID).external
                 case .github:
-                    let token = try github.redeem(code: code, clientID: clientID, clientSecret: secret, redirectURI: callbackURL)
+                    let token = try github.redeem(code: code, clientID: clientID, clientSecret: secret, redirectURI: callbackURL, codeVerifier: codeVerifier)
                     return try github.profile(accessToken: token, clientIDs: [clientID], clientSecret: secret).external
                 case .oidc, .kakao, .line, .microsoft:
-                    return try oidc.redeem(code: code, provider: provider, clientID: clientID, redirectURI: callbackURL, nonce: nonce).external
+                    return try oidc.redeem(
+                        code: code, provider: provider, clientID: clientID, redirectURI: callbackURL, nonce: nonce, codeVerifier: codeVerifier
+                    ).external
                 }
             }
         } catch {
@@ -80,7 +92,7 @@ public struct TenantWebFlow: TenantWebFlows {
     private func failure(_ error: ProviderError, _ provider: AppSettings.OIDCProvider) -> ProviderFailure {
         switch error {
         case .unavailable(let why), .addressRefused(let why):
-            if let kind = AccessTokenProviderKind(rawValue: provider.kind.rawValue) { onUnavailable?(kind, why) }
+            onUnavailable?(provider, why)
             return .unreachable(reason: why)
         case .invalidToken(let why): return .invalidToken(reason: why, clientDetail: nil)
         case .rejected(let why): return .rejected(reason: why)
@@ -90,16 +102,19 @@ public struct TenantWebFlow: TenantWebFlows {
 
 extension OIDCVerifier {
     /// The provider's authorization URL (its discovery document's `authorization_endpoint`):
-    /// `response_type=code`, the client id, the callback, the scopes, `state` and `nonce`.
+    /// `response_type=code`, the client id, the callback, the scopes, `state`, `nonce`, and the
+    /// PKCE challenge where the provider takes one.
     func authorizeURL(
-        _ provider: AppSettings.OIDCProvider, clientID: String, redirectURI: String, state: String, nonce: String, scopes: [String]
+        _ provider: AppSettings.OIDCProvider, clientID: String, redirectURI: String, state: String, nonce: String, scopes: [String], codeChallenge: String
     ) throws(ProviderError) -> String {
         let endpoints = try webEndpoints(of: provider)
         let e = PercentEncoding.encode
-        let query = [
+        var fields = [
             ("response_type", "code"), ("client_id", clientID), ("redirect_uri", redirectURI), ("scope", scopes.joined(separator: " ")),
             ("state", state), ("nonce", nonce),
-        ].map { "\($0.0)=\(e($0.1))" }.joined(separator: "&")
+        ]
+        if endpoints.takesPKCE { fields += [("code_challenge", codeChallenge), ("code_challenge_method", "S256")] }
+        let query = fields.map { "\($0.0)=\(e($0.1))" }.joined(separator: "&")
         return endpoints.authorization + (endpoints.authorization.contains("?") ? "&" : "?") + query
     }
 
@@ -108,9 +123,12 @@ extension OIDCVerifier {
     /// client sends its client id alone) and verifies the ID token it answers with `nonce`.
     /// A 400 about the code (`invalid_grant` and the like) is ``ProviderError/rejected(_:)``; our
     /// credentials refused, a 5xx, or an answer without an ID token is ``ProviderError/unavailable(_:)``.
-    func redeem(code: String, provider: AppSettings.OIDCProvider, clientID: String, redirectURI: String, nonce: String) throws(ProviderError) -> ProviderIdentity {
+    func redeem(
+        code: String, provider: AppSettings.OIDCProvider, clientID: String, redirectURI: String, nonce: String, codeVerifier: String
+    ) throws(ProviderError) -> ProviderIdentity {
         let endpoints = try webEndpoints(of: provider)
         var fields = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI)]
+        if endpoints.takesPKCE { fields.append(("code_verifier", codeVerifier)) }
         var headers = [("Accept", "application/json")]
         if let secret = provider.clientSecret, !secret.isEmpty, !endpoints.secretInBody {
             let e = PercentEncoding.encode
@@ -127,9 +145,12 @@ extension OIDCVerifier {
     }
 
     /// The web flow's endpoints from the discovery document of `provider` (the issuer checked as
-    /// for a verification); both must be `https` (or `http` where the source allows it).
+    /// for a verification); both must be plain `https` URLs (or `http` where the source allows
+    /// it). PKCE is sent where the document lists S256, and always to LINE and Microsoft (which
+    /// take it); the secret in the body where the document lists `client_secret_post`, and
+    /// always to Kakao, LINE and Microsoft.
     private func webEndpoints(of provider: AppSettings.OIDCProvider) throws(ProviderError) -> (
-        authorization: String, token: String, secretInBody: Bool, client: OutboundHTTPClient
+        authorization: String, token: String, secretInBody: Bool, takesPKCE: Bool, client: OutboundHTTPClient
     ) {
         let (source, discoveryURL) = try source(of: provider)
         let document = try source.discovery.document(url: discoveryURL)
@@ -137,11 +158,21 @@ extension OIDCVerifier {
         guard Self.acceptable(discoveryIssuer: document.issuer, for: provider) else {
             throw .unavailable("the discovery document of \(origin) names another issuer")
         }
-        guard let authorization = document.authorizationEndpoint, Self.isFetchable(authorization, httpsOnly: source.httpsOnly),
-            let token = document.tokenEndpoint, Self.isFetchable(token, httpsOnly: source.httpsOnly)
+        guard let authorization = document.authorizationEndpoint, Self.isEndpoint(authorization, httpsOnly: source.httpsOnly),
+            let token = document.tokenEndpoint, Self.isEndpoint(token, httpsOnly: source.httpsOnly)
         else { throw .unavailable("the discovery document of \(origin) has no usable authorization_endpoint and token_endpoint") }
-        let secretInBody = provider.kind != .oidc || document.tokenAuthMethods.contains("client_secret_post")
-        return (authorization, token, secretInBody, source.client)
+        let secretInBody = provider.kind != .oidc || document.takesSecretInBody
+        let takesPKCE = document.takesPKCE || provider.kind == .line || provider.kind == .microsoft
+        return (authorization, token, secretInBody, takesPKCE, source.client)
+    }
+
+    /// An absolute `https` (or allowed `http`) URL with a host, and no credentials, fragment,
+    /// space or control character: a value safe to put in a `Location` header and to post to.
+    static func isEndpoint(_ url: String, httpsOnly: Bool) -> Bool {
+        guard isFetchable(url, httpsOnly: httpsOnly), url.utf8.count <= 2048, url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }),
+            let parts = URLComponents(string: url), parts.host?.isEmpty == false, parts.user == nil, parts.password == nil, parts.fragment == nil
+        else { return false }
+        return true
     }
 }
 
@@ -154,9 +185,15 @@ enum TokenEndpointAnswer {
         if let printable, ["invalid_client", "unauthorized_client", "incorrect_client_credentials", "redirect_uri_mismatch", "server_error"].contains(printable) {
             return .unavailable("\(endpoint) answered HTTP \(status) \(printable)")
         }
-        if status == 400 || status == 200 { return .rejected("\(endpoint) answered \(printable ?? "HTTP \(status)")") }
+        // A 200 that carried neither a token nor an error is the provider's fault, not the code's.
+        if status == 400 || (status == 200 && printable != nil) { return .rejected("\(endpoint) answered \(printable ?? "HTTP \(status)")") }
         return .unavailable("\(endpoint) answered HTTP \(status)" + (printable.map { " \($0)" } ?? ""))
     }
+}
+
+/// RFC 7636's S256.
+enum PKCE {
+    static func challenge(_ verifier: String) -> String { Base64URL.encode(Digest.sha256(Array(verifier.utf8))) }
 }
 
 extension ProviderIdentity {

@@ -82,13 +82,17 @@ public final class FakeGitHub: Sendable {
     }
 
     /// The web flow: a code for `user` authorizing the OAuth app `clientID` (registered with
-    /// ``registerApp(clientID:clientSecret:)``) with the authorization request's `redirectURI`.
+    /// ``registerApp(clientID:clientSecret:)``) with the authorization request's `redirectURI` and
+    /// `codeChallenge` (whose verifier the token request must then carry).
     /// `POST /login/oauth/access_token` (served here too: point `GATEHOUSE_PROVIDER_URL_GITHUB_AUTH`
     /// at ``baseURL``) redeems it once, with the client's secret and that redirect URI, into a token
     /// as ``issueToken(for:clientID:emailScope:)`` makes; otherwise GitHub's 200 with `error`.
-    public func issueCode(for user: FakeGitHubUser, clientID: String, redirectURI: String) -> String {
+    public func issueCode(for user: FakeGitHubUser, clientID: String, redirectURI: String, codeChallenge: String? = nil) -> String {
         let code = "gh-code-" + SecureRandom.token(byteCount: 10)
-        state.codes.withLock { $0[code] = GitHubState.Code(grant: GitHubState.Grant(user: user, clientID: clientID, emailScope: true), redirectURI: redirectURI) }
+        state.codes.withLock {
+            $0[code] = GitHubState.Code(
+                grant: GitHubState.Grant(user: user, clientID: clientID, emailScope: true), redirectURI: redirectURI, codeChallenge: codeChallenge)
+        }
         return code
     }
 
@@ -125,6 +129,7 @@ final class GitHubState: Sendable {
     struct Code: Sendable {
         var grant: Grant
         var redirectURI: String
+        var codeChallenge: String?
     }
 
     let tokens = Mutex<[String: Grant]>([:])
@@ -178,7 +183,7 @@ private struct GitHubRoutes {
             let secret = state.apps.withLock({ $0[clientID] }), form["client_secret"].map({ constantTimeEquals(Array($0.utf8), Array(secret.utf8)) }) == true
         else { return FakeHTTPServer.json(200, ["error": "incorrect_client_credentials"]) }
         guard let code = form["code"], let issued = state.codes.withLock({ $0[code] }), issued.grant.clientID == clientID,
-            issued.redirectURI == form["redirect_uri"]
+            issued.redirectURI == form["redirect_uri"], issued.codeChallenge == form["code_verifier"].map({ Base64URL.encode(Digest.sha256(Array($0.utf8))) })
         else { return FakeHTTPServer.json(200, ["error": "bad_verification_code"]) }
         _ = state.codes.withLock { $0.removeValue(forKey: code) }
         let token = "gho_" + SecureRandom.token(byteCount: 27)

@@ -89,6 +89,7 @@ public final class FakeOIDCProvider: Sendable {
                 "issuer": .string(issuer), "jwks_uri": .string(box.value + "/keys"), "id_token_signing_alg_values_supported": ["RS256"],
                 "authorization_endpoint": .string(box.value + prefix + "/authorize"), "token_endpoint": .string(box.value + prefix + "/token"),
             ]
+            if case .generic = style { document["code_challenge_methods_supported"] = ["S256"] }
             switch tokenAuth {
             case .basicOnly: document["token_endpoint_auth_methods_supported"] = ["client_secret_basic"]
             case .postOnly: document["token_endpoint_auth_methods_supported"] = ["client_secret_post"]
@@ -135,15 +136,18 @@ public final class FakeOIDCProvider: Sendable {
     public func registerClient(_ clientID: String, secret: String) { codes.secrets.withLock { $0[clientID] = secret } }
 
     /// A code for the user `sub` signing in at the provider to `clientID`, for the authorization
-    /// request's `redirectURI` and `nonce`: its ID token (minted when redeemed) carries them, and
+    /// request's `redirectURI`, `nonce` and `code_challenge` (when it had one, the token request
+    /// must carry its verifier; when not, none): its ID token (minted when redeemed) carries them, and
     /// the rest as ``mintIDToken(sub:aud:nonce:email:emailVerified:tid:issuer:issuedAt:expiresAt:kid:hs256Secret:extraClaims:)`` mints them.
     public func issueCode(
-        clientID: String, redirectURI: String, nonce: String?, sub: String = "provider-user-1", email: String? = nil, emailVerified: JSON? = nil,
-        tid: String? = nil, hs256Secret: String? = nil
+        clientID: String, redirectURI: String, nonce: String?, codeChallenge: String? = nil, sub: String = "provider-user-1", email: String? = nil,
+        emailVerified: JSON? = nil, tid: String? = nil, hs256Secret: String? = nil
     ) -> String {
         let code = "code-" + SecureRandom.token(byteCount: 16)
         let idToken = mintIDToken(sub: sub, aud: clientID, nonce: nonce, email: email, emailVerified: emailVerified, tid: tid, hs256Secret: hs256Secret)
-        codes.issued.withLock { $0[code] = FakeAuthorizationCodes.Grant(clientID: clientID, redirectURI: redirectURI, idToken: idToken) }
+        codes.issued.withLock {
+            $0[code] = FakeAuthorizationCodes.Grant(clientID: clientID, redirectURI: redirectURI, codeChallenge: codeChallenge, idToken: idToken)
+        }
         return code
     }
 
@@ -173,6 +177,7 @@ final class FakeAuthorizationCodes: Sendable {
     struct Grant: Sendable {
         var clientID: String
         var redirectURI: String
+        var codeChallenge: String?
         var idToken: String
     }
 
@@ -201,7 +206,9 @@ final class FakeAuthorizationCodes: Sendable {
         if let expected = secrets.withLock({ $0[clientID] }) {
             guard let secret, constantTimeEquals(Array(secret.utf8), Array(expected.utf8)) else { return FakeHTTPServer.json(401, ["error": "invalid_client"]) }
         }
-        guard let grant = issued.withLock({ $0.removeValue(forKey: code) }), grant.clientID == clientID, grant.redirectURI == form["redirect_uri"] else {
+        guard let grant = issued.withLock({ $0.removeValue(forKey: code) }), grant.clientID == clientID, grant.redirectURI == form["redirect_uri"],
+            grant.codeChallenge == form["code_verifier"].map({ Base64URL.encode(Digest.sha256(Array($0.utf8))) })
+        else {
             return FakeHTTPServer.json(400, ["error": "invalid_grant"])
         }
         return FakeHTTPServer.json(200, [

@@ -392,6 +392,62 @@ struct OIDCProvidersAPITests {
         #expect(stalling.connections <= world.server.gatehouse.configuration.providerThreads * 3 / 4)
     }
 
+    /// An imported identity of one of the app's providers signs its user in with that provider
+    /// at once; an id the app does not define is the line's error; the export gives it back.
+    @Test(arguments: TestDatabase.kinds)
+    func importedIdentitiesOfTheAppsProvidersSignIn(_ kind: TestDatabaseKind) throws {
+        let world = try OIDCWorld(kind)
+        defer { world.stop() }
+        let lines = [
+            #"{"email": "imported@example.com", "email_verified": true, "identities": [{"provider": "acme", "subject": "acme-imported"}, {"provider": "kakao", "subject": "k-imported"}]}"#,
+            #"{"email": "nobody@example.com", "identities": [{"provider": "not-ours", "subject": "x"}]}"#,
+        ].joined(separator: "\n")
+        let imported = try world.server.request(
+            "POST", "/v1/admin/users/import", bearer: world.app.secretKey, headers: [("Content-Type", "application/x-ndjson")], body: Array(lines.utf8))
+        #expect(imported.status == 200, "\(imported.text)")
+        #expect(imported.data?["imported"] == 1 && imported.data?["failed"] == 1)
+        #expect(imported.data?["errors"]?.arrayValue?.first?["line"] == 2)
+        let signedIn = try world.signIn("acme", world.acme.mintIDToken(sub: "acme-imported", aud: OIDCWorld.acmeClient, nonce: "imp1"), nonce: "imp1")
+        #expect(signedIn.status == 200 && signedIn.data?["is_new_user"] == false, "\(signedIn.text)")
+        #expect(signedIn.data?["user"]?["email"] == "imported@example.com")
+        #expect(signedIn.data?["user"]?["identities"] == ["acme", "kakao"])
+        let export = try world.server.request("GET", "/v1/admin/users/export", bearer: world.app.secretKey)
+        #expect(export.text.contains(#""provider":"acme""#) && export.text.contains(#""subject":"acme-imported""#), "\(export.text)")
+        // The same line again is skipped: the identity is taken.
+        let again = try world.server.request(
+            "POST", "/v1/admin/users/import", bearer: world.app.secretKey, headers: [("Content-Type", "application/x-ndjson")],
+            body: Array(#"{"identities": [{"provider": "acme", "subject": "acme-imported"}]}"#.utf8))
+        #expect(again.data?["skipped"] == 1)
+    }
+
+    /// Under `mfa.policy: required`, a tenant provider's sign-in goes through the second step and
+    /// the session it opens still names the provider (the list, the event), not `external`.
+    @Test(arguments: TestDatabase.kinds)
+    func theSecondStepKeepsTheProvidersName(_ kind: TestDatabaseKind) throws {
+        let world = try OIDCWorld(kind)
+        defer { world.stop() }
+        var settings = OIDCWorld.settings(acmeIssuer: world.acme.issuer, name: "Strict")
+        settings = settings.merging(patch: ["mfa": ["policy": "required", "methods": ["totp"]]])
+        let strict = try world.server.createApp(settings)
+        let token = world.acme.mintIDToken(sub: "acme-mfa", aud: OIDCWorld.acmeClient, nonce: "m1")
+        let gated = try world.signIn("acme", token, nonce: "m1", appKey: strict.appKey)
+        #expect(gated.status == 401 && gated.problemCode == "auth/mfa-required", "\(gated.text)")
+        let mfaToken = try #require(gated.json?["mfa_token"]?.stringValue)
+        let begun = try world.server.request("POST", "/v1/me/mfa/totp", appKey: strict.appKey, bearer: mfaToken, json: [:])
+        let id = try #require(begun.data?["id"]?.stringValue)
+        let secret = try #require(begun.data?["secret"]?.stringValue.flatMap(Base32.decode))
+        let code = TOTP.code(secret: secret, step: TOTP.step(at: world.clock.nowMillis() / 1000))
+        #expect(try world.server.request("POST", "/v1/me/mfa/totp/\(id)/confirm", appKey: strict.appKey, bearer: mfaToken, json: ["code": .string(code)]).status == 200)
+        let session = try world.server.request("POST", "/v1/auth/mfa/verify", appKey: strict.appKey, json: ["mfa_token": .string(mfaToken)])
+        #expect(session.status == 201, "\(session.text)")
+        let access = try #require(session.data?["access_token"]?.stringValue)
+        let sessions = try world.server.request("GET", "/v1/me/sessions", appKey: strict.appKey, bearer: access)
+        #expect(sessions.data?.arrayValue?.first?["method"] == "acme", "\(sessions.text)")
+        let userID = try #require(session.data?["user"]?["id"]?.stringValue)
+        let signedIn = try world.events(of: userID).filter { $0.type == "user.signed_in" }
+        #expect(signedIn.count == 1 && (try? JSON.parse(Array(signedIn[0].data.utf8)))?["method"] == "acme", "\(signedIn)")
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func settingsAreValidatedAndTheSecretSealed(_ kind: TestDatabaseKind) throws {
         let world = try OIDCWorld(kind)

@@ -124,16 +124,19 @@ final class WebFlowWorld {
     /// callback and nonce (and state, for Naver).
     func code(_ id: String, _ started: Started, sub: String, email: String? = nil, emailVerified: JSON? = nil) throws -> String {
         let client = started.value("client_id") ?? ""
+        let (uri, nonce, challenge) = (started.redirectURI, started.nonce, started.value("code_challenge"))
         switch id {
-        case "acme": return acme.issueCode(clientID: client, redirectURI: started.redirectURI, nonce: started.nonce, sub: sub, email: email, emailVerified: emailVerified)
-        case "kakao": return kakao.issueCode(clientID: client, redirectURI: started.redirectURI, nonce: started.nonce, sub: sub, email: email, emailVerified: emailVerified)
+        case "acme":
+            return acme.issueCode(clientID: client, redirectURI: uri, nonce: nonce, codeChallenge: challenge, sub: sub, email: email, emailVerified: emailVerified)
+        case "kakao":
+            return kakao.issueCode(clientID: client, redirectURI: uri, nonce: nonce, codeChallenge: challenge, sub: sub, email: email, emailVerified: emailVerified)
         // LINE's web login signs its ID tokens with HS256 under the channel secret.
-        case "line": return line.issueCode(clientID: client, redirectURI: started.redirectURI, nonce: started.nonce, sub: sub, hs256Secret: Self.lineSecret)
-        case "ms": return microsoft.issueCode(clientID: client, redirectURI: started.redirectURI, nonce: started.nonce, sub: sub, tid: Self.tenant)
+        case "line": return line.issueCode(clientID: client, redirectURI: uri, nonce: nonce, codeChallenge: challenge, sub: sub, hs256Secret: Self.lineSecret)
+        case "ms": return microsoft.issueCode(clientID: client, redirectURI: uri, nonce: nonce, codeChallenge: challenge, sub: sub, tid: Self.tenant)
         case "naver":
             return naver.issueCode(for: FakeNaverMember(key: sub, email: email), clientID: client, clientSecret: Self.naverSecret, state: started.state)
         case "github":
-            return github.issueCode(for: FakeGitHubUser(id: Int64(sub) ?? 1, login: "u\(sub)"), clientID: client, redirectURI: started.redirectURI)
+            return github.issueCode(for: FakeGitHubUser(id: Int64(sub) ?? 1, login: "u\(sub)"), clientID: client, redirectURI: uri, codeChallenge: challenge)
         default: throw TestFailure("no provider \(id)")
         }
     }
@@ -177,6 +180,9 @@ struct TenantWebFlowTests {
                 #expect(user["identities"] == [.string(id)], "\(id)")
                 let access = try #require(session.data?["access_token"]?.stringValue)
                 #expect(try JSON.parse(JWT.parse(access).payload)["amr"] == ["ext"], "\(id)")
+                // The sessions list names the provider, as it says `google` for Google.
+                let sessions = try world.server.request("GET", "/v1/me/sessions", appKey: world.app.appKey, bearer: access)
+                #expect(sessions.data?.arrayValue?.first { $0["current"] == true }?["method"] == .string(id), "\(id): \(sessions.text)")
                 if round == 0 { userID = user["id"] } else { #expect(user["id"] == userID, "\(id)") }
             }
             let events = try world.server.gatehouse.database.query("SELECT type, data FROM events WHERE user_id = \(userID?.stringValue ?? "")").map {
@@ -197,15 +203,20 @@ struct TenantWebFlowTests {
         #expect(acme.location.path == "/realms/acme/authorize" && acme.value("client_id") == WebFlowWorld.acmeClient)
         #expect(acme.value("response_type") == "code" && acme.value("scope") == "openid email profile offline_access")
         #expect(acme.nonce.count >= 32)
-        #expect(try world.start("kakao").value("scope") == "openid account_email")
-        #expect(try world.start("line").value("scope") == "openid profile")
+        // PKCE to the provider where it takes it: the issuer lists S256; LINE, Microsoft and GitHub do.
+        #expect(acme.value("code_challenge_method") == "S256" && acme.value("code_challenge")?.count == 43)
+        let kakao = try world.start("kakao")
+        #expect(kakao.value("scope") == "openid account_email" && kakao.value("code_challenge") == nil)
+        let line = try world.start("line")
+        #expect(line.value("scope") == "openid profile" && line.value("code_challenge_method") == "S256")
         let ms = try world.start("ms")
-        #expect(ms.location.path == "/common/v2.0/authorize" && ms.value("client_id") == WebFlowWorld.msClient)
+        #expect(ms.location.path == "/common/v2.0/authorize" && ms.value("client_id") == WebFlowWorld.msClient && ms.value("code_challenge") != nil)
         let naver = try world.start("naver")
         #expect(naver.location.path == "/oauth2.0/authorize" && naver.value("client_id") == WebFlowWorld.naverClient && naver.value("response_type") == "code")
         #expect(naver.value("nonce") == nil)
         let github = try world.start("github")
         #expect(github.location.path == "/login/oauth/authorize" && github.value("scope") == "read:user user:email")
+        #expect(github.value("code_challenge_method") == "S256" && github.value("code_challenge") != acme.value("code_challenge"))
     }
 
     /// Refused: a code for another client (a token from another app's provider), a code whose ID
@@ -236,6 +247,14 @@ struct TenantWebFlowTests {
         #expect(try error("github") { _ in
             world.github.issueCode(for: FakeGitHubUser(id: 7), clientID: WebFlowWorld.githubClient, redirectURI: "https://elsewhere.example/cb")
         } == "access_denied")
+        // A code issued in another flow (leaked, then injected into this one): its PKCE challenge is
+        // the other flow's, so the provider refuses our verifier.
+        for id in ["acme", "github", "line"] {
+            let other = try world.start(id)
+            let leaked = try world.code(id, other, sub: "victim")
+            let mine = try world.start(id)
+            #expect(try world.landing(try world.callback(id, [("code", leaked), ("state", mine.state)], cookie: mine.cookie))["error"] == "access_denied", "\(id)")
+        }
         // The provider says no (the user cancelled).
         let cancelled = try world.start("kakao")
         #expect(try world.landing(try world.callback("kakao", [("error", "access_denied"), ("state", cancelled.state)], cookie: cancelled.cookie))["error"] == "access_denied")
@@ -314,6 +333,23 @@ struct TenantWebFlowTests {
                 post ? "POST" : "GET", "/v1/auth/oidc/{id}/callback", requestBody: body, requestContentType: post ? "application/x-www-form-urlencoded" : nil, back))
         }
         #expect(try OpenAPIConformance.problems(document: DocumentationTests.root.appendingPathComponent("docs/openapi.json"), exchanges) == [])
+    }
+
+    /// A provider's stored secret is kept by `{"set": true}` only while its kind and issuer stay:
+    /// else whoever writes the settings could send it to a token endpoint of their own.
+    @Test
+    func theSecretIsKeptOnlyForTheSameKindAndIssuer() throws {
+        let world = try WebFlowWorld(.sqlite)
+        defer { world.stop() }
+        func patch(issuer: String, secret: JSON) throws -> TestResponse {
+            var providers = try #require(WebFlowWorld.settings(acmeIssuer: world.acme.issuer)["oidc_providers"]?.arrayValue)
+            providers[0] = ["id": "acme", "kind": "oidc", "client_ids": [.string(WebFlowWorld.acmeClient)], "client_secret": secret, "issuer": .string(issuer)]
+            return try world.server.request("PATCH", "/v1/admin/app", bearer: world.app.secretKey, json: ["oidc_providers": .array(providers)])
+        }
+        #expect(try patch(issuer: world.acme.issuer, secret: ["set": true]).status == 200)
+        let moved = try patch(issuer: "http://127.0.0.1:9/elsewhere", secret: ["set": true])
+        #expect(moved.status == 400 && moved.json?["errors"]?.arrayValue?.first?["field"] == "oidc_providers[0].client_secret", "\(moved.text)")
+        #expect(try patch(issuer: "http://127.0.0.1:9/elsewhere", secret: "a-new-secret").status == 200)
     }
 
     /// The page's PKCE binds the login code: without the verifier, or with another, no session.

@@ -95,6 +95,37 @@ struct TenantsTests {
         #expect(try server.gatehouse.apps.applyTenants(folder: folder, environment: ["LINE_CHANNEL_SECRET": secret]) == ["line.json: unchanged \(context.id.rawValue)"])
     }
 
+    /// A Tenants file is held to the rule the admin API keeps: a provider id with users keeps its
+    /// kind and issuer (another issuer could name an existing user's subject) and stays defined.
+    @Test(arguments: TestDatabase.kinds)
+    func aTenantsFileCannotRepointAProviderThatHasUsers(_ kind: TestDatabaseKind) throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        func file(_ provider: JSON?) -> JSON {
+            var json: JSON = ["app_key": "pk_tenant_social_0123456789", "name": "Social", "sign_in_methods": ["password"]]
+            if let provider { json = json.merging(patch: ["oidc_providers": [provider]]) }
+            return json
+        }
+        let kakao: JSON = ["id": "social", "kind": "kakao", "client_ids": ["kakao-key"]]
+        try write("social.json", file(kakao))
+        let server = try TestServer(kind) { $0.tenantsDirectory = folder }
+        defer { server.stop() }
+        let context = try #require(try server.gatehouse.directory.app(key: "pk_tenant_social_0123456789"))
+        let lines = folder + "/users.ndjson"
+        try Data(#"{"email": "k@example.com", "identities": [{"provider": "social", "subject": "k-1"}]}"#.utf8).write(to: URL(fileURLWithPath: lines))
+        #expect(try server.gatehouse.userImport.run(app: context, path: lines, source: .cli).imported == 1)
+        try FileManager.default.removeItem(atPath: lines)
+        for changed in [file(["id": "social", "kind": "oidc", "client_ids": ["c"], "issuer": "https://issuer.example"]), file(nil)] {
+            try write("social.json", changed)
+            let refused = #expect(throws: TenantFileError.self) { try server.gatehouse.apps.applyTenants(folder: folder, environment: [:]) }
+            #expect(refused?.problems.first?.contains("The provider social has users") == true, "\(String(describing: refused))")
+        }
+        let now = try #require(try server.gatehouse.directory.app(key: "pk_tenant_social_0123456789"))
+        #expect(now.settings.oidcProviders.first?.kind == .kakao)
+        // Its client ids may change.
+        try write("social.json", file(["id": "social", "kind": "kakao", "client_ids": ["kakao-key", "kakao-rest-key"]]))
+        #expect(try server.gatehouse.apps.applyTenants(folder: folder, environment: [:]) == ["social.json: updated \(context.id.rawValue)"])
+    }
+
     /// A webhook secret changed in a Tenants file keeps the replaced one for 24 hours of double
     /// signatures, as a change through the admin API does.
     @Test(arguments: TestDatabase.kinds)

@@ -17,17 +17,20 @@ public struct ImportLine: Sendable, Equatable {
     public var locale: String?
     /// Milliseconds since 1970; nil: the time of the import.
     public var createdAt: Int64?
-    /// Provider accounts (``providers``), linked at once: their users sign in with them.
+    /// Provider accounts (``providers(of:)``), linked at once: their users sign in with them.
     public var identities: [(provider: IdentityProvider, subject: String, email: String?)]
     public var appMetadata: UserMetadata
     public var userMetadata: UserMetadata
 
     /// The providers an imported identity may name: those whose sign-in finds a linked identity
-    /// by the provider's own subject (natively, on the web, or through a Firebase token, which
-    /// carries the Apple or Google subject in `firebase.identities`).
-    public static let providers: [IdentityProvider] = [.apple, .google]
+    /// by the provider's own subject — Apple and Google (natively, on the web, or through a
+    /// Firebase token, which carries the Apple or Google subject in `firebase.identities`), and
+    /// the providers the app defines (`oidc_providers`, by their ids).
+    public static func providers(of settings: AppSettings) -> [IdentityProvider] {
+        [.apple, .google] + settings.oidcProviders.map { IdentityProvider(rawValue: $0.id) }
+    }
     /// The most identities a line may have (one a provider).
-    static let maxIdentities = 2
+    static let maxIdentities = 2 + AppSettings.OIDCProvider.maxCount
     /// Longest identity subject (Apple's and Google's are far shorter).
     static let maxSubjectLength = 255
 
@@ -42,7 +45,9 @@ public struct ImportLine: Sendable, Equatable {
     /// rules, ``UserMetadata/checked(_:field:)``, ``ImportedPasswordHash/decode(_:firebase:path:)``),
     /// every problem at once. `firebase`: the app's `firebase.hash_config`. `now`: a `created_at`
     /// in the future is refused.
-    public static func decode(_ json: JSON, firebase: FirebaseHashConfig?, now: Int64) throws(GatehouseError) -> ImportLine {
+    public static func decode(
+        _ json: JSON, firebase: FirebaseHashConfig?, providers: [IdentityProvider] = [.apple, .google], now: Int64
+    ) throws(GatehouseError) -> ImportLine {
         var reader = FieldReader(json)
         var errors: [FieldError] = []
         func check<T>(_ work: () throws(GatehouseError) -> T?) -> T? {
@@ -72,7 +77,7 @@ public struct ImportLine: Sendable, Equatable {
             check { () throws(GatehouseError) in try ImportedPasswordHash.decode(raw, firebase: firebase) }
         }
         let createdAt = createdAt(&reader, now: now)
-        let identities = identities(&reader)
+        let identities = identities(&reader, providers: providers)
         reader.rejectUnknown()
         errors = reader.errors + errors
         if errors.isEmpty {
@@ -109,7 +114,9 @@ public struct ImportLine: Sendable, Equatable {
         return millis
     }
 
-    private static func identities(_ reader: inout FieldReader) -> [(provider: IdentityProvider, subject: String, email: String?)] {
+    private static func identities(
+        _ reader: inout FieldReader, providers: [IdentityProvider]
+    ) -> [(provider: IdentityProvider, subject: String, email: String?)] {
         guard let raw = reader.raw("identities") else { return [] }
         guard case .array(let items) = raw else {
             reader.fail("identities", "Must be an array of {provider, subject}.")
@@ -131,7 +138,9 @@ public struct ImportLine: Sendable, Equatable {
             reader.absorb(entry.errors)
             guard entry.errors.isEmpty, let provider, let subject else { continue }
             guard let known = providers.first(where: { $0.rawValue == provider }) else {
-                reader.fail(path: "identities[\(index)].provider", "Must be one of \(providers.map(\.rawValue).joined(separator: ", ")).")
+                reader.fail(
+                    path: "identities[\(index)].provider",
+                    "Must be one of \(providers.map(\.rawValue).joined(separator: ", ")) (apple, google, or the id of one of the app's oidc_providers).")
                 continue
             }
             guard !subject.isEmpty, !InputRules.hasControlOrFormatCharacters(subject), subject == subject.trimmingCharacters(in: .whitespaces) else {

@@ -109,6 +109,7 @@ public final class UserImport: Sendable {
         var report = ImportReport()
         var batch: [(number: Int, line: ImportLine)] = []
         let firebase = app.settings.firebase.hashConfig
+        let providers = ImportLine.providers(of: app.settings)
         while let line = try Self.next(lines) {
             switch line {
             case .tooLong(let number):
@@ -120,7 +121,7 @@ public final class UserImport: Sendable {
                     continue
                 }
                 do {
-                    batch.append((number, try ImportLine.decode(json, firebase: firebase, now: clock.nowMillis())))
+                    batch.append((number, try ImportLine.decode(json, firebase: firebase, providers: providers, now: clock.nowMillis())))
                 } catch {
                     report.fail(number, error.code, Self.message(error))
                 }
@@ -173,7 +174,7 @@ public final class UserImport: Sendable {
     private func accounts(_ batch: [(number: Int, line: ImportLine)], app: AppContext, _ tx: any AppScopedStore) throws -> ([ImportedAccount], Int) {
         let emails = try tx.users.existingEmails(Array(Set(batch.compactMap(\.line.email))))
         var taken: [IdentityProvider: Set<String>] = [:]
-        for provider in ImportLine.providers {
+        for provider in Set(batch.flatMap { $0.line.identities.map(\.provider) }) {
             let subjects = batch.flatMap { $0.line.identities.filter { $0.provider == provider }.map(\.subject) }
             taken[provider] = try tx.users.existingSubjects(Array(Set(subjects)), of: provider)
         }

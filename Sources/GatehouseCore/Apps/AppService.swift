@@ -131,23 +131,8 @@ public final class AppService: Sendable {
             guard settings != current.settings else { return current }
             let now = clock.nowMillis()
             let json = sealed(settings, app: app.id)
-            let reissued = settings.oidcProviders.enumerated().filter { _, provider in
-                current.settings.oidcProviders.first { $0.id == provider.id }.map { !$0.hasSameSubjects(as: provider) } ?? true
-            }
-            let removed = current.settings.oidcProviders.filter { old in !settings.oidcProviders.contains { $0.id == old.id } }
             let updated = try units.run(store.app(app.id)) { tx in
-                // A provider id whose users' subjects would come from another issuer (its kind or
-                // issuer changed, or the id removed and defined again): the new issuer could name
-                // an existing user's subject and be signed in as them. So while any identity of an
-                // id exists, its kind and issuer stay, and it stays defined (out of
-                // `sign_in_methods`, it signs nobody in); a new id is the way to another issuer.
-                var problems = try reissued.filter { try tx.identities.hasIdentities(of: IdentityProvider(rawValue: $0.element.id)) }.map { index, provider in
-                    FieldError("oidc_providers[\(index)]", "The provider \(provider.id) has users: its kind and issuer cannot change (their ids belong to its issuer). Define the new one under another id.")
-                }
-                problems += try removed.filter { try tx.identities.hasIdentities(of: IdentityProvider(rawValue: $0.id)) }.map { provider in
-                    FieldError("oidc_providers", "The provider \(provider.id) has users: it cannot be removed. Take it out of sign_in_methods to stop its sign-ins.")
-                }
-                if !problems.isEmpty { throw GatehouseError.validation(problems) }
+                try Self.requireProvidersKeepTheirUsers(tx, from: current.settings, to: settings)
                 guard try tx.settings.updateSettings(
                     json: json, allowedOrigins: settings.allowedOrigins, sourceChecksum: current.record.sourceChecksum,
                     expectedVersion: current.record.version, now: now) != nil
@@ -300,5 +285,28 @@ public final class AppService: Sendable {
     public static func isValidAppKey(_ key: String) -> Bool {
         (16...128).contains(key.utf8.count)
             && key.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 95 || $0 == 45 }
+    }
+}
+
+extension AppService {
+    /// A provider id whose users' subjects would come from another issuer (its kind or issuer
+    /// changed, or the id removed and defined again): the new issuer could name an existing user's
+    /// subject and be signed in as them. So while any identity of an id exists, its kind and issuer
+    /// stay, and it stays defined (out of `sign_in_methods`, it signs nobody in); a new id is the
+    /// way to another issuer. Holds for the admin API and for `Tenants/` files alike.
+    static func requireProvidersKeepTheirUsers(_ tx: any AppScopedStore, from current: AppSettings, to settings: AppSettings) throws {
+        let reissued = settings.oidcProviders.enumerated().filter { _, provider in
+            current.oidcProviders.first { $0.id == provider.id }.map { !$0.hasSameSubjects(as: provider) } ?? true
+        }
+        let removed = current.oidcProviders.filter { old in !settings.oidcProviders.contains { $0.id == old.id } }
+        var problems = try reissued.filter { try tx.identities.hasIdentities(of: IdentityProvider(rawValue: $0.element.id)) }.map { index, provider in
+            FieldError(
+                "oidc_providers[\(index)]",
+                "The provider \(provider.id) has users: its kind and issuer cannot change (their ids belong to its issuer). Define the new one under another id.")
+        }
+        problems += try removed.filter { try tx.identities.hasIdentities(of: IdentityProvider(rawValue: $0.id)) }.map { provider in
+            FieldError("oidc_providers", "The provider \(provider.id) has users: it cannot be removed. Take it out of sign_in_methods to stop its sign-ins.")
+        }
+        if !problems.isEmpty { throw GatehouseError.validation(problems) }
     }
 }

@@ -47,6 +47,7 @@ extension AppService {
             let now = clock.nowMillis()
             let json = sealed(settings.keepingReplacedWebhookSecrets(of: context.settings, now: now), app: existing.id)
             try units.run(store.app(existing.id)) { tx in
+                try Self.requireProvidersKeepTheirUsers(tx, from: context.settings, to: settings)
                 _ = try tx.settings.updateSettings(json: json, allowedOrigins: settings.allowedOrigins, sourceChecksum: checksum, expectedVersion: nil, now: now)
                 try tx.auditLog.record(Event(type: .appSettingsChanged, userID: nil, sessionID: nil, ip: nil, userAgent: nil, data: ["source": "tenants"], createdAt: now))
             }

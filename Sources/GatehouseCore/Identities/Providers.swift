@@ -122,14 +122,18 @@ public struct WebFlow: Sendable, Equatable {
     public var nonce: String
     public var redirectURI: String
     public var clientState: String?
+    /// The page's PKCE challenge, for the login code.
     public var codeChallenge: String?
+    /// Gatehouse's own PKCE verifier for the provider's code (a tenant provider's flow); nil for Apple.
+    public var providerVerifier: String?
     public var createdAt: Int64
     public var expiresAt: Int64
 
     public init(
         id: String, appID: AppID, provider: String, bindingHash: String, nonce: String, redirectURI: String, clientState: String?, codeChallenge: String?,
-        createdAt: Int64, expiresAt: Int64
+        providerVerifier: String? = nil, createdAt: Int64, expiresAt: Int64
     ) {
+        self.providerVerifier = providerVerifier
         self.id = id
         self.appID = appID
         self.provider = provider

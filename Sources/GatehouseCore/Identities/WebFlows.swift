@@ -35,9 +35,13 @@ extension ProviderSignInService {
         let state = SecureRandom.token(), binding = SecureRandom.token()
         let nonce = Digest.hex(Digest.sha256(Array(SecureRandom.token().utf8)))
         let url: String
+        var providerVerifier: String?
         if let settings = provider.settings, let webFlows {
+            let verifier = SecureRandom.token()
+            providerVerifier = verifier
             // An issuer that cannot be asked for its endpoints stores no flow.
-            url = try answering(webFlows.authorizeURL(app: app.id, provider: settings, callbackURL: callbackURL(of: provider), state: state, nonce: nonce))
+            url = try answering(webFlows.authorizeURL(
+                app: app.id, provider: settings, callbackURL: callbackURL(of: provider), state: state, nonce: nonce, codeVerifier: verifier))
         } else {
             url = providers.appleAuthorizeURL(servicesID: app.settings.apple.servicesID ?? "", redirectURI: callbackURL, state: state, nonce: nonce)
         }
@@ -45,7 +49,8 @@ extension ProviderSignInService {
         try store.app(app.id).identities.insertWebFlow(
             WebFlow(
                 id: hash(state), appID: app.id, provider: provider.rawValue, bindingHash: hash(binding), nonce: nonce, redirectURI: redirectURI,
-                clientState: clientState, codeChallenge: codeChallenge, createdAt: now, expiresAt: now + Self.flowLifetimeMillis))
+                clientState: clientState, codeChallenge: codeChallenge, providerVerifier: providerVerifier, createdAt: now,
+                expiresAt: now + Self.flowLifetimeMillis))
         return (url, binding)
     }
 
@@ -163,8 +168,9 @@ extension ProviderSignInService {
         _ provider: Provider, app: AppContext, flow: WebFlow, state: String, code: String, user: String?
     ) throws -> (identity: ExternalIdentity, firstName: String?, lastName: String?, appleRefreshToken: String?) {
         if let settings = provider.settings, let webFlows {
+            guard let verifier = flow.providerVerifier else { throw notConfigured("The web flow of \(provider.rawValue)") }
             let identity = try answering(webFlows.redeem(
-                code: code, app: app.id, provider: settings, callbackURL: callbackURL(of: provider), state: state, nonce: flow.nonce))
+                code: code, app: app.id, provider: settings, callbackURL: callbackURL(of: provider), state: state, nonce: flow.nonce, codeVerifier: verifier))
             return (identity, nil, nil, nil)
         }
         guard let servicesID = app.settings.apple.servicesID, let credentials = appleCredentials(app) else {

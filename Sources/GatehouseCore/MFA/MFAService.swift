@@ -256,7 +256,8 @@ public final class MFAService: Sendable {
                 if proof != nil { try resetGuesses(tx, user) }
                 return try sessions.startSession(
                     app: app, tx, user: account, method: challenge.method, isNewUser: challenge.isNewUser, origin: origin,
-                    secondStep: .done(amr: uniqued([challenge.method.amr, second, "mfa"])))
+                    secondStep: .done(amr: uniqued([challenge.method.amr, second, "mfa"])),
+                    detail: challenge.provider.map { ["method": .string($0)] } ?? [:])
             }.session()
         } catch let error as GatehouseError where error.code == .invalidCode {
             try recordFailure(data, user, now: now, origin: origin)

@@ -42,6 +42,8 @@ public struct MFAChallenge: Sendable, Equatable {
     public var userID: UserID
     /// The first factor's method: the session opens with it.
     public var method: SignInMethod
+    /// For the method `external`: the id of the app's provider the first factor was.
+    public var provider: String?
     /// The first factor created the account (the session answer is 201).
     public var isNewUser: Bool
     /// The user had no factor and the app requires one: the token may enrol one.
@@ -53,9 +55,10 @@ public struct MFAChallenge: Sendable, Equatable {
     public var expiresAt: Int64
 
     public init(
-        tokenHash: String, userID: UserID, method: SignInMethod, isNewUser: Bool, enroll: Bool, satisfiedBy: String? = nil, createdAt: Int64,
-        expiresAt: Int64
+        tokenHash: String, userID: UserID, method: SignInMethod, provider: String? = nil, isNewUser: Bool, enroll: Bool, satisfiedBy: String? = nil,
+        createdAt: Int64, expiresAt: Int64
     ) {
+        self.provider = provider
         self.tokenHash = tokenHash
         self.userID = userID
         self.method = method

@@ -62,7 +62,9 @@ extension SessionService {
 
     /// The second step `user` must answer after a first factor, its challenge stored (in the
     /// caller's unit of work); nil when the session may open at once.
-    func secondStep(app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, isNewUser: Bool, now: Int64) throws -> SecondStepRequired? {
+    func secondStep(
+        app: AppContext, _ data: any AppScopedStore, user: User, method: SignInMethod, provider: String?, isNewUser: Bool, now: Int64
+    ) throws -> SecondStepRequired? {
         let settings = app.settings.mfa
         guard settings.policy != .off else { return nil }
         var factors = try data.mfa.secondFactors(of: user.id)
@@ -83,7 +85,7 @@ extension SessionService {
         }
         let token = "mfa_" + SecureRandom.token(byteCount: 32)
         try data.mfa.insertChallenge(MFAChallenge(
-            tokenHash: Self.mfaTokenHash(token), userID: user.id, method: method, isNewUser: isNewUser, enroll: enroll, createdAt: now,
+            tokenHash: Self.mfaTokenHash(token), userID: user.id, method: method, provider: provider, isNewUser: isNewUser, enroll: enroll, createdAt: now,
             expiresAt: now + Self.mfaTokenLifetimeSeconds * 1000))
         return SecondStepRequired(mfaToken: token, methods: methods, enroll: enroll, expiresIn: Self.mfaTokenLifetimeSeconds)
     }

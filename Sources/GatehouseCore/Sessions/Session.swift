@@ -35,12 +35,18 @@ public struct Session: Sendable, Equatable {
     /// The access tokens' `amr` when the sign-in said more than its method (a second step added
     /// `otp` or `hwk`/`swk`, and `mfa`); nil: `[method.amr]`. Kept, so a refresh says the same.
     public var amr: [String]?
+    /// For the method `external`: the id of the app's provider signed in with; nil otherwise.
+    public var provider: String?
+
+    /// What the sessions list says the session signed in with: the provider's id, else the method.
+    public var methodName: String { provider ?? method.rawValue }
 
     public init(
         id: SessionID, userID: UserID, method: SignInMethod, authTime: Int64, createdAt: Int64, lastUsedAt: Int64, expiresAt: Int64,
-        endedAt: Int64? = nil, ip: String?, userAgent: String?, amr: [String]? = nil
+        endedAt: Int64? = nil, ip: String?, userAgent: String?, amr: [String]? = nil, provider: String? = nil
     ) {
         self.amr = amr
+        self.provider = provider
         self.id = id
         self.userID = userID
         self.method = method

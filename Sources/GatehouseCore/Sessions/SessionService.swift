@@ -64,7 +64,10 @@ public final class SessionService: Sendable {
         var amr: [String]?
         switch rule {
         case .ask:
-            if let step = try secondStep(app: app, data, user: user, method: method, isNewUser: isNewUser, now: now) { return .secondStep(step) }
+            let provider = method == .external ? detail["method"]?.stringValue : nil
+            if let step = try secondStep(app: app, data, user: user, method: method, provider: provider, isNewUser: isNewUser, now: now) {
+                return .secondStep(step)
+            }
         case .done(let methods):
             amr = methods
         }
@@ -109,9 +112,10 @@ public final class SessionService: Sendable {
     ) throws -> SessionGrant {
         let session = Session(
             id: .generate(), userID: user.id, method: method, authTime: now, createdAt: now, lastUsedAt: now,
-            expiresAt: now + app.settings.refreshTokenTTLSeconds * 1000, ip: origin.ip, userAgent: origin.userAgent, amr: amr)
+            expiresAt: now + app.settings.refreshTokenTTLSeconds * 1000, ip: origin.ip, userAgent: origin.userAgent, amr: amr,
+            // A tenant's provider signs in with method `external` and names its id in `detail`'s `method`.
+            provider: method == .external ? detail["method"]?.stringValue : nil)
         let refreshToken = tokens.newRefreshToken()
-        // A tenant's provider signs in with method `external` and names its id in `detail`'s `method`.
         var signInData = detail.merging(["method": .string(method.rawValue)]) { given, _ in given }
         if let amr { signInData["amr"] = .strings(amr) }
         // Its own transaction already (or the caller's): as a unit of work, its event is fanned out.

@@ -118,8 +118,8 @@ extension SQLAppScopedStore: IdentityStore {
                     SELECT id FROM web_flows WHERE app_id = \(appID) AND expires_at <= \(flow.createdAt) LIMIT 16)
                 """)
             try db.execute("""
-                INSERT INTO web_flows (id, app_id, provider, binding_hash, nonce, redirect_uri, client_state, code_challenge, created_at, expires_at)
-                VALUES (\(flow.id), \(appID), \(flow.provider), \(flow.bindingHash), \(flow.nonce), \(flow.redirectURI), \(flow.clientState), \(flow.codeChallenge),
+                INSERT INTO web_flows (id, app_id, provider, binding_hash, nonce, redirect_uri, client_state, code_challenge, provider_verifier, created_at, expires_at)
+                VALUES (\(flow.id), \(appID), \(flow.provider), \(flow.bindingHash), \(flow.nonce), \(flow.redirectURI), \(flow.clientState), \(flow.codeChallenge), \(flow.providerVerifier),
                         \(flow.createdAt), \(flow.expiresAt))
                 """)
         }
@@ -196,7 +196,8 @@ extension SQLStore {
         return WebFlow(
             id: try row.string("id"), appID: AppID(unchecked: try row.string("app_id")), provider: try row.string("provider"), bindingHash: try row.string("binding_hash"),
             nonce: try row.string("nonce"), redirectURI: try row.string("redirect_uri"), clientState: try row.optionalString("client_state"),
-            codeChallenge: try row.optionalString("code_challenge"), createdAt: try row.int64("created_at"), expiresAt: try row.int64("expires_at"))
+            codeChallenge: try row.optionalString("code_challenge"), providerVerifier: try row.optionalString("provider_verifier"),
+            createdAt: try row.int64("created_at"), expiresAt: try row.int64("expires_at"))
     }
 }
 

@@ -96,8 +96,9 @@ extension SQLAppScopedStore: MFAStore {
 
     func insertChallenge(_ challenge: MFAChallenge) throws {
         try database.execute("""
-            INSERT INTO mfa_challenges (token_hash, app_id, user_id, method, is_new_user, enroll, satisfied_by, created_at, expires_at)
-            VALUES (\(challenge.tokenHash), \(appID), \(challenge.userID), \(challenge.method.rawValue), \(challenge.isNewUser), \(challenge.enroll),
+            INSERT INTO mfa_challenges (token_hash, app_id, user_id, method, provider, is_new_user, enroll, satisfied_by, created_at, expires_at)
+            VALUES (\(challenge.tokenHash), \(appID), \(challenge.userID), \(challenge.method.rawValue), \(challenge.provider), \(challenge.isNewUser),
+                    \(challenge.enroll),
                     \(challenge.satisfiedBy), \(challenge.createdAt), \(challenge.expiresAt))
             """)
     }
@@ -109,7 +110,7 @@ extension SQLAppScopedStore: MFAStore {
         else { return nil }
         return MFAChallenge(
             tokenHash: try row.string("token_hash"), userID: UserID(unchecked: try row.string("user_id")), method: method,
-            isNewUser: try row.bool("is_new_user"), enroll: try row.bool("enroll"), satisfiedBy: try row.optionalString("satisfied_by"),
+            provider: try row.optionalString("provider"), isNewUser: try row.bool("is_new_user"), enroll: try row.bool("enroll"), satisfiedBy: try row.optionalString("satisfied_by"),
             createdAt: try row.int64("created_at"), expiresAt: try row.int64("expires_at"))
     }
 

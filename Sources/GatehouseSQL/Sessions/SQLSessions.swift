@@ -9,9 +9,10 @@ extension SQLAppScopedStore: SessionStore {
     func insertSession(_ session: Session, refreshTokenHash: String, event: Event, passwordHash: String?) throws {
         try touchUser(session.userID) { stamp in try database.transaction { db in
             try db.execute("""
-                INSERT INTO sessions (id, app_id, user_id, method, auth_time, created_at, last_used_at, expires_at, ip, user_agent, amr)
-                VALUES (\(session.id), \(appID), \(session.userID), \(session.method.rawValue), \(session.authTime), \(session.createdAt),
-                        \(session.lastUsedAt), \(session.expiresAt), \(session.ip), \(session.userAgent), \(session.amr?.joined(separator: " ")))
+                INSERT INTO sessions (id, app_id, user_id, method, provider, auth_time, created_at, last_used_at, expires_at, ip, user_agent, amr)
+                VALUES (\(session.id), \(appID), \(session.userID), \(session.method.rawValue), \(session.provider), \(session.authTime),
+                        \(session.createdAt), \(session.lastUsedAt), \(session.expiresAt), \(session.ip), \(session.userAgent),
+                        \(session.amr?.joined(separator: " ")))
                 """)
             try db.execute("""
                 INSERT INTO refresh_tokens (token_hash, app_id, session_id, created_at) VALUES (\(refreshTokenHash), \(appID), \(session.id), \(session.createdAt))
@@ -181,5 +182,5 @@ private func sessionRecord(_ row: SQLRow) throws -> Session {
         expiresAt: try row.int64("expires_at"), endedAt: try row.optionalInt64("ended_at"), ip: try row.optionalString("ip"),
         userAgent: try row.optionalString("user_agent"),
         // Space-separated (each value is a short token of RFC 8176's registry); null: the method's.
-        amr: try row.optionalString("amr").map { $0.split(separator: " ").map(String.init) })
+        amr: try row.optionalString("amr").map { $0.split(separator: " ").map(String.init) }, provider: try row.optionalString("provider"))
 }

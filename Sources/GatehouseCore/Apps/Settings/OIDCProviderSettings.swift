@@ -143,8 +143,6 @@ extension AppSettings.OIDCProvider {
             clientIDs = uniqued(v)
         }
         if clientIDs.isEmpty, !f.errors.contains(where: { $0.field == f.field("client_ids") }) { f.fail("client_ids", "Required: at least one client id.") }
-        let current = context.current?.oidcProviders.first(where: { $0.id == id })?.clientSecret
-        let secret = context.secret(&f, "client_secret", current: current)
         var scopes: [String] = []
         if let v = f.stringArray("scopes", maxCount: 20, maxLength: 100) {
             for s in v where s.isEmpty || !s.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }) {
@@ -179,6 +177,10 @@ extension AppSettings.OIDCProvider {
         case nil:
             break
         }
+        // The stored secret is kept (`{"set": true}`) only for the same kind and issuer: else the
+        // secret, which no read shows, could be sent to a token endpoint the writer chose.
+        let current = context.current?.oidcProviders.first(where: { $0.id == id && $0.kind == kind && $0.issuer == issuer })?.clientSecret
+        let secret = context.secret(&f, "client_secret", current: current)
         if kind == .line, secret == nil, !f.errors.contains(where: { $0.field.hasPrefix(f.field("client_secret")) }) {
             f.fail("client_secret", "Required for line: the channel secret, which signs the SDK's ID tokens.")
         }
