@@ -279,9 +279,11 @@ struct SignInTests {
             #expect(item("client_id") == "kit-corp" && item("response_type") == "code")
             #expect(item("redirect_uri") == "\(TestServer.publicURL)/v1/auth/oidc/corp/callback")
             #expect(item("state") != nil && item("state") != flow.state, "Gatehouse's own state at the provider")
+            // Gatehouse's own PKCE pair with the provider (the issuer lists S256); the app's stays between it and Gatehouse.
+            #expect(item("code_challenge_method") == "S256" && item("code_challenge") != nil && item("code_challenge") != flow.pkce.challenge)
             let code = corp.issueCode(
-                clientID: item("client_id") ?? "", redirectURI: item("redirect_uri") ?? "", nonce: item("nonce"), sub: sub, email: "\(sub)@corp.example",
-                emailVerified: true)
+                clientID: item("client_id") ?? "", redirectURI: item("redirect_uri") ?? "", nonce: item("nonce"), codeChallenge: item("code_challenge"),
+                sub: sub, email: "\(sub)@corp.example", emailVerified: true)
             var back = URLComponents()
             back.queryItems = [URLQueryItem(name: "code", value: code), URLQueryItem(name: "state", value: item("state"))]
             let callback = try world.server.request(

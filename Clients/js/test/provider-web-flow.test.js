@@ -69,6 +69,10 @@ test("signing in through an app's oidc provider: Gatehouse, the provider, back w
   assert.ok(asked.get('scope').split(' ').includes('openid'));
   assert.ok(asked.get('nonce'));
   assert.ok(asked.get('state') && asked.get('state') !== state);
+  // Gatehouse's own PKCE pair with the provider (it lists S256); the page's stays between the page and Gatehouse.
+  assert.equal(asked.get('code_challenge_method'), 'S256');
+  assert.match(asked.get('code_challenge'), /^[A-Za-z0-9_-]{43}$/);
+  assert.notEqual(asked.get('code_challenge'), new URL(authorizeURL).searchParams.get('code_challenge'));
   assert.ok(callback.startsWith(`${env.server.url}/v1/auth/oidc/corp/callback?`));
 
   // Back on the page: a one-time login code and the page's own state.
