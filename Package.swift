@@ -11,14 +11,20 @@ func system(_ name: String, pkgConfig: String, apt: String) -> Target {
 
 let package = Package(
     name: "gatehouse",
-    platforms: [.macOS(.v15)],
+    // macOS for the server; the others are GatehouseKit's (an app adds this package by URL).
+    platforms: [.macOS(.v15), .iOS(.v15), .tvOS(.v15), .watchOS(.v8), .visionOS(.v1)],
     products: [
         .executable(name: "gatehouse", targets: ["gatehouse"]),
+        // The Swift client: `.package(url: "<this repository>", …)` and `.product(name:
+        // "GatehouseKit", package: "gatehouse")`. Building it builds none of the server's targets.
+        .library(name: "GatehouseKit", targets: ["GatehouseKit"]),
     ],
-    // The Swift client, tested here against the real server (GatehouseKitTests); it depends on
-    // none of the server's targets.
-    dependencies: [.package(path: "Clients/swift")],
     targets: [
+        // The Swift client's sources, which Clients/swift also builds as a package of its own (for
+        // its pure tests). A target here, not a path dependency: a package fetched by URL may not
+        // depend on a local path.
+        .target(
+            name: "GatehouseKit", path: "Clients/swift/Sources/GatehouseKit", swiftSettings: [.enableUpcomingFeature("ExistentialAny")]),
         system("CPostgres", pkgConfig: "libpq", apt: "libpq-dev"),
         system("COpenSSL", pkgConfig: "libcrypto", apt: "libssl-dev"),
         system("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
@@ -94,7 +100,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "GatehouseMailTests", dependencies: ["GatehouseMail", "GatehouseOutbound", "GatehouseTesting"], swiftSettings: strict),
         .testTarget(
-            name: "GatehouseKitTests", dependencies: [.product(name: "GatehouseKit", package: "swift"), "GatehouseTesting", "GatehouseApp"],
+            name: "GatehouseKitTests", dependencies: ["GatehouseKit", "GatehouseTesting", "GatehouseApp"],
             swiftSettings: strict),
         .testTarget(
             name: "GatehouseAPITests",

@@ -64,10 +64,34 @@ func warnAboutUnknownVariables(_ log: Log) {
     }
 }
 
+/// The embedded database's file when it does not exist yet (nil with PostgreSQL, or when it does).
+func missingDatabaseFile(_ configuration: Configuration) -> String? {
+    guard case .sqlite(let path) = configuration.database, !FileManager.default.fileExists(atPath: path) else { return nil }
+    return URL(fileURLWithPath: path).standardizedFileURL.path
+}
+
+/// A one-off command works on the server's database and never creates one: run from another
+/// folder, the default `sqlite://./data/gatehouse.db` names a database that is not there, and
+/// creating it, with a new master key beside it, would only hide the mistake (the command would
+/// report on, or change, an empty database nobody serves). `migrate` and `serve` create it.
+func refuseToCreateDatabase(_ configuration: Configuration) {
+    guard let file = missingDatabaseFile(configuration) else { return }
+    let source = ProcessInfo.processInfo.environment["GATEHOUSE_DATABASE_URL"] == nil
+        ? "GATEHOUSE_DATABASE_URL is not set, so sqlite://./data/gatehouse.db in \(FileManager.default.currentDirectoryPath)"
+        : "from GATEHOUSE_DATABASE_URL"
+    fail("""
+        gatehouse: no database at \(file) (\(source)).
+        This command works on the server's database and creates none. Run it with the server's environment \
+        (its GATEHOUSE_DATABASE_URL and master key) or from the folder the server runs in; to create a new \
+        database there, run 'gatehouse migrate' first.
+        """)
+}
+
 /// Opens the database for a one-off command. `Tenants/` files are applied only by `serve` and `apps apply`.
 func withGatehouse(_ body: (Gatehouse) throws -> Void) -> Never {
     var configuration = loadConfiguration()
     configuration.tenantsDirectory = nil
+    refuseToCreateDatabase(configuration)
     do {
         let gatehouse = try open(configuration)
         defer { gatehouse.close() }
@@ -190,12 +214,18 @@ let commands: [Command] = [
     ) { _ in serve() },
     Command(
         words: ["migrate"], arguments: "", summary: "Apply pending database migrations and exit.",
-        details: "Every other command applies them too; this one does nothing else."
+        details: """
+            Every other command applies them too; this one does nothing else. With SQLite it creates
+            the database (and, with no master key configured, master.key beside it) when there is
+            none, and says so on standard error: the other commands refuse to.
+            """
     ) { _ in
         var configuration = loadConfiguration()
         configuration.tenantsDirectory = nil
+        let creating = missingDatabaseFile(configuration)
         do {
             try open(configuration).close()
+            if let creating { FileHandle.standardError.write(Data("gatehouse: created a new database at \(creating).\n".utf8)) }
             print("migrations applied")
         } catch { fail("gatehouse: \(error)") }
         exit(0)
@@ -217,6 +247,7 @@ let commands: [Command] = [
             """, positionals: 1...1
     ) { parsed in
         let configuration = loadConfiguration()
+        refuseToCreateDatabase(configuration)
         do {
             let copy = try Gatehouse.backup(configuration, to: parsed.positionals[0])
             printJSON(["backup": .string(copy.path), "bytes": .int(copy.bytes)])
@@ -446,8 +477,10 @@ case "--help", "-h":
     print(usage)
 case "help":
     let words = Array(args.dropFirst())
-    if words.isEmpty {
+    if words.isEmpty || words == ["help"] {
         print(usage)
+    } else if words.count == 1, ["--version", "-V", "version"].contains(words[0]) {
+        print("Usage: gatehouse --version\n\nPrint the version (gatehouse \(Gatehouse.version)) and exit.")
     } else if let (command, rest) = command(for: words), rest.isEmpty {
         print(command.help)
     } else if words.count == 1, let help = groupHelp(words[0]) {

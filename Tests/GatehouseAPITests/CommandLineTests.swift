@@ -16,11 +16,12 @@ extension ExecutableTests {
     }
 
     /// Runs the executable to its end (its output is small).
-    func gatehouse(_ arguments: [String], environment: [String: String] = [:]) throws -> Run {
+    func gatehouse(_ arguments: [String], environment: [String: String] = [:], in directory: String? = nil) throws -> Run {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
         process.environment = environment
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         let errorPath = NSTemporaryDirectory() + "gatehouse-cli-stderr-\(UUID().uuidString)"
         _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
         defer { try? FileManager.default.removeItem(atPath: errorPath) }
@@ -33,6 +34,16 @@ extension ExecutableTests {
         return Run(
             status: process.terminationStatus, output: String(decoding: out, as: UTF8.self),
             errors: String(decoding: FileManager.default.contents(atPath: errorPath) ?? Data(), as: UTF8.self))
+    }
+
+    /// The environment of a new SQLite database in a new folder, created as an operator creates
+    /// one (`gatehouse migrate`; the other commands refuse to create it).
+    func newDatabase() throws -> (folder: String, environment: [String: String]) {
+        let folder = NSTemporaryDirectory() + "gatehouse-cli-\(UUID().uuidString)"
+        let environment = ["GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/gatehouse.db"]
+        let migrated = try gatehouse(["migrate"], environment: environment)
+        #expect(migrated.status == 0, "\(migrated.errors)")
+        return (folder, environment)
     }
 
     @Test
@@ -80,20 +91,80 @@ extension ExecutableTests {
             #expect(try gatehouse(words + ["--help"]).output == help.output, "\(command)")
         }
         #expect(try gatehouse(["help", "nothing"]).status == 2)
-        // A group's help lists its commands.
+        // A group's help lists its commands: every group the overview names (`help apps` among them).
+        let listed = overview.output.split(separator: "\n").compactMap { line -> [String]? in
+            let words = line.split(separator: " ").map(String.init)
+            guard words.first == "gatehouse", words.count > 1 else { return nil }
+            // The command's words: lowercase names, up to its first argument or option.
+            return Array(words.dropFirst().prefix { $0.first?.isLetter == true && $0.allSatisfy { ("a"..."z").contains($0) || $0 == "-" } })
+        }
+        let groups = Set(listed.filter { $0.count > 1 }.map { $0[0] })
+        #expect(groups == ["apps", "keys", "users", "outbox"], "\(groups.sorted())")
+        for group in groups {
+            let help = try gatehouse(["help", group])
+            #expect(help.status == 0, "help \(group): \(help.errors)")
+            for words in listed where words.first == group {
+                #expect(help.output.contains("gatehouse \(words.joined(separator: " "))"), "help \(group) lacks \(words)")
+            }
+            #expect(try gatehouse([group, "--help"]).output == help.output, "\(group) --help")
+        }
         let group = try gatehouse(["help", "outbox"])
         #expect(group.status == 0 && group.output.contains("gatehouse outbox list --state dead") && group.output.contains("gatehouse outbox retry ID"), "\(group.output)")
-        #expect(try gatehouse(["outbox", "--help"]).output == group.output)
+        // `help` and `--version` are commands of the overview too.
+        #expect(try gatehouse(["help", "help"]).output == overview.output)
+        let versionHelp = try gatehouse(["help", "--version"])
+        #expect(versionHelp.status == 0 && versionHelp.output.hasPrefix("Usage: gatehouse --version"), "\(versionHelp.errors)")
         let version = try gatehouse(["--version"])
         #expect(version.status == 0)
         #expect(version.output == "gatehouse \(Gatehouse.version)\n")
     }
 
+    /// Run from a folder that is not the server's, with no GATEHOUSE_DATABASE_URL, a command
+    /// names ./data/gatehouse.db there: it refuses (exit 1, saying where it looked and what to
+    /// do) and creates neither a database nor a master key. `migrate` creates them, and says so.
+    @Test
+    func aCommandRunElsewhereRefusesToCreateADatabase() throws {
+        let folder = NSTemporaryDirectory() + "gatehouse-cli-elsewhere-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let here = URL(fileURLWithPath: folder).standardizedFileURL.path
+        try Data("{}\n".utf8).write(to: URL(fileURLWithPath: folder + "/users.ndjson"))
+        try FileManager.default.createDirectory(atPath: folder + "/tenants", withIntermediateDirectories: true)
+        let commands: [[String]] = [
+            ["apps", "list"], ["apps", "create", "--name", "Shop"], ["apps", "apply", "tenants"], ["apps", "secret-key", "--app", "pk_x"],
+            ["apps", "disable", "pk_x"], ["apps", "enable", "pk_x"], ["keys", "rotate", "--app", "pk_x"],
+            ["users", "import", "users.ndjson", "--app", "pk_x"], ["outbox", "list", "--state", "dead"], ["outbox", "retry", "obx_x"],
+            ["backup", "copy.db"],
+        ]
+        for command in commands {
+            let run = try gatehouse(command, in: folder)
+            #expect(run.status == 1, "\(command): \(run.status) \(run.errors)")
+            #expect(run.output.isEmpty, "\(command)")
+            #expect(run.errors.contains("gatehouse: no database at \(here)/data/gatehouse.db"), "\(command): \(run.errors)")
+            #expect(run.errors.contains("GATEHOUSE_DATABASE_URL is not set") && run.errors.contains("gatehouse migrate"), "\(command): \(run.errors)")
+            #expect(!FileManager.default.fileExists(atPath: folder + "/data"), "\(command) created the data folder")
+            #expect(!FileManager.default.fileExists(atPath: folder + "/copy.db"), "\(command)")
+        }
+        // A database named explicitly is not created either.
+        let named = try gatehouse(["apps", "list"], environment: ["GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/other/gatehouse.db"], in: folder)
+        #expect(named.status == 1 && named.errors.contains("no database at \(here)/other/gatehouse.db (from GATEHOUSE_DATABASE_URL)"), "\(named.errors)")
+        #expect(!FileManager.default.fileExists(atPath: folder + "/other"))
+
+        let migrated = try gatehouse(["migrate"], in: folder)
+        #expect(migrated.status == 0 && migrated.output == "migrations applied\n")
+        #expect(migrated.errors.contains("gatehouse: created a new database at \(here)/data/gatehouse.db"), "\(migrated.errors)")
+        #expect(migrated.errors.contains("generated a master key"), "\(migrated.errors)")
+        #expect(FileManager.default.fileExists(atPath: folder + "/data/gatehouse.db") && FileManager.default.fileExists(atPath: folder + "/data/master.key"))
+        let listed = try gatehouse(["apps", "list"], in: folder)
+        #expect(listed.status == 0 && listed.output.isEmpty && listed.errors.isEmpty, "\(listed.errors)")
+        let again = try gatehouse(["migrate"], in: folder)
+        #expect(again.status == 0 && !again.errors.contains("created"), "\(again.errors)")
+    }
+
     @Test
     func appsListShowsEveryAppWithoutSecrets() throws {
-        let folder = NSTemporaryDirectory() + "gatehouse-cli-\(UUID().uuidString)"
+        let (folder, environment) = try newDatabase()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let environment = ["GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/gatehouse.db"]
         #expect(try gatehouse(["apps", "list"], environment: environment).output.isEmpty)
         let created = try gatehouse(["apps", "create", "--name", "Shop"], environment: environment)
         #expect(created.status == 0)
@@ -113,9 +184,8 @@ extension ExecutableTests {
     /// payload; `outbox retry ID` queues one again, once.
     @Test
     func outboxListAndRetryShowAndQueueDeadItemsWithoutSecrets() throws {
-        let folder = NSTemporaryDirectory() + "gatehouse-cli-\(UUID().uuidString)"
+        let (folder, environment) = try newDatabase()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let environment = ["GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/gatehouse.db"]
         let shop = try #require(try JSON.parse(Array(try gatehouse(["apps", "create", "--name", "Shop"], environment: environment).output.utf8))["app_id"]?.stringValue)
         let blog = try #require(try JSON.parse(Array(try gatehouse(["apps", "create", "--name", "Blog"], environment: environment).output.utf8))["app_id"]?.stringValue)
         // A dead item of each app, as the worker leaves one: Shop's payload sealed, with a secret in it.
@@ -156,9 +226,8 @@ extension ExecutableTests {
     /// `apps disable` and `apps enable` switch a tenant (by id or app key); `apps list` says which are off.
     @Test
     func appsDisableAndEnableSwitchATenantAndTheListSaysSo() throws {
-        let folder = NSTemporaryDirectory() + "gatehouse-cli-\(UUID().uuidString)"
+        let (folder, environment) = try newDatabase()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let environment = ["GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/gatehouse.db"]
         let shop = try JSON.parse(Array(try gatehouse(["apps", "create", "--name", "Shop"], environment: environment).output.utf8))
         _ = try gatehouse(["apps", "create", "--name", "Blog"], environment: environment)
         let id = try #require(shop["app_id"]?.stringValue)
@@ -186,10 +255,8 @@ extension ExecutableTests {
     /// output; the same file again skips every user.
     @Test
     func usersImportStreamsTheFileInBatchesWithProgressAndAReport() throws {
-        let folder = NSTemporaryDirectory() + "gatehouse-cli-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let (folder, environment) = try newDatabase()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let environment = ["GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/gatehouse.db"]
         let app = try JSON.parse(Array(try gatehouse(["apps", "create", "--name", "Shop"], environment: environment).output.utf8))
         let key = try #require(app["app_key"]?.stringValue)
         var lines = (0..<1_200).map { index in

@@ -459,6 +459,86 @@ struct DocumentationTests {
         #expect(Set(listed).subtracting(targets).sorted() == [], "in docs/architecture.md, not in Package.swift")
     }
 
+    /// README.md's "## Documentation" list links every file directly in docs/ and each folder of
+    /// docs/ (as `docs/x/` or `docs/x/README.md`), and nothing of docs/ that is not there. A folder
+    /// counts as one entry: the pages in it are listed by its own README.md (platforms/,
+    /// providers/: checked here to link every page beside them); adr/ has no index but its numbered
+    /// file names.
+    @Test
+    func readmeListsExactlyTheDocuments() throws {
+        let files = FileManager.default
+        let docs = Self.root.appendingPathComponent("docs")
+        var expected = Set<String>()
+        var folders: [String] = []
+        for name in try files.contentsOfDirectory(atPath: docs.path) where !name.hasPrefix(".") {
+            var isFolder: ObjCBool = false
+            _ = files.fileExists(atPath: docs.appendingPathComponent(name).path, isDirectory: &isFolder)
+            if isFolder.boolValue { folders.append(name) }
+            expected.insert(isFolder.boolValue ? "docs/\(name)/" : "docs/\(name)")
+        }
+        #expect(expected.contains("docs/errors.md") && expected.contains("docs/adr/"), "docs/ not read: \(expected.sorted())")
+
+        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let section = readme.split(separator: "\n").drop { $0 != "## Documentation" }.dropFirst().prefix { !$0.hasPrefix("## ") }
+        #expect(!section.isEmpty, "README.md has no \"## Documentation\" section")
+        let link = try Regex(#"\]\((docs/[^)#\s]*)"#)
+        var listed: [String] = []
+        for line in section {
+            for match in line.matches(of: link) {
+                let target = String(try #require(match.output[1].substring))
+                listed.append(target.hasSuffix("/README.md") ? String(target.dropLast("README.md".count)) : target)
+            }
+        }
+        let entries = Set(listed)
+        #expect(expected.subtracting(entries).sorted() == [], "in docs/, not in README.md's document list")
+        #expect(entries.subtracting(expected).sorted() == [], "in README.md's document list, not in docs/")
+
+        for folder in folders {
+            let index = docs.appendingPathComponent(folder).appendingPathComponent("README.md")
+            guard let text = try? String(contentsOf: index, encoding: .utf8) else { continue }
+            for page in try files.contentsOfDirectory(atPath: index.deletingLastPathComponent().path) where page.hasSuffix(".md") && page != "README.md" {
+                #expect(text.contains("](\(page)") || text.contains("](./\(page)"), "docs/\(folder)/README.md does not link \(page)")
+            }
+        }
+    }
+
+    /// Every app key docs/openapi.json shows (an `app_key` value, the `app_key` parameter's
+    /// example) has the form of a key the server makes: its prefix, its length, lowercase letters
+    /// and digits after the prefix. No page shows `app_pk_…`, the form the docs once showed.
+    @Test
+    func exampleAppKeysHaveTheFormOfTheServersKeys() throws {
+        let server = try TestServer(.sqlite)
+        defer { server.stop() }
+        let real = try server.createApp().appKey
+        let prefix = try #require(real.firstIndex(of: "_").map { String(real[...$0]) })
+        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789")
+        #expect(real.dropFirst(prefix.count).allSatisfy(allowed.contains), "the server's key \(real) is not of the form checked")
+
+        var examples: [String] = []
+        func walk(_ node: JSON) {
+            if let object = node.objectValue {
+                if let key = object["app_key"]?.stringValue { examples.append(key) }
+                if object["name"]?.stringValue == "app_key", let example = object["example"]?.stringValue { examples.append(example) }
+                for value in object.values { walk(value) }
+            } else if let array = node.arrayValue {
+                for value in array { walk(value) }
+            }
+        }
+        walk(try Self.document())
+        #expect(examples.count >= 2, "no app key example found")
+        for example in examples {
+            #expect(example.hasPrefix(prefix) && example.count == real.count && example.dropFirst(prefix.count).allSatisfy(allowed.contains), "\(example), while the server makes keys like \(real)")
+        }
+
+        let docs = Self.root.appendingPathComponent("docs")
+        let pages = try #require(FileManager.default.enumerator(atPath: docs.path)).compactMap { $0 as? String }.filter { $0.hasSuffix(".md") || $0.hasSuffix(".json") }
+        #expect(pages.count > 10)
+        for page in pages {
+            let text = try String(contentsOf: docs.appendingPathComponent(page), encoding: .utf8)
+            #expect(!text.contains("app_pk_"), "docs/\(page) shows an app key as app_pk_…")
+        }
+    }
+
     @Test
     func errorsMarkdownListsEveryCodeWithItsStatus() throws {
         let text = try String(contentsOf: Self.root.appendingPathComponent("docs/errors.md"), encoding: .utf8)

@@ -24,6 +24,8 @@ struct GuidesTests {
     @Test
     func theFirstUserPageRunsAsWritten() throws {
         let page = try Self.read("docs/first-user.md")
+        // The page shows the code as the server's log line holds it (checked against the log below).
+        #expect(page.matches(of: try Regex(#":\\n\\n[0-9]{6}\\n\\nThe code expires"#)).count == 2, "the two mails' codes as the log shows them")
         let blocks = Markdown.fencedBlocks(page)
         let steps = try Markdown.steps(blocks)
         #expect(steps.first?.command == "scripts/quickstart", "the page starts the server with the README's command")
@@ -47,6 +49,9 @@ struct GuidesTests {
             for (variable, subject) in [("VERIFY_CODE", "Verify your email for Gatehouse Demo"), ("CODE", "Your Gatehouse Demo sign-in code")]
             where command.split(separator: "\n").contains(where: { $0.hasPrefix("\(variable)=") }) {
                 let code = try #require(try server.newestMailedCode(to: "ada@example.com", subject: subject))
+                // As the page tells the reader to find it: in the raw JSON line of the mail, between two `\n\n`.
+                let raw = server.log.split(separator: "\n").last { $0.contains(#""msg":"mail""#) && $0.contains(#"Subject: \#(subject)\n"#) }
+                #expect(raw?.contains(#":\n\n\#(code)\n\nThe code expires"#) == true, "the \(variable) mail's log line: \(raw ?? "none")")
                 command = Self.replacingAssignment(variable, in: command, with: code).0
                 substituted.append(variable)
             }
@@ -64,6 +69,36 @@ struct GuidesTests {
         #expect(ran == steps.count - 1)
         #expect(ran >= 12)
         #expect(substituted == ["GH", "VERIFY_CODE", "CODE"])
+    }
+
+    /// scripts/quickstart tells the address the server listens on (GATEHOUSE_LISTEN, a wildcard
+    /// host reached on loopback), not 8080 whatever the setting; `--address` prints it and exits
+    /// before installing or building anything.
+    @Test
+    func quickstartTellsTheAddressOfGatehouseListen() throws {
+        func address(_ listen: String?) throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = [Self.root.appendingPathComponent("scripts/quickstart").path, "--address"]
+            var environment = ["PATH": "/usr/bin:/bin"]
+            if let listen { environment["GATEHOUSE_LISTEN"] = listen }
+            process.environment = environment
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+            return text.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(try address(nil) == "http://127.0.0.1:8080")
+        #expect(try address("127.0.0.1:9123") == "http://127.0.0.1:9123")
+        #expect(try address("0.0.0.0:9124") == "http://127.0.0.1:9124")
+        #expect(try address("[::]:9125") == "http://[::1]:9125")
+        #expect(try address("[::1]:9126") == "http://[::1]:9126")
+        let script = try Self.read("scripts/quickstart")
+        #expect(!script.contains("8080/"), "a fixed address in the script's message")
+        #expect(script.contains("curl -s $url/v1/app"))
     }
 
     // MARK: docs/verifying-tokens.md
@@ -163,16 +198,19 @@ struct GuidesTests {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let blocks = Markdown.fencedBlocks(try Self.read("docs/platforms/swiftui.md")).filter { $0.info == "swift" }
-        #expect(blocks.count == 4)
-        guard blocks.count >= 2 else { return }
+        // The REST helper and the calls after it (the page leads with GatehouseKit: SwiftUIGuideTests).
+        let rest = try #require(blocks.firstIndex { $0.text.contains("enum GatehouseREST {") }, "no REST helper on the page")
+        guard rest + 1 < blocks.count else { Issue.record("no REST calls after the helper"); return }
 
         let (server, base) = try ServerProcess.withDemoApp(in: folder)
         defer { server.stop() }
 
-        var helper = blocks[0].text
-        helper = try Self.replacingLine(starting: "    static let baseURL = ", in: helper, with: "    static let baseURL = URL(string: \"\(base)/v1\")!")
+        var helper = blocks[rest].text
+        // The page's baseURL is the server's own URL, as GatehouseKit's is: no /v1 in it.
+        #expect(helper.contains("    static let baseURL = URL(string: \"https://auth.example.com\")!"))
+        helper = try Self.replacingLine(starting: "    static let baseURL = ", in: helper, with: "    static let baseURL = URL(string: \"\(base)\")!")
         helper = try Self.replacingLine(starting: "    static let appKey = ", in: helper, with: "    static let appKey = \"pk_demo_gatehouse_local_only\"")
-        let program = Self.swiftPrelude + "\n" + helper + "\n\n" + blocks[1].text + "\n\n" + Self.swiftEpilogue
+        let program = Self.swiftPrelude + "\n" + helper + "\n\n" + blocks[rest + 1].text + "\n\n" + Self.swiftEpilogue
         try program.write(toFile: folder + "/main.swift", atomically: true, encoding: .utf8)
         _ = try ExternalProgram.run("/usr/bin/env", ["swiftc", "-swift-version", "6", "-o", folder + "/guide", folder + "/main.swift"])
         try server.waitUntilReady(base)
@@ -221,12 +259,12 @@ struct GuidesTests {
         print("by code: new user \(byCode.isNewUser)")
         print("refreshed: \(fresh.expiresIn) s, a new refresh token: \(fresh.refreshToken != byCode.refreshToken)")
         do {
-            let _: Session = try await Gatehouse.post("auth/signin", ["email": email, "password": "not the password"])
+            let _: Session = try await GatehouseREST.post("/v1/auth/signin", ["email": email, "password": "not the password"])
         } catch let problem as GatehouseProblem {
             print("wrong password: \(problem.status) \(problem.code)")
         }
         do {
-            let _: Session = try await Gatehouse.post("auth/refresh", ["refresh_token": fresh.refreshToken])
+            let _: Session = try await GatehouseREST.post("/v1/auth/refresh", ["refresh_token": fresh.refreshToken])
         } catch let problem as GatehouseProblem {
             print("after sign-out: \(problem.status) \(problem.code)")
         }

@@ -129,6 +129,30 @@ struct ProvidersAPITests {
         #expect(reused.problemCode == "auth/invalid-credential")
     }
 
+    /// Apple JS in a popup (docs/platforms/web.md, Clients/js/README.md): its identity token is
+    /// for the Services ID, and its code was issued to the Services ID for the page's redirect
+    /// URI. Gatehouse redeems codes as a native app's, without a redirect_uri, so Apple refuses
+    /// such a code and the sign-in with it fails; the same sign-in without the code succeeds.
+    @Test(arguments: TestDatabase.kinds)
+    func anAppleJSCodeFailsTheSignInSoTheWebLeavesItOut(_ kind: TestDatabaseKind) throws {
+        let world = try ProviderWorld(kind)
+        defer { world.stop() }
+        let page = "https://app.example.com/signin"
+        let token = world.apple.mintIdentityToken(sub: "001.web.popup", aud: ProviderWorld.servicesID, email: "pop@example.com", nonce: ProviderWorld.hash("popup-1"))
+        let code = world.apple.issueCode(
+            for: FakeAppleUser(sub: "001.web.popup", email: "pop@example.com", nonce: ProviderWorld.hash("popup-1")), clientID: ProviderWorld.servicesID, redirectURI: page)
+        let withCode = try world.appleSignIn(["identity_token": .string(token), "nonce": "popup-1", "authorization_code": .string(code)])
+        #expect(withCode.status == 401 && withCode.problemCode == "auth/invalid-credential", "\(withCode.status) \(withCode.problemCode ?? "")")
+        #expect(world.apple.tokenCalls.count == 1)
+        #expect(world.apple.tokenCalls.first?["client_id"] == ProviderWorld.servicesID)
+        #expect(world.apple.tokenCalls.first?["redirect_uri"] == nil)
+
+        let token2 = world.apple.mintIdentityToken(sub: "001.web.popup", aud: ProviderWorld.servicesID, email: "pop@example.com", nonce: ProviderWorld.hash("popup-2"))
+        let withoutCode = try world.appleSignIn(["identity_token": .string(token2), "nonce": "popup-2"])
+        #expect(withoutCode.status == 201)
+        #expect(world.apple.tokenCalls.count == 1, "no redemption without a code")
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func everyBadAppleTokenIsRefused(_ kind: TestDatabaseKind) throws {
         let world = try ProviderWorld(kind)
