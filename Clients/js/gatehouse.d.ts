@@ -50,6 +50,9 @@ export declare class GatehouseError extends Error {
 /** What answers a second step (`methods` of an MfaRequiredError); when enrolling: what may be enrolled. */
 export type MfaMethod = 'totp' | 'recovery_code' | 'passkey';
 
+/** A web flow's provider: `'apple'`, or the id of one of the app's `oidc_providers` (any kind). */
+export type WebFlowProvider = 'apple' | (string & {});
+
 /** 401 `auth/mfa-required`: the sign-in needs its second step (`verifyMfa`), or with `enroll` an enrolment first. */
 export declare class MfaRequiredError extends GatehouseError {
   readonly name: 'MfaRequiredError';
@@ -284,8 +287,21 @@ export declare class Gatehouse {
   signInWithProvider(id: string, input: { idToken: string; nonce: string } | { accessToken: string }): Promise<Session>;
   signInWithFirebase(input: { provider: 'apple' | 'google'; firebaseIdToken: string }): Promise<Session>;
 
+  /**
+   * Starts a web sign-in: `provider` is `'apple'` or one of the app's `oidc_providers` ids; keeps the
+   * state and PKCE verifier in `flowStorage` and (unless `redirect: false`) sends the browser to
+   * Gatehouse. Resolves to the authorize URL.
+   */
+  startWebFlow(input: { provider: WebFlowProvider; redirectURI: string; redirect?: boolean }): Promise<string>;
+  /** Whether `url` (default: this page) is a web flow coming back (`state` with `login_code` or `error`). */
+  isWebFlowReturn(url?: string): boolean;
+  /** Checks the state against this tab's flow, then exchanges the login code with the PKCE verifier. */
+  finishWebFlow(url?: string): Promise<Session>;
+  /** `startWebFlow({ provider: 'apple', … })`. */
   startAppleWebFlow(input: { redirectURI: string; redirect?: boolean }): Promise<string>;
+  /** `isWebFlowReturn(url)`. */
   isAppleWebFlowReturn(url?: string): boolean;
+  /** `finishWebFlow(url)`. */
   finishAppleWebFlow(url?: string): Promise<Session>;
 
   getApp(): Promise<AppInfo>;

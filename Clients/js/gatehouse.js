@@ -25,7 +25,7 @@ export const CLIENT_ERROR_CODES = Object.freeze([
   'client/invalid-response',    // the server answered something that is not Gatehouse JSON
   'client/web-flow-state-mismatch', // the web flow came back with a state this browser did not start
   'client/web-flow-cancelled',  // the user cancelled at Apple (error=user_cancelled_authorize)
-  'client/web-flow-denied',     // Apple's answer did not verify (error=access_denied)
+  'client/web-flow-denied',     // the provider refused, or its answer did not verify (error=access_denied)
   'client/web-flow-server-error', // Gatehouse could not finish the flow (error=server_error)
   'client/passkey-unsupported', // no WebAuthn here (navigator.credentials, PublicKeyCredential): not a secure context, or an old browser
   'client/passkey-cancelled',   // the browser's passkey prompt was dismissed, timed out, or no passkey matched (NotAllowedError)
@@ -298,6 +298,11 @@ function sameString(a, b) {
   let diff = 0;
   for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
   return diff === 0;
+}
+
+/** How an error names a web flow's provider: Apple, or the app's own provider by its id. */
+function providerName(provider) {
+  return provider === 'apple' ? 'Apple' : `"${provider}"`;
 }
 
 /** The `sid` claim of an access token (read, not verified: only to recognise our own session). */
@@ -768,52 +773,82 @@ export class Gatehouse {
     return this.#signedIn(data);
   }
 
-  // MARK: The Apple web flow
+  // MARK: The web flow (Apple, or one of the app's own providers)
 
   /**
-   * Starts Sign in with Apple in this browser: makes a state and a PKCE pair, keeps them in
-   * `flowStorage` (sessionStorage by default), and sends the browser to Gatehouse, which sends it
-   * to Apple. Returns the URL; with `{redirect: false}` it only returns it.
+   * Starts a web sign-in in this browser with `provider`: `'apple'` (Sign in with Apple) or the id
+   * of one of the app's `oidc_providers`. Makes a state and a PKCE pair, keeps them in
+   * `flowStorage` (sessionStorage by default; one flow per app at a time, a new start replaces the
+   * last), and sends the browser to Gatehouse, which sends it to the provider and back to
+   * `redirectURI` (one of the app's `redirect_uris`). Returns the URL; with `{redirect: false}` it
+   * only returns it.
    */
-  async startAppleWebFlow({ redirectURI, redirect = true }) {
+  async startWebFlow({ provider, redirectURI, redirect = true } = {}) {
+    if (typeof provider !== 'string' || !provider) throw new TypeError("startWebFlow: provider ('apple' or one of the app's oidc_providers ids)");
+    if (typeof redirectURI !== 'string' || !redirectURI) throw new TypeError('startWebFlow: redirectURI (one of the app\'s redirect_uris)');
     const pkce = await createPKCE();
     const state = base64url(randomBytes(16));
-    await this.flowStorage.setItem(this.#flowKey, JSON.stringify({ state, verifier: pkce.verifier, redirectURI }));
+    await this.flowStorage.setItem(this.#flowKey, JSON.stringify({ provider, state, verifier: pkce.verifier, redirectURI }));
+    await this.flowStorage.removeItem(this.#appleFlowKey); // an older version's flow is replaced too
     const query = new URLSearchParams({
       app_key: this.appKey, redirect_uri: redirectURI, state, code_challenge: pkce.challenge, code_challenge_method: 'S256',
     });
-    const target = `${this.url}/v1/auth/oauth/apple/authorize?${query}`;
+    const path = provider === 'apple' ? '/v1/auth/oauth/apple/authorize' : `/v1/auth/oidc/${encodeURIComponent(provider)}/authorize`;
+    const target = `${this.url}${path}?${query}`;
     if (redirect) globalThis.location.assign(target);
     return target;
   }
 
-  /** Whether `url` (default: this page) is the web flow coming back (a `login_code` or an `error` with a `state`). */
-  isAppleWebFlowReturn(url = globalThis.location?.href) {
+  /** Whether `url` (default: this page) is a web flow coming back (a `login_code` or an `error` with a `state`). */
+  isWebFlowReturn(url = globalThis.location?.href) {
     const params = new URL(url).searchParams;
     return params.has('state') && (params.has('login_code') || params.has('error'));
   }
 
-  /** On the redirect page: checks the state, then trades the login code and the PKCE verifier for a session. */
-  async finishAppleWebFlow(url = globalThis.location.href) {
+  /**
+   * On the redirect page: checks the state against the flow this tab started, then trades the
+   * login code and the PKCE verifier for a session. The flow is used up whatever happens.
+   */
+  async finishWebFlow(url = globalThis.location.href) {
     const params = new URL(url).searchParams;
-    const text = await this.flowStorage.getItem(this.#flowKey);
+    // A flow started before this version kept Apple's under its own key: finish it the same way.
+    const [text, legacy] = [await this.flowStorage.getItem(this.#flowKey), await this.flowStorage.getItem(this.#appleFlowKey)];
     await this.flowStorage.removeItem(this.#flowKey); // single use, whatever happens next
+    await this.flowStorage.removeItem(this.#appleFlowKey);
     let flow = null;
-    try { flow = text ? JSON.parse(text) : null; } catch { /* below */ }
-    if (!flow || !sameString(params.get('state') ?? '', flow.state)) {
-      throw new GatehouseError('client/web-flow-state-mismatch', 0, { detail: 'This sign-in did not start in this browser tab. Start again.' });
+    try { flow = JSON.parse(text ?? legacy ?? 'null'); } catch { /* below */ }
+    if (flow && typeof flow === 'object' && flow.provider === undefined) flow.provider = 'apple';
+    if (!flow || typeof flow.state !== 'string' || typeof flow.verifier !== 'string') {
+      throw new GatehouseError('client/web-flow-state-mismatch', 0, { detail: 'No sign-in was started in this browser tab. Start again.' });
+    }
+    const name = providerName(flow.provider);
+    if (!sameString(params.get('state') ?? '', flow.state)) {
+      throw new GatehouseError('client/web-flow-state-mismatch', 0, { detail: `This is not the sign-in with ${name} this browser tab started. Start again.` });
     }
     const error = params.get('error');
     if (error) {
-      if (error === 'user_disabled') throw new GatehouseError('auth/user-disabled', 0, { detail: 'This account is disabled.' });
+      if (error === 'user_disabled') throw new GatehouseError('auth/user-disabled', 0, { detail: `Signed in with ${name}, but this account is disabled.` });
       const code = { user_cancelled_authorize: 'client/web-flow-cancelled', server_error: 'client/web-flow-server-error' }[error] ?? 'client/web-flow-denied';
-      throw new GatehouseError(code, 0, { detail: `Sign in with Apple ended with ${error}.` });
+      throw new GatehouseError(code, 0, { detail: `Sign in with ${name} ended with ${error}.` });
     }
     const { data } = await this.#send('POST', '/v1/auth/exchange', { json: { login_code: params.get('login_code') ?? '', code_verifier: flow.verifier } });
     return this.#signedIn(data);
   }
 
-  get #flowKey() { return `gatehouse:${this.appKey}:apple-web-flow`; }
+  /** `startWebFlow({provider: 'apple', …})`. */
+  async startAppleWebFlow({ redirectURI, redirect = true } = {}) {
+    return this.startWebFlow({ provider: 'apple', redirectURI, redirect });
+  }
+
+  /** `isWebFlowReturn(url)`. */
+  isAppleWebFlowReturn(url = globalThis.location?.href) { return this.isWebFlowReturn(url); }
+
+  /** `finishWebFlow(url)`: finishes the tab's web flow (started by `startAppleWebFlow` or `startWebFlow`). */
+  async finishAppleWebFlow(url = globalThis.location.href) { return this.finishWebFlow(url); }
+
+  get #flowKey() { return `gatehouse:${this.appKey}:web-flow`; }
+  /** Where versions before `startWebFlow` kept an Apple web flow. */
+  get #appleFlowKey() { return `gatehouse:${this.appKey}:apple-web-flow`; }
 
   // MARK: The second step
 

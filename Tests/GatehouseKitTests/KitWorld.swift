@@ -21,7 +21,7 @@ final class KitWorld: @unchecked Sendable {  // every field is immutable after i
     static let project = "kit-demo-123"
     static let redirect = "https://app.example.com/auth/callback"
 
-    let clock = ManualClock()
+    let clock: ManualClock
     let sink: SMTPSink
     let apple: FakeApple
     let google: FakeGoogle
@@ -29,7 +29,13 @@ final class KitWorld: @unchecked Sendable {  // every field is immutable after i
     let server: TestServer
     let app: TestServer.CreatedApp
 
-    init(_ kind: TestDatabaseKind = .sqlite, settings: [String: JSON] = [:], configure: (inout Configuration) -> Void = { _ in }) throws {
+    /// `clock`: the world's, given when a fake made before it (whose URL the settings name) must
+    /// date its tokens by it too.
+    init(
+        _ kind: TestDatabaseKind = .sqlite, clock: ManualClock = ManualClock(), settings: [String: JSON] = [:],
+        configure: (inout Configuration) -> Void = { _ in }
+    ) throws {
+        self.clock = clock
         sink = try SMTPSink()
         apple = try FakeApple(clock: clock)
         google = try FakeGoogle(clock: clock)

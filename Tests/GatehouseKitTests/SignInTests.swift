@@ -243,4 +243,73 @@ struct SignInTests {
         #expect(await kitError { try await world.client().exchange(loginCode: loginCode, codeVerifier: PKCE().verifier) }?.code == .invalidLoginCode)
         #expect(world.apple.errors.isEmpty)
     }
+
+    /// The web flow through a provider the app defines (`oidc`, on a fake issuer): GatehouseKit
+    /// makes the authorize URL at the provider's path, the test plays the browser and the user at
+    /// the provider, and GatehouseKit checks the redirect and exchanges the login code.
+    @Test
+    func anAppsOwnProviderSignsInThroughTheWebFlow() async throws {
+        let clock = ManualClock()
+        let corp = try FakeOIDCProvider(.generic(path: "/realms/corp"), clock: clock, kidPrefix: "kit-corp")
+        defer { corp.stop() }
+        corp.registerClient("kit-corp", secret: "kit-corp-secret")
+        let world = try KitWorld(
+            clock: clock,
+            settings: [
+                "sign_in_methods": ["password", "corp"],
+                "oidc_providers": [
+                    ["id": "corp", "kind": "oidc", "client_ids": ["kit-corp"], "client_secret": "kit-corp-secret", "issuer": .string(corp.issuer)]
+                ],
+            ],
+            configure: { $0.allowPrivateOutbound = true })  // the issuer is on 127.0.0.1
+        defer { world.stop() }
+        let client = world.client()
+        let flow = client.startWebSignIn(provider: "corp", redirectURI: KitWorld.redirect)
+        #expect(flow.provider == "corp")
+        #expect(flow.authorizeURL.absoluteString.hasPrefix(world.server.baseURL + "/v1/auth/oidc/corp/authorize?"))
+
+        /// Gatehouse → the provider (the user signs in there) → Gatehouse's callback: where the browser lands.
+        func browse(_ flow: WebSignIn, sub: String) throws -> String {
+            let authorize = try TestHTTPClient.send("GET", flow.authorizeURL.absoluteString)
+            guard authorize.status == 302, let location = authorize.header("Location"), let cookie = authorize.header("Set-Cookie"),
+                let asked = URLComponents(string: location)
+            else { throw KitWorld.NoCode(description: "authorize answered \(authorize.status): \(authorize.text)") }
+            func item(_ name: String) -> String? { asked.queryItems?.first { $0.name == name }?.value }
+            #expect(location.hasPrefix(corp.issuer + "/authorize?"))
+            #expect(item("client_id") == "kit-corp" && item("response_type") == "code")
+            #expect(item("redirect_uri") == "\(TestServer.publicURL)/v1/auth/oidc/corp/callback")
+            #expect(item("state") != nil && item("state") != flow.state, "Gatehouse's own state at the provider")
+            // Gatehouse's own PKCE pair with the provider (the issuer lists S256); the app's stays between it and Gatehouse.
+            #expect(item("code_challenge_method") == "S256" && item("code_challenge") != nil && item("code_challenge") != flow.pkce.challenge)
+            let code = corp.issueCode(
+                clientID: item("client_id") ?? "", redirectURI: item("redirect_uri") ?? "", nonce: item("nonce"), codeChallenge: item("code_challenge"),
+                sub: sub, email: "\(sub)@corp.example", emailVerified: true)
+            var back = URLComponents()
+            back.queryItems = [URLQueryItem(name: "code", value: code), URLQueryItem(name: "state", value: item("state"))]
+            let callback = try world.server.request(
+                "GET", "/v1/auth/oidc/corp/callback?" + (back.percentEncodedQuery ?? ""), headers: [("Cookie", String(cookie.prefix { $0 != ";" }))])
+            guard callback.status == 303, let target = callback.header("Location") else {
+                throw KitWorld.NoCode(description: "callback answered \(callback.status): \(callback.text)")
+            }
+            return target
+        }
+
+        let target = try browse(flow, sub: "corp-kit-1")
+        #expect(target.hasPrefix(KitWorld.redirect + "?"))
+        // Another flow's redirect is refused before any exchange.
+        let stranger = client.startWebSignIn(provider: "corp", redirectURI: KitWorld.redirect)
+        #expect(await kitError { try await client.completeWebSignIn(stranger, callbackURL: URL(string: target)!) } == .webSignInFailed(error: "state_mismatch"))
+
+        let created = try await client.completeWebSignIn(flow, callbackURL: URL(string: target)!)
+        #expect(created.isNewUser && created.user.identities == [SignInProvider(rawValue: "corp")] && created.user.email == "corp-kit-1@corp.example")
+        #expect(try await client.me().id == created.user.id)
+        #expect(corp.tokenRequests == 1, "Gatehouse redeemed the provider's code once")
+        // The login code is single-use.
+        #expect(await kitError { try await world.client().completeWebSignIn(flow, callbackURL: URL(string: target)!) }?.code == .invalidLoginCode)
+        // The same provider user again: the same account.
+        let second = client.startWebSignIn(provider: "corp", redirectURI: KitWorld.redirect)
+        let again = try await world.client().completeWebSignIn(second, callbackURL: URL(string: try browse(second, sub: "corp-kit-1"))!)
+        #expect(!again.isNewUser && again.user.id == created.user.id)
+        #expect(corp.errors.isEmpty)
+    }
 }

@@ -88,7 +88,7 @@ test('Sign in with Apple, web flow: redirect to Apple, back with a login code, e
   assert.deepEqual(await tab.evaluate('window.shown'), ['Signed in as Ada Lovelace (new account)']);
   assert.equal(await tab.evaluate('location.search'), '', 'the used login code is out of the address bar');
   assert.equal(await metric('/v1/auth/exchange', '201'), exchangesBefore + 1);
-  assert.equal(await tab.evaluate(`sessionStorage.getItem('gatehouse:${app.appKey}:apple-web-flow')`), null, 'the flow is used up');
+  assert.equal(await tab.evaluate(`sessionStorage.getItem('gatehouse:${app.appKey}:web-flow')`), null, 'the flow is used up');
 
   // Cookie mode: no refresh token in storage or in document.cookie; the browser holds it HttpOnly.
   const stored = JSON.parse(await tab.evaluate(`localStorage.getItem('gatehouse:${app.appKey}:session')`));

@@ -289,7 +289,7 @@ test('the web flow coming back with a state this tab did not start is refused be
   assert.equal(query.get('code_challenge_method'), 'S256');
   assert.match(query.get('code_challenge'), /^[A-Za-z0-9_-]{43}$/);
   assert.equal(query.get('app_key'), app.appKey);
-  const stored = JSON.parse(await web.flowStorage.getItem(`gatehouse:${app.appKey}:apple-web-flow`));
+  const stored = JSON.parse(await web.flowStorage.getItem(`gatehouse:${app.appKey}:web-flow`));
   assert.notEqual(stored.verifier, query.get('code_challenge'), 'only the challenge leaves the page');
   const exchangesBefore = await env.server.metric('gatehouse_http_requests_total', { route: '/v1/auth/exchange' });
   assert.equal(web.isAppleWebFlowReturn('http://127.0.0.1:9/callback?login_code=x&state=forged'), true);

@@ -41,4 +41,5 @@ test('the control: wrong field types and unknown error codes do not compile', ()
   assert.match(output, /TS2322/);
   assert.match(output, /auth\/no-such-code/);
   assert.match(output, /not assignable to parameter of type 'MfaVerification'/, 'two proofs at once are refused');
+  assert.match(output, /Property 'provider' is missing/, 'a web flow without its provider is refused');
 });

@@ -216,6 +216,111 @@ export class FakeKakao {
   }
 }
 
+/**
+ * Any OpenID Connect issuer (an app's provider of kind `oidc`) with the web flow's endpoints: its
+ * issuer is its own URL, its discovery document names `/authorize`, `/token` and `/keys`.
+ * `/authorize` signs `nextUser` in at once (or refuses, when `deny` is set) and redirects to the
+ * `redirect_uri` with `code` and `state`, as a provider's consent page does once the user agrees;
+ * `/token` authenticates the client (`client_secret_basic` or `client_secret_post`, secrets given
+ * to `registerClient`), checks the redirect URI and the PKCE verifier when the authorization had a
+ * challenge, and redeems each code once for an ID token with the authorization's nonce. Anything
+ * else, or a refused call, is recorded in `errors`.
+ */
+export class FakeOIDC {
+  keys = new KeyRing('oidc');
+  clients = new Map(); // client id → secret
+  codes = new Map(); // code → {user, clientID, redirectURI, nonce, challenge}
+  authorizeCalls = [];
+  tokenCalls = [];
+  errors = [];
+  deny = false;
+  /** The user whom the next `/authorize` signs in. */
+  nextUser = { sub: 'oidc-user-0001', email: 'oidc.user@example.com', name: 'Grace Hopper' };
+
+  async start() {
+    this.server = await listen((req, text, res) => this.#route(req, text, res));
+    this.url = `http://127.0.0.1:${this.server.address().port}`;
+    return this;
+  }
+
+  stop() { this.server?.close(); this.server?.closeAllConnections?.(); }
+
+  get issuer() { return this.url; }
+
+  registerClient(id, secret) { this.clients.set(id, secret); }
+
+  #route(req, text, res) {
+    const url = new URL(req.url, this.url);
+    if (req.method === 'GET' && url.pathname === '/.well-known/openid-configuration') {
+      return json(res, 200, {
+        issuer: this.issuer, jwks_uri: `${this.url}/keys`, authorization_endpoint: `${this.url}/authorize`, token_endpoint: `${this.url}/token`,
+        response_types_supported: ['code'], subject_types_supported: ['public'], id_token_signing_alg_values_supported: ['RS256'],
+        token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'], code_challenge_methods_supported: ['S256'],
+      });
+    }
+    if (req.method === 'GET' && url.pathname === '/keys') return json(res, 200, this.keys.jwks);
+    if (req.method === 'GET' && url.pathname === '/authorize') return this.#authorize(url.searchParams, res);
+    if (req.method === 'POST' && url.pathname === '/token') return this.#token(req, new URLSearchParams(text), res);
+    this.errors.push(`unexpected ${req.method} ${url.pathname}`);
+    res.writeHead(404).end();
+  }
+
+  #authorize(query, res) {
+    this.authorizeCalls.push(Object.fromEntries(query));
+    const redirectURI = query.get('redirect_uri');
+    if (!this.clients.has(query.get('client_id')) || !redirectURI) {
+      this.errors.push(`authorize for client ${query.get('client_id')} to ${redirectURI}`);
+      return json(res, 400, { error: 'invalid_request' });
+    }
+    const back = new URL(redirectURI);
+    if (this.deny) {
+      back.searchParams.set('error', 'access_denied');
+    } else {
+      const code = `oc${crypto.randomBytes(16).toString('hex')}`;
+      this.codes.set(code, {
+        user: this.nextUser, clientID: query.get('client_id'), redirectURI, nonce: query.get('nonce'),
+        challenge: query.get('code_challenge_method') === 'S256' ? query.get('code_challenge') : null,
+      });
+      back.searchParams.set('code', code);
+    }
+    if (query.has('state')) back.searchParams.set('state', query.get('state'));
+    res.writeHead(302, { Location: back.href }).end();
+  }
+
+  #token(req, form, res) {
+    this.tokenCalls.push({ ...Object.fromEntries(form), authorization: req.headers.authorization ?? null });
+    let clientID = form.get('client_id');
+    let secret = form.get('client_secret');
+    const basic = /^Basic (.+)$/i.exec(req.headers.authorization ?? '');
+    if (basic) {
+      // RFC 6749 §2.3.1: each part form-urlencoded, then joined with ':' and base64-encoded.
+      const [id, pass] = Buffer.from(basic[1], 'base64').toString('utf8').split(':');
+      clientID = decodeURIComponent(id.replace(/\+/g, ' '));
+      secret = decodeURIComponent((pass ?? '').replace(/\+/g, ' '));
+    }
+    const refuse = (error, why) => {
+      this.errors.push(`token: ${why}`);
+      return json(res, 400, { error });
+    };
+    if (form.get('grant_type') !== 'authorization_code') return refuse('unsupported_grant_type', `grant_type ${form.get('grant_type')}`);
+    if (!this.clients.has(clientID) || this.clients.get(clientID) !== secret) return refuse('invalid_client', `client ${clientID} with a wrong secret`);
+    const grant = this.codes.get(form.get('code'));
+    this.codes.delete(form.get('code'));
+    if (!grant || grant.clientID !== clientID) return refuse('invalid_grant', 'an unknown or used code');
+    if (form.get('redirect_uri') !== grant.redirectURI) return refuse('invalid_grant', `redirect_uri ${form.get('redirect_uri')}`);
+    if (grant.challenge !== null) {
+      const computed = crypto.createHash('sha256').update(form.get('code_verifier') ?? '').digest('base64url');
+      if (computed !== grant.challenge) return refuse('invalid_grant', 'a code_verifier that does not match');
+    }
+    const iat = now();
+    const idToken = this.keys.mint({
+      iss: this.issuer, aud: clientID, sub: grant.user.sub, iat, exp: iat + 600,
+      ...(grant.nonce ? { nonce: grant.nonce } : {}), email: grant.user.email, email_verified: true, name: grant.user.name,
+    });
+    json(res, 200, { access_token: `oa${crypto.randomBytes(8).toString('hex')}`, token_type: 'Bearer', expires_in: 3600, id_token: idToken });
+  }
+}
+
 /** Firebase's securetoken keys (served as a JWKS) and Firebase ID tokens. */
 export class FakeFirebase {
   keys = new KeyRing('firebase');

@@ -4,7 +4,7 @@ import {
   Gatehouse, GatehouseError, MemoryStorage, createNonce, createPKCE, sha256Hex, SERVER_ERROR_CODES,
   MfaRequiredError, bufferToBase64url, base64urlToBuffer, decodeRequestOptions, encodeCredential,
   type GatehouseErrorCode, type Session, type User, type DeviceSession, type Identity, type StoredSession,
-  type MfaStatus, type Passkey, type TotpEnrollment, type AccountExport,
+  type MfaStatus, type Passkey, type TotpEnrollment, type AccountExport, type WebFlowProvider,
 } from 'gatehouse-js';
 
 async function main(): Promise<void> {
@@ -25,6 +25,10 @@ async function main(): Promise<void> {
   const method: 'S256' = pkce.method;
   const url: string = await gatehouse.startAppleWebFlow({ redirectURI: 'https://app.example.com/cb', redirect: false });
   if (gatehouse.isAppleWebFlowReturn(url)) await gatehouse.finishAppleWebFlow(url);
+  const provider: WebFlowProvider = 'github';
+  const viaGitHub: string = await gatehouse.startWebFlow({ provider, redirectURI: 'https://app.example.com/cb', redirect: false });
+  await gatehouse.startWebFlow({ provider: 'apple', redirectURI: 'https://app.example.com/cb' });
+  if (gatehouse.isWebFlowReturn(viaGitHub)) { const back: Session = await gatehouse.finishWebFlow(viaGitHub); void back; }
   const sessions: DeviceSession[] = await gatehouse.getSessions();
   const identities: Identity[] = await gatehouse.getIdentities();
   const mine: AccountExport = await gatehouse.exportMyData();

@@ -6,3 +6,5 @@ const code: GatehouseErrorCode = 'auth/no-such-code';
 console.log(code);
 // Two proofs at once are refused by the types.
 void gatehouse.verifyMfa({ mfaToken: 'mfa_x', code: '123456', recoveryCode: 'abcde-fghij' });
+// A web flow names its provider.
+void gatehouse.startWebFlow({ redirectURI: 'https://app.example.com/cb' });

@@ -198,27 +198,31 @@ public final class GatehouseClient: Sendable {
         try await signIn("/v1/auth/oauth/\(provider.rawValue)", ["firebase_id_token": .string(idToken)])
     }
 
-    // MARK: - The Apple web flow
+    // MARK: - The web flow
 
-    /// A web sign-in to start: open ``AppleWebSignIn/authorizeURL`` in a browser
-    /// (`ASWebAuthenticationSession` on Apple platforms); Gatehouse sends it to Apple and back to
-    /// `redirectURI` (one of the app's `redirect_uris`). The state and PKCE verifier stay here.
-    public func startAppleWebSignIn(redirectURI: String) -> AppleWebSignIn {
+    /// A web sign-in to start with `provider`: `"apple"` (Sign in with Apple) or the `id` of one of
+    /// the app's `oidc_providers`, whatever its kind. Open ``WebSignIn/authorizeURL`` in a browser
+    /// (`ASWebAuthenticationSession` on Apple platforms); Gatehouse sends it to the provider and back
+    /// to `redirectURI` (one of the app's `redirect_uris`). The state and PKCE verifier stay here,
+    /// in the returned value; finish with ``completeWebSignIn(_:callbackURL:)``.
+    public func startWebSignIn(provider: String, redirectURI: String) -> WebSignIn {
         let state = SecureRandom.token(byteCount: 16)
         let pkce = PKCE()
+        let path = provider == "apple" ? "/v1/auth/oauth/apple/authorize" : "/v1/auth/oidc/\(pathSegment(provider))/authorize"
         let url = transport.url(
-            "/v1/auth/oauth/apple/authorize",
+            path,
             query: [
                 URLQueryItem(name: "app_key", value: configuration.appKey), URLQueryItem(name: "redirect_uri", value: redirectURI),
                 URLQueryItem(name: "state", value: state), URLQueryItem(name: "code_challenge", value: pkce.challenge),
                 URLQueryItem(name: "code_challenge_method", value: pkce.method),
             ])
-        return AppleWebSignIn(authorizeURL: url, redirectURI: redirectURI, state: state, pkce: pkce)
+        return WebSignIn(provider: provider, authorizeURL: url, redirectURI: redirectURI, state: state, pkce: pkce)
     }
 
     /// Finishes a web sign-in with the URL the browser came back to: checks it is this flow's
-    /// redirect (its state), then trades the login code and the PKCE verifier for a session.
-    public func completeAppleWebSignIn(_ flow: AppleWebSignIn, callbackURL: URL) async throws -> SignInResult {
+    /// redirect (its address and state), then trades the login code and the PKCE verifier for a
+    /// session. An `error` in the redirect throws ``GatehouseError/webSignInFailed(error:)``.
+    public func completeWebSignIn(_ flow: WebSignIn, callbackURL: URL) async throws -> SignInResult {
         guard let components = URLComponents(url: callbackURL, resolvingAgainstBaseURL: false),
             let expected = URLComponents(string: flow.redirectURI),
             components.scheme?.lowercased() == expected.scheme?.lowercased(), components.host?.lowercased() == expected.host?.lowercased(),
@@ -230,6 +234,16 @@ public final class GatehouseClient: Sendable {
         if let error = value("error") { throw GatehouseError.webSignInFailed(error: error) }
         guard let loginCode = value("login_code") else { throw GatehouseError.webSignInFailed(error: "missing_login_code") }
         return try await exchange(loginCode: loginCode, codeVerifier: flow.pkce.verifier)
+    }
+
+    /// ``startWebSignIn(provider:redirectURI:)`` with `"apple"`.
+    public func startAppleWebSignIn(redirectURI: String) -> AppleWebSignIn {
+        startWebSignIn(provider: "apple", redirectURI: redirectURI)
+    }
+
+    /// ``completeWebSignIn(_:callbackURL:)``.
+    public func completeAppleWebSignIn(_ flow: AppleWebSignIn, callbackURL: URL) async throws -> SignInResult {
+        try await completeWebSignIn(flow, callbackURL: callbackURL)
     }
 
     /// `POST /v1/auth/exchange`: a web flow's one-time login code (and its PKCE verifier) for a session.
@@ -515,9 +529,11 @@ private struct ListPage<Item: Decodable>: Decodable {
     let next_cursor: String?
 }
 
-/// A web sign-in in progress; see ``GatehouseClient/startAppleWebSignIn(redirectURI:)``.
+/// A web sign-in in progress; see ``GatehouseClient/startWebSignIn(provider:redirectURI:)``.
 /// Printed, it shows neither its state nor its PKCE verifier.
-public struct AppleWebSignIn: Sendable, Equatable, CustomStringConvertible {
+public struct WebSignIn: Sendable, Equatable, CustomStringConvertible {
+    /// `"apple"` or the id of one of the app's `oidc_providers`.
+    public let provider: String
     /// Where to send the browser.
     public let authorizeURL: URL
     /// Where Gatehouse sends the browser back.
@@ -527,8 +543,11 @@ public struct AppleWebSignIn: Sendable, Equatable, CustomStringConvertible {
     /// The PKCE pair: the challenge went out in ``authorizeURL``, the verifier goes to `/v1/auth/exchange`.
     public let pkce: PKCE
 
-    public var description: String { "AppleWebSignIn(redirectURI: \(redirectURI), state: <redacted>, pkce: <redacted>)" }
+    public var description: String { "WebSignIn(provider: \(provider), redirectURI: \(redirectURI), state: <redacted>, pkce: <redacted>)" }
 }
+
+/// The Apple web sign-in of earlier versions: a ``WebSignIn`` whose provider is `"apple"`.
+public typealias AppleWebSignIn = WebSignIn
 
 /// Compares without stopping at the first difference.
 func constantTimeEqual(_ a: String, _ b: String) -> Bool {

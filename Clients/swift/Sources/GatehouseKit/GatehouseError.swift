@@ -45,8 +45,8 @@ public enum GatehouseError: Error, Sendable, Equatable, CustomStringConvertible 
     /// ``MFAChallenge/enroll`` is true, enrol a factor first (see ``MFAChallenge``).
     case mfaRequired(MFAChallenge)
     /// The web flow came back without a login code: `error` is what Gatehouse put in the redirect
-    /// (`user_cancelled_authorize`, `access_denied`, `user_disabled`, `server_error`), or
-    /// `state_mismatch` / `missing_login_code` when the redirect was not for this flow.
+    /// (`access_denied`, `user_disabled`, `server_error`, and for Apple `user_cancelled_authorize`),
+    /// or `state_mismatch` / `missing_login_code` when the redirect was not for this flow.
     case webSignInFailed(error: String)
 
     /// The server's code, when the server answered.

@@ -62,9 +62,12 @@ struct Transport: Sendable {
         return URLSession(configuration: configuration)
     }
 
+    /// `path` is already percent-encoded (its variable segments went through `pathSegment`): set as
+    /// a decoded `path`, an id's `%2F` would go out as `%252F`.
     func url(_ path: String, query: [URLQueryItem] = []) -> URL {
         var components = URLComponents(url: baseURL, resolvingAgainstBaseURL: false)!
-        components.path = (components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path) + path
+        let base = components.percentEncodedPath
+        components.percentEncodedPath = (base.hasSuffix("/") ? String(base.dropLast()) : base) + path
         if !query.isEmpty { components.queryItems = query }
         return components.url!
     }

@@ -64,9 +64,9 @@ func providerSnippet(_ client: GatehouseClient, kakaoIDToken: String, kakaoNonce
 }
 
 func webFlowSnippet(_ client: GatehouseClient, callbackURL: URL) async throws {
-    let flow = client.startAppleWebSignIn(redirectURI: "com.example.app:/auth/callback")
+    let flow = client.startWebSignIn(provider: "github", redirectURI: "com.example.app:/auth/callback")
     // Open flow.authorizeURL with ASWebAuthenticationSession; it hands back callbackURL.
-    let signedIn = try await client.completeAppleWebSignIn(flow, callbackURL: callbackURL)
+    let signedIn = try await client.completeWebSignIn(flow, callbackURL: callbackURL)
     _ = signedIn
 }
 
