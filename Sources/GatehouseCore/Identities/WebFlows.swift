@@ -5,7 +5,7 @@ import GatehouseCrypto
 /// providers the app defines, the provider's callback, and the login code the page exchanges for a
 /// session. One flow for every provider: what differs is where the browser is sent
 /// (``IdentityProviders/appleAuthorizeURL(servicesID:redirectURI:state:nonce:)`` or
-/// ``TenantWebFlows/authorizeURL(app:provider:callbackURL:state:nonce:)``) and how the code comes
+/// ``TenantWebFlows/authorizeURL(app:provider:callbackURL:state:nonce:codeVerifier:)``) and how the code comes
 /// back as an identity (``redeemedIdentity(_:app:flow:state:code:user:)``).
 extension ProviderSignInService {
     /// Starts the web flow: checks the redirect URI, stores a single-use flow, and answers the
