@@ -1,0 +1,159 @@
+// App settings (GET and PATCH /v1/admin/app): a form per section, each saving only its own fields
+// as a merge patch; the server's field errors are shown beside the fields they name.
+import { call } from './api.js';
+import { el, field, form, announce, lines } from './ui.js';
+
+const BUILT_IN_METHODS = [
+  { value: 'password', label: 'Password' }, { value: 'email_code', label: 'Emailed code' },
+  { value: 'apple', label: 'Sign in with Apple' }, { value: 'google', label: 'Google' },
+];
+
+/** A whole number as a number; anything else as typed, for the server to refuse in place. */
+function integer(text) {
+  const trimmed = text.trim();
+  return /^-?\d+$/.test(trimmed) ? Number(trimmed) : trimmed;
+}
+const nullable = (text) => (text.trim() === '' ? null : text.trim());
+const secretState = (value) => (value && value.set ? 'A value is stored (write-only: it is never shown).' : 'Not set.');
+
+function value(node, name) { return node.querySelector(`[name="${name}"]`); }
+
+/** Reads the chosen file as text in the browser (the key never leaves it but in the PATCH). */
+function readFile(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(String(reader.result));
+    reader.onerror = () => reject(reader.error);
+    reader.readAsText(file);
+  });
+}
+
+export async function settingsPage() {
+  const { data: settings } = await call('GET', '/v1/admin/app');
+  const page = el('div', {});
+  const save = async (patch, what) => {
+    const { data } = await call('PATCH', '/v1/admin/app', { body: patch });
+    announce(`${what} saved.`);
+    page.replaceChildren(...build(data));
+  };
+  page.append(...build(settings));
+  return [el('h1', {}, 'Settings'), page];
+
+  function build(s) {
+    const methods = new Set(s.sign_in_methods ?? []);
+    const general = form({
+      title: 'General',
+      children: [
+        el('dl', { class: 'facts' }, el('dt', {}, 'App id'), el('dd', {}, el('code', {}, s.id)), el('dt', {}, 'App key'), el('dd', {}, el('code', {}, s.app_key))),
+        field({ label: 'Name', name: 'name', value: s.name }),
+        el('fieldset', {}, el('legend', {}, 'Sign-in methods'),
+          BUILT_IN_METHODS.map((m) => field({ label: m.label, name: `method-${m.value}`, field: 'sign_in_methods', type: 'checkbox', value: methods.has(m.value) })),
+          el('p', { class: 'hint' }, `Providers the app defines stay as they are: ${[...methods].filter((m) => !BUILT_IN_METHODS.some((b) => b.value === m)).join(', ') || 'none'}.`)),
+        field({ label: 'Anyone may sign up', name: 'allow_signup', type: 'checkbox', value: s.allow_signup }),
+        field({ label: 'Require a verified email', name: 'require_verified_email', type: 'checkbox', value: s.require_verified_email }),
+        field({ label: 'Allow anonymous accounts', name: 'allow_anonymous', type: 'checkbox', value: s.allow_anonymous }),
+        el('div', { class: 'grid2' },
+          field({ label: 'Access token lifetime (seconds)', name: 'access_token_ttl_seconds', value: String(s.access_token_ttl_seconds), inputmode: 'numeric', hint: '60 to 86400.' }),
+          field({ label: 'Refresh token lifetime (seconds)', name: 'refresh_token_ttl_seconds', value: String(s.refresh_token_ttl_seconds), inputmode: 'numeric', hint: '300 to 31622400.' }),
+          field({ label: 'Minimum password length', name: 'password_min_length', value: String(s.password_min_length), inputmode: 'numeric', hint: '8 to 128.' })),
+        field({ label: 'Allowed origins', name: 'allowed_origins', type: 'textarea', value: (s.allowed_origins ?? []).join('\n'), hint: 'One origin a line: https://shop.example.com (no path).' }),
+      ],
+      onsubmit: (node) => {
+        const chosen = BUILT_IN_METHODS.filter((m) => value(node, `method-${m.value}`).checked).map((m) => m.value);
+        const others = [...methods].filter((m) => !BUILT_IN_METHODS.some((b) => b.value === m));
+        return save({
+          name: value(node, 'name').value,
+          sign_in_methods: [...chosen, ...others],
+          allow_signup: value(node, 'allow_signup').checked,
+          require_verified_email: value(node, 'require_verified_email').checked,
+          allow_anonymous: value(node, 'allow_anonymous').checked,
+          access_token_ttl_seconds: integer(value(node, 'access_token_ttl_seconds').value),
+          refresh_token_ttl_seconds: integer(value(node, 'refresh_token_ttl_seconds').value),
+          password_min_length: integer(value(node, 'password_min_length').value),
+          allowed_origins: lines(value(node, 'allowed_origins').value),
+        }, 'General settings');
+      },
+    });
+    general.id = 'settings-general';
+
+    const apple = s.apple ?? {};
+    const appleForm = form({
+      title: 'Sign in with Apple',
+      children: [
+        field({ label: 'Team ID', name: 'apple_team_id', field: 'apple.team_id', value: apple.team_id ?? '', hint: '10 uppercase letters or digits, from your Apple developer account.' }),
+        field({ label: 'Key ID', name: 'apple_key_id', field: 'apple.key_id', value: apple.key_id ?? '', hint: 'The 10-character id of the Sign in with Apple key.' }),
+        field({ label: 'Private key (.p8 file)', name: 'apple_private_key', field: 'apple.private_key', type: 'file', accept: '.p8,application/pkcs8,text/plain', hint: `${secretState(apple.private_key)} Choose the .p8 file to replace it; it is read here and sent to Gatehouse only.` }),
+        apple.private_key?.set ? field({ label: 'Remove the stored key', name: 'apple_remove_key', field: 'apple.private_key', type: 'checkbox', value: false }) : null,
+        field({ label: 'Services ID', name: 'apple_services_id', field: 'apple.services_id', value: apple.services_id ?? '', hint: 'The web flow’s client id (com.example.web).' }),
+        field({ label: 'Client IDs', name: 'apple_client_ids', field: 'apple.client_ids', type: 'textarea', value: (apple.client_ids ?? []).join('\n'), hint: 'Bundle ids and the Services ID whose tokens are accepted, one a line.' }),
+        field({ label: 'Redirect URIs', name: 'redirect_uris', type: 'textarea', value: (s.redirect_uris ?? []).join('\n'), hint: 'Where the web flow may return, one a line (https, or http on localhost).' }),
+        field({ label: 'Require a nonce', name: 'apple_require_nonce', field: 'apple.require_nonce', type: 'checkbox', value: apple.require_nonce ?? true }),
+      ],
+      onsubmit: async (node) => {
+        const patch = {
+          team_id: nullable(value(node, 'apple_team_id').value),
+          key_id: nullable(value(node, 'apple_key_id').value),
+          services_id: nullable(value(node, 'apple_services_id').value),
+          client_ids: lines(value(node, 'apple_client_ids').value),
+          require_nonce: value(node, 'apple_require_nonce').checked,
+        };
+        const file = value(node, 'apple_private_key').files[0];
+        if (file) patch.private_key = await readFile(file);
+        else if (value(node, 'apple_remove_key')?.checked) patch.private_key = null;
+        return save({ apple: patch, redirect_uris: lines(value(node, 'redirect_uris').value) }, 'Apple settings');
+      },
+    });
+    appleForm.id = 'settings-apple';
+
+    const googleForm = form({
+      title: 'Google',
+      children: [field({ label: 'Google client IDs', name: 'google_client_ids', field: 'google.client_ids', type: 'textarea', value: (s.google?.client_ids ?? []).join('\n'), hint: 'The OAuth client ids (…apps.googleusercontent.com) whose ID tokens are accepted, one a line.' })],
+      onsubmit: (node) => save({ google: { client_ids: lines(value(node, 'google_client_ids').value) } }, 'Google settings'),
+    });
+    googleForm.id = 'settings-google';
+
+    const email = s.email ?? {};
+    const emailForm = form({
+      title: 'Email (SMTP)',
+      children: [
+        field({ label: 'SMTP server URL', name: 'smtp_url', field: 'email.smtp_url', value: email.smtp_url ?? '', hint: 'smtp://host:587 (STARTTLS) or smtps://host:465; empty: the platform’s mailer.' }),
+        field({ label: 'SMTP user name', name: 'smtp_username', field: 'email.smtp_username', value: email.smtp_username ?? '' }),
+        field({ label: 'SMTP password', name: 'smtp_password', field: 'email.smtp_password', type: 'password', autocomplete: 'new-password', hint: `${secretState(email.smtp_password)} Leave empty to keep it.` }),
+        email.smtp_password?.set ? field({ label: 'Remove the stored password', name: 'smtp_remove_password', field: 'email.smtp_password', type: 'checkbox', value: false }) : null,
+        field({ label: 'From', name: 'email_from', field: 'email.from', value: email.from ?? '', hint: 'Shop <no-reply@shop.example.com>; empty: no-reply@ and the server’s host.' }),
+        field({ label: 'Language of the mail', name: 'email_locale', field: 'email.locale', value: email.locale ?? '', hint: 'en, ko, ja…; empty: the request’s language.' }),
+      ],
+      onsubmit: (node) => {
+        const patch = {
+          smtp_url: nullable(value(node, 'smtp_url').value),
+          smtp_username: nullable(value(node, 'smtp_username').value),
+          from: nullable(value(node, 'email_from').value),
+          locale: nullable(value(node, 'email_locale').value),
+        };
+        const password = value(node, 'smtp_password').value;
+        if (password) patch.smtp_password = password;
+        else if (value(node, 'smtp_remove_password')?.checked) patch.smtp_password = null;
+        return save({ email: patch }, 'Email settings');
+      },
+    });
+    emailForm.id = 'settings-email';
+
+    const mfa = s.mfa ?? {};
+    const mfaForm = form({
+      title: 'Second factors',
+      children: [
+        field({ label: 'Policy', name: 'mfa_policy', field: 'mfa.policy', type: 'select', value: mfa.policy ?? 'off', options: [
+          { value: 'off', label: 'Off' }, { value: 'optional', label: 'Optional (users who enrolled answer a second step)' }, { value: 'required', label: 'Required for everyone' },
+        ] }),
+        field({ label: 'Authenticator apps (TOTP)', name: 'mfa_totp', field: 'mfa.methods', type: 'checkbox', value: (mfa.methods ?? []).includes('totp') }),
+        field({ label: 'Passkeys', name: 'mfa_passkey', field: 'mfa.methods', type: 'checkbox', value: (mfa.methods ?? []).includes('passkey') }),
+      ],
+      onsubmit: (node) => save({ mfa: {
+        policy: value(node, 'mfa_policy').value,
+        methods: [['totp', 'mfa_totp'], ['passkey', 'mfa_passkey']].filter(([, n]) => value(node, n).checked).map(([m]) => m),
+      } }, 'Second-factor settings'),
+    });
+    mfaForm.id = 'settings-mfa';
+    return [general, appleForm, googleForm, emailForm, mfaForm];
+  }
+}

@@ -1,0 +1,129 @@
+// Users: search, and one user's detail with their identities, factors and recent events (sign-ins,
+// sessions); ban and lift, sign out everywhere, delete (GET/POST/DELETE /v1/admin/users…).
+import { call } from './api.js';
+import { el, field, form, announce, table, when } from './ui.js';
+
+const name = (u) => [u.first_name, u.last_name].filter(Boolean).join(' ') || u.display_name || '—';
+const banBadge = (u) => (u.ban ? el('span', { class: 'badge bad' }, u.ban.suspended_until ? `suspended until ${when(u.ban.suspended_until)}` : 'banned') : el('span', { class: 'badge good' }, 'active'));
+
+export async function usersPage() {
+  const results = el('div', { id: 'user-results' });
+  let cursor = null;
+  let query = '';
+  const more = el('button', { type: 'button', class: 'quiet', hidden: true, onclick: () => load(false) }, 'More users');
+  async function load(fresh) {
+    if (fresh) cursor = null;
+    const page = await call('GET', '/v1/admin/users', { query: { query, limit: 25, cursor } });
+    const rows = table('Users, newest first', [
+      { label: 'Email', cell: (u) => el('a', { href: `#/users/${encodeURIComponent(u.id)}` }, u.email ?? '(no email)') },
+      { label: 'Name', cell: name },
+      { label: 'Status', cell: banBadge },
+      { label: 'Created', cell: (u) => when(u.created_at) },
+    ], page.data, 'No user matches.');
+    if (fresh) results.replaceChildren(rows);
+    else if (page.data.length) results.querySelector('tbody')?.append(...rows.querySelectorAll('tbody tr'));
+    cursor = page.next_cursor;
+    more.hidden = !cursor;
+  }
+  const search = form({
+    submit: 'Search',
+    children: [field({ label: 'Search users', name: 'query', type: 'search', hint: 'An exact user id, or part of an email, a name or a display name.' })],
+    onsubmit: async (node) => {
+      query = node.querySelector('[name="query"]').value.trim();
+      await load(true);
+      announce(`${results.querySelectorAll('tbody tr').length} users shown.`);
+    },
+  });
+  search.id = 'user-search';
+  await load(true);
+  return [el('h1', {}, 'Users'), search, results, el('div', { class: 'actions' }, more)];
+}
+
+export async function userPage(id) {
+  const { data: user } = await call('GET', `/v1/admin/users/${encodeURIComponent(id)}`);
+  const { data: events } = await call('GET', '/v1/admin/events', { query: { user_id: user.id, limit: 20 } });
+  const refresh = async (message) => {
+    announce(message);
+    const main = document.getElementById('main');
+    main.replaceChildren(...await userPage(id));
+  };
+
+  const facts = el('dl', { class: 'facts' },
+    el('dt', {}, 'Id'), el('dd', {}, el('code', {}, user.id)),
+    el('dt', {}, 'Email'), el('dd', {}, user.email ?? '—', user.email_verified ? ' (verified)' : user.email ? ' (not verified)' : ''),
+    el('dt', {}, 'Name'), el('dd', {}, name(user)),
+    el('dt', {}, 'Status'), el('dd', { id: 'user-status' }, banBadge(user), user.ban ? ` ${user.ban.sanction_code}${user.ban.reason ? `: ${user.ban.reason}` : ''}` : ''),
+    el('dt', {}, 'Created'), el('dd', {}, when(user.created_at)),
+    el('dt', {}, 'Last sign-in'), el('dd', {}, when(user.last_sign_in_at)),
+    user.pending_deletion ? [el('dt', {}, 'Deletion'), el('dd', {}, `requested, erased at ${when(user.pending_deletion.purge_at)}`)] : null);
+
+  const banForm = user.ban
+    ? el('section', { class: 'card', id: 'user-ban' }, el('h2', {}, 'Ban'), el('p', {}, 'Sign-ins are refused while the ban holds.'),
+      el('div', { class: 'actions' }, el('button', { type: 'button', id: 'lift-ban', onclick: async (event) => {
+        event.target.disabled = true;
+        await call('DELETE', `/v1/admin/users/${encodeURIComponent(user.id)}/ban`);
+        await refresh('The ban is lifted.');
+      } }, 'Lift the ban')))
+    : form({
+      title: 'Ban',
+      submit: 'Ban this user',
+      children: [
+        el('p', { class: 'hint' }, 'Every session ends at once and sign-ins are refused until the ban is lifted or its end passes.'),
+        field({ label: 'Sanction code', name: 'sanction_code', hint: 'Shown to the app (1–64 characters), such as spam.' }),
+        field({ label: 'Reason', name: 'reason', type: 'textarea', hint: 'For admins only.' }),
+        field({ label: 'Suspended until', name: 'suspended_until', hint: 'An RFC 3339 time such as 2027-01-31T12:00:00Z; empty: until lifted.' }),
+      ],
+      onsubmit: async (node) => {
+        const get = (n) => node.querySelector(`[name="${n}"]`).value.trim();
+        await call('POST', `/v1/admin/users/${encodeURIComponent(user.id)}/ban`, { body: {
+          sanction_code: get('sanction_code'), ...(get('reason') ? { reason: get('reason') } : {}), suspended_until: get('suspended_until') || null,
+        } });
+        await refresh('The user is banned.');
+      },
+    });
+  if (!user.ban) banForm.id = 'user-ban';
+
+  const confirmDelete = el('div', { class: 'actions', hidden: true },
+    el('p', { id: 'delete-warning' }, 'The account is erased now, with its sessions and Apple tokens. This cannot be undone.'),
+    el('button', { type: 'button', class: 'danger', id: 'delete-confirm', 'aria-describedby': 'delete-warning', onclick: async (event) => {
+      event.target.disabled = true;
+      await call('DELETE', `/v1/admin/users/${encodeURIComponent(user.id)}`);
+      announce('The user is deleted.');
+      location.hash = '#/users';
+    } }, 'Delete permanently'),
+    el('button', { type: 'button', class: 'quiet', onclick: () => { confirmDelete.hidden = true; } }, 'Cancel'));
+
+  const actions = el('section', { class: 'card', id: 'user-actions' }, el('h2', {}, 'Sessions and account'),
+    el('div', { class: 'actions' },
+      el('button', { type: 'button', id: 'sign-out-everywhere', onclick: async (event) => {
+        event.target.disabled = true;
+        await call('DELETE', `/v1/admin/users/${encodeURIComponent(user.id)}/sessions`);
+        await refresh('Every session of the user has ended.');
+      } }, 'Sign out everywhere'),
+      el('button', { type: 'button', class: 'danger', id: 'delete-user', onclick: () => { confirmDelete.hidden = false; confirmDelete.querySelector('#delete-confirm').focus(); } }, 'Delete the account…')),
+    confirmDelete);
+
+  return [
+    el('p', {}, el('a', { href: '#/users' }, '← All users')),
+    el('h1', {}, user.email ?? user.id),
+    el('section', { class: 'card' }, facts),
+    el('h2', {}, 'Identities'),
+    table('Sign-in identities', [
+      { label: 'Provider', cell: (i) => i.provider },
+      { label: 'Email', cell: (i) => i.email ?? '—' },
+      { label: 'Linked', cell: (i) => when(i.created_at) },
+    ], user.identities ?? [], 'No identities (a password or emailed codes only).'),
+    el('h2', {}, 'Second factors'),
+    table('Second factors', [
+      { label: 'Type', cell: (f) => f.type }, { label: 'Name', cell: (f) => f.name ?? '—' }, { label: 'Last used', cell: (f) => when(f.last_used_at) },
+    ], user.factors ?? [], 'No second factor.'),
+    actions,
+    banForm,
+    el('h2', {}, 'Recent events'),
+    el('p', { class: 'hint' }, 'Sign-ins and sessions (started, refreshed, ended) appear here; the admin API lists no open sessions of its own.'),
+    table('The user’s recent events, newest first', [
+      { label: 'When', cell: (e) => when(e.created_at) }, { label: 'Type', cell: (e) => el('code', {}, e.type) },
+      { label: 'Session', cell: (e) => e.session_id ?? '—' }, { label: 'IP', cell: (e) => e.ip ?? '—' },
+    ], events, 'No events.'),
+  ];
+}
