@@ -30,7 +30,7 @@ export class APIError extends Error {
  * Calls the admin API. `query` becomes the query string (never a credential), `body` is sent as
  * JSON. Resolves to the parsed answer (null for 204); rejects with an APIError.
  */
-export async function call(method, path, { query, body, token } = {}) {
+export async function call(method, path, { query, body, raw, token } = {}) {
   const bearer = token ?? credential()?.token;
   const url = new URL(path, location.origin);
   for (const [name, value] of Object.entries(query ?? {})) {
@@ -39,10 +39,11 @@ export async function call(method, path, { query, body, token } = {}) {
   const headers = { Accept: 'application/json' };
   if (bearer) headers.Authorization = `Bearer ${bearer}`;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (raw) headers['Content-Type'] = raw.type;
   let response;
   try {
     response = await fetch(url, {
-      method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store', credentials: 'omit', redirect: 'error',
+      method, headers, body: raw ? raw.body : body === undefined ? undefined : JSON.stringify(body), cache: 'no-store', credentials: 'omit', redirect: 'error',
     });
   } catch {
     throw new APIError(0, { detail: 'The server could not be reached.' });
@@ -58,6 +59,19 @@ export async function call(method, path, { query, body, token } = {}) {
     throw new APIError(response.status, parsed);
   }
   return parsed ?? text;
+}
+
+/** A GET whose answer is kept as a Blob (an export), or an APIError. */
+export async function download(path, { query } = {}) {
+  const url = new URL(path, location.origin);
+  for (const [name, value] of Object.entries(query ?? {})) url.searchParams.set(name, value);
+  const response = await fetch(url, { headers: { Authorization: `Bearer ${credential()?.token}` }, cache: 'no-store', credentials: 'omit' });
+  if (!response.ok) {
+    let problem = null;
+    try { problem = await response.json(); } catch { problem = null; }
+    throw new APIError(response.status, problem);
+  }
+  return response.blob();
 }
 
 /** A plain-text GET (health, metrics). */

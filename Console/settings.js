@@ -13,6 +13,18 @@ function integer(text) {
   const trimmed = text.trim();
   return /^-?\d+$/.test(trimmed) ? Number(trimmed) : trimmed;
 }
+export const WEBHOOK_TYPES = [
+  'user.created', 'user.updated', 'user.upgraded', 'user.deleted', 'user.restored', 'user.banned', 'user.unbanned', 'user.email_changed',
+  'user.password_changed', 'identity.linked', 'identity.unlinked', 'session.revoked', 'identity.apple_consent_revoked',
+  'identity.apple_account_deleted', 'user.email_relay_changed', 'mfa.enrolled', 'mfa.removed', 'passkey.added', 'passkey.removed',
+];
+
+/** A webhook secret as Gatehouse takes it: `whsec_` and the base64 of 32 random bytes, made here. */
+function newWebhookSecret() {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return `whsec_${btoa(String.fromCharCode(...bytes))}`;
+}
+
 const nullable = (text) => (text.trim() === '' ? null : text.trim());
 const secretState = (value) => (value && value.set ? 'A value is stored (write-only: it is never shown).' : 'Not set.');
 
@@ -154,6 +166,90 @@ export async function settingsPage() {
       } }, 'Second-factor settings'),
     });
     mfaForm.id = 'settings-mfa';
-    return [general, appleForm, googleForm, emailForm, mfaForm];
+
+    const passkeys = s.passkeys ?? null;
+    const passkeyForm = form({
+      title: 'Passkeys',
+      children: [
+        field({ label: 'Relying party id', name: 'passkeys_rp_id', field: 'passkeys.rp_id', value: passkeys?.rp_id ?? '', hint: 'The domain passkeys are bound to (shop.example.com); empty turns passkeys off.' }),
+        field({ label: 'Passkey origins', name: 'passkeys_origins', field: 'passkeys.origins', type: 'textarea', value: (passkeys?.origins ?? []).join('\n'), hint: 'The origins whose pages use passkeys, one a line.' }),
+      ],
+      onsubmit: (node) => {
+        const rpID = nullable(value(node, 'passkeys_rp_id').value);
+        return save({ passkeys: rpID === null ? null : { rp_id: rpID, origins: lines(value(node, 'passkeys_origins').value) } }, 'Passkey settings');
+      },
+    });
+    passkeyForm.id = 'settings-passkeys';
+
+    const limits = s.rate_limits ?? {};
+    const limitFields = [
+      ['auth_per_minute_per_ip', 'Sign-ins a minute per IP', '1 to 1000.'],
+      ['web_flow_per_minute_per_ip', 'Web-flow requests a minute per IP', '1 to 1000.'],
+      ['mail_per_hour', 'Mail an hour', 'Up to the server’s GATEHOUSE_MAX_MAIL_PER_HOUR.'],
+      ['uploads_per_hour_per_user', 'Uploads an hour per user', 'Up to the server’s GATEHOUSE_MAX_UPLOADS_PER_HOUR_PER_USER.'],
+    ];
+    const limitsForm = form({
+      title: 'Limits',
+      children: el('div', { class: 'grid2' }, limitFields.map(([key, label, hint]) =>
+        field({ label, name: `limit_${key}`, field: `rate_limits.${key}`, value: String(limits[key] ?? ''), inputmode: 'numeric', hint }))),
+      onsubmit: (node) => save({ rate_limits: Object.fromEntries(limitFields.map(([key]) => [key, integer(value(node, `limit_${key}`).value)])) }, 'Limits'),
+    });
+    limitsForm.id = 'settings-limits';
+
+    return [general, appleForm, googleForm, emailForm, mfaForm, passkeyForm, limitsForm, webhooksForm(s.webhooks ?? [])];
+  }
+
+  /** The webhooks: each hook's URL, events and secret (kept, or a new one made in the browser and shown once). */
+  function webhooksForm(hooks) {
+    const list = el('div', { id: 'webhook-list' });
+    const secrets = el('div', { id: 'webhook-secrets' });
+    const addRow = (hook) => {
+      const index = list.children.length;
+      const chosen = new Set(hook?.events ?? ['user.created', 'user.deleted']);
+      const row = el('fieldset', { class: 'webhook', dataset: { existing: hook ? 'true' : 'false' } },
+        el('legend', {}, hook ? `Webhook ${index + 1}` : `New webhook ${index + 1}`),
+        field({ label: 'URL', name: `webhook_url_${index}`, field: `webhooks[${index}].url`, value: hook?.url ?? '', hint: 'An https URL that receives POSTs.' }),
+        el('fieldset', {}, el('legend', {}, 'Events'),
+          el('div', { class: 'grid2' }, WEBHOOK_TYPES.map((type) => field({ label: type, name: `webhook_${index}_${type}`, field: `webhooks[${index}].events`, type: 'checkbox', value: chosen.has(type) })))),
+        hook ? field({ label: 'Make a new secret (the receiver must then use it)', name: `webhook_rotate_${index}`, field: `webhooks[${index}].secret`, type: 'checkbox', value: false })
+          : el('p', { class: 'hint', dataset: { field: `webhooks[${index}].secret` } }, 'A secret is made for it when saved, and shown once.'),
+        field({ label: 'Remove this webhook', name: `webhook_remove_${index}`, type: 'checkbox', value: false }));
+      list.append(row);
+      return row;
+    };
+    hooks.forEach(addRow);
+    const add = el('button', { type: 'button', class: 'quiet', id: 'webhook-add', onclick: () => { addRow(null).querySelector('input').focus(); } }, 'Add a webhook');
+    const node = form({
+      title: 'Webhooks',
+      children: [
+        el('p', { class: 'hint' }, 'Gatehouse POSTs the chosen events to each URL, signed with its secret (docs/admin.md, "Webhooks"). Deliveries that were given up are under Outbox.'),
+        secrets, list, el('div', { class: 'actions' }, add),
+      ],
+      onsubmit: async (formNode) => {
+        const made = [];
+        const patch = [];
+        [...list.children].forEach((row, index) => {
+          if (value(formNode, `webhook_remove_${index}`).checked) return;
+          const url = value(formNode, `webhook_url_${index}`).value.trim();
+          const events = WEBHOOK_TYPES.filter((type) => value(formNode, `webhook_${index}_${type}`).checked);
+          let secret = { set: true };
+          if (row.dataset.existing !== 'true' || value(formNode, `webhook_rotate_${index}`)?.checked) {
+            secret = newWebhookSecret();
+            made.push([url, secret]);
+          }
+          patch.push({ url, events, secret });
+        });
+        const { data } = await call('PATCH', '/v1/admin/app', { body: { webhooks: patch } });
+        page.replaceChildren(...build(data));
+        const shown = page.querySelector('#webhook-secrets');
+        if (made.length) {
+          shown.replaceChildren(el('div', { class: 'notice' }, el('p', {}, 'Give each receiver its secret now: it is shown this once.'),
+            made.map(([url, secret]) => el('p', {}, `${url}: `, el('code', { class: 'secret' }, secret)))));
+        }
+        announce('Webhooks saved.');
+      },
+    });
+    node.id = 'settings-webhooks';
+    return node;
   }
 }

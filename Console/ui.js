@@ -74,9 +74,10 @@ export function showErrors(form, error) {
   let first = null;
   for (const { field: name, message } of error.fields ?? []) {
     const control = controlFor(form, String(name ?? ''));
-    if (!control) { unplaced.push(`${name}: ${message}`); continue; }
+    const slotID = control?.getAttribute('aria-describedby')?.split(' ').at(-1);
+    if (!slotID) { unplaced.push(`${name}: ${message}`); continue; }
     control.setAttribute('aria-invalid', 'true');
-    const slot = document.getElementById(control.getAttribute('aria-describedby').split(' ').at(-1));
+    const slot = document.getElementById(slotID);
     slot.textContent = slot.textContent ? `${slot.textContent} ${message}` : message;
     first ??= control;
   }
@@ -88,7 +89,7 @@ export function showErrors(form, error) {
 }
 
 function controlFor(form, name) {
-  const controls = [...form.querySelectorAll('[data-field]')];
+  const controls = [...form.querySelectorAll('[data-field][aria-describedby]')];
   let candidate = name;
   while (candidate) {
     const found = controls.find((c) => c.dataset.field === candidate);

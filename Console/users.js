@@ -1,6 +1,6 @@
 // Users: search, and one user's detail with their identities, factors and recent events (sign-ins,
 // sessions); ban and lift, sign out everywhere, delete (GET/POST/DELETE /v1/admin/users…).
-import { call } from './api.js';
+import { call, download } from './api.js';
 import { el, field, form, announce, table, when } from './ui.js';
 
 const name = (u) => [u.first_name, u.last_name].filter(Boolean).join(' ') || u.display_name || '—';
@@ -36,7 +36,57 @@ export async function usersPage() {
   });
   search.id = 'user-search';
   await load(true);
-  return [el('h1', {}, 'Users'), search, results, el('div', { class: 'actions' }, more)];
+  return [el('h1', {}, 'Users'), search, results, el('div', { class: 'actions' }, more), importForm(() => load(true)), exportSection()];
+}
+
+/** POST /v1/admin/users/import: an NDJSON file chosen here, read in the browser, sent as it is. */
+function importForm(reload) {
+  const report = el('div', { id: 'import-report' });
+  const node = form({
+    title: 'Import users',
+    submit: 'Import',
+    children: [
+      el('p', { class: 'hint' }, 'One JSON object a line, at most 10,000 lines (docs/admin.md, "Importing users"). Existing users are skipped, never overwritten.'),
+      field({ label: 'NDJSON file', name: 'import_file', field: 'import', type: 'file', accept: '.ndjson,.jsonl,application/x-ndjson,text/plain' }),
+      report,
+    ],
+    onsubmit: async (formNode) => {
+      const file = formNode.querySelector('[name="import_file"]').files[0];
+      if (!file) throw { fields: [{ field: 'import', message: 'Choose a file.' }] };
+      const { data } = await call('POST', '/v1/admin/users/import', { raw: { body: await file.text(), type: 'application/x-ndjson' } });
+      report.replaceChildren(el('p', { class: 'notice' }, `Imported ${data.imported}, skipped ${data.skipped}, failed ${data.failed}.`),
+        table('Lines that failed', [
+          { label: 'Line', cell: (e) => String(e.line) }, { label: 'Code', cell: (e) => el('code', {}, e.code) }, { label: 'Problem', cell: (e) => e.message },
+        ], data.errors ?? [], ''));
+      announce(`Imported ${data.imported} users.`);
+      await reload();
+    },
+  });
+  node.id = 'user-import';
+  return node;
+}
+
+/** GET /v1/admin/users/export, saved as a file (recorded as users.exported). */
+function exportSection() {
+  const alert = el('div', { class: 'alert', role: 'alert', tabindex: '-1' });
+  return el('section', { class: 'card', id: 'user-export' }, el('h2', {}, 'Export users'),
+    el('p', { class: 'hint' }, 'Every user as NDJSON, one import line each, without password hashes.'), alert,
+    el('div', { class: 'actions' }, el('button', { type: 'button', onclick: async (event) => {
+      event.target.disabled = true;
+      alert.textContent = '';
+      try {
+        const blob = await download('/v1/admin/users/export');
+        const link = el('a', { href: URL.createObjectURL(blob), download: 'users.ndjson' }, 'users.ndjson');
+        link.click();
+        setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+        announce('The export is saved as users.ndjson.');
+      } catch (error) {
+        alert.textContent = error.message;
+        alert.focus();
+      } finally {
+        event.target.disabled = false;
+      }
+    } }, 'Download users.ndjson')));
 }
 
 export async function userPage(id) {
@@ -108,14 +158,17 @@ export async function userPage(id) {
     el('h1', {}, user.email ?? user.id),
     el('section', { class: 'card' }, facts),
     el('h2', {}, 'Identities'),
-    table('Sign-in identities', [
-      { label: 'Provider', cell: (i) => i.provider },
-      { label: 'Email', cell: (i) => i.email ?? '—' },
-      { label: 'Linked', cell: (i) => when(i.created_at) },
-    ], user.identities ?? [], 'No identities (a password or emailed codes only).'),
+    (user.identities ?? []).length
+      ? el('ul', { id: 'user-identities' }, user.identities.map((provider) => el('li', {}, provider)))
+      : el('p', { class: 'hint' }, 'No way to sign in yet (an anonymous or imported account).'),
     el('h2', {}, 'Second factors'),
     table('Second factors', [
       { label: 'Type', cell: (f) => f.type }, { label: 'Name', cell: (f) => f.name ?? '—' }, { label: 'Last used', cell: (f) => when(f.last_used_at) },
+      { label: 'Action', cell: (f) => el('button', { type: 'button', class: 'quiet', 'aria-label': `Remove the ${f.type} factor ${f.name ?? f.id}`, onclick: async (event) => {
+        event.target.disabled = true;
+        await call('DELETE', `/v1/admin/users/${encodeURIComponent(user.id)}/factors/${encodeURIComponent(f.id)}`);
+        await refresh('The factor is removed.');
+      } }, 'Remove') },
     ], user.factors ?? [], 'No second factor.'),
     actions,
     banForm,

@@ -8,7 +8,9 @@
 // CSP: a script element put into the page does not run, and the browser reports the violation.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { Browser, Driver, GatehouseServer, PasswordSMTPSink, artifacts, makeP8 } from './support.js';
@@ -17,6 +19,8 @@ let server;
 let browser;
 let sink;
 let scratch;
+let receiver;
+const deliveries = [];
 const shots = [];
 
 before(async () => {
@@ -26,12 +30,21 @@ before(async () => {
   // The app's own SMTP server is the sink on loopback: private addresses allowed for this server.
   server = await new GatehouseServer({ env: { GATEHOUSE_ALLOW_PRIVATE_OUTBOUND: 'true' } }).start();
   browser = await Browser.launch();
+  // A webhook receiver on loopback: keeps each delivery's headers and body.
+  receiver = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => { deliveries.push({ headers: req.headers, body }); res.writeHead(204).end(); });
+  });
+  await new Promise((resolve) => receiver.listen(0, '127.0.0.1', resolve));
 });
 
 after(async () => {
   try { await browser?.close(); } finally {
     await server?.stop();
     sink?.stop();
+    receiver?.close();
+    receiver?.closeAllConnections?.();
     if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
   }
 });
@@ -168,6 +181,29 @@ test('the console walk: operator, then the app\'s admin', async () => {
   assert.equal(settings.email.smtp_username, 'walk');
   assert.deepEqual(settings.email.smtp_password, { set: true });
   assert.equal(settings.email.from, 'Console Walk <walk@example.com>');
+  // Limits: out of range refused in place, then saved.
+  await tab.type('#settings-limits [name=limit_auth_per_minute_per_ip]', '0');
+  await tab.activate('#settings-limits button[type=submit]');
+  await tab.waitFor("document.querySelector('#settings-limits [name=limit_auth_per_minute_per_ip]').getAttribute('aria-invalid') === 'true'", 'the limit error');
+  await tab.type('#settings-limits [name=limit_auth_per_minute_per_ip]', '100');
+  await tab.activate('#settings-limits button[type=submit]');
+  await tab.waitFor(announced('Limits saved.'), 'limits saved');
+  assert.equal((await server.admin('GET', '/v1/admin/app', undefined, secretKey)).data.rate_limits.auth_per_minute_per_ip, 100);
+
+  // A webhook: a bad URL refused in place, then the receiver with user.banned; its secret is made in the browser and shown once.
+  await tab.activate('#webhook-add');
+  await tab.type('#settings-webhooks [name=webhook_url_0]', 'not a url');
+  await tab.activate('#settings-webhooks button[type=submit]');
+  await tab.waitFor("document.querySelector('#settings-webhooks [name=webhook_url_0]').getAttribute('aria-invalid') === 'true'", 'the webhook URL error');
+  const hookURL = `http://127.0.0.1:${receiver.address().port}/hook`;
+  await tab.type('#settings-webhooks [name=webhook_url_0]', hookURL);
+  await tab.check('#settings-webhooks [name="webhook_0_user.banned"]');
+  await tab.activate('#settings-webhooks button[type=submit]');
+  await tab.waitFor("document.querySelector('#webhook-secrets .secret')", 'the webhook secret');
+  const hookSecret = await tab.evaluate("document.querySelector('#webhook-secrets .secret').textContent");
+  assert.match(hookSecret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+  settings = (await server.admin('GET', '/v1/admin/app', undefined, secretKey)).data;
+  assert.deepEqual(settings.webhooks.map((h) => [h.url, [...h.events].sort(), h.secret]), [[hookURL, ['user.banned', 'user.created', 'user.deleted'], { set: true }]]);
   await checkpoint(tab, '06-settings-saved.png');
 
   // A user made through the public API, with a session.
@@ -188,6 +224,9 @@ test('the console walk: operator, then the app\'s admin', async () => {
   await tab.waitFor(onPage('users/detail'), 'the user page');
   assert.equal(await tab.evaluate('location.hash'), `#/users/${userID}`);
   await tab.waitFor("[...document.querySelectorAll('main td code')].some((c) => c.textContent === 'user.signed_up')", 'the user\'s events');
+  assert.deepEqual(await tab.evaluate("[...document.querySelectorAll('#user-identities li')].map((li) => li.textContent)"), ['password']);
+  // The confirmation of a deletion is not on screen until asked for.
+  assert.equal(await tab.evaluate("document.getElementById('delete-confirm').getClientRects().length"), 0);
   await checkpoint(tab, '08-user.png');
 
   // Ban: sign-ins are refused; lift: they work again.
@@ -220,6 +259,28 @@ test('the console walk: operator, then the app\'s admin', async () => {
   await tab.waitFor(onPage('users'), 'back to the users');
   const gone = await fetch(`${server.url}/v1/admin/users/${userID}`, { headers: { Authorization: `Bearer ${secretKey}` } });
   assert.equal(gone.status, 404);
+
+  // Import: an NDJSON file of three lines, one of them wrong; then the export, saved by the browser.
+  const ndjson = path.join(scratch, 'users.ndjson');
+  fs.writeFileSync(ndjson, [
+    JSON.stringify({ email: 'imported.one@example.com', email_verified: true, first_name: 'Imported' }),
+    JSON.stringify({ email: 'not an address' }),
+    JSON.stringify({ email: 'imported.two@example.com' }),
+  ].join('\n') + '\n');
+  await tab.chooseFile('#user-import [name=import_file]', ndjson);
+  await tab.activate('#user-import button[type=submit]');
+  await tab.waitFor("document.querySelector('#import-report .notice')", 'the import report');
+  assert.equal(await tab.evaluate("document.querySelector('#import-report .notice').textContent"), 'Imported 2, skipped 0, failed 1.');
+  assert.equal(await tab.evaluate("document.querySelector('#import-report td').textContent"), '2', 'the failed line is named');
+  assert.equal((await server.admin('GET', '/v1/admin/users?query=imported.', undefined, secretKey)).data.length, 2);
+  const downloads = path.join(scratch, 'downloads');
+  fs.mkdirSync(downloads);
+  await browser.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads });
+  await tab.activate('#user-export button');
+  await tab.waitFor(announced('The export is saved as users.ndjson.'), 'the export');
+  for (let i = 0; i < 100 && !fs.existsSync(path.join(downloads, 'users.ndjson')); i++) await new Promise((r) => setTimeout(r, 100));
+  const exported = fs.readFileSync(path.join(downloads, 'users.ndjson'), 'utf8').trim().split('\n').map((line) => JSON.parse(line).email).sort();
+  assert.deepEqual(exported, ['imported.one@example.com', 'imported.two@example.com'], 'the deleted user is not exported');
 
   // The audit log shows what was done, and filters by type.
   await tab.evaluate("location.hash = '#/audit'");
