@@ -118,9 +118,15 @@ export async function settingsPage() {
     appleForm.id = 'settings-apple';
 
     const googleForm = form({
-      title: 'Google',
-      children: [field({ label: 'Google client IDs', name: 'google_client_ids', field: 'google.client_ids', type: 'textarea', value: (s.google?.client_ids ?? []).join('\n'), hint: 'The OAuth client ids (…apps.googleusercontent.com) whose ID tokens are accepted, one a line.' })],
-      onsubmit: (node) => save({ google: { client_ids: lines(value(node, 'google_client_ids').value) } }, 'Google settings'),
+      title: 'Google and Firebase',
+      children: [
+        field({ label: 'Google client IDs', name: 'google_client_ids', field: 'google.client_ids', type: 'textarea', value: (s.google?.client_ids ?? []).join('\n'), hint: 'The OAuth client ids (…apps.googleusercontent.com) whose ID tokens are accepted, one a line.' }),
+        field({ label: 'Firebase project ID', name: 'firebase_project_id', field: 'firebase.project_id', value: s.firebase?.project_id ?? '', hint: 'Accept Firebase ID tokens of this project; empty: none.' }),
+      ],
+      onsubmit: (node) => save({
+        google: { client_ids: lines(value(node, 'google_client_ids').value) },
+        firebase: { project_id: nullable(value(node, 'firebase_project_id').value) },
+      }, 'Google settings'),
     });
     googleForm.id = 'settings-google';
 
@@ -196,7 +202,26 @@ export async function settingsPage() {
     });
     limitsForm.id = 'settings-limits';
 
-    return [general, appleForm, googleForm, emailForm, mfaForm, passkeyForm, limitsForm, webhooksForm(s.webhooks ?? [])];
+    const advanced = form({
+      title: 'Mail templates and providers (JSON)',
+      children: [
+        el('p', { class: 'hint' }, 'Edited as the API takes them: docs/email.md ("An app’s own templates") and docs/apps.md ("Providers the app defines"). A provider’s client secret reads {"set": true}; leave it so to keep it.'),
+        field({ label: 'Mail templates (email.templates)', name: 'email_templates', field: 'email.templates', type: 'textarea', rows: 8, value: JSON.stringify(s.email?.templates ?? {}, null, 2) }),
+        field({ label: 'Providers the app defines (oidc_providers)', name: 'oidc_providers', type: 'textarea', rows: 8, value: JSON.stringify(s.oidc_providers ?? [], null, 2) }),
+      ],
+      onsubmit: (node) => {
+        const parsed = {};
+        const problems = [];
+        for (const [name, apiField] of [['email_templates', 'email.templates'], ['oidc_providers', 'oidc_providers']]) {
+          try { parsed[name] = JSON.parse(value(node, name).value); } catch (error) { problems.push({ field: apiField, message: `Not JSON: ${error.message}` }); }
+        }
+        if (problems.length) throw { fields: problems };
+        return save({ email: { templates: parsed.email_templates }, oidc_providers: parsed.oidc_providers }, 'Templates and providers');
+      },
+    });
+    advanced.id = 'settings-advanced';
+
+    return [general, appleForm, googleForm, emailForm, mfaForm, passkeyForm, limitsForm, webhooksForm(s.webhooks ?? []), advanced];
   }
 
   /** The webhooks: each hook's URL, events and secret (kept, or a new one made in the browser and shown once). */

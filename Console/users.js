@@ -153,6 +153,28 @@ export async function userPage(id) {
       el('button', { type: 'button', class: 'danger', id: 'delete-user', onclick: () => { confirmDelete.hidden = false; confirmDelete.querySelector('#delete-confirm').focus(); } }, 'Delete the account…')),
     confirmDelete);
 
+  const json = (value) => JSON.stringify(value ?? {}, null, 2);
+  const customData = form({
+    title: 'Custom data',
+    children: [
+      el('p', { class: 'hint' }, 'app_metadata is the app’s (the user cannot change it); user_metadata the user’s own (docs/admin.md, "Custom data").'),
+      field({ label: 'Display name', name: 'display_name', value: user.display_name ?? '' }),
+      field({ label: 'app_metadata (JSON)', name: 'app_metadata', type: 'textarea', rows: 4, value: json(user.app_metadata) }),
+      field({ label: 'user_metadata (JSON)', name: 'user_metadata', type: 'textarea', rows: 4, value: json(user.user_metadata) }),
+    ],
+    onsubmit: async (node) => {
+      const body = { display_name: node.querySelector('[name="display_name"]').value.trim() || null };
+      const problems = [];
+      for (const name of ['app_metadata', 'user_metadata']) {
+        try { body[name] = JSON.parse(node.querySelector(`[name="${name}"]`).value); } catch (error) { problems.push({ field: name, message: `Not JSON: ${error.message}` }); }
+      }
+      if (problems.length) throw { fields: problems };
+      await call('PATCH', `/v1/admin/users/${encodeURIComponent(user.id)}`, { body });
+      await refresh('The custom data is saved.');
+    },
+  });
+  customData.id = 'user-custom-data';
+
   return [
     el('p', {}, el('a', { href: '#/users' }, '← All users')),
     el('h1', {}, user.email ?? user.id),
@@ -172,6 +194,7 @@ export async function userPage(id) {
     ], user.factors ?? [], 'No second factor.'),
     actions,
     banForm,
+    customData,
     el('h2', {}, 'Recent events'),
     el('p', { class: 'hint' }, 'Sign-ins and sessions (started, refreshed, ended) appear here; the admin API lists no open sessions of its own.'),
     table('The user’s recent events, newest first', [

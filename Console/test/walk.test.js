@@ -74,6 +74,16 @@ test('the console walk: operator, then the app\'s admin', async () => {
   await tab.waitFor("document.querySelector('input[name=token]')", 'the sign-in form');
   await checkpoint(tab, '01-sign-in.png');
 
+  // From the keyboard alone: Tab goes from the skip link through the role, the key and the button.
+  await tab.evaluate('document.activeElement.blur()');
+  const order = [];
+  for (let i = 0; i < 4; i++) {
+    await tab.press('Tab');
+    order.push(await tab.evaluate("document.activeElement.id || document.activeElement.name || document.activeElement.textContent.trim()"));
+  }
+  assert.deepEqual(order.slice(0, 2), ['Skip to content', 'role-tenant'], order.join());
+  assert.ok(order.includes('token') || order.some((o) => /^token-/.test(o)), `the key field in the tab order: ${order}`);
+
   // A wrong token is refused in place, by the field.
   await tab.check('#role-operator');
   await tab.type('input[name=token]', 'not-the-platform-token-at-all-0000000');
@@ -161,10 +171,12 @@ test('the console walk: operator, then the app\'s admin', async () => {
 
   // Google.
   await tab.type('#settings-google [name=google_client_ids]', '1234-walk.apps.googleusercontent.com');
+  await tab.type('#settings-google [name=firebase_project_id]', 'walk-project');
   await tab.activate('#settings-google button[type=submit]');
   await tab.waitFor(announced('Google settings saved.'), 'Google saved');
   settings = (await server.admin('GET', '/v1/admin/app', undefined, secretKey)).data;
   assert.deepEqual(settings.google.client_ids, ['1234-walk.apps.googleusercontent.com']);
+  assert.equal(settings.firebase.project_id, 'walk-project');
 
   // SMTP: an http URL is refused in place; then the sink, with a user name and password.
   await tab.type('#settings-email [name=smtp_url]', 'http://mail.example.com');
@@ -228,6 +240,15 @@ test('the console walk: operator, then the app\'s admin', async () => {
   // The confirmation of a deletion is not on screen until asked for.
   assert.equal(await tab.evaluate("document.getElementById('delete-confirm').getClientRects().length"), 0);
   await checkpoint(tab, '08-user.png');
+
+  // Custom data: JSON that does not parse is refused in place; then saved.
+  await tab.type('#user-custom-data [name=app_metadata]', '{"plan": ');
+  await tab.activate('#user-custom-data button[type=submit]');
+  await tab.waitFor("document.querySelector('#user-custom-data [name=app_metadata]').getAttribute('aria-invalid') === 'true'", 'the JSON error');
+  await tab.type('#user-custom-data [name=app_metadata]', '{"plan": "pro"}');
+  await tab.activate('#user-custom-data button[type=submit]');
+  await tab.waitFor(announced('The custom data is saved.'), 'custom data saved');
+  assert.deepEqual((await server.admin('GET', `/v1/admin/users/${userID}`, undefined, secretKey)).data.app_metadata, { plan: 'pro' });
 
   // Ban: sign-ins are refused; lift: they work again.
   await tab.type('#user-ban [name=sanction_code]', 'spam');
