@@ -88,6 +88,64 @@ export async function settingsPage() {
     });
     general.id = 'settings-general';
 
+    const accounts = form({
+      title: 'Accounts and sessions',
+      children: [
+        el('div', { class: 'grid2' },
+          field({ label: 'Recent sign-in window (seconds)', name: 'recent_login_seconds', value: String(s.recent_login_seconds ?? ''), inputmode: 'numeric', hint: '1 to 86400: how recent a sign-in sensitive changes need.' }),
+          field({ label: 'Session idle timeout (seconds)', name: 'refresh_token_idle_seconds', value: s.refresh_token_idle_seconds == null ? '' : String(s.refresh_token_idle_seconds), inputmode: 'numeric', hint: 'Empty: none; else 300 to 31622400.' }),
+          field({ label: 'Deletion grace (days)', name: 'deletion_grace_days', value: String(s.deletion_grace_days ?? ''), inputmode: 'numeric', hint: '0 to 365: how long a user’s own deletion can be undone by signing in.' }),
+          field({ label: 'Anonymous accounts live (days)', name: 'anonymous_ttl_days', value: String(s.anonymous_ttl_days ?? ''), inputmode: 'numeric', hint: '1 to 3650 since last seen.' })),
+        field({ label: 'Same email from another provider', name: 'email_collision', type: 'select', value: s.email_collision, options: [
+          { value: 'reject', label: 'Refuse (reject)' }, { value: 'separate', label: 'A separate account (separate)' },
+        ] }),
+        field({ label: 'Refresh token cookie', name: 'refresh_cookie', type: 'select', value: String(s.refresh_cookie), options: [
+          { value: 'false', label: 'No cookie: in the body only' }, { value: 'true', label: 'In the body and a cookie' }, { value: 'only', label: 'In the cookie only' },
+        ] }),
+        field({ label: 'Require PKCE in the web flow', name: 'require_pkce', type: 'checkbox', value: s.require_pkce }),
+        field({ label: 'Allow exports with password hashes', name: 'allow_hash_export', type: 'checkbox', value: s.allow_hash_export, hint: 'For a move only; turn it off after.' }),
+      ],
+      onsubmit: (node) => {
+        const idle = value(node, 'refresh_token_idle_seconds').value.trim();
+        const cookie = value(node, 'refresh_cookie').value;
+        return save({
+          recent_login_seconds: integer(value(node, 'recent_login_seconds').value),
+          refresh_token_idle_seconds: idle === '' ? null : integer(idle),
+          deletion_grace_days: integer(value(node, 'deletion_grace_days').value),
+          anonymous_ttl_days: integer(value(node, 'anonymous_ttl_days').value),
+          email_collision: value(node, 'email_collision').value,
+          refresh_cookie: cookie === 'only' ? 'only' : cookie === 'true',
+          require_pkce: value(node, 'require_pkce').checked,
+          allow_hash_export: value(node, 'allow_hash_export').checked,
+        }, 'Account settings');
+      },
+    });
+    accounts.id = 'settings-accounts';
+
+    const files = s.files ?? {};
+    const PHOTO_TYPES = ['image/jpeg', 'image/png', 'image/webp', 'image/gif'];
+    const filesForm = form({
+      title: 'Files',
+      children: [
+        el('div', { class: 'grid2' },
+          field({ label: 'Largest file (bytes)', name: 'files_max_bytes', field: 'files.max_bytes', value: String(files.max_bytes ?? ''), inputmode: 'numeric', hint: '1024 to 104857600.' }),
+          field({ label: 'Files per user', name: 'files_max_files_per_user', field: 'files.max_files_per_user', value: String(files.max_files_per_user ?? ''), inputmode: 'numeric' }),
+          field({ label: 'Bytes per user', name: 'files_max_bytes_per_user', field: 'files.max_bytes_per_user', value: String(files.max_bytes_per_user ?? ''), inputmode: 'numeric' })),
+        el('fieldset', {}, el('legend', {}, 'Photo types'),
+          PHOTO_TYPES.map((type) => field({ label: type, name: `photo_${type}`, field: 'files.photo_types', type: 'checkbox', value: (files.photo_types ?? []).includes(type) }))),
+        el('fieldset', {}, el('legend', {}, 'Types a public file may have'),
+          PHOTO_TYPES.map((type) => field({ label: type, name: `public_${type}`, field: 'files.public_types', type: 'checkbox', value: (files.public_types ?? []).includes(type) }))),
+      ],
+      onsubmit: (node) => save({ files: {
+        max_bytes: integer(value(node, 'files_max_bytes').value),
+        max_files_per_user: integer(value(node, 'files_max_files_per_user').value),
+        max_bytes_per_user: integer(value(node, 'files_max_bytes_per_user').value),
+        photo_types: PHOTO_TYPES.filter((type) => value(node, `photo_${type}`).checked),
+        public_types: PHOTO_TYPES.filter((type) => value(node, `public_${type}`).checked),
+      } }, 'File settings'),
+    });
+    filesForm.id = 'settings-files';
+
     const apple = s.apple ?? {};
     const appleForm = form({
       title: 'Sign in with Apple',
@@ -221,7 +279,7 @@ export async function settingsPage() {
     });
     advanced.id = 'settings-advanced';
 
-    return [general, appleForm, googleForm, emailForm, mfaForm, passkeyForm, limitsForm, webhooksForm(s.webhooks ?? []), advanced];
+    return [general, accounts, appleForm, googleForm, emailForm, mfaForm, passkeyForm, limitsForm, filesForm, webhooksForm(s.webhooks ?? []), advanced];
   }
 
   /** The webhooks: each hook's URL, events and secret (kept, or a new one made in the browser and shown once). */

@@ -142,6 +142,40 @@ test('the console walk: operator, then the app\'s admin', async () => {
   await tab.waitFor(onPage('settings'), 'the settings page');
   await checkpoint(tab, '04-settings.png');
 
+  // Every settings form saved as loaded changes nothing: the forms carry each value back as it was.
+  const unchanged = (await server.admin('GET', '/v1/admin/app', undefined, secretKey)).data;
+  const formIDs = await tab.evaluate("[...document.querySelectorAll('main form')].map((f) => f.id)");
+  assert.deepEqual(formIDs, ['settings-general', 'settings-accounts', 'settings-apple', 'settings-google', 'settings-email', 'settings-mfa',
+    'settings-passkeys', 'settings-limits', 'settings-files', 'settings-webhooks', 'settings-advanced']);
+  for (const id of formIDs) {
+    await tab.evaluate("document.getElementById('status').textContent = ''");
+    await tab.activate(`#${id} button[type=submit]`);
+    await tab.waitFor(`document.getElementById('status').textContent.endsWith('saved.') || document.querySelector('#${id} .alert')?.textContent`, `${id} saved`);
+    assert.equal(await tab.evaluate(`document.querySelector('#${id} .alert').textContent`), '', `${id}: no error`);
+  }
+  const { updated_at: _before, ...was } = unchanged;
+  const { updated_at: _after, ...is } = (await server.admin('GET', '/v1/admin/app', undefined, secretKey)).data;
+  assert.deepEqual(is, was);
+
+  // Accounts: a grace period out of range refused in place; then saved, with separate accounts on an email collision.
+  await tab.type('#settings-accounts [name=deletion_grace_days]', '400');
+  await tab.activate('#settings-accounts button[type=submit]');
+  await tab.waitFor("document.querySelector('#settings-accounts [name=deletion_grace_days]').getAttribute('aria-invalid') === 'true'", 'the grace error');
+  await tab.type('#settings-accounts [name=deletion_grace_days]', '7');
+  await tab.evaluate("document.querySelector('#settings-accounts [name=email_collision]').value = 'separate'");
+  await tab.activate('#settings-accounts button[type=submit]');
+  await tab.waitFor(announced('Account settings saved.'), 'accounts saved');
+  let saved = (await server.admin('GET', '/v1/admin/app', undefined, secretKey)).data;
+  assert.equal(saved.deletion_grace_days, 7);
+  assert.equal(saved.email_collision, 'separate');
+
+  // Files: no GIF for public files.
+  await tab.check('#settings-files [name="public_image/gif"]', false);
+  await tab.activate('#settings-files button[type=submit]');
+  await tab.waitFor(announced('File settings saved.'), 'files saved');
+  saved = (await server.admin('GET', '/v1/admin/app', undefined, secretKey)).data;
+  assert.deepEqual(saved.files.public_types, ['image/jpeg', 'image/png', 'image/webp']);
+
   // Apple: a wrong team id is refused by the server and shown beside its field; nothing is saved.
   const p8 = makeP8(scratch);
   await tab.type('#settings-apple [name=apple_team_id]', 'abc');
