@@ -92,10 +92,11 @@ function exportSection() {
 export async function userPage(id) {
   const { data: user } = await call('GET', `/v1/admin/users/${encodeURIComponent(id)}`);
   const { data: events } = await call('GET', '/v1/admin/events', { query: { user_id: user.id, limit: 20 } });
+  // The page is drawn anew before the change is announced: what is announced is on screen.
   const refresh = async (message) => {
-    announce(message);
     const main = document.getElementById('main');
     main.replaceChildren(...await userPage(id));
+    announce(message);
   };
 
   const facts = el('dl', { class: 'facts' },
