@@ -58,8 +58,15 @@ let package = Package(
         .target(
             name: "GatehouseMail", dependencies: ["GatehouseCore", "GatehouseCrypto", "GatehouseOutbound", "CCurl"],
             resources: [.copy("Templates")], swiftSettings: strict),
+        // The web console's HTML, CSS and JavaScript modules (docs/console.md), compiled into the
+        // executable: a fixed table of files, nothing read from disk at run time.
+        .target(
+            name: "GatehouseConsole", path: "Console", exclude: ["test"],
+            resources: ["index.html", "console.css", "console.js", "api.js", "ui.js", "settings.js", "users.js", "activity.js", "platform.js"].map {
+                .embedInCode($0)
+            }, swiftSettings: strict),
         // The HTTP API: thin handlers over the domain; no driver, no outbound client.
-        .target(name: "GatehouseAPI", dependencies: ["GatehouseCore", "GatehouseCrypto", "GatehouseHTTP"], swiftSettings: strict),
+        .target(name: "GatehouseAPI", dependencies: ["GatehouseCore", "GatehouseCrypto", "GatehouseHTTP", "GatehouseConsole"], swiftSettings: strict),
         // The composition root: builds the whole application from its configuration (drivers, stores,
         // providers, mail, outbox, API), with its logs, metrics and backup.
         .target(

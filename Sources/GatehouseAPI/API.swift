@@ -62,8 +62,9 @@ public enum API {
         }
     }
 
-    /// Every operation of the API.
-    public static func routes(_ services: Services) -> Routes {
+    /// Every operation of the API, and the web console's files unless `console` is false
+    /// (`GATEHOUSE_CONSOLE=off`).
+    public static func routes(_ services: Services, console: Bool = true) -> Routes {
         let s = services
         let auth = Authenticator(directory: s.directory, apps: s.apps, tokens: s.tokens)
         var routes = Routes()
@@ -88,6 +89,7 @@ public enum API {
         FilesController(auth: auth, files: s.files).register(&routes)
         PasskeyController(auth: auth, passkeys: s.passkeys, mfa: s.mfa, sessions: s.sessions, sessionResponses: authController).register(&routes)
         AppleNotificationsController(directory: s.directory, notifications: s.appleNotifications).register(&routes)
+        if console { ConsoleController().register(&routes) }
         return routes
     }
 

@@ -71,6 +71,27 @@ struct ConfigurationTests {
         }
     }
 
+    /// The web console is on unless `GATEHOUSE_CONSOLE=off`; off, its routes are not in the table
+    /// (docs/console.md; Console/test checks the answers).
+    @Test
+    func theConsoleIsOnUnlessTurnedOff() throws {
+        #expect(try Configuration.fromEnvironment([:]).console)
+        #expect(try Configuration.fromEnvironment(["GATEHOUSE_CONSOLE": "on"]).console)
+        #expect(try !Configuration.fromEnvironment(["GATEHOUSE_CONSOLE": "off"]).console)
+        for wrong in ["true", "0", "OFF", "no"] {
+            #expect(throws: ConfigurationError.self, "\(wrong)") { try Configuration.fromEnvironment(["GATEHOUSE_CONSOLE": wrong]) }
+        }
+        let off = try TestServer(.sqlite) { $0.console = false }
+        defer { off.stop() }
+        #expect(!off.gatehouse.operations.contains { $0.pattern.hasPrefix("/console") })
+        #expect(try off.request("GET", "/console/").status == 404)
+        let on = try TestServer(.sqlite)
+        defer { on.stop() }
+        let page = try on.request("GET", "/console/")
+        #expect(page.status == 200)
+        #expect(page.header("Content-Security-Policy")?.contains("script-src 'self'") == true)
+    }
+
     /// The default mailer prints codes to the log: warned about always, and behind an https
     /// address refused unless asked for by name.
     @Test

@@ -116,6 +116,8 @@ public struct Configuration: Sendable {
     public var uploadMinimumBytesPerSecond = 16 * 1024
     /// `json` (default) or `off`: one line per request on standard output.
     public var accessLog = true
+    /// `GATEHOUSE_CONSOLE`: `on` (default) serves the web console at `/console/`; `off` removes its routes.
+    public var console = true
     /// `GATEHOUSE_LOG_LEVEL`: the least severe line written besides the access log (`info` by default).
     public var logLevel = LogLevel.info
     /// argon2id cost; OWASP's m=19456 KiB, t=2, p=1 by default. Stored hashes carry their own

@@ -31,8 +31,15 @@ extension Configuration {
         e.problems += uploads.problems
     }
 
-    /// `GATEHOUSE_ACCESS_LOG` and `GATEHOUSE_LOG_LEVEL`.
+    /// `GATEHOUSE_ACCESS_LOG`, `GATEHOUSE_LOG_LEVEL` and `GATEHOUSE_CONSOLE`.
     mutating func readLogging(_ e: inout EnvironmentReader) {
+        if let console = e.value("GATEHOUSE_CONSOLE") {
+            switch console {
+            case "on": self.console = true
+            case "off": self.console = false
+            default: e.problems.append("GATEHOUSE_CONSOLE must be on or off.")
+            }
+        }
         if let log = e.value("GATEHOUSE_ACCESS_LOG") {
             switch log {
             case "json": accessLog = true
