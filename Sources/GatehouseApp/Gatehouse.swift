@@ -368,7 +368,8 @@ public final class Gatehouse: Sendable {
             // database hangs, requests do not pile up on the HTTP threads behind it.
             return try PostgresDatabase(
                 url: url, poolSize: configuration.databasePoolSizeResolved, acquireTimeout: 3,
-                connectTimeoutSeconds: configuration.databaseConnectTimeoutSeconds, statementTimeoutMillis: configuration.databaseStatementTimeoutMillis)
+                connectTimeoutSeconds: configuration.databaseConnectTimeoutSeconds, statementTimeoutMillis: configuration.databaseStatementTimeoutMillis,
+                transactionPooling: configuration.databasePooler == .transaction)
         }
     }
 

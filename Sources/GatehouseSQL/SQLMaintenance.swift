@@ -1,11 +1,11 @@
+import Foundation
 import GatehouseCore
 import Synchronization
 
 extension SQLStore: MaintenanceStore {
-    /// The first half of the session-level advisory lock that makes a maintenance round the
-    /// cluster's only one; the second is `hashtext(current_schema())`, so that installations in
-    /// two schemas of one database (the tests' do) do not take each other's turns.
-    public static let maintenanceLockClass: Int64 = 0x4D61_696E  // "Main"
+    /// How long a round's turn lasts without being renewed; each batch renews it (ADR 0034).
+    /// A node that dies mid-round holds the turn at most this long.
+    public static let maintenanceLeaseMillis: Int64 = 60_000
 
     public func exclusively<T>(_ round: (any MaintenanceRound) throws -> T) throws -> T? {
         // One round per process whatever the database (a test may run one beside the jobs thread).
@@ -14,22 +14,16 @@ extension SQLStore: MaintenanceStore {
         switch database.dialect {
         case .sqlite:
             // One process serves an SQLite file: its own guard above is the cluster's.
-            return try round(SQLMaintenanceRound(database: database, lockHolder: nil))
+            return try round(SQLMaintenanceRound(database: database, lease: nil))
         case .postgres:
-            // A session-level lock on one pooled connection, held for the whole round and released
-            // before the connection goes back to the pool; the round's statements run on that
-            // connection, each in its own (autocommit) transaction, so no row lock outlives its
-            // batch. Were the connection lost, PostgreSQL drops the lock with the session. A
-            // transaction-level lock per batch would let two nodes interleave their batches.
-            return try database.withConnection { connection in
-                let lock: SQL = "pg_try_advisory_lock(CAST(\(Self.maintenanceLockClass) AS INTEGER), hashtext(current_schema()))"
-                guard try connection.query("SELECT CASE WHEN \(lock) THEN 1 ELSE 0 END AS locked").first?.bool("locked") == true
-                else { return nil }
-                // All, not one: a lock left by a round whose unlock failed would otherwise stay on
-                // this pooled connection (session locks stack) and keep every node out for good.
-                defer { _ = try? connection.query("SELECT 1 AS released FROM (SELECT pg_advisory_unlock_all()) AS unlocked") }
-                return try round(SQLMaintenanceRound(database: database, lockHolder: connection))
-            }
+            // The turn is a row (the lock as data), not a session's advisory lock: through a
+            // transaction pooler the statements of a round may each run on another server
+            // connection, so nothing may outlive a transaction (ADR 0034). Taken when free or run
+            // out, renewed before each batch, given back at the end.
+            let lease = MaintenanceLease(database: database, holder: UUID().uuidString)
+            guard try lease.take() else { return nil }
+            defer { lease.giveBack() }
+            return try round(SQLMaintenanceRound(database: database, lease: lease))
         }
     }
 
@@ -99,15 +93,67 @@ extension SQLStore: MaintenanceStore {
     }
 }
 
-/// A maintenance round's access to the database: on PostgreSQL the connection that holds the
-/// advisory lock; on SQLite short `BEGIN IMMEDIATE` transactions that queue with other writers.
+/// The maintenance round's turn on PostgreSQL: the one row of `maintenance_lease` (migration 0028),
+/// its holder and when its lease runs out, in the database's clock (the nodes' clocks may differ).
+struct MaintenanceLease {
+    let database: any SQLDatabase
+    /// This round's own name, random.
+    let holder: String
+    static let name = "maintenance"
+
+    /// The round lost its turn: its lease ran out (a batch or a pause outlasted
+    /// ``SQLStore/maintenanceLeaseMillis``) and another node took it.
+    struct Lost: Error, CustomStringConvertible {
+        var description: String { "the maintenance round's lease ran out and another node took it" }
+    }
+
+    private static let now: SQL = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
+
+    /// Takes the turn if no one holds it or its holder's lease has run out; one statement, so two
+    /// nodes trying at once cannot both succeed (the second waits for the first's row and finds
+    /// it held).
+    func take() throws -> Bool {
+        let rows = try database.query("""
+            INSERT INTO maintenance_lease (name, holder, expires_at) VALUES (\(Self.name), \(holder), \(Self.now) + \(SQLStore.maintenanceLeaseMillis))
+            ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+            WHERE maintenance_lease.expires_at <= \(Self.now)
+            RETURNING holder
+            """)
+        return rows.count == 1
+    }
+
+    /// Extends the lease before a batch; throws ``Lost`` when the turn is no longer this round's.
+    func renew() throws {
+        let renewed = try database.execute("""
+            UPDATE maintenance_lease SET expires_at = \(Self.now) + \(SQLStore.maintenanceLeaseMillis)
+            WHERE name = \(Self.name) AND holder = \(holder) AND expires_at > \(Self.now)
+            """)
+        guard renewed == 1 else { throw Lost() }
+    }
+
+    /// Ends the turn now rather than at the lease's end; a failure leaves the lease to run out.
+    func giveBack() {
+        _ = try? database.execute("DELETE FROM maintenance_lease WHERE name = \(Self.name) AND holder = \(holder)")
+    }
+}
+
+/// A maintenance round's access to the database: on PostgreSQL autocommit batches, each after
+/// renewing the round's lease; on SQLite short `BEGIN IMMEDIATE` transactions that queue with other writers.
 struct SQLMaintenanceRound: MaintenanceRound {
     let database: any SQLDatabase
-    let lockHolder: (any SQLConnection)?
+    let lease: MaintenanceLease?
 
     func delete(_ task: MaintenanceTask, in window: MaintenanceWindow, limit: Int) throws -> Int {
         let statement = SQLStore.maintenanceStatement(task, in: window, limit: limit, dialect: database.dialect)
-        if let lockHolder { return try lockHolder.execute(statement) }
+        if let lease {
+            // Each its own transaction, so no row lock outlives its batch. Renewed first: a batch
+            // runs within the statement timeout, far inside the lease. Were a lease to run out
+            // under a stalled batch, the next node's batches would overlap this one's harmlessly
+            // (each deletes due rows; two deleting one row wait for each other), and this round
+            // stops at its next renewal.
+            try lease.renew()
+            return try database.execute(statement)
+        }
         return try database.transaction { db in try db.execute(statement) }
     }
 

@@ -18,6 +18,14 @@ final class PostgresConnection: PooledConnection, SQLConnection {
     /// statement's text may vary (optional clauses); past the bound statements run unprepared.
     private var prepared: [PreparedKey: String] = [:]
     static let maxPrepared = 256
+    /// False behind a transaction pooler: a named statement prepared in one transaction may be
+    /// gone in the next, which another server connection runs (ADR 0034). Every statement is then
+    /// unnamed (parse, bind and execute in one round trip, as `PQexecParams` sends them).
+    private let preparesStatements: Bool
+    /// What opens a transaction: `BEGIN`, and behind a transaction pooler the statement timeout
+    /// for that transaction too (`SET LOCAL`, in the same round trip), since a session setting
+    /// would stay with whichever server connection ran it.
+    let begin: String
 
     private struct PreparedKey: Hashable {
         let text: String
@@ -40,8 +48,16 @@ final class PostgresConnection: PooledConnection, SQLConnection {
     /// `connectTimeoutSeconds`; TCP keepalives and `tcp_user_timeout` notice a server that vanished
     /// (no RST: a partition, a dead host) within about 15 s instead of the kernel's 2 hours; every
     /// statement is cancelled by the server after `statementTimeoutMillis` (0: never).
-    init(url: String, secret: Secret, connectTimeoutSeconds: Int = 5, statementTimeoutMillis: Int = 0) throws(SQLError) {
+    ///
+    /// `transactionPooling`: the connection goes to a pooler that lends a server connection for one
+    /// transaction (PgBouncer's `pool_mode = transaction`), so it keeps no session state: no named
+    /// prepared statements, and the statement timeout is set in each transaction (`begin`)
+    /// instead of once for the session; statements outside a transaction run under the server's
+    /// own setting (the role's, docs/operations.md).
+    init(url: String, secret: Secret, connectTimeoutSeconds: Int = 5, statementTimeoutMillis: Int = 0, transactionPooling: Bool = false) throws(SQLError) {
         self.secret = secret
+        preparesStatements = !transactionPooling
+        begin = transactionPooling && statementTimeoutMillis > 0 ? "BEGIN; SET LOCAL statement_timeout = \(statementTimeoutMillis)" : "BEGIN"
         // Later entries win; the URL comes last so its own settings, if any, are kept.
         let keywords = [
             "application_name", "client_encoding", "connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval",
@@ -62,7 +78,7 @@ final class PostgresConnection: PooledConnection, SQLConnection {
         // libpq prints NOTICEs ("drop cascades to …") to stderr by default; a server's log is not the place.
         PQsetNoticeProcessor(connection, ignoreNotice, nil)
         handle = connection
-        if statementTimeoutMillis > 0 {
+        if statementTimeoutMillis > 0, !transactionPooling {
             // A session setting, not a startup option: poolers such as PgBouncer refuse `options`.
             let result = PQexec(connection, "SET statement_timeout = \(statementTimeoutMillis)")
             defer { PQclear(result) }
@@ -179,10 +195,10 @@ final class PostgresConnection: PooledConnection, SQLConnection {
     }
 
     /// The name of the prepared statement for `key`, preparing it first if needed; `nil` once the
-    /// connection holds ``maxPrepared`` statements.
+    /// connection holds ``maxPrepared`` statements, and always behind a transaction pooler.
     private func preparedName(for key: PreparedKey) throws(SQLError) -> String? {
         if let name = prepared[key] { return name }
-        guard prepared.count < Self.maxPrepared else { return nil }
+        guard preparesStatements, prepared.count < Self.maxPrepared else { return nil }
         let name = key.name
         var result = PQprepare(handle, name, key.text, Int32(key.types.count), key.types)
         if let existing = result, PQresultStatus(existing) == PGRES_FATAL_ERROR, error(from: existing).state == "42P05" {

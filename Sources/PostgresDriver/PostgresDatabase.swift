@@ -17,14 +17,22 @@ public final class PostgresDatabase: SQLDatabase {
     /// libpq `key=value` string), then pools up to `poolSize` connections. A connection attempt
     /// gives up after `connectTimeoutSeconds`; every statement is cancelled after
     /// `statementTimeoutMillis` (0: never), and fails as ``SQLError/Kind/busy``.
+    /// `transactionPooling`: `url` names a pooler that lends a server connection per transaction
+    /// (PgBouncer's `pool_mode = transaction`); see ``PostgresConnection`` for what changes.
     public init(
-        url: String, poolSize: Int = 16, acquireTimeout: TimeInterval = 10, connectTimeoutSeconds: Int = 5, statementTimeoutMillis: Int = 0
+        url: String, poolSize: Int = 16, acquireTimeout: TimeInterval = 10, connectTimeoutSeconds: Int = 5, statementTimeoutMillis: Int = 0,
+        transactionPooling: Bool = false
     ) throws(SQLError) {
         let secret = Secret(url: url)
         pool = ConnectionPool(capacity: poolSize, acquireTimeout: acquireTimeout) { () throws(SQLError) in
-            try PostgresConnection(url: url, secret: secret, connectTimeoutSeconds: connectTimeoutSeconds, statementTimeoutMillis: statementTimeoutMillis)
+            try PostgresConnection(
+                url: url, secret: secret, connectTimeoutSeconds: connectTimeoutSeconds, statementTimeoutMillis: statementTimeoutMillis,
+                transactionPooling: transactionPooling)
         }
-        pool.adopt(try PostgresConnection(url: url, secret: secret, connectTimeoutSeconds: connectTimeoutSeconds, statementTimeoutMillis: statementTimeoutMillis))
+        pool.adopt(
+            try PostgresConnection(
+                url: url, secret: secret, connectTimeoutSeconds: connectTimeoutSeconds, statementTimeoutMillis: statementTimeoutMillis,
+                transactionPooling: transactionPooling))
     }
 
     /// Borrows a pooled connection (autocommit) for `body`.
@@ -37,7 +45,7 @@ public final class PostgresDatabase: SQLDatabase {
     /// PostgreSQL would silently turn that `COMMIT` into a rollback.
     public func transaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         try pool.withConnection { connection in
-            try connection.executeScript("BEGIN")
+            try connection.executeScript(connection.begin)
             let result: T
             do {
                 result = try body(connection)

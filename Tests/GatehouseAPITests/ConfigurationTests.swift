@@ -128,6 +128,21 @@ struct ConfigurationTests {
         }
     }
 
+    /// `GATEHOUSE_DATABASE_POOLER`: none by default, `transaction` with PostgreSQL only (ADR 0034).
+    @Test
+    func theDatabasePoolerIsNoneUnlessATransactionPoolerIsNamedForPostgreSQL() throws {
+        let postgres = ["GATEHOUSE_DATABASE_URL": "postgres://gatehouse@pgbouncer:6432/gatehouse", "GATEHOUSE_MASTER_KEY": String(repeating: "ab", count: 32)]
+        #expect(try Configuration.fromEnvironment(postgres).databasePooler == .none)
+        #expect(try Configuration.fromEnvironment(postgres.merging(["GATEHOUSE_DATABASE_POOLER": "transaction"]) { $1 }).databasePooler == .transaction)
+        #expect(try Configuration.fromEnvironment(postgres.merging(["GATEHOUSE_DATABASE_POOLER": "none"]) { $1 }).databasePooler == .none)
+        let session = #expect(throws: ConfigurationError.self) {
+            try Configuration.fromEnvironment(postgres.merging(["GATEHOUSE_DATABASE_POOLER": "session"]) { $1 })
+        }
+        #expect(session?.problems == ["GATEHOUSE_DATABASE_POOLER must be none or transaction."])
+        let sqlite = #expect(throws: ConfigurationError.self) { try Configuration.fromEnvironment(["GATEHOUSE_DATABASE_POOLER": "transaction"]) }
+        #expect(sqlite?.problems == ["GATEHOUSE_DATABASE_POOLER=transaction is only for PostgreSQL (a postgres:// GATEHOUSE_DATABASE_URL)."])
+    }
+
     @Test
     func theMaintenanceIntervalIsFiveMinutesAndRefusesNonsense() throws {
         #expect(try Configuration.fromEnvironment([:]).maintenanceIntervalSeconds == 300)

@@ -277,7 +277,7 @@ import Testing
     }
 
     /// Two nodes on one PostgreSQL: while one holds a round, the other's round does not run; once
-    /// it is over (its connection back in the pool), the other's does.
+    /// it is over (its lease given back, ADR 0034), the other's does.
     @Test func aRoundOnPostgreSQLExcludesEveryOtherNodesRound() throws {
         guard TestDatabase.kinds.contains(.postgres) else { return }
         try withDatabase(.postgres, poolSize: 1) { test in
@@ -292,7 +292,7 @@ import Testing
             #expect(whileHeld == .some(nil), "the other node ran a round while this one held the lock")
             #expect(try f.count("events", "created_at < \(Self.now - 400 * Self.day)") == 1)
 
-            // The lock is gone with the round, though its connection stays open in the pool.
+            // The turn is given back with the round.
             #expect(try otherNode.run(now: Self.now)?.deleted[.events] == 1)
             // And this node's next round takes it again (the other released it too).
             #expect(try f.maintenance().run(now: Self.now) != nil)

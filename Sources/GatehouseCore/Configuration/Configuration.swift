@@ -9,6 +9,18 @@ public struct Configuration: Sendable {
     }
 
     public var database: Database = .sqlite(path: "./data/gatehouse.db")
+
+    /// What stands between the nodes and PostgreSQL (`GATEHOUSE_DATABASE_POOLER`).
+    public enum DatabasePooler: String, Sendable, Equatable {
+        /// Each pooled connection is a PostgreSQL session of its own (no pooler, or one in session mode).
+        case none
+        /// A pooler that lends a server connection for one transaction (PgBouncer's
+        /// `pool_mode = transaction`): Gatehouse keeps no session state (ADR 0034).
+        case transaction
+    }
+
+    /// `none` unless `GATEHOUSE_DATABASE_POOLER=transaction` says a transaction pooler is in front.
+    public var databasePooler: DatabasePooler = .none
     /// Where file contents live (ADR 0013): `GATEHOUSE_BLOB_STORE=database` (default) or
     /// `filesystem` in `GATEHOUSE_BLOB_DIRECTORY` (default `<data folder>/blobs` with SQLite;
     /// required with PostgreSQL), or `s3`: an S3-compatible bucket (`GATEHOUSE_S3_*`).

@@ -15,6 +15,16 @@ extension Configuration {
                 e.problems.append("GATEHOUSE_DATABASE_URL must start with sqlite:// or postgres://.")
             }
         }
+        if let pooler = e.value("GATEHOUSE_DATABASE_POOLER") {
+            if let value = DatabasePooler(rawValue: pooler) {
+                databasePooler = value
+                if value != .none, case .sqlite = database {
+                    e.problems.append("GATEHOUSE_DATABASE_POOLER=\(pooler) is only for PostgreSQL (a postgres:// GATEHOUSE_DATABASE_URL).")
+                }
+            } else {
+                e.problems.append("GATEHOUSE_DATABASE_POOLER must be none or transaction.")
+            }
+        }
 
         let blobDirectory = e.value("GATEHOUSE_BLOB_DIRECTORY")
         switch e.value("GATEHOUSE_BLOB_STORE") ?? "database" {

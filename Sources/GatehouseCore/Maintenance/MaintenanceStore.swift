@@ -52,9 +52,9 @@ public struct MaintenanceWindow: Sendable, Equatable {
 
 /// The persistence of the maintenance job, not scoped to an app (it tidies every app's rows).
 public protocol MaintenanceStore: Sendable {
-    /// Runs `round` as the cluster's only maintenance round (PostgreSQL: a session-level advisory
-    /// lock on one connection, held for the round; SQLite: one process owns the file), or returns
-    /// nil without running it when another node's round holds the lock.
+    /// Runs `round` as the cluster's only maintenance round (PostgreSQL: a lease row, taken for
+    /// the round and renewed before each batch, ADR 0034; SQLite: one process owns the file), or
+    /// returns nil without running it when another node's round holds the turn.
     func exclusively<T>(_ round: (any MaintenanceRound) throws -> T) throws -> T?
 }
 
