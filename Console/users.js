@@ -92,6 +92,7 @@ function exportSection() {
 export async function userPage(id) {
   const { data: user } = await call('GET', `/v1/admin/users/${encodeURIComponent(id)}`);
   const { data: events } = await call('GET', '/v1/admin/events', { query: { user_id: user.id, limit: 20 } });
+  const { data: sessions } = await call('GET', `/v1/admin/users/${encodeURIComponent(user.id)}/sessions`, { query: { limit: 50 } });
   // The page is drawn anew before the change is announced: what is announced is on screen.
   const refresh = async (message) => {
     const main = document.getElementById('main');
@@ -196,8 +197,13 @@ export async function userPage(id) {
     actions,
     banForm,
     customData,
+    el('h2', {}, 'Sessions'),
+    table('The user’s signed-in devices', [
+      { label: 'Signed in', cell: (s) => when(s.created_at) }, { label: 'Last used', cell: (s) => when(s.last_used_at) },
+      { label: 'With', cell: (s) => el('code', {}, s.method) }, { label: 'IP', cell: (s) => s.ip ?? '—' },
+      { label: 'Device', cell: (s) => s.user_agent ?? '—' },
+    ], sessions, 'No open session.'),
     el('h2', {}, 'Recent events'),
-    el('p', { class: 'hint' }, 'Sign-ins and sessions (started, refreshed, ended) appear here; the admin API lists no open sessions of its own.'),
     table('The user’s recent events, newest first', [
       { label: 'When', cell: (e) => when(e.created_at) }, { label: 'Type', cell: (e) => el('code', {}, e.type) },
       { label: 'Session', cell: (e) => e.session_id ?? '—' }, { label: 'IP', cell: (e) => e.ip ?? '—' },

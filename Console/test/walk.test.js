@@ -271,6 +271,9 @@ test('the console walk: operator, then the app\'s admin', async () => {
   assert.equal(await tab.evaluate('location.hash'), `#/users/${userID}`);
   await tab.waitFor("[...document.querySelectorAll('main td code')].some((c) => c.textContent === 'user.signed_up')", 'the user\'s events');
   assert.deepEqual(await tab.evaluate("[...document.querySelectorAll('#user-identities li')].map((li) => li.textContent)"), ['password']);
+  // Their open session (the one the sign-up opened), from GET /v1/admin/users/{id}/sessions.
+  const sessionMethods = "[...[...document.querySelectorAll('main table')].find((t) => t.caption?.textContent === 'The user’s signed-in devices')?.querySelectorAll('td code') ?? []].map((c) => c.textContent)";
+  assert.deepEqual(await tab.evaluate(sessionMethods), ['password']);
   // The confirmation of a deletion is not on screen until asked for.
   assert.equal(await tab.evaluate("document.getElementById('delete-confirm').getClientRects().length"), 0);
   await checkpoint(tab, '08-user.png');

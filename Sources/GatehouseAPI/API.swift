@@ -73,7 +73,8 @@ public enum API {
         AdminController(
             auth: auth, apps: s.apps, auditLog: AuditLog(store: s.store), users: AdminUsers(store: s.store, units: s.units, clock: s.clock),
             exports: s.userExport,
-            deletion: s.deletion, deadLetters: DeadLetters(store: s.store, units: s.units, clock: s.clock), mfa: s.mfa, userImport: s.userImport, clock: s.clock
+            deletion: s.deletion, deadLetters: DeadLetters(store: s.store, units: s.units, clock: s.clock), mfa: s.mfa, userImport: s.userImport,
+            sessions: s.sessions, clock: s.clock
         ).register(&routes)
         let authController = AuthController(
             auth: auth, passwords: s.passwords, sessions: s.sessions, providers: s.providerSignIn, emailFlows: s.emailFlows, passkeys: s.passkeys, anonymous: s.anonymous,

@@ -25,8 +25,15 @@ enum AccountJSON {
     }
 
     static func session(_ session: Session, current: SessionID) -> JSON {
+        var fields = adminSession(session).objectValue ?? [:]
+        fields["current"] = .bool(session.id == current)
+        return .object(fields)
+    }
+
+    /// A session as the admin sees it: the user's own view without `current`.
+    static func adminSession(_ session: Session) -> JSON {
         [
-            "id": .string(session.id.rawValue), "current": .bool(session.id == current), "method": .string(session.methodName),
+            "id": .string(session.id.rawValue), "method": .string(session.methodName),
             "created_at": .string(rfc3339(millis: session.createdAt)), "last_used_at": .string(rfc3339(millis: session.lastUsedAt)),
             "ip": .optional(session.ip), "user_agent": .optional(session.userAgent),
         ]

@@ -13,6 +13,7 @@ struct AdminController {
     let deadLetters: DeadLetters
     let mfa: MFAService
     let userImport: UserImport
+    let sessions: SessionService
     let clock: any Clock
 
     func register(_ routes: inout Routes) {
@@ -37,6 +38,7 @@ struct AdminController {
         routes.get("/v1/admin/users/{id}", user)
         routes.patch("/v1/admin/users/{id}", updateUser)
         routes.delete("/v1/admin/users/{id}", deleteUser)
+        routes.get("/v1/admin/users/{id}/sessions", userSessions)
         routes.delete("/v1/admin/users/{id}/sessions", endSessions)
         routes.post("/v1/admin/users/{id}/ban", ban)
         routes.delete("/v1/admin/users/{id}/ban", unban)
@@ -221,6 +223,15 @@ struct AdminController {
             if let date = formatter.date(from: text) { return Int64((date.timeIntervalSince1970 * 1000).rounded()) }
         }
         return nil
+    }
+
+    /// The user's live sessions, as their own `GET /v1/me/sessions` lists them (without `current`).
+    func userSessions(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminApp(request)
+        let page = try Page(request)
+        let (user, _) = try users.user(app: app, id: request.parameters["id"] ?? "")
+        let list = try sessions.sessions(app: app, user: user.id)
+        return HTTPResponse.json(page.response(list) { AccountJSON.adminSession($0) }).noStore()
     }
 
     func endSessions(_ request: Request) throws -> HTTPResponse {

@@ -85,7 +85,13 @@ struct AdminAPITests {
             #expect(try server.request(method, path, bearer: other.secretKey).status == 404, "another app's admin")
         }
         #expect(try server.request("GET", "/v1/admin/users/not-an-id", bearer: app.secretKey).status == 404)
+        // The user's live sessions, as their own list shows them (no `current`: the admin has none).
+        let listed = try server.request("GET", "/v1/admin/users/\(id)/sessions", bearer: app.secretKey)
+        #expect(listed.status == 200 && listed.data?.arrayValue?.count == 2, "\(listed.text)")
+        #expect(listed.data?.arrayValue?.allSatisfy { $0["method"] == "password" && $0["current"] == nil } == true)
+        #expect(try server.request("GET", "/v1/admin/users/\(id)/sessions", bearer: other.secretKey).status == 404)
         #expect(try server.request("DELETE", "/v1/admin/users/\(id)/sessions", bearer: app.secretKey).status == 204)
+        #expect(try server.request("GET", "/v1/admin/users/\(id)/sessions", bearer: app.secretKey).data?.arrayValue?.isEmpty == true)
         for session in [first, second.data ?? [:]] {
             #expect(try server.request("GET", "/v1/me", appKey: app.appKey, bearer: session["access_token"]?.stringValue).status == 401)
             #expect(try server.request("POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": session["refresh_token"] ?? .null]).status == 401)

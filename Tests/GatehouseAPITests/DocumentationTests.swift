@@ -284,6 +284,8 @@ struct DocumentationTests {
         try call("POST", "/v1/admin/users/{id}/ban", "/v1/admin/users/\(adaID)/ban", bearer: secret, json: ["sanction_code": "spam", "reason": "Spam"])
         try call("POST", "/v1/auth/signin", appKey: appKey, json: ["email": "ada@example.com", "password": "a new password"])
         try call("GET", "/v1/admin/users/{id}", "/v1/admin/users/\(adaID)", bearer: secret)
+        try call("GET", "/v1/admin/users/{id}/sessions", "/v1/admin/users/\(adaID)/sessions", bearer: secret)
+        try call("GET", "/v1/admin/users/{id}/sessions", "/v1/admin/users/usr_unknown/sessions", bearer: secret)
         try call("DELETE", "/v1/admin/users/{id}/sessions", "/v1/admin/users/usr_unknown/sessions", bearer: secret)
         try call("DELETE", "/v1/admin/users/{id}/sessions", "/v1/admin/users/\(adaID)/sessions", bearer: secret)
         try call("DELETE", "/v1/admin/users/{id}", "/v1/admin/users/usr_unknown", bearer: secret)

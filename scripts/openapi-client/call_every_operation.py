@@ -138,7 +138,7 @@ class Walk:
                                                   confirm_totp_enrolment, delete_me, delete_passkey, delete_photo, end_session, export_my_data, get_me, get_mfa,
                                                   link_apple, link_google, link_provider, list_identities, list_passkeys, list_sessions, passkey_creation_options,
                                                   patch_me, remove_totp_factor, rename_passkey, request_email_change, unlink_identity, upload_photo)
-        from gatehouse_client.api.admin import (ban_user, create_app, delete_user, disable_app, enable_app, end_user_sessions, export_users, get_app_settings,
+        from gatehouse_client.api.admin import (ban_user, create_app, delete_user, disable_app, enable_app, end_user_sessions, export_users, list_user_sessions, get_app_settings,
                                                 get_user, import_users, list_apps, update_user, list_dead_outbox_items, list_events, list_users, patch_app_settings, remove_user_factor, rotate_secret_key,
                                                 retry_outbox_item, rotate_signing_key, unban_user)
         from gatehouse_client.api.apps import get_app, get_authorization_server_metadata, get_discovery, get_jwks
@@ -381,6 +381,8 @@ class Walk:
                   body=m.AdminPatchUserRequest.from_dict({"app_metadata": {"plan": "pro"}, "display_name": "Ada"}))
         self.call("banUser", ban_user, 200, ada_id, client=self.tenant_admin(), body=m.BanRequest(sanction_code="spam", reason="Bulk messages"))
         self.call("unbanUser", unban_user, 200, ada_id, client=self.tenant_admin())
+        # (The ban above ended Ada's sessions: the list is empty; AdminAPITests checks its content.)
+        self.call("listUserSessions", list_user_sessions, 200, ada_id, client=self.tenant_admin())
         self.call("endUserSessions", end_user_sessions, 204, ada_id, client=self.tenant_admin())
         self.call("deleteUser", delete_user, 204, ada_id, client=self.tenant_admin())
 

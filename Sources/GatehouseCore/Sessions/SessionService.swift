@@ -199,8 +199,14 @@ public final class SessionService: Sendable {
     // MARK: - The user's sessions
 
     public func sessions(app: AppContext, claims: AccessClaims) throws -> [Session] {
+        try sessions(app: app, user: claims.userID)
+    }
+
+    /// The user's live sessions (not ended, not expired, used within the app's idle timeout), as
+    /// the user's own list shows them (`GET /v1/admin/users/{id}/sessions` too).
+    public func sessions(app: AppContext, user: UserID) throws -> [Session] {
         let now = clock.nowMillis()
-        return try store.app(app.id).sessions.activeSessions(claims.userID, now: now, usedSince: Self.usedSince(app, now: now))
+        return try store.app(app.id).sessions.activeSessions(user, now: now, usedSince: Self.usedSince(app, now: now))
     }
 
     /// The oldest last use of a live session: the app's idle timeout before `now`, or 0 without one.
