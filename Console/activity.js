@@ -84,8 +84,11 @@ export async function keysPage() {
     ],
     onsubmit: async (node) => {
       const revoke = node.querySelector('[name="revoke_others"]').checked;
+      const before = credential();
       const { data } = await call('POST', '/v1/admin/app/secret-keys', { query: { revoke_others: revoke ? 'true' : undefined } });
-      remember({ ...credential(), token: data.secret_key });
+      // Kept only if this tab is still signed in as it was (not after a sign-out meanwhile).
+      const now = credential();
+      if (before && now && now.token === before.token) remember({ ...now, token: data.secret_key });
       output.replaceChildren(el('div', { class: 'notice' }, el('p', {}, 'The new secret key, shown this once (this console now uses it):'),
         el('p', { class: 'secret' }, data.secret_key)));
       announce('A new secret key was made.');

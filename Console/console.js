@@ -28,8 +28,8 @@ function signInPage() {
   const roleTenant = el('input', { type: 'radio', name: 'role', id: 'role-tenant', value: 'tenant', checked: true });
   const roleOperator = el('input', { type: 'radio', name: 'role', id: 'role-operator', value: 'operator' });
   const secret = field({
-    label: 'Secret key or platform token', name: 'token', field: 'token', type: 'password', autocomplete: 'current-password',
-    hint: "A tenant admin uses the app's secret key (sk_…); an operator the platform token (GATEHOUSE_ADMIN_TOKEN). It is kept in this tab only.",
+    label: 'Secret key or platform token', name: 'token', field: 'token', type: 'password', autocomplete: 'off',
+    hint: "A tenant admin uses the app's secret key (sk_…); an operator the platform token (GATEHOUSE_ADMIN_TOKEN). It is kept in this tab only: do not let the browser save it.",
   });
   return [
     el('h1', {}, 'Sign in'),
@@ -69,7 +69,12 @@ function signInPage() {
   ];
 }
 
+// Each render's number: an answer that arrives after a newer render began (another page, a
+// sign-out) is dropped, so nothing fetched with the previous key is drawn afterwards.
+let renders = 0;
+
 export async function render() {
+  const mine = ++renders;
   const who = credential();
   const nav = document.getElementById('nav');
   const signOut = document.getElementById('sign-out');
@@ -82,20 +87,26 @@ export async function render() {
     document.title = 'Sign in · Gatehouse console';
     return;
   }
-  const [path, ...rest] = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  const [path, ...rest] = location.hash.replace(/^#\/?/, '').split('/').map((part) => {
+    try { return decodeURIComponent(part); } catch { return ''; }
+  });
   const list = sections[who.role];
   const section = list.find((s) => s.path === path) ?? list[0];
   for (const s of list) nav.append(el('a', { href: `#/${s.path}`, 'aria-current': s === section ? 'page' : undefined }, s.label));
-  const page = section.path === 'users' && rest[0] ? () => userPage(rest[0]) : section.page;
+  // A user id is `usr_` and letters or digits: anything else is not looked up.
+  const userID = section.path === 'users' && /^usr_[A-Za-z0-9]+$/.test(rest[0] ?? '') ? rest[0] : null;
+  const page = userID ? () => userPage(userID) : section.page;
   root.replaceChildren(el('p', { class: 'hint' }, 'Loading…'));
   try {
     const content = await page();
+    if (mine !== renders) return;
     root.replaceChildren(...[content].flat());
   } catch (error) {
+    if (mine !== renders) return;
     root.replaceChildren(el('h1', {}, section.label), el('div', { class: 'alert', role: 'alert' }, error.message));
   }
   document.title = `${root.querySelector('h1')?.textContent ?? section.label} · Gatehouse console`;
-  root.dataset.page = section.path + (rest[0] ? '/detail' : '');
+  root.dataset.page = section.path + (userID ? '/detail' : '');
 }
 
 function start() {

@@ -13,7 +13,7 @@ struct ConsoleController {
     static let securityHeaders: [(String, String)] = [
         (
             "Content-Security-Policy",
-            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'none'; "
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'none'; "
                 + "frame-ancestors 'none'; base-uri 'none'"
         ),
         ("X-Frame-Options", "DENY"),

@@ -79,6 +79,7 @@ public final class Gatehouse: Sendable {
         let log = log ?? Log(enabled: true, level: configuration.logLevel, clock: clock)
         let database = try openDatabase(configuration)
         do {
+            warnOfUnboundedStatements(database, configuration, log)
             try migrate(database)
             let masterKey = try configuration.masterKey ?? loadOrCreateEmbeddedMasterKey(configuration, database: database, log: log)
             let gatehouse = try Gatehouse(configuration: configuration, database: database, masterKey: masterKey, clock: clock, log: log)
@@ -371,6 +372,31 @@ public final class Gatehouse: Sendable {
                 connectTimeoutSeconds: configuration.databaseConnectTimeoutSeconds, statementTimeoutMillis: configuration.databaseStatementTimeoutMillis,
                 transactionPooling: configuration.databasePooler == .transaction)
         }
+    }
+
+    /// Under transaction pooling Gatehouse bounds the statements of its transactions (`SET LOCAL`),
+    /// but a statement outside one runs under the role's own `statement_timeout`: warned of at
+    /// start when that is none, or longer than `GATEHOUSE_DB_STATEMENT_TIMEOUT_MS`
+    /// (docs/operations.md, "Through PgBouncer").
+    static func warnOfUnboundedStatements(_ database: any SQLDatabase, _ configuration: Configuration, _ log: Log) {
+        guard configuration.databasePooler == .transaction, configuration.databaseStatementTimeoutMillis > 0,
+            let text = try? database.query("SELECT current_setting('statement_timeout') AS timeout").first?.string("timeout")
+        else { return }
+        let millis = postgresDurationMillis(text)
+        guard millis == nil || millis == 0 || millis! > Int64(configuration.databaseStatementTimeoutMillis) else { return }
+        log.warning(
+            "statements outside transactions are not bounded by GATEHOUSE_DB_STATEMENT_TIMEOUT_MS through the pooler",
+            ["role_statement_timeout": .string(text), "fix": .string("ALTER ROLE <gatehouse role> SET statement_timeout = '\(configuration.databaseStatementTimeoutMillis)ms'")])
+    }
+
+    /// A PostgreSQL duration setting as `SHOW` prints it (`0`, `250ms`, `5s`, `2min`, `1h`) in
+    /// milliseconds; nil for anything else.
+    static func postgresDurationMillis(_ text: String) -> Int64? {
+        let units: [(String, Int64)] = [("ms", 1), ("min", 60_000), ("s", 1000), ("h", 3_600_000), ("d", 86_400_000)]
+        for (suffix, factor) in units where text.hasSuffix(suffix) {
+            return Int64(text.dropLast(suffix.count)).map { $0 * factor }
+        }
+        return Int64(text)
     }
 
     /// Applies pending migrations; refuses a changed migration or a database newer than this build.

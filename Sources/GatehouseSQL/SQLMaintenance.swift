@@ -101,12 +101,6 @@ struct MaintenanceLease {
     let holder: String
     static let name = "maintenance"
 
-    /// The round lost its turn: its lease ran out (a batch or a pause outlasted
-    /// ``SQLStore/maintenanceLeaseMillis``) and another node took it.
-    struct Lost: Error, CustomStringConvertible {
-        var description: String { "the maintenance round's lease ran out and another node took it" }
-    }
-
     private static let now: SQL = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
 
     /// Takes the turn if no one holds it or its holder's lease has run out; one statement, so two
@@ -122,13 +116,15 @@ struct MaintenanceLease {
         return rows.count == 1
     }
 
-    /// Extends the lease before a batch; throws ``Lost`` when the turn is no longer this round's.
-    func renew() throws {
-        let renewed = try database.execute("""
+    /// Extends the lease in a batch's transaction (`db`): the lease row stays locked until the
+    /// batch commits, so no other node takes the turn while it runs. Throws
+    /// ``MaintenanceTurnLost`` when the turn is no longer this round's.
+    func renew(in db: any SQLConnection) throws {
+        let renewed = try db.execute("""
             UPDATE maintenance_lease SET expires_at = \(Self.now) + \(SQLStore.maintenanceLeaseMillis)
             WHERE name = \(Self.name) AND holder = \(holder) AND expires_at > \(Self.now)
             """)
-        guard renewed == 1 else { throw Lost() }
+        guard renewed == 1 else { throw MaintenanceTurnLost() }
     }
 
     /// Ends the turn now rather than at the lease's end; a failure leaves the lease to run out.
@@ -137,24 +133,22 @@ struct MaintenanceLease {
     }
 }
 
-/// A maintenance round's access to the database: on PostgreSQL autocommit batches, each after
-/// renewing the round's lease; on SQLite short `BEGIN IMMEDIATE` transactions that queue with other writers.
+/// A maintenance round's access to the database: short transactions, one a batch; on PostgreSQL
+/// each renews the round's lease first; on SQLite they are `BEGIN IMMEDIATE` and queue with other writers.
 struct SQLMaintenanceRound: MaintenanceRound {
     let database: any SQLDatabase
     let lease: MaintenanceLease?
 
     func delete(_ task: MaintenanceTask, in window: MaintenanceWindow, limit: Int) throws -> Int {
         let statement = SQLStore.maintenanceStatement(task, in: window, limit: limit, dialect: database.dialect)
-        if let lease {
-            // Each its own transaction, so no row lock outlives its batch. Renewed first: a batch
-            // runs within the statement timeout, far inside the lease. Were a lease to run out
-            // under a stalled batch, the next node's batches would overlap this one's harmlessly
-            // (each deletes due rows; two deleting one row wait for each other), and this round
-            // stops at its next renewal.
-            try lease.renew()
-            return try database.execute(statement)
+        // Each batch its own short transaction, so no row lock outlives it (and under a pooler it
+        // gets the transaction's statement timeout). On PostgreSQL the lease is renewed in the
+        // same transaction: its row stays locked until the batch commits, so another node's
+        // `take` waits for the batch rather than overlapping it.
+        return try database.transaction { db in
+            try lease?.renew(in: db)
+            return try db.execute(statement)
         }
-        return try database.transaction { db in try db.execute(statement) }
     }
 
     func compact(pagesPerStep: Int) throws -> Int {

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseApp
 import GatehouseCore
 import GatehouseSQL
 import GatehouseTesting
@@ -48,7 +49,8 @@ struct PgBouncerTests {
         let databaseName: String
         var nodes: [TestServer] { [a, b] }
 
-        init(statementTimeouts: (Int, Int) = (5_000, 5_000)) throws {
+        /// `databaseTimeout`: the database's own `statement_timeout`, set before any node connects.
+        init(statementTimeouts: (Int, Int) = (5_000, 5_000), databaseTimeout: String? = nil) throws {
             let bouncer = try PgBouncerTests.pgbouncerURL()
             let database = try TestDatabase.make(.postgres)
             guard case .postgres(let direct) = database.configuration, var url = URLComponents(string: bouncer) else {
@@ -56,6 +58,11 @@ struct PgBouncerTests {
                 throw PgBouncerUnavailable(description: "not a PostgreSQL test database")
             }
             databaseName = String(URLComponents(string: direct)!.path.dropFirst())
+            if let databaseTimeout, let base = TestDatabase.postgresBaseURL {
+                let admin = try PostgresDatabase(url: base, poolSize: 1)
+                defer { admin.close() }
+                try admin.execute(SQL(unsafeSQL: "ALTER DATABASE \(databaseName) SET statement_timeout = '\(databaseTimeout)'"))
+            }
             url.path = "/" + databaseName
             let pooled = url.string!
             func configure(_ timeout: Int) -> (inout Configuration) -> Void {
@@ -163,6 +170,27 @@ struct PgBouncerTests {
             }
         }
         #expect(seen == Array(repeating: ["4s", "7s"], count: 10).flatMap { $0 }, "\(seen)")
+    }
+
+    /// Statements outside a transaction run under the role's (here the database's) own
+    /// `statement_timeout`: a node warns at start when that bounds nothing, and not once the
+    /// database sets one within the node's.
+    @Test func aNodeWarnsWhenStatementsOutsideTransactionsAreUnbounded() throws {
+        guard TestDatabase.kinds.contains(.postgres) else { return }
+        // A third node's start on the pair's database, its log kept.
+        func startLog(_ pair: Pair) throws -> String {
+            let lines = Mutex<[UInt8]>([])
+            let log = Log(enabled: true, level: .info, output: { bytes in lines.withLock { $0 += bytes } })
+            try Gatehouse.open(configuration: pair.a.gatehouse.configuration, log: log).close()
+            return String(decoding: lines.withLock { $0 }, as: UTF8.self)
+        }
+        let warning = "statements outside transactions are not bounded"
+        let unbounded = try Pair()
+        defer { unbounded.stop() }
+        #expect(try startLog(unbounded).contains(warning))
+        let bounded = try Pair(databaseTimeout: "3s")
+        defer { bounded.stop() }
+        #expect(try !startLog(bounded).contains(warning))
     }
 
     /// Two nodes try at once: exactly one runs the round; the other's try returns at once; once the

@@ -59,6 +59,10 @@ public final class Maintenance: Sendable {
                         guard deleted == policy.batchSize else { break }
                         if policy.pauseBetweenBatches > .zero { Thread.sleep(forTimeInterval: policy.pauseBetweenBatches.seconds) }
                     }
+                } catch let lost as MaintenanceTurnLost {
+                    // Another node has the turn: its round does the rest.
+                    log.warning("maintenance round stopped", ["task": .string(task.rawValue), "error": .string(lost.description)])
+                    break tasks
                 } catch {
                     log.warning("maintenance task failed", ["task": .string(task.rawValue), "error": .string(String(describing: error))])
                     firstFailure = firstFailure ?? error

@@ -69,3 +69,10 @@ public protocol MaintenanceRound {
     /// the pages freed. Nothing on PostgreSQL (its autovacuum reuses the space).
     func compact(pagesPerStep: Int) throws -> Int
 }
+
+/// A round's turn ended under it: on PostgreSQL its lease ran out (a batch or a pause outlasted
+/// it) and another node took the turn. The round stops at once; the other node's round goes on.
+public struct MaintenanceTurnLost: Error, CustomStringConvertible {
+    public init() {}
+    public var description: String { "the maintenance round's lease ran out and another node took its turn" }
+}
