@@ -257,6 +257,17 @@ export declare function sha256Hex(text: string): Promise<string>;
 export declare function createNonce(): Promise<{ raw: string; hashed: string }>;
 export declare function createPKCE(): Promise<{ verifier: string; challenge: string; method: 'S256' }>;
 
+/** What `onAuthStateChange` reports. */
+export type AuthChangeEvent = 'initialSession' | 'signedIn' | 'tokenRefreshed' | 'userUpdated' | 'signedOut';
+
+/** Why a `signedOut` happened: `signOut()`/`endSession` of this device, `deleteAccount()`, or the server ended the session (`code` says why). */
+export type SignOutReason = 'signedOut' | 'accountDeleted' | 'sessionEnded';
+
+/** `{reason, code?}` with `signedOut`; empty with the other events. */
+export interface AuthChangeDetails { reason?: SignOutReason; code?: GatehouseErrorCode }
+
+export type AuthStateListener = (event: AuthChangeEvent, session: StoredSession | null, details: AuthChangeDetails) => void;
+
 export declare class Gatehouse {
   constructor(options: GatehouseOptions);
   readonly url: string;
@@ -267,8 +278,13 @@ export declare class Gatehouse {
   close(): void;
 
   session(): Promise<StoredSession | null>;
-  currentUser(): Promise<User | null>;
-  onAuthStateChange(listener: (user: User | null) => void): () => void;
+  /** The stored session's user, from memory (null when signed out); reading it never calls a listener. */
+  readonly currentUser: User | null;
+  /**
+   * `listener(event, session, details)`: `'initialSession'` once, asynchronously, right after
+   * subscribing; then each change here or in another tab. Returns an unsubscribe function.
+   */
+  onAuthStateChange(listener: AuthStateListener): () => void;
   getAccessToken(): Promise<string>;
   refresh(): Promise<StoredSession>;
 

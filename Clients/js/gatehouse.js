@@ -471,6 +471,8 @@ function body(fields) {
  */
 export class Gatehouse {
   #fetch; #lock; #channel = null; #listeners = new Set(); #inflight = null; #credentials;
+  /** The stored session's user, kept in memory for the synchronous `currentUser`. */
+  #user = null;
 
   constructor(options) {
     const { url, appKey, mode = 'token', storage, flowStorage, fetch, lock = 'auto', refreshLeewaySeconds = 30, refreshGraceSeconds = 10, storageKey, credentials } = options ?? {};
@@ -495,8 +497,27 @@ export class Gatehouse {
     if (typeof globalThis.BroadcastChannel === 'function') {
       this.#channel = new BroadcastChannel(`gatehouse:${appKey}:session`);
       this.#channel.unref?.();
-      this.#channel.onmessage = () => this.#emit(false);
+      this.#channel.onmessage = (message) => this.#heard(message.data);
     }
+    this.#loadUser();
+  }
+
+  /** Reads the stored user into memory: at once from a synchronous storage (localStorage), else when it answers. */
+  #loadUser() {
+    let text;
+    try {
+      text = this.storage.getItem(this.#userKey);
+    } catch {
+      return;
+    }
+    const apply = (value) => {
+      const tokens = this.storage.getItem(this.storageKey);
+      const keep = (t) => { this.#user = parseJSON(t)?.accessToken ? parseJSON(value) : null; };
+      if (tokens && typeof tokens.then === 'function') return tokens.then(keep, () => {});
+      return keep(tokens);
+    };
+    if (text && typeof text.then === 'function') text.then(apply, () => {});
+    else apply(text);
   }
 
   /** Closes the client's channels (tests, or a page that drops the client). */
@@ -508,49 +529,102 @@ export class Gatehouse {
 
   // MARK: Session state
 
-  /** The stored session (`{rev, accessToken, refreshToken, expiresAt, user}`), or null. */
+  /** The stored session (`{rev, accessToken, refreshToken, expiresAt, user}`), or null. Reading it fires no listener. */
   async session() {
     const tokens = parseJSON(await this.storage.getItem(this.storageKey));
     if (!tokens || typeof tokens.accessToken !== 'string') return null;
     return { ...tokens, user: parseJSON(await this.storage.getItem(this.#userKey)) };
   }
 
-  /** The signed-in user as last seen (null when signed out); `getUser()` asks the server. */
-  async currentUser() { return (await this.session())?.user ?? null; }
+  /**
+   * The signed-in user as last seen (null when signed out), from memory: synchronous, and kept up
+   * to date on every change here and in other tabs. `getUser()` asks the server. With an
+   * asynchronous storage it is null until the storage has answered (the `initialSession` event).
+   */
+  get currentUser() { return this.#user; }
 
   // The user is kept apart from the tokens, so that storing a fresher user (after /me) can
   // never write back tokens that a refresh in another tab has just replaced.
   get #userKey() { return `${this.storageKey}:user`; }
 
-  /** Calls `listener(user | null)` whenever the session changes here or in another tab; returns an unsubscribe function. */
+  /**
+   * Calls `listener(event, session, details)` on each change of the session, here or in another tab
+   * sharing the storage, and returns an unsubscribe function. `event` is `'initialSession'` (once,
+   * asynchronously, right after subscribing: the session as stored now, or null), `'signedIn'`,
+   * `'tokenRefreshed'`, `'userUpdated'` (the user changed: a profile update, a confirmed email) or
+   * `'signedOut'` (`details.reason`: `'signedOut'`, `'accountDeleted'` or `'sessionEnded'` with
+   * `details.code`, the server's reason). `session` is `session()`'s value (null after a sign-out).
+   * Reading (`getUser()`, `currentUser`, `session()`) never calls a listener.
+   */
   onAuthStateChange(listener) {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    if (typeof listener !== 'function') throw new TypeError('onAuthStateChange: a function (event, session, details)');
+    const entry = { listener, ready: false, queue: [] };
+    this.#listeners.add(entry);
+    const initial = async () => {
+      let session = null;
+      try { session = await this.session(); } catch { /* an unreadable storage: no session */ }
+      if (!this.#listeners.has(entry)) return;
+      this.#user = session?.user ?? null;
+      this.#call(entry, 'initialSession', session, {});
+      entry.ready = true;
+      for (const [event, s, details] of entry.queue.splice(0)) this.#call(entry, event, s, details);
+    };
+    initial();
+    return () => { this.#listeners.delete(entry); };
   }
 
-  async #emit(broadcast) {
-    if (broadcast) this.#channel?.postMessage('changed');
-    if (this.#listeners.size === 0) return;
-    const user = await this.currentUser();
-    for (const listener of this.#listeners) {
-      try { listener(user); } catch { /* a listener's fault is its own */ }
+  #call(entry, event, session, details) {
+    try { entry.listener(event, session, details); } catch { /* a listener's fault is its own */ }
+  }
+
+  /** Tells the listeners (and, with `broadcast`, the other tabs) about `event`. */
+  async #emit(event, { broadcast = true, details = {} } = {}) {
+    if (broadcast) this.#channel?.postMessage({ event, details });
+    const session = await this.session();
+    this.#user = session?.user ?? null;
+    for (const entry of this.#listeners) {
+      if (entry.ready) this.#call(entry, event, session, details);
+      else entry.queue.push([event, session, details]);
     }
   }
 
-  async #save(session) {
-    const { user, ...tokens } = session;
-    await this.storage.setItem(this.storageKey, JSON.stringify(tokens));
-    if (user) await this.storage.setItem(this.#userKey, JSON.stringify(user));
-    await this.#emit(true);
+  /** Another tab's change: the storage is shared, so re-read it and tell this tab's listeners. */
+  async #heard(message) {
+    const known = ['signedIn', 'tokenRefreshed', 'userUpdated', 'signedOut'];
+    if (!message || typeof message !== 'object' || !known.includes(message.event)) return;
+    const details = message.event === 'signedOut' && message.details && typeof message.details.reason === 'string'
+      ? { reason: message.details.reason, ...(typeof message.details.code === 'string' ? { code: message.details.code } : {}) } : {};
+    await this.#emit(message.event, { broadcast: false, details });
   }
 
-  /** Forgets the session, but only if it is still the one `isStale` recognises (another tab may have signed in since). */
-  async #clear(isStale = () => true) {
+  /**
+   * Stores `session` and reports `event` (`signedIn` or `tokenRefreshed`; a refresh that finds no
+   * session before, a cookie-mode reload, is a `signedIn`), then `userUpdated` if the user changed.
+   */
+  async #save(session, event) {
+    const { user, ...tokens } = session;
+    const before = await this.session();
+    await this.storage.setItem(this.storageKey, JSON.stringify(tokens));
+    if (user) await this.storage.setItem(this.#userKey, JSON.stringify(user));
+    if (event === 'signedIn' || !before) {
+      await this.#emit('signedIn');
+    } else {
+      await this.#emit('tokenRefreshed');
+      if (user && before.user && JSON.stringify(before.user) !== JSON.stringify(user)) await this.#emit('userUpdated');
+    }
+  }
+
+  /**
+   * Forgets the session, but only if it is still the one `isStale` recognises (another tab may
+   * have signed in since), and reports `signedOut` with `details` (`{reason, code?}`).
+   */
+  async #clear(details, isStale = () => true) {
     const current = await this.session();
     if (current && !isStale(current)) return;
     await this.storage.removeItem(this.storageKey);
     await this.storage.removeItem(this.#userKey);
-    await this.#emit(true);
+    this.#user = null;
+    if (current) await this.#emit('signedOut', { details });
   }
 
   #fromSessionResponse(data) {
@@ -566,7 +640,7 @@ export class Gatehouse {
   }
 
   async #signedIn(data) {
-    await this.#save(this.#fromSessionResponse(data));
+    await this.#save(this.#fromSessionResponse(data), 'signedIn');
     const result = camel(data);
     if (this.mode === 'cookie') result.refreshToken = null;
     return result;
@@ -623,7 +697,7 @@ export class Gatehouse {
         const next = await this.#refresh(used.rev);
         return await this.#send(method, path, { ...options, token: next.accessToken });
       }
-      if (error.code === 'auth/session-revoked') await this.#clear((s) => s.rev === used.rev);
+      if (error.code === 'auth/session-revoked') await this.#clear({ reason: 'sessionEnded', code: error.code }, (s) => s.rev === used.rev);
       throw error;
     }
   }
@@ -689,7 +763,7 @@ export class Gatehouse {
         await sleep(250);
         answer = await this.#send('POST', '/v1/auth/refresh', { json });
       } else if (SESSION_ENDING_CODES.has(error.code) || (this.mode === 'cookie' && error.code === 'request/validation-failed')) {
-        await this.#clear((s) => s.refreshToken === sent);
+        await this.#clear({ reason: 'sessionEnded', code: error.code }, (s) => s.refreshToken === sent);
         if (error.code === 'request/validation-failed') throw new GatehouseError('client/signed-out', 0, { detail: 'No refresh cookie: sign in first.' });
         throw error;
       } else {
@@ -697,7 +771,7 @@ export class Gatehouse {
       }
     }
     const next = this.#fromSessionResponse(answer.data);
-    await this.#save(next);
+    await this.#save(next, 'tokenRefreshed');
     return next;
   }
 
@@ -985,9 +1059,10 @@ export class Gatehouse {
 
   // MARK: Account
 
+  /** `GET /v1/me`: the user as the server has it now. Keeps it as `currentUser`, but a read never calls a listener. */
   async getUser() {
     const user = camel((await this.#authorized('GET', '/v1/me')).data);
-    await this.#updateUser(user);
+    await this.#updateUser(user, { quiet: true });
     return user;
   }
 
@@ -1018,10 +1093,14 @@ export class Gatehouse {
     return user;
   }
 
-  async #updateUser(user) {
-    if (!(await this.session())) return;
+  /** Keeps the server's newest user; reports `userUpdated` when it differs from the stored one (unless `quiet`: a read). */
+  async #updateUser(user, { quiet = false } = {}) {
+    const session = await this.session();
+    if (!session || (session.user && session.user.id !== user.id)) return;
+    if (session.user && JSON.stringify(session.user) === JSON.stringify(user)) return;
     await this.storage.setItem(this.#userKey, JSON.stringify(user));
-    await this.#emit(true);
+    this.#user = user;
+    if (!quiet) await this.#emit('userUpdated');
   }
 
   /** Changes the password; the user's other sessions end. */
@@ -1097,7 +1176,7 @@ export class Gatehouse {
   async endSession(id) {
     await this.#authorized('DELETE', `/v1/me/sessions/${encodeURIComponent(id)}`);
     const session = await this.session();
-    if (session && sessionID(session.accessToken) === id) await this.#clear((s) => s.rev === session.rev);
+    if (session && sessionID(session.accessToken) === id) await this.#clear({ reason: 'signedOut' }, (s) => s.rev === session.rev);
   }
 
   // MARK: Recent login
@@ -1125,7 +1204,7 @@ export class Gatehouse {
     // must keep its new refresh token (the session, and so the new access token, is the same).
     await this.#lock.run(async () => {
       const session = await this.session();
-      if (session) await this.#save({ ...session, user: undefined, rev: randomID(), accessToken: data.access_token, expiresAt: Date.now() + data.expires_in * 1000 });
+      if (session) await this.#save({ ...session, user: undefined, rev: randomID(), accessToken: data.access_token, expiresAt: Date.now() + data.expires_in * 1000 }, 'tokenRefreshed');
     });
   }
 
@@ -1154,12 +1233,12 @@ export class Gatehouse {
     } catch (error) {
       if (!(error instanceof GatehouseError) || !error.isSignedOut) throw error;
     }
-    if (scope !== 'others') await this.#clear();
+    if (scope !== 'others') await this.#clear({ reason: 'signedOut' });
   }
 
   /** Deletes the account (recent login). `appleAuthorizationCode` lets Gatehouse revoke at Apple when it holds no Apple token. */
   async deleteAccount({ reason, appleAuthorizationCode } = {}) {
     await this.#authorized('DELETE', '/v1/me', { json: body({ reason, apple_authorization_code: appleAuthorizationCode }) });
-    await this.#clear();
+    await this.#clear({ reason: 'accountDeleted' });
   }
 }

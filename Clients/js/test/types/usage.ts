@@ -39,7 +39,9 @@ async function main(): Promise<void> {
   const stored: StoredSession | null = await gatehouse.session();
   await gatehouse.withRecentLogin(() => gatehouse.deleteAccount({ reason: 'bye' }), () => gatehouse.reauthenticate({ password: 'p' }));
   await gatehouse.reauthenticate({ provider: 'google', idToken: 'x', nonce: 'n' });
-  const stop: () => void = gatehouse.onAuthStateChange((u: User | null) => console.log(u?.id));
+  const stop: () => void = gatehouse.onAuthStateChange((event, session, details) => console.log(event, session?.user?.id, details.reason));
+  const now: User | null = gatehouse.currentUser;
+  console.log(now?.id);
   stop();
   // The second step: a sign-in throws MfaRequiredError; verifyMfa takes one proof.
   let second: Session | null = null;
