@@ -135,17 +135,29 @@ final class Locked<Value: Sendable>: Sendable {
     func update(_ change: (inout Value) -> Void) { mutex.withLock { change(&$0) } }
 }
 
-/// Collects a client's auth events as they arrive.
+/// Collects a client's auth events as they arrive; the stream's first, `.initialSession`, is kept
+/// apart as `initial`.
 final class EventLog: Sendable {
     private let events = Locked<[AuthEvent]>([])
+    private let opening = Locked<AuthEvent?>(nil)
     private let task: Task<Void, Never>
 
     init(_ client: GatehouseClient) {
         let stream = client.authEvents()
         let events = self.events
+        let opening = self.opening
         task = Task {
-            for await event in stream { events.update { $0.append(event) } }
+            var first = true
+            for await event in stream {
+                if first { opening.set(event); first = false } else { events.update { $0.append(event) } }
+            }
         }
+    }
+
+    /// The stream's first event (after up to 10 s).
+    func initial() async -> AuthEvent? {
+        for _ in 0..<1000 where opening.value == nil { try? await Task.sleep(for: .milliseconds(10)) }
+        return opening.value
     }
 
     /// The events so far, once there are at least `count` (or after 10 s, whatever came).
