@@ -257,6 +257,22 @@ export declare function sha256Hex(text: string): Promise<string>;
 export declare function createNonce(): Promise<{ raw: string; hashed: string }>;
 export declare function createPKCE(): Promise<{ verifier: string; challenge: string; method: 'S256' }>;
 
+export type FileVisibility = 'private' | 'public';
+
+/** A file of the user (`GET /v1/files/{id}`). */
+export interface StoredFile {
+  id: string;
+  name: string;
+  /** Sniffed from the bytes (the four image types), else `application/octet-stream`. */
+  contentType: string;
+  size: number;
+  sha256: string;
+  visibility: FileVisibility;
+  /** Public files only: anyone can fetch it. */
+  url?: string | null;
+  createdAt: string;
+}
+
 /** What `onAuthStateChange` reports. */
 export type AuthChangeEvent = 'initialSession' | 'signedIn' | 'tokenRefreshed' | 'userUpdated' | 'signedOut';
 
@@ -349,6 +365,15 @@ export declare class Gatehouse {
 
   /** `GET /v1/me/export`: the user's own data (no secret); a few an hour. */
   exportMyData(): Promise<AccountExport>;
+
+  /** `POST /v1/files`: `visibility` `'private'` (default) or `'public'` (images, by their bytes). */
+  uploadFile(file: Blob, options?: { filename?: string; visibility?: FileVisibility }): Promise<StoredFile>;
+  /** One page, newest first; `nextCursor` is null on the last. */
+  listFiles(options?: { limit?: number; cursor?: string }): Promise<{ files: StoredFile[]; nextCursor: string | null }>;
+  getFile(id: string): Promise<StoredFile>;
+  /** The bytes (`type`: the sniffed content type); `range` asks for a part (inclusive offsets). */
+  getFileContent(id: string, options?: { range?: { start: number; end?: number } }): Promise<Blob>;
+  deleteFile(id: string): Promise<void>;
 
   getSessions(): Promise<DeviceSession[]>;
   endSession(id: string): Promise<void>;

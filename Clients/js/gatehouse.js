@@ -650,8 +650,8 @@ export class Gatehouse {
 
   // MARK: HTTP
 
-  async #send(method, path, { json, form, token, query } = {}) {
-    const headers = { 'X-App-Key': this.appKey, Accept: 'application/json' };
+  async #send(method, path, { json, form, token, query, raw = false, headers: extra } = {}) {
+    const headers = { 'X-App-Key': this.appKey, Accept: raw ? '*/*' : 'application/json', ...extra };
     if (token) headers.Authorization = `Bearer ${token}`;
     let requestBody;
     if (json !== undefined) {
@@ -660,7 +660,8 @@ export class Gatehouse {
     } else if (form !== undefined) {
       requestBody = form;
     }
-    const target = this.url + path + (query ? `?${new URLSearchParams(query)}` : '');
+    const search = query ? new URLSearchParams(query).toString() : '';
+    const target = this.url + path + (search ? `?${search}` : '');
     let response;
     try {
       response = await this.#fetch(target, {
@@ -672,6 +673,7 @@ export class Gatehouse {
       throw error;
     }
     if (response.status === 204) return null;
+    if (raw && response.ok) return response;
     const text = await response.text();
     if (response.status === 202) return null; // accepted: a code is on its way; nothing to read
     let parsed = null;
@@ -1167,6 +1169,52 @@ export class Gatehouse {
     mine.events = mine.events.map((event, i) => ({ ...event, data: data.events[i].data }));
     return mine;
   }
+
+  // MARK: Files
+
+  /**
+   * `POST /v1/files` (multipart): uploads `file` (a Blob or File) under `filename` (a File's own
+   * name by default), `visibility` `'private'` (the default) or `'public'` (one of the app's
+   * `files.public_types` by its bytes; served byte for byte at its `url`). Returns the file.
+   */
+  async uploadFile(file, { filename, visibility } = {}) {
+    if (!(file instanceof Blob)) throw new TypeError('uploadFile: a Blob or File');
+    if (visibility !== undefined && visibility !== 'private' && visibility !== 'public') throw new TypeError('visibility: "private" or "public"');
+    const form = new FormData();
+    form.append('file', file, filename ?? (typeof file.name === 'string' && file.name ? file.name : 'file'));
+    if (visibility !== undefined) form.append('visibility', visibility);
+    return camel((await this.#authorized('POST', '/v1/files', { form })).data);
+  }
+
+  /** `GET /v1/files`: one page of the user's files, newest first: `{files, nextCursor}` (null on the last page). */
+  async listFiles({ limit, cursor } = {}) {
+    const query = body({ limit: limit === undefined ? undefined : String(limit), cursor });
+    const answer = await this.#authorized('GET', '/v1/files', { query });
+    return { files: camel(answer.data), nextCursor: answer.next_cursor ?? null };
+  }
+
+  /** `GET /v1/files/{id}`: the file's metadata. Another user's id is `request/not-found`. */
+  async getFile(id) { return camel((await this.#authorized('GET', `/v1/files/${encodeURIComponent(id)}`)).data); }
+
+  /**
+   * `GET /v1/files/{id}/content`: the bytes as a Blob (its `type` the sniffed content type). `range`
+   * (`{start, end}`, inclusive byte offsets; `end` optional) asks for a part (206).
+   */
+  async getFileContent(id, { range } = {}) {
+    const headers = {};
+    if (range !== undefined) {
+      const { start, end } = range;
+      if (!Number.isInteger(start) || start < 0 || (end !== undefined && (!Number.isInteger(end) || end < start))) {
+        throw new TypeError('range: {start, end?}, integer byte offsets, end >= start');
+      }
+      headers.Range = `bytes=${start}-${end ?? ''}`;
+    }
+    const response = await this.#authorized('GET', `/v1/files/${encodeURIComponent(id)}/content`, { raw: true, headers });
+    return response.blob();
+  }
+
+  /** `DELETE /v1/files/{id}`. */
+  async deleteFile(id) { await this.#authorized('DELETE', `/v1/files/${encodeURIComponent(id)}`); }
 
   // MARK: Sessions
 
