@@ -113,6 +113,12 @@ export interface GatehouseOptions {
   storageKey?: string;
   /** Where passkeys are created and used; default `navigator.credentials`. */
   credentials?: Pick<CredentialsContainer, 'create' | 'get'>;
+  /** Refresh in the background `refreshLeewaySeconds` before the access token expires (default true); see `startAutoRefresh`. */
+  autoRefresh?: boolean;
+  /** The background refresh's clock and timers (tests); default Date.now, setTimeout, clearTimeout. */
+  clock?: { now?: () => number; setTimeout?: (fn: () => void, ms: number) => unknown; clearTimeout?: (id: any) => void };
+  /** The page whose `visibilityState` pauses the background refresh (default `globalThis.document`; null: never paused). */
+  document?: Pick<Document, 'visibilityState' | 'addEventListener' | 'removeEventListener'> | null;
 }
 
 export interface User {
@@ -291,7 +297,13 @@ export declare class Gatehouse {
   readonly mode: 'token' | 'cookie';
   readonly storage: SessionStorageLike;
   readonly flowStorage: SessionStorageLike;
+  /** Also stops the background refresh. */
   close(): void;
+  /** Starts the background refresh (paused while the page is hidden; on by default). */
+  startAutoRefresh(): void;
+  stopAutoRefresh(): void;
+  /** Whether a background refresh is waiting for its turn. */
+  readonly autoRefreshScheduled: boolean;
 
   session(): Promise<StoredSession | null>;
   /** The stored session's user, from memory (null when signed out); reading it never calls a listener. */

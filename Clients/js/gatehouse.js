@@ -473,9 +473,14 @@ export class Gatehouse {
   #fetch; #lock; #channel = null; #listeners = new Set(); #inflight = null; #credentials;
   /** The stored session's user, kept in memory for the synchronous `currentUser`. */
   #user = null;
+  /** The background refresh: its clock, its timer, whether it runs, and the page whose visibility pauses it. */
+  #clock; #timer = null; #autoRefresh; #closed = false; #document; #onVisibility = null; #retryMs = 0;
 
   constructor(options) {
-    const { url, appKey, mode = 'token', storage, flowStorage, fetch, lock = 'auto', refreshLeewaySeconds = 30, refreshGraceSeconds = 10, storageKey, credentials } = options ?? {};
+    const {
+      url, appKey, mode = 'token', storage, flowStorage, fetch, lock = 'auto', refreshLeewaySeconds = 30, refreshGraceSeconds = 10, storageKey, credentials,
+      autoRefresh = true, clock, document,
+    } = options ?? {};
     if (typeof url !== 'string' || !/^https?:\/\//.test(url)) throw new TypeError('url: the Gatehouse base URL, e.g. https://auth.example.com');
     // Tokens travel in the clear over http: only to this machine (development).
     if (url.startsWith('http:') && !/^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?(\/|$)/.test(url)) {
@@ -493,6 +498,12 @@ export class Gatehouse {
     this.storageKey = storageKey ?? `gatehouse:${appKey}:session`;
     this.#fetch = fetch ?? globalThis.fetch.bind(globalThis);
     this.#credentials = credentials ?? null;
+    this.#clock = {
+      now: clock?.now ?? (() => Date.now()),
+      setTimeout: clock?.setTimeout ?? ((fn, ms) => setTimeout(fn, ms)),
+      clearTimeout: clock?.clearTimeout ?? ((id) => clearTimeout(id)),
+    };
+    this.#document = document === undefined ? globalThis.document ?? null : document;
     this.#lock = makeLock(lock, `gatehouse:${appKey}:refresh`);
     if (typeof globalThis.BroadcastChannel === 'function') {
       this.#channel = new BroadcastChannel(`gatehouse:${appKey}:session`);
@@ -500,6 +511,80 @@ export class Gatehouse {
       this.#channel.onmessage = (message) => this.#heard(message.data);
     }
     this.#loadUser();
+    if (autoRefresh) this.startAutoRefresh();
+  }
+
+  // MARK: The background refresh
+
+  /**
+   * Refreshes the access token in the background `refreshLeewaySeconds` before it expires (on by
+   * default; `autoRefresh: false` leaves it off until this is called). In a browser it pauses
+   * while the page is hidden (`document.visibilityState`) and, when the page shows again,
+   * refreshes at once if the token is due. Other tabs' refreshes move the timer (the storage is
+   * shared), and a refresh already done by another tab is adopted instead of repeated.
+   */
+  startAutoRefresh() {
+    if (this.#closed || this.#autoRefresh) return;
+    this.#autoRefresh = true;
+    const page = this.#document;
+    if (page && typeof page.addEventListener === 'function' && !this.#onVisibility) {
+      this.#onVisibility = () => this.#schedule();
+      page.addEventListener('visibilitychange', this.#onVisibility);
+    }
+    this.#schedule();
+  }
+
+  /** Stops the background refresh (calls still refresh a token that is about to expire when they need it). */
+  stopAutoRefresh() {
+    this.#autoRefresh = false;
+    this.#cancelTimer();
+    if (this.#onVisibility) this.#document.removeEventListener('visibilitychange', this.#onVisibility);
+    this.#onVisibility = null;
+  }
+
+  /** Whether the background refresh is waiting for its next turn (false while paused, stopped or signed out). */
+  get autoRefreshScheduled() { return this.#timer !== null; }
+
+  #cancelTimer() {
+    if (this.#timer !== null) this.#clock.clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+
+  #hidden() { return this.#document?.visibilityState === 'hidden'; }
+
+  /** Sets the timer for the stored session's refresh (at once when it is due), or none. */
+  async #schedule() {
+    this.#cancelTimer();
+    if (!this.#autoRefresh || this.#closed || this.#hidden()) return;
+    let session = null;
+    try { session = await this.session(); } catch { return; }
+    this.#cancelTimer(); // another #schedule may have run meanwhile
+    if (!session || !this.#autoRefresh || this.#closed || this.#hidden()) return;
+    const due = session.expiresAt - this.refreshLeewaySeconds * 1000 - this.#clock.now();
+    const wait = Math.min(Math.max(due, this.#retryMs, 0), 2 ** 31 - 1);
+    const timer = this.#clock.setTimeout(() => {
+      if (this.#timer === timer) this.#timer = null;
+      this.#tick();
+    }, wait);
+    timer?.unref?.(); // Node: a pending refresh must not keep the process alive
+    this.#timer = timer;
+  }
+
+  async #tick() {
+    if (!this.#autoRefresh || this.#closed || this.#hidden()) return;
+    const session = await this.session().catch(() => null);
+    if (!session) return;
+    if (this.#fresh(session)) { this.#schedule(); return; } // another tab refreshed: its answer is ours
+    try {
+      await this.#refresh(session.rev); // its event reschedules
+      this.#retryMs = 0;
+    } catch (error) {
+      // Offline or the server busy: try again later (doubling, up to a minute); a session the
+      // server ended is already forgotten (signedOut), and then there is nothing to schedule.
+      if (error instanceof GatehouseError && error.isSignedOut) return;
+      this.#retryMs = Math.min(Math.max(this.#retryMs * 2, 1000), 60000);
+      this.#schedule();
+    }
   }
 
   /** Reads the stored user into memory: at once from a synchronous storage (localStorage), else when it answers. */
@@ -522,6 +607,8 @@ export class Gatehouse {
 
   /** Closes the client's channels (tests, or a page that drops the client). */
   close() {
+    this.stopAutoRefresh();
+    this.#closed = true;
     this.#lock.close();
     this.#channel?.close();
     this.#listeners.clear();
@@ -582,6 +669,7 @@ export class Gatehouse {
     if (broadcast) this.#channel?.postMessage({ event, details });
     const session = await this.session();
     this.#user = session?.user ?? null;
+    if (event !== 'userUpdated') this.#schedule();
     for (const entry of this.#listeners) {
       if (entry.ready) this.#call(entry, event, session, details);
       else entry.queue.push([event, session, details]);
@@ -634,7 +722,7 @@ export class Gatehouse {
       rev: randomID(),
       accessToken: data.access_token,
       refreshToken: this.mode === 'cookie' ? null : data.refresh_token ?? null,
-      expiresAt: Date.now() + data.expires_in * 1000,
+      expiresAt: this.#clock.now() + data.expires_in * 1000,
       user: camel(data.user),
     };
   }
@@ -646,7 +734,7 @@ export class Gatehouse {
     return result;
   }
 
-  #fresh(session) { return session.expiresAt - Date.now() > this.refreshLeewaySeconds * 1000; }
+  #fresh(session) { return session.expiresAt - this.#clock.now() > this.refreshLeewaySeconds * 1000; }
 
   // MARK: HTTP
 
@@ -1252,7 +1340,7 @@ export class Gatehouse {
     // must keep its new refresh token (the session, and so the new access token, is the same).
     await this.#lock.run(async () => {
       const session = await this.session();
-      if (session) await this.#save({ ...session, user: undefined, rev: randomID(), accessToken: data.access_token, expiresAt: Date.now() + data.expires_in * 1000 }, 'tokenRefreshed');
+      if (session) await this.#save({ ...session, user: undefined, rev: randomID(), accessToken: data.access_token, expiresAt: this.#clock.now() + data.expires_in * 1000 }, 'tokenRefreshed');
     });
   }
 

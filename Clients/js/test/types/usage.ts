@@ -41,6 +41,11 @@ async function main(): Promise<void> {
   await gatehouse.reauthenticate({ provider: 'google', idToken: 'x', nonce: 'n' });
   const stop: () => void = gatehouse.onAuthStateChange((event, session, details) => console.log(event, session?.user?.id, details.reason));
   const now: User | null = gatehouse.currentUser;
+  gatehouse.stopAutoRefresh();
+  gatehouse.startAutoRefresh();
+  const scheduled: boolean = gatehouse.autoRefreshScheduled;
+  console.log(scheduled);
+  new Gatehouse({ url: 'https://auth.example.com', appKey: 'pk_x', autoRefresh: false, document: null, clock: { now: () => 0 } }).close();
   const upload: StoredFile = await gatehouse.uploadFile(new Blob(['x']), { visibility: 'private', filename: 'x.txt' });
   const listed: { files: StoredFile[]; nextCursor: string | null } = await gatehouse.listFiles({ limit: 10 });
   const blob: Blob = await gatehouse.getFileContent(upload.id, { range: { start: 0 } });
