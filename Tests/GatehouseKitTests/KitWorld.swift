@@ -74,9 +74,13 @@ final class KitWorld: @unchecked Sendable {  // every field is immutable after i
 
     /// A client of the app, on `store`, whose clock is `now`.
     /// `connections`: how many connections its URLSession opens to the server at once.
-    func client(store: any GatehouseKit.SessionStore = MemorySessionStore(), connections: Int? = nil, now: @escaping @Sendable () -> Date = { Date() }) -> GatehouseClient {
+    func client(
+        store: any GatehouseKit.SessionStore = MemorySessionStore(), connections: Int? = nil, now: @escaping @Sendable () -> Date = { Date() },
+        configure: (inout GatehouseClient.Configuration) -> Void = { _ in }
+    ) -> GatehouseClient {
         var configuration = GatehouseClient.Configuration(baseURL: URL(string: server.baseURL)!, appKey: app.appKey, sessionStore: store)
         configuration.now = now
+        configure(&configuration)
         if let connections {
             let session = URLSessionConfiguration.ephemeral
             session.httpMaximumConnectionsPerHost = connections
@@ -133,6 +137,7 @@ final class Locked<Value: Sendable>: Sendable {
     var value: Value { mutex.withLock { $0 } }
     func set(_ value: Value) { mutex.withLock { $0 = value } }
     func update(_ change: (inout Value) -> Void) { mutex.withLock { change(&$0) } }
+    func mutate<R: Sendable>(_ change: (inout Value) -> R) -> R { mutex.withLock { change(&$0) } }
 }
 
 /// Collects a client's auth events as they arrive; the stream's first, `.initialSession`, is kept

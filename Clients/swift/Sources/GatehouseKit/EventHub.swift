@@ -8,8 +8,12 @@ final class EventHub: @unchecked Sendable {  // `continuations` and `user` are o
     private var continuations: [UInt64: AsyncStream<AuthEvent>.Continuation] = [:]
     private var nextID: UInt64 = 0
     private var user: User?
+    private var observer: (@Sendable (AuthEvent) -> Void)?
 
     init(user: User?) { self.user = user }
+
+    /// Called after each event is sent (the background refresh sets its next turn).
+    func observe(_ observer: @escaping @Sendable (AuthEvent) -> Void) { lock.locked { self.observer = observer } }
 
     /// The user of the stored session, as last seen.
     var currentUser: User? { lock.locked { user } }
@@ -44,6 +48,7 @@ final class EventHub: @unchecked Sendable {  // `continuations` and `user` are o
             // Yielded under the lock: a stream opened meanwhile sees its initial state, then this.
             for continuation in continuations.values { continuation.yield(event) }
         }
+        lock.locked { observer }?(event)
     }
 }
 

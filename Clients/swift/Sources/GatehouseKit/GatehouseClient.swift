@@ -30,6 +30,29 @@ public final class GatehouseClient: Sendable {
         public var urlSession: URLSession?
         /// The clock that dates token expiry (for tests).
         public var now: @Sendable () -> Date = { Date() }
+        /// Refresh in the background, the refresh margin before the access token expires, as
+        /// Firebase's and Supabase's clients do (paused while the app is in the background).
+        public var autoRefresh = true
+        /// How the background refresh waits (for tests); by default `Task.sleep`.
+        public var sleep: @Sendable (TimeInterval) async throws -> Void = { seconds in
+            try await Task.sleep(nanoseconds: UInt64(max(0, min(seconds, 86_400)) * 1_000_000_000))
+        }
+        /// The notifications that pause the background refresh and resume it: UIKit's
+        /// `didEnterBackground`/`willEnterForeground`, AppKit's `didHide`/`didUnhide`, none elsewhere.
+        public var lifecycleNotifications: (background: Notification.Name, foreground: Notification.Name)? = Configuration.platformLifecycle
+        /// Where `lifecycleNotifications` are posted.
+        public var notificationCenter: NotificationCenter = .default
+
+        /// By their raw names, so that no UIKit or AppKit type (main-actor isolated) is touched here.
+        public static var platformLifecycle: (background: Notification.Name, foreground: Notification.Name)? {
+            #if canImport(UIKit) && !os(watchOS)
+            return (Notification.Name("UIApplicationDidEnterBackgroundNotification"), Notification.Name("UIApplicationWillEnterForegroundNotification"))
+            #elseif canImport(AppKit)
+            return (Notification.Name("NSApplicationDidHideNotification"), Notification.Name("NSApplicationDidUnhideNotification"))
+            #else
+            return nil
+            #endif
+        }
 
         public init(baseURL: URL, appKey: String, sessionStore: (any SessionStore)? = nil) {
             self.baseURL = baseURL
@@ -52,7 +75,32 @@ public final class GatehouseClient: Sendable {
         manager = SessionManager(
             store: configuration.sessionStore, transport: transport, now: configuration.now, refreshMargin: configuration.refreshMargin,
             graceWindow: configuration.refreshGraceWindow, events: events)
+        autoRefresh = AutoRefresh(manager: manager, now: configuration.now, sleep: configuration.sleep)
+        let timer = autoRefresh
+        events.observe { [weak timer] _ in timer?.reschedule() }
+        if let names = configuration.lifecycleNotifications {
+            autoRefresh.follow(background: names.background, foreground: names.foreground, center: configuration.notificationCenter)
+        }
+        if configuration.autoRefresh { autoRefresh.start() }
     }
+
+    // MARK: - The background refresh
+
+    private let autoRefresh: AutoRefresh
+
+    /// Starts refreshing in the background (on by default: ``Configuration/autoRefresh``).
+    public func startAutoRefresh() { autoRefresh.start() }
+
+    /// Stops the background refresh (calls still refresh a token about to expire when they need one).
+    public func stopAutoRefresh() { autoRefresh.stop() }
+
+    /// Whether a background refresh is waiting for its turn.
+    public var autoRefreshScheduled: Bool { autoRefresh.isScheduled }
+
+    /// Stops the background refresh (as the client's deinit does).
+    public func close() { autoRefresh.stop() }
+
+    deinit { autoRefresh.stop() }
 
     /// A client with the default session store for this app.
     public convenience init(baseURL: URL, appKey: String, sessionStore: (any SessionStore)? = nil) {

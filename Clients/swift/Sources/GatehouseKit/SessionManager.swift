@@ -47,8 +47,10 @@ actor SessionManager {
         self.events = events
     }
 
+    /// The session, read from the store the first time and whenever there is none here (another
+    /// client on a shared store, an app extension, may have signed in since).
     func current() throws -> StoredSession? {
-        if !loaded {
+        if !loaded || session == nil {
             session = try store.load()
             loaded = true
         }
@@ -142,6 +144,19 @@ actor SessionManager {
     func refreshNow() async throws -> StoredSession {
         guard let stored = try current() else { throw GatehouseError.notSignedIn }
         return try await refresh(from: stored)
+    }
+
+    /// When the stored access token is due for a refresh (the margin before it expires), or `nil`
+    /// without a session (or without a refresh token to refresh it with).
+    func refreshDue() -> Date? {
+        guard let stored = (try? current()) ?? nil, stored.refreshToken != nil else { return nil }
+        return stored.accessTokenExpiresAt.addingTimeInterval(-min(refreshMargin, stored.accessTokenLifetime / 4))
+    }
+
+    /// Refreshes if the token is due (joining a refresh in flight); otherwise nothing.
+    func refreshIfDue() async throws {
+        guard let stored = try current(), needsRefresh(stored) else { return }
+        _ = try await refresh(from: stored)
     }
 
     private func needsRefresh(_ stored: StoredSession) -> Bool {
