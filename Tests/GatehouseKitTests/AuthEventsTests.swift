@@ -37,6 +37,19 @@ struct AuthEventsTests {
         #expect(await events.first(4) == [.signedIn(created.user), .tokenRefreshed, .userUpdated(renamed), .signedOut(.signedOut)])
     }
 
+    @Test
+    func aClientMadeBeforeAnotherSignsInOnTheSharedStoreFindsTheSession() async throws {
+        let world = try KitWorld()
+        defer { world.stop() }
+        let store = MemorySessionStore()
+        let appExtension = world.client(store: store)
+        #expect(appExtension.currentUser == nil)
+        let app = world.client(store: store)
+        let created = try await app.signUp(email: "shared-late@example.com", password: "correct horse battery")
+        #expect(try await appExtension.getUser().id == created.user.id)
+        #expect(appExtension.currentUser == created.user, "currentUser follows what the store had")
+    }
+
     /// An admin's change read by `getUser()` becomes `currentUser` without an event: an app that
     /// reloads the profile on every event does not loop.
     @Test

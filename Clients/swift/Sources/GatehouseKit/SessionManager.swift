@@ -53,6 +53,8 @@ actor SessionManager {
         if !loaded || session == nil {
             session = try store.load()
             loaded = true
+            // Found in a shared store (another client signed in there): currentUser follows, quietly.
+            if let user = session?.user, events.currentUser != user { events.setQuietly(user) }
         }
         return session
     }
