@@ -682,6 +682,13 @@ export class Gatehouse {
     if (!message || typeof message !== 'object' || !known.includes(message.event)) return;
     const details = message.event === 'signedOut' && message.details && typeof message.details.reason === 'string'
       ? { reason: message.details.reason, ...(typeof message.details.code === 'string' ? { code: message.details.code } : {}) } : {};
+    // Only what this tab's storage shows (a client on another storage, with the same app key,
+    // hears the channel too): a sign-out while a session is still here (or when there was none),
+    // a sign-in or refresh with none, or an update to the user this tab already has, is not this
+    // tab's change.
+    const session = await this.session().catch(() => null);
+    if (message.event === 'signedOut' ? session !== null || this.#user === null : session === null) return;
+    if (message.event === 'userUpdated' && JSON.stringify(session.user) === JSON.stringify(this.#user)) return;
     await this.#emit(message.event, { broadcast: false, details });
   }
 

@@ -137,3 +137,18 @@ test('currentUser is read from a synchronous storage at construction; the server
   assert.deepEqual(events, [['initialSession', null, null], ['signedOut', 'sessionEnded', 'auth/session-revoked']]);
   first.close(); reloaded.close(); solo.close();
 });
+
+test('a client on another storage (same app key, same channel) hears nothing of the other storage', async () => {
+  const mine = client({ storage: new MemoryStorage() });
+  const elsewhere = client({ storage: new MemoryStorage() });
+  const heard = [];
+  mine.onAuthStateChange((event) => heard.push(event));
+  await settle();
+  await elsewhere.signUp({ email: unique('elsewhere'), password: PASSWORD });
+  await elsewhere.updateUser({ firstName: 'Other' });
+  await elsewhere.signOut();
+  await settle();
+  assert.deepEqual(heard, ['initialSession']);
+  assert.equal(mine.currentUser, null);
+  mine.close(); elsewhere.close();
+});
