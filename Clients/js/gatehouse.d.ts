@@ -113,6 +113,12 @@ export interface GatehouseOptions {
   storageKey?: string;
   /** Where passkeys are created and used; default `navigator.credentials`. */
   credentials?: Pick<CredentialsContainer, 'create' | 'get'>;
+  /** Refresh in the background `refreshLeewaySeconds` before the access token expires (default true); see `startAutoRefresh`. */
+  autoRefresh?: boolean;
+  /** The background refresh's clock and timers (tests); default Date.now, setTimeout, clearTimeout. */
+  clock?: { now?: () => number; setTimeout?: (fn: () => void, ms: number) => unknown; clearTimeout?: (id: any) => void };
+  /** The page whose `visibilityState` pauses the background refresh (default `globalThis.document`; null: never paused). */
+  document?: Pick<Document, 'visibilityState' | 'addEventListener' | 'removeEventListener'> | null;
 }
 
 export interface User {
@@ -257,6 +263,33 @@ export declare function sha256Hex(text: string): Promise<string>;
 export declare function createNonce(): Promise<{ raw: string; hashed: string }>;
 export declare function createPKCE(): Promise<{ verifier: string; challenge: string; method: 'S256' }>;
 
+export type FileVisibility = 'private' | 'public';
+
+/** A file of the user (`GET /v1/files/{id}`). */
+export interface StoredFile {
+  id: string;
+  name: string;
+  /** Sniffed from the bytes (the four image types), else `application/octet-stream`. */
+  contentType: string;
+  size: number;
+  sha256: string;
+  visibility: FileVisibility;
+  /** Public files only: anyone can fetch it. */
+  url?: string | null;
+  createdAt: string;
+}
+
+/** What `onAuthStateChange` reports. */
+export type AuthChangeEvent = 'initialSession' | 'signedIn' | 'tokenRefreshed' | 'userUpdated' | 'signedOut';
+
+/** Why a `signedOut` happened: `signOut()`/`endSession` of this device, `deleteAccount()`, or the server ended the session (`code` says why). */
+export type SignOutReason = 'signedOut' | 'accountDeleted' | 'sessionEnded';
+
+/** `{reason, code?}` with `signedOut`; empty with the other events. */
+export interface AuthChangeDetails { reason?: SignOutReason; code?: GatehouseErrorCode }
+
+export type AuthStateListener = (event: AuthChangeEvent, session: StoredSession | null, details: AuthChangeDetails) => void;
+
 export declare class Gatehouse {
   constructor(options: GatehouseOptions);
   readonly url: string;
@@ -264,11 +297,22 @@ export declare class Gatehouse {
   readonly mode: 'token' | 'cookie';
   readonly storage: SessionStorageLike;
   readonly flowStorage: SessionStorageLike;
+  /** Also stops the background refresh. */
   close(): void;
+  /** Starts the background refresh (paused while the page is hidden; on by default). */
+  startAutoRefresh(): void;
+  stopAutoRefresh(): void;
+  /** Whether a background refresh is waiting for its turn. */
+  readonly autoRefreshScheduled: boolean;
 
   session(): Promise<StoredSession | null>;
-  currentUser(): Promise<User | null>;
-  onAuthStateChange(listener: (user: User | null) => void): () => void;
+  /** The stored session's user, from memory (null when signed out); reading it never calls a listener. */
+  readonly currentUser: User | null;
+  /**
+   * `listener(event, session, details)`: `'initialSession'` once, asynchronously, right after
+   * subscribing; then each change here or in another tab. Returns an unsubscribe function.
+   */
+  onAuthStateChange(listener: AuthStateListener): () => void;
   getAccessToken(): Promise<string>;
   refresh(): Promise<StoredSession>;
 
@@ -333,6 +377,15 @@ export declare class Gatehouse {
 
   /** `GET /v1/me/export`: the user's own data (no secret); a few an hour. */
   exportMyData(): Promise<AccountExport>;
+
+  /** `POST /v1/files`: `visibility` `'private'` (default) or `'public'` (images, by their bytes). */
+  uploadFile(file: Blob, options?: { filename?: string; visibility?: FileVisibility }): Promise<StoredFile>;
+  /** One page, newest first; `nextCursor` is null on the last. */
+  listFiles(options?: { limit?: number; cursor?: string }): Promise<{ files: StoredFile[]; nextCursor: string | null }>;
+  getFile(id: string): Promise<StoredFile>;
+  /** The bytes (`type`: the sniffed content type); `range` asks for a part (inclusive offsets). */
+  getFileContent(id: string, options?: { range?: { start: number; end?: number } }): Promise<Blob>;
+  deleteFile(id: string): Promise<void>;
 
   getSessions(): Promise<DeviceSession[]>;
   endSession(id: string): Promise<void>;

@@ -471,9 +471,16 @@ function body(fields) {
  */
 export class Gatehouse {
   #fetch; #lock; #channel = null; #listeners = new Set(); #inflight = null; #credentials;
+  /** The stored session's user, kept in memory for the synchronous `currentUser`. */
+  #user = null;
+  /** The background refresh: its clock, its timer, whether it runs, and the page whose visibility pauses it. */
+  #clock; #timer = null; #autoRefresh; #closed = false; #document; #onVisibility = null; #retryMs = 0;
 
   constructor(options) {
-    const { url, appKey, mode = 'token', storage, flowStorage, fetch, lock = 'auto', refreshLeewaySeconds = 30, refreshGraceSeconds = 10, storageKey, credentials } = options ?? {};
+    const {
+      url, appKey, mode = 'token', storage, flowStorage, fetch, lock = 'auto', refreshLeewaySeconds = 30, refreshGraceSeconds = 10, storageKey, credentials,
+      autoRefresh = true, clock, document,
+    } = options ?? {};
     if (typeof url !== 'string' || !/^https?:\/\//.test(url)) throw new TypeError('url: the Gatehouse base URL, e.g. https://auth.example.com');
     // Tokens travel in the clear over http: only to this machine (development).
     if (url.startsWith('http:') && !/^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?(\/|$)/.test(url)) {
@@ -491,16 +498,117 @@ export class Gatehouse {
     this.storageKey = storageKey ?? `gatehouse:${appKey}:session`;
     this.#fetch = fetch ?? globalThis.fetch.bind(globalThis);
     this.#credentials = credentials ?? null;
+    this.#clock = {
+      now: clock?.now ?? (() => Date.now()),
+      setTimeout: clock?.setTimeout ?? ((fn, ms) => setTimeout(fn, ms)),
+      clearTimeout: clock?.clearTimeout ?? ((id) => clearTimeout(id)),
+    };
+    this.#document = document === undefined ? globalThis.document ?? null : document;
     this.#lock = makeLock(lock, `gatehouse:${appKey}:refresh`);
     if (typeof globalThis.BroadcastChannel === 'function') {
       this.#channel = new BroadcastChannel(`gatehouse:${appKey}:session`);
       this.#channel.unref?.();
-      this.#channel.onmessage = () => this.#emit(false);
+      this.#channel.onmessage = (message) => this.#heard(message.data);
     }
+    this.#loadUser();
+    if (autoRefresh) this.startAutoRefresh();
+  }
+
+  // MARK: The background refresh
+
+  /**
+   * Refreshes the access token in the background `refreshLeewaySeconds` before it expires (on by
+   * default; `autoRefresh: false` leaves it off until this is called). In a browser it pauses
+   * while the page is hidden (`document.visibilityState`) and, when the page shows again,
+   * refreshes at once if the token is due. Other tabs' refreshes move the timer (the storage is
+   * shared), and a refresh already done by another tab is adopted instead of repeated.
+   */
+  startAutoRefresh() {
+    if (this.#closed || this.#autoRefresh) return;
+    this.#autoRefresh = true;
+    const page = this.#document;
+    if (page && typeof page.addEventListener === 'function' && !this.#onVisibility) {
+      this.#onVisibility = () => this.#schedule();
+      page.addEventListener('visibilitychange', this.#onVisibility);
+    }
+    this.#schedule();
+  }
+
+  /** Stops the background refresh (calls still refresh a token that is about to expire when they need it). */
+  stopAutoRefresh() {
+    this.#autoRefresh = false;
+    this.#cancelTimer();
+    if (this.#onVisibility) this.#document.removeEventListener('visibilitychange', this.#onVisibility);
+    this.#onVisibility = null;
+  }
+
+  /** Whether the background refresh is waiting for its next turn (false while paused, stopped or signed out). */
+  get autoRefreshScheduled() { return this.#timer !== null; }
+
+  #cancelTimer() {
+    if (this.#timer !== null) this.#clock.clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+
+  #hidden() { return this.#document?.visibilityState === 'hidden'; }
+
+  /** Sets the timer for the stored session's refresh (at once when it is due), or none. */
+  async #schedule() {
+    this.#cancelTimer();
+    if (!this.#autoRefresh || this.#closed || this.#hidden()) return;
+    let session = null;
+    try { session = await this.session(); } catch { return; }
+    this.#cancelTimer(); // another #schedule may have run meanwhile
+    if (!session || !this.#autoRefresh || this.#closed || this.#hidden()) return;
+    const due = session.expiresAt - this.refreshLeewaySeconds * 1000 - this.#clock.now();
+    const wait = Math.min(Math.max(due, this.#retryMs, 0), 2 ** 31 - 1);
+    const timer = this.#clock.setTimeout(() => {
+      if (this.#timer === timer) this.#timer = null;
+      this.#tick();
+    }, wait);
+    timer?.unref?.(); // Node: a pending refresh must not keep the process alive
+    this.#timer = timer;
+  }
+
+  async #tick() {
+    if (!this.#autoRefresh || this.#closed || this.#hidden()) return;
+    const session = await this.session().catch(() => null);
+    if (!session) return;
+    if (this.#fresh(session)) { this.#schedule(); return; } // another tab refreshed: its answer is ours
+    try {
+      await this.#refresh(session.rev); // its event reschedules
+      this.#retryMs = 0;
+    } catch (error) {
+      // Offline or the server busy: try again later (doubling, up to a minute); a session the
+      // server ended is already forgotten (signedOut), and then there is nothing to schedule.
+      if (error instanceof GatehouseError && error.isSignedOut) return;
+      this.#retryMs = Math.min(Math.max(this.#retryMs * 2, 1000), 60000);
+      this.#schedule();
+    }
+  }
+
+  /** Reads the stored user into memory: at once from a synchronous storage (localStorage), else when it answers. */
+  #loadUser() {
+    let text;
+    try {
+      text = this.storage.getItem(this.#userKey);
+    } catch {
+      return;
+    }
+    const apply = (value) => {
+      const tokens = this.storage.getItem(this.storageKey);
+      const keep = (t) => { this.#user = parseJSON(t)?.accessToken ? parseJSON(value) : null; };
+      if (tokens && typeof tokens.then === 'function') return tokens.then(keep, () => {});
+      return keep(tokens);
+    };
+    if (text && typeof text.then === 'function') text.then(apply, () => {});
+    else apply(text);
   }
 
   /** Closes the client's channels (tests, or a page that drops the client). */
   close() {
+    this.stopAutoRefresh();
+    this.#closed = true;
     this.#lock.close();
     this.#channel?.close();
     this.#listeners.clear();
@@ -508,49 +616,110 @@ export class Gatehouse {
 
   // MARK: Session state
 
-  /** The stored session (`{rev, accessToken, refreshToken, expiresAt, user}`), or null. */
+  /** The stored session (`{rev, accessToken, refreshToken, expiresAt, user}`), or null. Reading it fires no listener. */
   async session() {
     const tokens = parseJSON(await this.storage.getItem(this.storageKey));
     if (!tokens || typeof tokens.accessToken !== 'string') return null;
     return { ...tokens, user: parseJSON(await this.storage.getItem(this.#userKey)) };
   }
 
-  /** The signed-in user as last seen (null when signed out); `getUser()` asks the server. */
-  async currentUser() { return (await this.session())?.user ?? null; }
+  /**
+   * The signed-in user as last seen (null when signed out), from memory: synchronous, and kept up
+   * to date on every change here and in other tabs. `getUser()` asks the server. With an
+   * asynchronous storage it is null until the storage has answered (the `initialSession` event).
+   */
+  get currentUser() { return this.#user; }
 
   // The user is kept apart from the tokens, so that storing a fresher user (after /me) can
   // never write back tokens that a refresh in another tab has just replaced.
   get #userKey() { return `${this.storageKey}:user`; }
 
-  /** Calls `listener(user | null)` whenever the session changes here or in another tab; returns an unsubscribe function. */
+  /**
+   * Calls `listener(event, session, details)` on each change of the session, here or in another tab
+   * sharing the storage, and returns an unsubscribe function. `event` is `'initialSession'` (once,
+   * asynchronously, right after subscribing: the session as stored now, or null), `'signedIn'`,
+   * `'tokenRefreshed'`, `'userUpdated'` (the user changed: a profile update, a confirmed email) or
+   * `'signedOut'` (`details.reason`: `'signedOut'`, `'accountDeleted'` or `'sessionEnded'` with
+   * `details.code`, the server's reason). `session` is `session()`'s value (null after a sign-out).
+   * Reading (`getUser()`, `currentUser`, `session()`) never calls a listener.
+   */
   onAuthStateChange(listener) {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    if (typeof listener !== 'function') throw new TypeError('onAuthStateChange: a function (event, session, details)');
+    const entry = { listener, ready: false, queue: [] };
+    this.#listeners.add(entry);
+    const initial = async () => {
+      let session = null;
+      try { session = await this.session(); } catch { /* an unreadable storage: no session */ }
+      if (!this.#listeners.has(entry)) return;
+      this.#user = session?.user ?? null;
+      this.#call(entry, 'initialSession', session, {});
+      entry.ready = true;
+      for (const [event, s, details] of entry.queue.splice(0)) this.#call(entry, event, s, details);
+    };
+    initial();
+    return () => { this.#listeners.delete(entry); };
   }
 
-  async #emit(broadcast) {
-    if (broadcast) this.#channel?.postMessage('changed');
-    if (this.#listeners.size === 0) return;
-    const user = await this.currentUser();
-    for (const listener of this.#listeners) {
-      try { listener(user); } catch { /* a listener's fault is its own */ }
+  #call(entry, event, session, details) {
+    try { entry.listener(event, session, details); } catch { /* a listener's fault is its own */ }
+  }
+
+  /** Tells the listeners (and, with `broadcast`, the other tabs) about `event`. */
+  async #emit(event, { broadcast = true, details = {} } = {}) {
+    if (broadcast) this.#channel?.postMessage({ event, details });
+    const session = await this.session();
+    this.#user = session?.user ?? null;
+    if (event !== 'userUpdated') this.#schedule();
+    for (const entry of this.#listeners) {
+      if (entry.ready) this.#call(entry, event, session, details);
+      else entry.queue.push([event, session, details]);
     }
   }
 
-  async #save(session) {
-    const { user, ...tokens } = session;
-    await this.storage.setItem(this.storageKey, JSON.stringify(tokens));
-    if (user) await this.storage.setItem(this.#userKey, JSON.stringify(user));
-    await this.#emit(true);
+  /** Another tab's change: the storage is shared, so re-read it and tell this tab's listeners. */
+  async #heard(message) {
+    const known = ['signedIn', 'tokenRefreshed', 'userUpdated', 'signedOut'];
+    if (!message || typeof message !== 'object' || !known.includes(message.event)) return;
+    const details = message.event === 'signedOut' && message.details && typeof message.details.reason === 'string'
+      ? { reason: message.details.reason, ...(typeof message.details.code === 'string' ? { code: message.details.code } : {}) } : {};
+    // Only what this tab's storage shows (a client on another storage, with the same app key,
+    // hears the channel too): a sign-out while a session is still here (or when there was none),
+    // a sign-in or refresh with none, or an update to the user this tab already has, is not this
+    // tab's change.
+    const session = await this.session().catch(() => null);
+    if (message.event === 'signedOut' ? session !== null || this.#user === null : session === null) return;
+    if (message.event === 'userUpdated' && JSON.stringify(session.user) === JSON.stringify(this.#user)) return;
+    await this.#emit(message.event, { broadcast: false, details });
   }
 
-  /** Forgets the session, but only if it is still the one `isStale` recognises (another tab may have signed in since). */
-  async #clear(isStale = () => true) {
+  /**
+   * Stores `session` and reports `event` (`signedIn` or `tokenRefreshed`; a refresh that finds no
+   * session before, a cookie-mode reload, is a `signedIn`), then `userUpdated` if the user changed.
+   */
+  async #save(session, event) {
+    const { user, ...tokens } = session;
+    const before = await this.session();
+    await this.storage.setItem(this.storageKey, JSON.stringify(tokens));
+    if (user) await this.storage.setItem(this.#userKey, JSON.stringify(user));
+    if (event === 'signedIn' || !before) {
+      await this.#emit('signedIn');
+    } else {
+      await this.#emit('tokenRefreshed');
+      if (user && before.user && JSON.stringify(before.user) !== JSON.stringify(user)) await this.#emit('userUpdated');
+    }
+  }
+
+  /**
+   * Forgets the session, but only if it is still the one `isStale` recognises (another tab may
+   * have signed in since), and reports `signedOut` with `details` (`{reason, code?}`).
+   */
+  async #clear(details, isStale = () => true) {
     const current = await this.session();
     if (current && !isStale(current)) return;
     await this.storage.removeItem(this.storageKey);
     await this.storage.removeItem(this.#userKey);
-    await this.#emit(true);
+    this.#user = null;
+    if (current) await this.#emit('signedOut', { details });
   }
 
   #fromSessionResponse(data) {
@@ -560,24 +729,24 @@ export class Gatehouse {
       rev: randomID(),
       accessToken: data.access_token,
       refreshToken: this.mode === 'cookie' ? null : data.refresh_token ?? null,
-      expiresAt: Date.now() + data.expires_in * 1000,
+      expiresAt: this.#clock.now() + data.expires_in * 1000,
       user: camel(data.user),
     };
   }
 
   async #signedIn(data) {
-    await this.#save(this.#fromSessionResponse(data));
+    await this.#save(this.#fromSessionResponse(data), 'signedIn');
     const result = camel(data);
     if (this.mode === 'cookie') result.refreshToken = null;
     return result;
   }
 
-  #fresh(session) { return session.expiresAt - Date.now() > this.refreshLeewaySeconds * 1000; }
+  #fresh(session) { return session.expiresAt - this.#clock.now() > this.refreshLeewaySeconds * 1000; }
 
   // MARK: HTTP
 
-  async #send(method, path, { json, form, token, query } = {}) {
-    const headers = { 'X-App-Key': this.appKey, Accept: 'application/json' };
+  async #send(method, path, { json, form, token, query, raw = false, headers: extra } = {}) {
+    const headers = { 'X-App-Key': this.appKey, Accept: raw ? '*/*' : 'application/json', ...extra };
     if (token) headers.Authorization = `Bearer ${token}`;
     let requestBody;
     if (json !== undefined) {
@@ -586,7 +755,8 @@ export class Gatehouse {
     } else if (form !== undefined) {
       requestBody = form;
     }
-    const target = this.url + path + (query ? `?${new URLSearchParams(query)}` : '');
+    const search = query ? new URLSearchParams(query).toString() : '';
+    const target = this.url + path + (search ? `?${search}` : '');
     let response;
     try {
       response = await this.#fetch(target, {
@@ -598,6 +768,7 @@ export class Gatehouse {
       throw error;
     }
     if (response.status === 204) return null;
+    if (raw && response.ok) return response;
     const text = await response.text();
     if (response.status === 202) return null; // accepted: a code is on its way; nothing to read
     let parsed = null;
@@ -623,7 +794,7 @@ export class Gatehouse {
         const next = await this.#refresh(used.rev);
         return await this.#send(method, path, { ...options, token: next.accessToken });
       }
-      if (error.code === 'auth/session-revoked') await this.#clear((s) => s.rev === used.rev);
+      if (error.code === 'auth/session-revoked') await this.#clear({ reason: 'sessionEnded', code: error.code }, (s) => s.rev === used.rev);
       throw error;
     }
   }
@@ -689,7 +860,7 @@ export class Gatehouse {
         await sleep(250);
         answer = await this.#send('POST', '/v1/auth/refresh', { json });
       } else if (SESSION_ENDING_CODES.has(error.code) || (this.mode === 'cookie' && error.code === 'request/validation-failed')) {
-        await this.#clear((s) => s.refreshToken === sent);
+        await this.#clear({ reason: 'sessionEnded', code: error.code }, (s) => s.refreshToken === sent);
         if (error.code === 'request/validation-failed') throw new GatehouseError('client/signed-out', 0, { detail: 'No refresh cookie: sign in first.' });
         throw error;
       } else {
@@ -697,7 +868,7 @@ export class Gatehouse {
       }
     }
     const next = this.#fromSessionResponse(answer.data);
-    await this.#save(next);
+    await this.#save(next, 'tokenRefreshed');
     return next;
   }
 
@@ -985,9 +1156,10 @@ export class Gatehouse {
 
   // MARK: Account
 
+  /** `GET /v1/me`: the user as the server has it now. Keeps it as `currentUser`, but a read never calls a listener. */
   async getUser() {
     const user = camel((await this.#authorized('GET', '/v1/me')).data);
-    await this.#updateUser(user);
+    await this.#updateUser(user, { quiet: true });
     return user;
   }
 
@@ -1018,10 +1190,14 @@ export class Gatehouse {
     return user;
   }
 
-  async #updateUser(user) {
-    if (!(await this.session())) return;
+  /** Keeps the server's newest user; reports `userUpdated` when it differs from the stored one (unless `quiet`: a read). */
+  async #updateUser(user, { quiet = false } = {}) {
+    const session = await this.session();
+    if (!session || (session.user && session.user.id !== user.id)) return;
+    if (session.user && JSON.stringify(session.user) === JSON.stringify(user)) return;
     await this.storage.setItem(this.#userKey, JSON.stringify(user));
-    await this.#emit(true);
+    this.#user = user;
+    if (!quiet) await this.#emit('userUpdated');
   }
 
   /** Changes the password; the user's other sessions end. */
@@ -1089,6 +1265,52 @@ export class Gatehouse {
     return mine;
   }
 
+  // MARK: Files
+
+  /**
+   * `POST /v1/files` (multipart): uploads `file` (a Blob or File) under `filename` (a File's own
+   * name by default), `visibility` `'private'` (the default) or `'public'` (one of the app's
+   * `files.public_types` by its bytes; served byte for byte at its `url`). Returns the file.
+   */
+  async uploadFile(file, { filename, visibility } = {}) {
+    if (!(file instanceof Blob)) throw new TypeError('uploadFile: a Blob or File');
+    if (visibility !== undefined && visibility !== 'private' && visibility !== 'public') throw new TypeError('visibility: "private" or "public"');
+    const form = new FormData();
+    form.append('file', file, filename ?? (typeof file.name === 'string' && file.name ? file.name : 'file'));
+    if (visibility !== undefined) form.append('visibility', visibility);
+    return camel((await this.#authorized('POST', '/v1/files', { form })).data);
+  }
+
+  /** `GET /v1/files`: one page of the user's files, newest first: `{files, nextCursor}` (null on the last page). */
+  async listFiles({ limit, cursor } = {}) {
+    const query = body({ limit: limit === undefined ? undefined : String(limit), cursor });
+    const answer = await this.#authorized('GET', '/v1/files', { query });
+    return { files: camel(answer.data), nextCursor: answer.next_cursor ?? null };
+  }
+
+  /** `GET /v1/files/{id}`: the file's metadata. Another user's id is `request/not-found`. */
+  async getFile(id) { return camel((await this.#authorized('GET', `/v1/files/${encodeURIComponent(id)}`)).data); }
+
+  /**
+   * `GET /v1/files/{id}/content`: the bytes as a Blob (its `type` the sniffed content type). `range`
+   * (`{start, end}`, inclusive byte offsets; `end` optional) asks for a part (206).
+   */
+  async getFileContent(id, { range } = {}) {
+    const headers = {};
+    if (range !== undefined) {
+      const { start, end } = range;
+      if (!Number.isInteger(start) || start < 0 || (end !== undefined && (!Number.isInteger(end) || end < start))) {
+        throw new TypeError('range: {start, end?}, integer byte offsets, end >= start');
+      }
+      headers.Range = `bytes=${start}-${end ?? ''}`;
+    }
+    const response = await this.#authorized('GET', `/v1/files/${encodeURIComponent(id)}/content`, { raw: true, headers });
+    return response.blob();
+  }
+
+  /** `DELETE /v1/files/{id}`. */
+  async deleteFile(id) { await this.#authorized('DELETE', `/v1/files/${encodeURIComponent(id)}`); }
+
   // MARK: Sessions
 
   async getSessions() { return camel((await this.#authorized('GET', '/v1/me/sessions')).data); }
@@ -1097,7 +1319,7 @@ export class Gatehouse {
   async endSession(id) {
     await this.#authorized('DELETE', `/v1/me/sessions/${encodeURIComponent(id)}`);
     const session = await this.session();
-    if (session && sessionID(session.accessToken) === id) await this.#clear((s) => s.rev === session.rev);
+    if (session && sessionID(session.accessToken) === id) await this.#clear({ reason: 'signedOut' }, (s) => s.rev === session.rev);
   }
 
   // MARK: Recent login
@@ -1125,7 +1347,7 @@ export class Gatehouse {
     // must keep its new refresh token (the session, and so the new access token, is the same).
     await this.#lock.run(async () => {
       const session = await this.session();
-      if (session) await this.#save({ ...session, user: undefined, rev: randomID(), accessToken: data.access_token, expiresAt: Date.now() + data.expires_in * 1000 });
+      if (session) await this.#save({ ...session, user: undefined, rev: randomID(), accessToken: data.access_token, expiresAt: this.#clock.now() + data.expires_in * 1000 }, 'tokenRefreshed');
     });
   }
 
@@ -1154,12 +1376,12 @@ export class Gatehouse {
     } catch (error) {
       if (!(error instanceof GatehouseError) || !error.isSignedOut) throw error;
     }
-    if (scope !== 'others') await this.#clear();
+    if (scope !== 'others') await this.#clear({ reason: 'signedOut' });
   }
 
   /** Deletes the account (recent login). `appleAuthorizationCode` lets Gatehouse revoke at Apple when it holds no Apple token. */
   async deleteAccount({ reason, appleAuthorizationCode } = {}) {
     await this.#authorized('DELETE', '/v1/me', { json: body({ reason, apple_authorization_code: appleAuthorizationCode }) });
-    await this.#clear();
+    await this.#clear({ reason: 'accountDeleted' });
   }
 }

@@ -7,7 +7,7 @@ import Testing
 /// `/me` and the account calls through GatehouseKit, against the real server.
 @Suite("GatehouseKit account")
 struct AccountTests {
-    /// `display_name` and `user_metadata` set through ``GatehouseClient/updateProfile``, the
+    /// `display_name` and `user_metadata` set through ``GatehouseClient/updateUser``, the
     /// admin's `app_metadata` read back in the user object.
     @Test
     func customData() async throws {
@@ -17,12 +17,12 @@ struct AccountTests {
         let signedUp = try await client.signUp(email: "ada@example.com", password: "correct horse battery")
         #expect(signedUp.user.displayName == nil && signedUp.user.appMetadata == [:] && signedUp.user.userMetadata == [:])
         let preferences: [String: MetadataValue] = ["theme": "dark", "volume": 7, "ratio": 0.5, "tags": ["a", nil, true], "nested": ["k": "v"]]
-        let updated = try await client.updateProfile(displayName: .set("Ada L."), userMetadata: .set(preferences))
+        let updated = try await client.updateUser(displayName: .set("Ada L."), userMetadata: .set(preferences))
         #expect(updated.displayName == "Ada L." && updated.userMetadata == preferences)
-        let cleared = try await client.updateProfile(displayName: .clear, userMetadata: .clear)
+        let cleared = try await client.updateUser(displayName: .clear, userMetadata: .clear)
         #expect(cleared.displayName == nil && cleared.userMetadata == [:])
         let tooBig = await kitError {
-            try await client.updateProfile(userMetadata: .set(["blob": .string(String(repeating: "x", count: 5000))]))
+            try await client.updateUser(userMetadata: .set(["blob": .string(String(repeating: "x", count: 5000))]))
         }
         guard case .server(let problem)? = tooBig else { Issue.record("expected a problem"); return }
         #expect(problem.code == .validationFailed && problem.fieldErrors.map(\.field) == ["user_metadata"])
@@ -30,7 +30,7 @@ struct AccountTests {
         let admin = try world.server.request(
             "PATCH", "/v1/admin/users/\(signedUp.user.id)", bearer: world.app.secretKey, json: ["app_metadata": ["plan": "pro", "seats": 3]])
         #expect(admin.status == 200)
-        #expect(try await client.me().appMetadata == ["plan": "pro", "seats": 3])
+        #expect(try await client.getUser().appMetadata == ["plan": "pro", "seats": 3])
     }
 
     /// ``GatehouseClient/exportMyData()``: the user's own data, decoded into ``AccountExport``;
@@ -66,13 +66,13 @@ struct AccountTests {
         #expect(signedUp.user.locale == "ja")
         _ = try world.code(to: "ada@example.com")
 
-        let named = try await client.updateProfile(lastName: .set("Lovelace"), locale: .set("ko-kr"))
+        let named = try await client.updateUser(lastName: .set("Lovelace"), locale: .set("ko-kr"))
         #expect(named.firstName == "Ada" && named.lastName == "Lovelace" && named.locale == "ko-KR")
-        #expect(try await client.updateProfile(locale: .clear).locale == nil)
-        let cleared = try await client.updateProfile(firstName: .clear)
+        #expect(try await client.updateUser(locale: .clear).locale == nil)
+        let cleared = try await client.updateUser(firstName: .clear)
         #expect(cleared.firstName == nil && cleared.lastName == "Lovelace")
-        #expect(try await client.currentUser == cleared, "the stored user follows the server's answers")
-        let tooLong = await kitError { try await client.updateProfile(firstName: .set(String(repeating: "x", count: 51))) }
+        #expect(client.currentUser == cleared, "the stored user follows the server's answers")
+        let tooLong = await kitError { try await client.updateUser(firstName: .set(String(repeating: "x", count: 51))) }
         guard case .server(let problem)? = tooLong else { Issue.record("expected a problem"); return }
         #expect(problem.code == .validationFailed && problem.fieldErrors.map(\.field) == ["first_name"])
 
@@ -88,9 +88,9 @@ struct AccountTests {
         let wrongCurrent = await kitError { try await client.changePassword(current: "not it at all", new: "a new long password") }
         #expect(wrongCurrent?.code == .invalidCredential)
         try await client.changePassword(current: "correct horse battery", new: "a new long password")
-        #expect(try await client.me().id == cleared.id, "this session stays")
-        #expect(await kitError { try await second.me() }?.code == .sessionRevoked, "the other one ended")
-        #expect(try await second.currentUser == nil)
+        #expect(try await client.getUser().id == cleared.id, "this session stays")
+        #expect(await kitError { try await second.getUser() }?.code == .sessionRevoked, "the other one ended")
+        #expect(second.currentUser == nil)
 
         try await client.changeEmail(to: "ada@new.example.com")
         let moved = try await client.confirmEmailChange(email: "ada@new.example.com", code: try world.code(to: "ada@new.example.com"))
@@ -105,23 +105,23 @@ struct AccountTests {
         let tablet = world.client()
         _ = try await phone.signUp(email: "dev@example.com", password: "correct horse battery")
         _ = try await tablet.signIn(email: "dev@example.com", password: "correct horse battery")
-        let devices = try await phone.sessions()
+        let devices = try await phone.getSessions()
         #expect(devices.count == 2 && devices.filter(\.current).count == 1)
         let other = try #require(devices.first { !$0.current })
         #expect(other.method == "password")
         let tabletEvents = EventLog(tablet)
-        try await phone.revokeSession(id: other.id)
-        #expect(await kitError { try await tablet.me() }?.code == .sessionRevoked)
+        try await phone.endSession(id: other.id)
+        #expect(await kitError { try await tablet.getUser() }?.code == .sessionRevoked)
         #expect(await tabletEvents.first(1) == [.signedOut(.sessionEnded(.sessionRevoked))])
-        #expect(try await phone.sessions().count == 1)
+        #expect(try await phone.getSessions().count == 1)
 
         // Sign out everywhere else, then here.
         _ = try await tablet.signIn(email: "dev@example.com", password: "correct horse battery")
         try await phone.signOut(scope: .others)
-        #expect(try await phone.currentUser != nil)
-        #expect(await kitError { try await tablet.me() }?.code == .sessionRevoked)
+        #expect(phone.currentUser != nil)
+        #expect(await kitError { try await tablet.getUser() }?.code == .sessionRevoked)
         try await phone.signOut()
-        #expect(await kitError { try await phone.me() } == .notSignedIn)
+        #expect(await kitError { try await phone.getUser() } == .notSignedIn)
     }
 
     /// Linking needs a recent sign-in: the client surfaces `requiresRecentLogin`, and
@@ -144,17 +144,17 @@ struct AccountTests {
         #expect(problem.status == 403)
 
         let asked = Locked(0)
-        let identities = try await client.withRecentLogin(reauthenticate: {
+        let identities = try await client.withRecentLogin {
+            try await client.linkGoogle(idToken: googleToken("n-2"), nonce: "n-2")
+        } reauthenticate: {
             asked.update { $0 += 1 }
             try await client.reauthenticate(password: "correct horse battery")
-        }) {
-            try await client.linkGoogle(idToken: googleToken("n-2"), nonce: "n-2")
         }
         #expect(asked.value == 1)
         #expect(Set(identities.map(\.provider)) == [.password, .google])
         #expect(Set(try await client.identities().map(\.provider)) == [.password, .google])
         // No second reauthentication while the login is recent.
-        let unlinked = try await client.withRecentLogin(reauthenticate: { asked.update { $0 += 1 } }) { try await client.unlink(.google) }
+        let unlinked = try await client.withRecentLogin({ try await client.unlink(.google) }, reauthenticate: { asked.update { $0 += 1 } })
         #expect(asked.value == 1 && unlinked.map(\.provider) == [.password])
         #expect(await kitError { try await client.unlink(.password) }?.code == .lastSignInMethod)
 
@@ -181,7 +181,7 @@ struct AccountTests {
         world.clock.advance(seconds: 301)
         try await client.reauthenticate(googleIDToken: googleToken("n-4"), nonce: "n-4")
         #expect(try await client.unlink(.google).map(\.provider) == [.password])
-        #expect(try await client.me().id == created.user.id)
+        #expect(try await client.getUser().id == created.user.id)
     }
 
     @Test
@@ -193,12 +193,14 @@ struct AccountTests {
         let created = try await client.signUp(email: "gone@example.com", password: "correct horse battery")
         world.clock.advance(seconds: 301)
         #expect(await kitError { try await client.deleteAccount(reason: "testing") }?.requiresRecentLogin == true)
-        #expect(try await client.currentUser != nil, "a refused deletion keeps the session")
-        try await client.withRecentLogin(reauthenticate: { try await client.reauthenticate(password: "correct horse battery") }) {
+        #expect(client.currentUser != nil, "a refused deletion keeps the session")
+        try await client.withRecentLogin {
             try await client.deleteAccount(reason: "testing")
+        } reauthenticate: {
+            try await client.reauthenticate(password: "correct horse battery")
         }
-        #expect(try await client.currentUser == nil)
-        #expect(await events.first(3) == [.signedIn(created.user), .tokensRefreshed, .signedOut(.accountDeleted)])
+        #expect(client.currentUser == nil)
+        #expect(await events.first(3) == [.signedIn(created.user), .tokenRefreshed, .signedOut(.accountDeleted)])
         #expect(await kitError { try await world.client().signIn(email: "gone@example.com", password: "correct horse battery") }?.code == .invalidCredential)
         #expect(try await world.client().signUp(email: "gone@example.com", password: "correct horse battery").isNewUser)
     }

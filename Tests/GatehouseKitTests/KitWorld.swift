@@ -74,9 +74,13 @@ final class KitWorld: @unchecked Sendable {  // every field is immutable after i
 
     /// A client of the app, on `store`, whose clock is `now`.
     /// `connections`: how many connections its URLSession opens to the server at once.
-    func client(store: any GatehouseKit.SessionStore = MemorySessionStore(), connections: Int? = nil, now: @escaping @Sendable () -> Date = { Date() }) -> GatehouseClient {
+    func client(
+        store: any GatehouseKit.SessionStore = MemorySessionStore(), connections: Int? = nil, now: @escaping @Sendable () -> Date = { Date() },
+        configure: (inout GatehouseClient.Configuration) -> Void = { _ in }
+    ) -> GatehouseClient {
         var configuration = GatehouseClient.Configuration(baseURL: URL(string: server.baseURL)!, appKey: app.appKey, sessionStore: store)
         configuration.now = now
+        configure(&configuration)
         if let connections {
             let session = URLSessionConfiguration.ephemeral
             session.httpMaximumConnectionsPerHost = connections
@@ -133,19 +137,32 @@ final class Locked<Value: Sendable>: Sendable {
     var value: Value { mutex.withLock { $0 } }
     func set(_ value: Value) { mutex.withLock { $0 = value } }
     func update(_ change: (inout Value) -> Void) { mutex.withLock { change(&$0) } }
+    func mutate<R: Sendable>(_ change: (inout Value) -> R) -> R { mutex.withLock { change(&$0) } }
 }
 
-/// Collects a client's auth events as they arrive.
+/// Collects a client's auth events as they arrive; the stream's first, `.initialSession`, is kept
+/// apart as `initial`.
 final class EventLog: Sendable {
     private let events = Locked<[AuthEvent]>([])
+    private let opening = Locked<AuthEvent?>(nil)
     private let task: Task<Void, Never>
 
     init(_ client: GatehouseClient) {
         let stream = client.authEvents()
         let events = self.events
+        let opening = self.opening
         task = Task {
-            for await event in stream { events.update { $0.append(event) } }
+            var first = true
+            for await event in stream {
+                if first { opening.set(event); first = false } else { events.update { $0.append(event) } }
+            }
         }
+    }
+
+    /// The stream's first event (after up to 10 s).
+    func initial() async -> AuthEvent? {
+        for _ in 0..<1000 where opening.value == nil { try? await Task.sleep(for: .milliseconds(10)) }
+        return opening.value
     }
 
     /// The events so far, once there are at least `count` (or after 10 s, whatever came).

@@ -63,7 +63,7 @@ struct PasskeyKitTests {
         let signedIn = try await phone.signIn(passkey: assertion)
         #expect(signedIn.user.id == user.id && !signedIn.isNewUser)
         #expect(try await Self.amr(phone) == ["hwk", "mfa"])
-        #expect(try await phone.sessions().first { $0.current }?.method == "passkey")
+        #expect(try await phone.getSessions().first { $0.current }?.method == "passkey")
         #expect(await kitError { try await world.client().signIn(passkey: assertion) }?.code == .invalidCredential, "a replayed assertion")
 
         // As the second step of a password sign-in.

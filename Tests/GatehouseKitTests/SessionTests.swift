@@ -26,7 +26,7 @@ struct SessionTests {
         // 50 connections, so that the 50 calls really are in flight together.
         let client = world.client(store: store, connections: 50, now: { Date().addingTimeInterval(offset.value) })
         let created = try await client.signUp(email: "race@example.com", password: "correct horse battery")
-        let sessionID = try #require(try await client.sessions().first(where: \.current)?.id)
+        let sessionID = try #require(try await client.getSessions().first(where: \.current)?.id)
         let oldAccess = try #require(try store.load()?.accessToken)
         let oldRefresh = try #require(try store.load()?.refreshToken)
 
@@ -38,7 +38,7 @@ struct SessionTests {
         let reuseBefore = try world.metrics()["gatehouse_refresh_reuse_total"] ?? 0
 
         let ids = try await withThrowingTaskGroup(of: String.self) { group in
-            for _ in 0..<50 { group.addTask { try await client.me().id } }
+            for _ in 0..<50 { group.addTask { try await client.getUser().id } }
             var ids: [String] = []
             for try await id in group { ids.append(id) }
             return ids
@@ -84,7 +84,7 @@ struct SessionTests {
         #expect(second != first.accessToken)
         #expect(try store.load()?.refreshToken != first.refreshToken)
         #expect(try world.refreshRequestsServed() - before == 1)
-        #expect(try await client.me().email == "soon@example.com")
+        #expect(try await client.getUser().email == "soon@example.com")
     }
 
     /// A refresh the server refuses because the session ended signs the client out and says
@@ -104,16 +104,16 @@ struct SessionTests {
         world.clock.advance(seconds: 1)  // past the grace window of 0 s
         let reused = await kitError { try await client.refresh() }
         #expect(reused?.code == .refreshTokenReused)
-        #expect(try await client.currentUser == nil && (try store.load()) == nil)
+        #expect(try client.currentUser == nil && store.load() == nil)
         #expect(await events.first(2).last == .signedOut(.sessionEnded(.refreshTokenReused)))
-        #expect(await kitError { try await client.me() } == .notSignedIn)
+        #expect(await kitError { try await client.getUser() } == .notSignedIn)
 
         // An admin signs the user out everywhere: the next refresh's token is of an ended session.
         let created = try await client.signIn(email: "reuse@example.com", password: "correct horse battery")
         #expect(try world.server.request("DELETE", "/v1/admin/users/\(created.user.id)/sessions", bearer: world.app.secretKey).status == 204)
         let ended = await kitError { try await client.refresh() }
         #expect(ended?.code == .invalidRefreshToken)
-        #expect(try await client.currentUser == nil)
+        #expect(client.currentUser == nil)
         #expect(await events.first(4).last == .signedOut(.sessionEnded(.invalidRefreshToken)))
     }
 
@@ -133,9 +133,9 @@ struct SessionTests {
             Issue.record("expected a transport error")
             return
         }
-        #expect(try await offline.currentUser != nil && (try store.load()) != nil)
+        #expect(try offline.currentUser != nil && store.load() != nil)
         try await client.refresh()
-        #expect(try await client.me().email == "offline@example.com")
+        #expect(try await client.getUser().email == "offline@example.com")
     }
 
     /// Two clients on one store (an app and its extension on a shared Keychain group): after one
@@ -150,18 +150,18 @@ struct SessionTests {
         let app = world.client(store: store, now: { Date().addingTimeInterval(offset.value) })
         let appExtension = world.client(store: store, now: { Date().addingTimeInterval(offset.value) })
         let created = try await app.signUp(email: "shared@example.com", password: "correct horse battery")
-        #expect(try await appExtension.me().id == created.user.id)
+        #expect(try await appExtension.getUser().id == created.user.id)
 
         world.clock.advance(seconds: 901)
         offset.set(901)
-        #expect(try await app.me().id == created.user.id)  // refreshed: the store has the rotated pair
+        #expect(try await app.getUser().id == created.user.id)  // refreshed: the store has the rotated pair
         world.clock.advance(seconds: 1)  // past the grace window
         let refreshesBefore = try world.refreshRequestsServed()
         let reuseBefore = try world.metrics()["gatehouse_refresh_reuse_total"] ?? 0
-        #expect(try await appExtension.me().id == created.user.id)
+        #expect(try await appExtension.getUser().id == created.user.id)
         #expect(try world.refreshRequestsServed() == refreshesBefore, "the stored access token was still good")
         #expect((try world.metrics()["gatehouse_refresh_reuse_total"] ?? 0) == reuseBefore)
-        #expect(try await appExtension.sessions().count == 1)
+        #expect(try await appExtension.getSessions().count == 1)
     }
 
     /// One client refreshes; the other, its access token still good, changes the user. Writing
@@ -177,18 +177,18 @@ struct SessionTests {
         let app = world.client(store: store, now: { Date().addingTimeInterval(offset.value) })
         let appExtension = world.client(store: store, now: { Date().addingTimeInterval(offset.value) })
         let created = try await app.signUp(email: "sharing@example.com", password: "correct horse battery")
-        #expect(try await appExtension.me().id == created.user.id)
+        #expect(try await appExtension.getUser().id == created.user.id)
 
         try await app.refresh()  // the store has the rotated pair; the extension's copy is older
         world.clock.advance(seconds: 1)  // past the grace window
-        #expect(try await appExtension.updateProfile(firstName: .set("Ada")).firstName == "Ada")
+        #expect(try await appExtension.updateUser(firstName: .set("Ada")).firstName == "Ada")
 
         world.clock.advance(seconds: 901)
         offset.set(901)
         let reuseBefore = try world.metrics()["gatehouse_refresh_reuse_total"] ?? 0
-        #expect(try await app.me().firstName == "Ada")  // refreshed with the token the store kept
+        #expect(try await app.getUser().firstName == "Ada")  // refreshed with the token the store kept
         #expect((try world.metrics()["gatehouse_refresh_reuse_total"] ?? 0) == reuseBefore)
-        #expect(try await appExtension.sessions().count == 1)
+        #expect(try await appExtension.getSessions().count == 1)
     }
 
     /// The network loses the refresh's answer after the server rotated the token: the client sends
@@ -204,7 +204,7 @@ struct SessionTests {
         let client = GatehouseClient(
             configuration: .init(baseURL: URL(string: "http://127.0.0.1:\(proxy.port)")!, appKey: world.app.appKey, sessionStore: store))
         let created = try await client.signUp(email: "lossy@example.com", password: "correct horse battery")
-        let sessionID = try #require(try await client.sessions().first(where: \.current)?.id)
+        let sessionID = try #require(try await client.getSessions().first(where: \.current)?.id)
         let old = try #require(try store.load())
         let before = try world.refreshRequestsServed()
         let reuseBefore = try world.metrics()["gatehouse_refresh_reuse_total"] ?? 0
@@ -218,7 +218,7 @@ struct SessionTests {
         #expect(refreshed.refreshToken != old.refreshToken && refreshed.accessToken != old.accessToken)
         let rows = try world.server.gatehouse.database.query("SELECT rotated_at FROM refresh_tokens WHERE session_id = \(sessionID)")
         #expect(rows.count == 2, "rotated once: the retry was answered the same pair")
-        #expect(try await client.me().id == created.user.id)
+        #expect(try await client.getUser().id == created.user.id)
 
         // Told that the server has no grace window, the client does not send it again: the error
         // is thrown and the session kept.
@@ -255,8 +255,8 @@ struct SessionTests {
 
         // "Relaunch": a new client on the same file is signed in as the same user.
         let second = world.client(store: FileSessionStore(url: file))
-        #expect(try await second.currentUser?.id == created.user.id)
-        #expect(try await second.me().id == created.user.id)
+        #expect(second.currentUser?.id == created.user.id)
+        #expect(try await second.getUser().id == created.user.id)
         try await second.signOut()
         #expect(!FileManager.default.fileExists(atPath: file.path))
         #expect(try FileSessionStore(url: file).load() == nil)

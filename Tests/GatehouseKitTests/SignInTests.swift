@@ -21,8 +21,8 @@ struct SignInTests {
         let created = try await client.signUp(email: "Ada@Example.com", password: "correct horse battery", firstName: "Ada", lastName: "Lovelace")
         #expect(created.isNewUser && !created.isRestored)
         #expect(created.user.email == "ada@example.com" && created.user.firstName == "Ada" && created.user.identities == [.password])
-        #expect(try await client.currentUser?.id == created.user.id)
-        let me = try await client.me()
+        #expect(client.currentUser?.id == created.user.id)
+        let me = try await client.getUser()
         #expect(me.id == created.user.id && me.lastName == "Lovelace")
 
         // The same email again, a weak password, a wrong password: typed, with the server's status.
@@ -35,8 +35,8 @@ struct SignInTests {
         #expect(wrong?.code == .invalidCredential)
 
         try await client.signOut()
-        #expect(try await client.currentUser == nil)
-        #expect(await kitError { try await client.me() } == .notSignedIn)
+        #expect(client.currentUser == nil)
+        #expect(await kitError { try await client.getUser() } == .notSignedIn)
         let again = try await client.signIn(email: "ada@example.com", password: "correct horse battery")
         #expect(!again.isNewUser && again.user.id == created.user.id)
         let seen = await events.first(3)
@@ -62,7 +62,7 @@ struct SignInTests {
 
         let identities = try await client.addPassword("correct horse battery", email: "guest@example.com")
         #expect(identities.map(\.provider) == [.password])
-        let me = try await client.me()
+        let me = try await client.getUser()
         #expect(me.id == guest.user.id && !me.isAnonymous && me.email == "guest@example.com")
         let again = try await world.client().signIn(email: "guest@example.com", password: "correct horse battery")
         #expect(again.user.id == guest.user.id && !again.user.isAnonymous)
@@ -105,8 +105,8 @@ struct SignInTests {
         _ = try world.code(to: "reset@example.com")  // the verification mail
         try await client.sendPasswordReset(to: "reset@example.com")
         try await client.resetPassword(email: "reset@example.com", code: try world.code(to: "reset@example.com"), newPassword: "a brand new password")
-        #expect(await kitError { try await client.me() }?.code == .sessionRevoked)
-        #expect(try await client.currentUser == nil)
+        #expect(await kitError { try await client.getUser() }?.code == .sessionRevoked)
+        #expect(client.currentUser == nil)
         #expect(await events.first(2).last == .signedOut(.sessionEnded(.sessionRevoked)))
         #expect(try await client.signIn(email: "reset@example.com", password: "a brand new password").isNewUser == false)
     }
@@ -233,7 +233,7 @@ struct SignInTests {
 
         let created = try await client.completeAppleWebSignIn(flow, callbackURL: URL(string: target)!)
         #expect(created.isNewUser && created.user.identities == [.apple] && created.user.email == "web@example.com")
-        #expect(try await client.me().id == created.user.id)
+        #expect(try await client.getUser().id == created.user.id)
         // The login code was used once: the same redirect again is refused by the server.
         #expect(await kitError { try await world.client().completeAppleWebSignIn(flow, callbackURL: URL(string: target)!) }?.code == .invalidLoginCode)
         // A verifier that is not the flow's is refused too.
@@ -302,7 +302,7 @@ struct SignInTests {
 
         let created = try await client.completeWebSignIn(flow, callbackURL: URL(string: target)!)
         #expect(created.isNewUser && created.user.identities == [SignInProvider(rawValue: "corp")] && created.user.email == "corp-kit-1@corp.example")
-        #expect(try await client.me().id == created.user.id)
+        #expect(try await client.getUser().id == created.user.id)
         #expect(corp.tokenRequests == 1, "Gatehouse redeemed the provider's code once")
         // The login code is single-use.
         #expect(await kitError { try await world.client().completeWebSignIn(flow, callbackURL: URL(string: target)!) }?.code == .invalidLoginCode)

@@ -33,7 +33,7 @@ test('sign-up, sign-in, /me, profile, sessions and sign-out', async () => {
   const email = unique('ada');
   const web = client();
   const changes = [];
-  web.onAuthStateChange((user) => changes.push(user?.email ?? null));
+  web.onAuthStateChange((event, session) => changes.push([event, session?.user?.email ?? null]));
   const created = await web.signUp({ email, password: PASSWORD, firstName: 'Ada', locale: 'ko-kr' });
   assert.equal(created.isNewUser, true);
   assert.equal(created.user.locale, 'ko-KR');
@@ -41,7 +41,7 @@ test('sign-up, sign-in, /me, profile, sessions and sign-out', async () => {
   assert.equal(created.user.email, email);
   assert.equal(created.user.firstName, 'Ada');
   assert.deepEqual(created.user.identities, ['password']);
-  assert.equal((await web.currentUser()).id, created.user.id);
+  assert.equal(web.currentUser.id, created.user.id);
 
   await rejects(client().signUp({ email, password: PASSWORD }), 'auth/email-already-in-use', 409);
   const wrong = await rejects(client().signIn({ email, password: 'not the password' }), 'auth/invalid-credential', 400);
@@ -56,7 +56,7 @@ test('sign-up, sign-in, /me, profile, sessions and sign-out', async () => {
   assert.equal(updated.lastName, 'Lovelace');
   assert.equal(updated.locale, null);
   assert.equal((await other.getUser()).lastName, 'Lovelace');
-  assert.equal((await web.currentUser()).lastName, 'Lovelace', 'the stored user follows the answer');
+  assert.equal(web.currentUser.lastName, 'Lovelace', 'the stored user follows the answer');
 
   // Custom data: the app's own keys come back as written, not camel-cased.
   assert.equal(created.user.displayName, null);
@@ -90,8 +90,11 @@ test('sign-up, sign-in, /me, profile, sessions and sign-out', async () => {
   assert.equal(await web.session(), null);
   await rejects(web.getUser(), 'client/signed-out', 0);
   // Listeners hear this client's changes (and, over the BroadcastChannel, other clients' of the app).
-  assert.equal(changes[0], email);
-  assert.equal(changes.at(-1), null);
+  assert.deepEqual(changes[0], ['initialSession', null]);
+  assert.deepEqual(changes[1], ['signedIn', email]);
+  assert.deepEqual(changes.at(-1), ['signedOut', null]);
+  assert.ok(changes.some(([event]) => event === 'userUpdated'), 'updateUser changed the user');
+  assert.equal(web.currentUser, null);
   web.close(); other.close();
 });
 
@@ -362,7 +365,7 @@ test('profile photo: upload (multipart, checked by content), then delete', async
   const body = Buffer.from(await served.arrayBuffer());
   assert.deepEqual(body.subarray(0, 8), png.subarray(0, 8));
   assert.deepEqual([body.readUInt32BE(16), body.readUInt32BE(20)], [1, 1]);
-  assert.equal((await web.currentUser()).photoUrl, user.photoUrl);
+  assert.equal(web.currentUser.photoUrl, user.photoUrl);
   await rejects(web.uploadPhoto(new Blob(['not an image'], { type: 'image/png' }), 'fake.png'), 'files/unsupported-type', 415);
   assert.equal((await web.deletePhoto()).photoUrl, null);
   web.close();

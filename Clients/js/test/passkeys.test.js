@@ -80,7 +80,7 @@ function ceremonyPage(appKey = app.appKey) {
   return html({ title: 'gatehouse-js passkeys', script: `
 const gatehouse = new module.Gatehouse({ url: ${JSON.stringify(env.server.url)}, appKey: ${JSON.stringify(appKey)}, storage: new module.MemoryStorage() });
 window.gatehouse = gatehouse;
-gatehouse.onAuthStateChange((user) => { document.querySelector('#state').textContent = user ? 'signed in as ' + user.email : 'signed out'; });` });
+gatehouse.onAuthStateChange((event, session) => { document.querySelector('#state').textContent = session ? 'signed in as ' + session.user.email : 'signed out'; });` });
 }
 
 /** The README's `js passkeys` block, run once the test has attached an authenticator (window.go). */

@@ -64,7 +64,10 @@ test('the README\'s snippets run against the server and do what they say', async
     'welcome',
     'readme-google@gmail.example.com google',
     'Wrong email or password',
-    'signed out',
+    // currentUser at once (synchronous); the listener's initialSession, then the sign-out and its reason.
+    'ada.lovelace@example.com',
+    'initialSession ada.lovelace@example.com',
+    'signed out: signedOut',
   ]);
   // The snippet leaves Apple JS's authorization code out (the README says why): nothing redeemed at Apple.
   assert.equal(env.apple.tokenCalls.length, tokenCallsBefore, 'no Apple authorization code was sent');

@@ -7,7 +7,8 @@ if (!globalThis.crypto) globalThis.crypto = webcrypto;
 const { Gatehouse } = await import('../../gatehouse.js');
 
 const { url, appKey, dir, calls, lock } = workerData;
-const web = new Gatehouse({ url, appKey, storage: new FileStorage(dir), lock });
+// The race of calls is the subject: no background refresh gets there first.
+const web = new Gatehouse({ url, appKey, storage: new FileStorage(dir), lock, autoRefresh: false });
 parentPort.postMessage('ready');
 parentPort.once('message', async () => {
   try {

@@ -4,7 +4,7 @@ import {
   Gatehouse, GatehouseError, MemoryStorage, createNonce, createPKCE, sha256Hex, SERVER_ERROR_CODES,
   MfaRequiredError, bufferToBase64url, base64urlToBuffer, decodeRequestOptions, encodeCredential,
   type GatehouseErrorCode, type Session, type User, type DeviceSession, type Identity, type StoredSession,
-  type MfaStatus, type Passkey, type TotpEnrollment, type AccountExport, type WebFlowProvider,
+  type MfaStatus, type Passkey, type TotpEnrollment, type AccountExport, type WebFlowProvider, type StoredFile,
 } from 'gatehouse-js';
 
 async function main(): Promise<void> {
@@ -39,7 +39,19 @@ async function main(): Promise<void> {
   const stored: StoredSession | null = await gatehouse.session();
   await gatehouse.withRecentLogin(() => gatehouse.deleteAccount({ reason: 'bye' }), () => gatehouse.reauthenticate({ password: 'p' }));
   await gatehouse.reauthenticate({ provider: 'google', idToken: 'x', nonce: 'n' });
-  const stop: () => void = gatehouse.onAuthStateChange((u: User | null) => console.log(u?.id));
+  const stop: () => void = gatehouse.onAuthStateChange((event, session, details) => console.log(event, session?.user?.id, details.reason));
+  const now: User | null = gatehouse.currentUser;
+  gatehouse.stopAutoRefresh();
+  gatehouse.startAutoRefresh();
+  const scheduled: boolean = gatehouse.autoRefreshScheduled;
+  console.log(scheduled);
+  new Gatehouse({ url: 'https://auth.example.com', appKey: 'pk_x', autoRefresh: false, document: null, clock: { now: () => 0 } }).close();
+  const upload: StoredFile = await gatehouse.uploadFile(new Blob(['x']), { visibility: 'private', filename: 'x.txt' });
+  const listed: { files: StoredFile[]; nextCursor: string | null } = await gatehouse.listFiles({ limit: 10 });
+  const blob: Blob = await gatehouse.getFileContent(upload.id, { range: { start: 0 } });
+  console.log(listed.files.length, blob.size, (await gatehouse.getFile(upload.id)).sha256);
+  await gatehouse.deleteFile(upload.id);
+  console.log(now?.id);
   stop();
   // The second step: a sign-in throws MfaRequiredError; verifyMfa takes one proof.
   let second: Session | null = null;

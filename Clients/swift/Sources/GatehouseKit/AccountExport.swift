@@ -42,7 +42,7 @@ public struct AccountExport: Decodable, Sendable, Equatable {
         }
     }
 
-    /// The user object, as ``GatehouseClient/me()`` answers it.
+    /// The user object, as ``GatehouseClient/getUser()`` answers it.
     public let profile: User
     public let identities: [Identity]
     /// The live sessions, as ``GatehouseClient/sessions()`` lists them.

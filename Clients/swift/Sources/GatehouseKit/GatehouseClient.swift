@@ -30,6 +30,29 @@ public final class GatehouseClient: Sendable {
         public var urlSession: URLSession?
         /// The clock that dates token expiry (for tests).
         public var now: @Sendable () -> Date = { Date() }
+        /// Refresh in the background, the refresh margin before the access token expires, as
+        /// Firebase's and Supabase's clients do (paused while the app is in the background).
+        public var autoRefresh = true
+        /// How the background refresh waits (for tests); by default `Task.sleep`.
+        public var sleep: @Sendable (TimeInterval) async throws -> Void = { seconds in
+            try await Task.sleep(nanoseconds: UInt64(max(0, min(seconds, 86_400)) * 1_000_000_000))
+        }
+        /// The notifications that pause the background refresh and resume it: UIKit's
+        /// `didEnterBackground`/`willEnterForeground`, AppKit's `didHide`/`didUnhide`, none elsewhere.
+        public var lifecycleNotifications: (background: Notification.Name, foreground: Notification.Name)? = Configuration.platformLifecycle
+        /// Where `lifecycleNotifications` are posted.
+        public var notificationCenter: NotificationCenter = .default
+
+        /// By their raw names, so that no UIKit or AppKit type (main-actor isolated) is touched here.
+        public static var platformLifecycle: (background: Notification.Name, foreground: Notification.Name)? {
+            #if canImport(UIKit) && !os(watchOS)
+            return (Notification.Name("UIApplicationDidEnterBackgroundNotification"), Notification.Name("UIApplicationWillEnterForegroundNotification"))
+            #elseif canImport(AppKit)
+            return (Notification.Name("NSApplicationDidHideNotification"), Notification.Name("NSApplicationDidUnhideNotification"))
+            #else
+            return nil
+            #endif
+        }
 
         public init(baseURL: URL, appKey: String, sessionStore: (any SessionStore)? = nil) {
             self.baseURL = baseURL
@@ -41,15 +64,43 @@ public final class GatehouseClient: Sendable {
     public let configuration: Configuration
     let transport: Transport
     let manager: SessionManager
-    private let events = EventHub()
+    private let events: EventHub
 
+    /// Reads the stored session once (the ``SessionStore`` answers synchronously), so that
+    /// ``currentUser`` is right from the start.
     public init(configuration: Configuration) {
         self.configuration = configuration
+        events = EventHub(user: (try? configuration.sessionStore.load())?.user)
         transport = Transport(baseURL: configuration.baseURL, appKey: configuration.appKey, session: configuration.urlSession ?? Transport.makeSession())
         manager = SessionManager(
             store: configuration.sessionStore, transport: transport, now: configuration.now, refreshMargin: configuration.refreshMargin,
             graceWindow: configuration.refreshGraceWindow, events: events)
+        autoRefresh = AutoRefresh(manager: manager, now: configuration.now, sleep: configuration.sleep)
+        let timer = autoRefresh
+        events.observe { [weak timer] _ in timer?.reschedule() }
+        if let names = configuration.lifecycleNotifications {
+            autoRefresh.follow(background: names.background, foreground: names.foreground, center: configuration.notificationCenter)
+        }
+        if configuration.autoRefresh { autoRefresh.start() }
     }
+
+    // MARK: - The background refresh
+
+    private let autoRefresh: AutoRefresh
+
+    /// Starts refreshing in the background (on by default: ``Configuration/autoRefresh``).
+    public func startAutoRefresh() { autoRefresh.start() }
+
+    /// Stops the background refresh (calls still refresh a token about to expire when they need one).
+    public func stopAutoRefresh() { autoRefresh.stop() }
+
+    /// Whether a background refresh is waiting for its turn.
+    public var autoRefreshScheduled: Bool { autoRefresh.isScheduled }
+
+    /// Stops the background refresh (as the client's deinit does).
+    public func close() { autoRefresh.stop() }
+
+    deinit { autoRefresh.stop() }
 
     /// A client with the default session store for this app.
     public convenience init(baseURL: URL, appKey: String, sessionStore: (any SessionStore)? = nil) {
@@ -71,14 +122,18 @@ public final class GatehouseClient: Sendable {
 
     // MARK: - State
 
-    /// Sign-ins, refreshes and sign-outs (including a session Gatehouse ended), as they happen.
-    /// Each call returns a new stream.
+    /// What happens to the session, as it happens: first ``AuthEvent/initialSession(_:)`` (the
+    /// user signed in now, or `nil`), then sign-ins, refreshes, changes of the user and sign-outs
+    /// (including a session Gatehouse ended). Each call returns a new stream.
     public func authEvents() -> AsyncStream<AuthEvent> { events.stream() }
 
-    /// The signed-in user as last answered by the server, or `nil`.
-    public var currentUser: User? {
-        get async throws { try await manager.current()?.user }
-    }
+    /// The signed-in user as last answered by the server, or `nil`: from memory, read from the
+    /// session store when the client was made and kept up to date by every change (a SwiftUI
+    /// view can read it; ``GatehouseSession`` makes it observable).
+    public var currentUser: User? { events.currentUser }
+
+    /// Whether a session is stored (``currentUser`` is not `nil`).
+    public var isSignedIn: Bool { currentUser != nil }
 
     /// An access token valid now (refreshed first when it is about to expire), for calls to your
     /// own backend, which verifies it against the app's JWKS.
@@ -285,32 +340,43 @@ public final class GatehouseClient: Sendable {
         try await reauthenticate(["code": .string(code)])
     }
 
-    /// Runs `operation`; if it fails with `auth/requires-recent-login`, runs `reauthenticate`
-    /// (which asks the user and calls one of the `reauthenticate` methods) and then `operation`
-    /// once more.
+    /// Runs `action`; if it fails with `auth/requires-recent-login`, runs `reauthenticate`
+    /// (which asks the user and calls one of the `reauthenticate` methods) and then `action`
+    /// once more. The same order as gatehouse-js's `withRecentLogin(action, reauthenticate)`.
+    public func withRecentLogin<T: Sendable>(
+        _ action: () async throws -> T, reauthenticate: () async throws -> Void
+    ) async throws -> T {
+        do {
+            return try await action()
+        } catch let error as GatehouseError where error.requiresRecentLogin {
+            try await reauthenticate()
+            return try await action()
+        }
+    }
+
+    @available(*, deprecated, message: "use withRecentLogin(_:reauthenticate:): the action first, as in gatehouse-js")
     public func withRecentLogin<T: Sendable>(
         reauthenticate: () async throws -> Void, _ operation: () async throws -> T
     ) async throws -> T {
-        do {
-            return try await operation()
-        } catch let error as GatehouseError where error.requiresRecentLogin {
-            try await reauthenticate()
-            return try await operation()
-        }
+        try await withRecentLogin(operation, reauthenticate: reauthenticate)
     }
 
     // MARK: - The account
 
-    /// `GET /v1/me`.
-    public func me() async throws -> User {
-        try await userAnswer(try await authorized("GET", "/v1/me"))
+    /// `GET /v1/me`: the user as the server has it now. It becomes ``currentUser``, but a read
+    /// never sends an ``AuthEvent`` (so reloading the profile on each event cannot loop).
+    public func getUser() async throws -> User {
+        try await userAnswer(try await authorized("GET", "/v1/me"), quietly: true)
     }
+
+    @available(*, deprecated, renamed: "getUser()")
+    public func me() async throws -> User { try await getUser() }
 
     /// `PATCH /v1/me`: names, the user's `locale` (a BCP 47 tag), `display_name` (at most 100
     /// characters), `user_metadata` (replaced as a whole: a JSON object of at most 4 KiB, 5 levels
     /// deep; ``FieldChange/clear`` empties it) and the photo by a file id. ``FieldChange/clear``
     /// sends `null`.
-    public func updateProfile(
+    public func updateUser(
         firstName: FieldChange<String> = .unchanged, lastName: FieldChange<String> = .unchanged, locale: FieldChange<String> = .unchanged,
         displayName: FieldChange<String> = .unchanged, userMetadata: FieldChange<[String: MetadataValue]> = .unchanged, photoFileID: String? = nil
     ) async throws -> User {
@@ -329,6 +395,15 @@ public final class GatehouseClient: Sendable {
         }
         if let photoFileID { body["photo_file_id"] = .string(photoFileID) }
         return try await userAnswer(try await authorized("PATCH", "/v1/me", body: .json(body)))
+    }
+
+    @available(*, deprecated, renamed: "updateUser(firstName:lastName:locale:displayName:userMetadata:photoFileID:)")
+    public func updateProfile(
+        firstName: FieldChange<String> = .unchanged, lastName: FieldChange<String> = .unchanged, locale: FieldChange<String> = .unchanged,
+        displayName: FieldChange<String> = .unchanged, userMetadata: FieldChange<[String: MetadataValue]> = .unchanged, photoFileID: String? = nil
+    ) async throws -> User {
+        try await updateUser(
+            firstName: firstName, lastName: lastName, locale: locale, displayName: displayName, userMetadata: userMetadata, photoFileID: photoFileID)
     }
 
     /// `POST /v1/me/photo`: a JPEG, PNG, WebP or GIF (checked by its content on the server).
@@ -418,9 +493,12 @@ public final class GatehouseClient: Sendable {
     // MARK: - Devices
 
     /// `GET /v1/me/sessions`: the user's signed-in devices, every page.
-    public func sessions() async throws -> [DeviceSession] {
+    public func getSessions() async throws -> [DeviceSession] {
         try await allPages(DeviceSession.self, "/v1/me/sessions")
     }
+
+    @available(*, deprecated, renamed: "getSessions()")
+    public func sessions() async throws -> [DeviceSession] { try await getSessions() }
 
     /// `GET /v1/me/export`: what the server holds about the user (profile, identities, sessions,
     /// files' metadata, factors, the newest 1,000 events), never a secret. A few an hour; more is
@@ -429,10 +507,16 @@ public final class GatehouseClient: Sendable {
         try Transport.decode(AccountExport.self, from: try await authorized("GET", "/v1/me/export"))
     }
 
-    /// `DELETE /v1/me/sessions/{id}`: signs that device out.
-    public func revokeSession(id: String) async throws {
+    /// `DELETE /v1/me/sessions/{id}`: signs that device out (this one too, if it is `current`:
+    /// the local session is then forgotten, ``SignOutReason/signedOut``).
+    public func endSession(id: String) async throws {
+        let current = await manager.currentSessionID()
         try Transport.check(try await authorized("DELETE", "/v1/me/sessions/\(pathSegment(id))"))
+        if current == id { await manager.end(.signedOut) }
     }
+
+    @available(*, deprecated, renamed: "endSession(id:)")
+    public func revokeSession(id: String) async throws { try await endSession(id: id) }
 
     // MARK: - Ending
 
@@ -480,9 +564,9 @@ public final class GatehouseClient: Sendable {
         try await manager.replaceAccessToken(access.access_token, expiresIn: access.expires_in)
     }
 
-    private func userAnswer(_ answer: HTTPAnswer) async throws -> User {
+    private func userAnswer(_ answer: HTTPAnswer, quietly: Bool = false) async throws -> User {
         let user = try Transport.decode(User.self, from: answer)
-        await manager.updateUser(user)
+        await manager.updateUser(user, quietly: quietly)
         return user
     }
 

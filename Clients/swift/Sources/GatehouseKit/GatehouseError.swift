@@ -65,7 +65,7 @@ public enum GatehouseError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     /// The action needs a recent sign-in: reauthenticate (``GatehouseClient/reauthenticate(password:)``
-    /// and the others), then retry, or let ``GatehouseClient/withRecentLogin(reauthenticate:_:)`` do both.
+    /// and the others), then retry, or let ``GatehouseClient/withRecentLogin(_:reauthenticate:)`` do both.
     public var requiresRecentLogin: Bool { code == .requiresRecentLogin }
 
     public var description: String {

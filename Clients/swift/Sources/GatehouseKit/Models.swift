@@ -35,7 +35,7 @@ public struct User: Codable, Sendable, Equatable {
     /// Custom data only the app's admin sets (also in the access token): read it, never trust a
     /// change made here.
     public let appMetadata: [String: MetadataValue]
-    /// Custom data the user sets (``GatehouseClient/updateProfile(firstName:lastName:locale:displayName:userMetadata:photoFileID:)``).
+    /// Custom data the user sets (``GatehouseClient/updateUser(firstName:lastName:locale:displayName:userMetadata:photoFileID:)``).
     public let userMetadata: [String: MetadataValue]
     /// Made by ``GatehouseClient/signInAnonymously(locale:)`` and not upgraded yet: no email, no
     /// sign-in method. Linking a password (with an email), a confirmed email or a provider makes
@@ -250,8 +250,26 @@ public enum SignOutReason: Sendable, Equatable {
 
 /// What happened to the client's session; see ``GatehouseClient/authEvents()``.
 public enum AuthEvent: Sendable, Equatable {
+    /// The first event of every stream: the user of the stored session when it opened, or `nil`.
+    case initialSession(User?)
     case signedIn(User)
     /// New tokens (a refresh or a reauthentication).
-    case tokensRefreshed
+    case tokenRefreshed
+    /// The user changed (a profile update, a photo, a confirmed email, a refresh that brought a
+    /// changed user). Reading the user (``GatehouseClient/getUser()``) never sends it.
+    case userUpdated(User)
     case signedOut(SignOutReason)
+
+    @available(*, deprecated, renamed: "tokenRefreshed")
+    public static var tokensRefreshed: AuthEvent { .tokenRefreshed }
+
+    /// The user this event leaves signed in (`nil` after a sign-out; for ``tokenRefreshed``, `nil`
+    /// too: the user did not change, read ``GatehouseClient/currentUser``).
+    public var user: User? {
+        switch self {
+        case .initialSession(let user): user
+        case .signedIn(let user), .userUpdated(let user): user
+        case .tokenRefreshed, .signedOut: nil
+        }
+    }
 }

@@ -47,10 +47,14 @@ actor SessionManager {
         self.events = events
     }
 
+    /// The session, read from the store the first time and whenever there is none here (another
+    /// client on a shared store, an app extension, may have signed in since).
     func current() throws -> StoredSession? {
-        if !loaded {
+        if !loaded || session == nil {
             session = try store.load()
             loaded = true
+            // Found in a shared store (another client signed in there): currentUser follows, quietly.
+            if let user = session?.user, events.currentUser != user { events.setQuietly(user) }
         }
         return session
     }
@@ -88,6 +92,19 @@ actor SessionManager {
         if hadSession { events.send(.signedOut(reason)) }
     }
 
+    /// The `sid` claim of the stored access token (read, not verified: only to recognise this
+    /// device's own session among the user's).
+    func currentSessionID() -> String? {
+        guard let token = (try? current())??.accessToken else { return nil }
+        let parts = token.split(separator: ".")
+        guard parts.count == 3 else { return nil }
+        var payload = String(parts[1]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        payload += String(repeating: "=", count: (4 - payload.count % 4) % 4)
+        guard let data = Data(base64Encoded: payload),
+              let claims = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+        return claims["sid"] as? String
+    }
+
     /// A reauthentication's new access token (the refresh token stays).
     func replaceAccessToken(_ token: String, expiresIn: Double) throws {
         guard var stored = try latest() else { throw GatehouseError.notSignedIn }
@@ -96,15 +113,17 @@ actor SessionManager {
         stored.accessTokenLifetime = expiresIn
         try store.save(stored)
         session = stored
-        events.send(.tokensRefreshed)
+        events.send(.tokenRefreshed)
     }
 
-    /// Keeps the newest user object the server answered.
-    func updateUser(_ user: User) {
+    /// Keeps the newest user object the server answered; when it differs from the stored one,
+    /// reports ``AuthEvent/userUpdated(_:)`` unless `quietly` (a read never fires a listener).
+    func updateUser(_ user: User, quietly: Bool = false) {
         guard var stored = (try? latest()) ?? nil, stored.user.id == user.id, stored.user != user else { return }
         stored.user = user
         try? store.save(stored)
         session = stored
+        if quietly { events.setQuietly(user) } else { events.send(.userUpdated(user)) }
     }
 
     /// An access token good for a call now: the current one, or a refreshed one when it expires
@@ -127,6 +146,19 @@ actor SessionManager {
     func refreshNow() async throws -> StoredSession {
         guard let stored = try current() else { throw GatehouseError.notSignedIn }
         return try await refresh(from: stored)
+    }
+
+    /// When the stored access token is due for a refresh (the margin before it expires), or `nil`
+    /// without a session (or without a refresh token to refresh it with).
+    func refreshDue() -> Date? {
+        guard let stored = (try? current()) ?? nil, stored.refreshToken != nil else { return nil }
+        return stored.accessTokenExpiresAt.addingTimeInterval(-min(refreshMargin, stored.accessTokenLifetime / 4))
+    }
+
+    /// Refreshes if the token is due (joining a refresh in flight); otherwise nothing.
+    func refreshIfDue() async throws {
+        guard let stored = try current(), needsRefresh(stored) else { return }
+        _ = try await refresh(from: stored)
     }
 
     private func needsRefresh(_ stored: StoredSession) -> Bool {
@@ -175,7 +207,8 @@ actor SessionManager {
         if payload.refreshToken == nil { refreshed.refreshToken = nil }
         try store.save(refreshed)
         session = refreshed
-        events.send(.tokensRefreshed)
+        events.send(.tokenRefreshed)
+        if refreshed.user != stored.user { events.send(.userUpdated(refreshed.user)) }
         return refreshed
     }
 

@@ -13,10 +13,10 @@ func showQRCode(_ url: URL) { print(url.absoluteString.count) }
 func showOnce(_ codes: [String]) { print(codes.count) }
 
 func totpEnrolmentSnippet(_ client: GatehouseClient) async throws {
-    let enrolment = try await client.withRecentLogin(reauthenticate: {
-        try await client.reauthenticate(password: await askForPassword())
-    }) {
+    let enrolment = try await client.withRecentLogin {
         try await client.enrollTOTP(name: "iPhone")
+    } reauthenticate: {
+        try await client.reauthenticate(password: await askForPassword())
     }
     showQRCode(enrolment.otpauthURL)  // or show enrolment.secret for typing in
     let recoveryCodes = try await client.confirmTOTP(id: enrolment.id, code: await askForCode())

@@ -28,7 +28,7 @@ func makeClient() -> GatehouseClient {
 func passwordSnippet(_ client: GatehouseClient) async throws {
     let result = try await client.signUp(email: "ada@example.com", password: "correct horse battery")
     if result.isNewUser { print("Welcome, \(result.user.email ?? "")") }
-    let me = try await client.me()
+    let me = try await client.getUser()
     _ = me
 }
 
@@ -77,10 +77,10 @@ func accessTokenSnippet(_ client: GatehouseClient) async throws {
 }
 
 func recentLoginSnippet(_ client: GatehouseClient) async throws {
-    try await client.withRecentLogin(reauthenticate: {
-        try await client.reauthenticate(password: await askForPassword())
-    }) {
+    try await client.withRecentLogin {
         try await client.deleteAccount(reason: "no longer needed")
+    } reauthenticate: {
+        try await client.reauthenticate(password: await askForPassword())
     }
 }
 

@@ -169,7 +169,7 @@ struct MFARequestTests {
             Issue.record("expected .mfaRequired, got \(String(describing: error))")
             return
         }
-        #expect(try await client.currentUser == nil, "no session before the second step")
+        #expect(client.currentUser == nil, "no session before the second step")
         let result = try await client.verifyMFA(challenge, code: "123456")
         #expect(result.user.id == "usr_1")
         #expect(try await client.accessToken() == "eyJ.access.sig", "the second step's session is kept like a sign-in's")

@@ -140,7 +140,7 @@ struct WebSignInTests {
             #expect(reason == expected, "\(url)")
         }
         #expect(Recorder.seen.withLock { $0.isEmpty })
-        #expect(try await client.currentUser == nil)
+        #expect(client.currentUser == nil)
     }
 
     @Test
