@@ -31,7 +31,8 @@ export async function usersPage() {
     onsubmit: async (node) => {
       query = node.querySelector('[name="query"]').value.trim();
       await load(true);
-      announce(`${results.querySelectorAll('tbody tr').length} users shown.`);
+      const shown = results.querySelectorAll('tbody tr').length;
+      announce(`${shown} ${shown === 1 ? 'user' : 'users'} shown.`);
     },
   });
   search.id = 'user-search';
