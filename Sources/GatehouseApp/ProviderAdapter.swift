@@ -47,16 +47,10 @@ struct ProviderAdapter: IdentityProviders {
         apple.authorizeURL(servicesID: servicesID, redirectURI: redirectURI, state: state, nonce: nonce)
     }
 
+    /// The Firebase provider pin's text is part of the contract (``ProviderError/clientDetail``);
+    /// other reasons stay out of answers.
     private func map(_ error: ProviderError) -> ProviderFailure {
-        switch error {
-        case .unavailable(let why), .addressRefused(let why):  // providers' URLs are the server's own: never refused
-            log.warning("identity provider unavailable", ["reason": .string(why)])
-            return .unreachable(reason: why)
-        case .invalidToken(let why):
-            // The Firebase provider pin's text is part of the contract; other reasons stay out of answers.
-            return .invalidToken(reason: why, clientDetail: error.clientDetail)
-        case .rejected(let why):
-            return .rejected(reason: why)
-        }
+        if let why = error.unreachableReason { log.warning("identity provider unavailable", ["reason": .string(why)]) }
+        return error.failure
     }
 }

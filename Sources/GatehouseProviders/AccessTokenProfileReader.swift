@@ -31,15 +31,8 @@ public struct AccessTokenProfileReader: AccessTokenProfiles {
                 identity = try github.profile(accessToken: accessToken, clientIDs: clientIDs, clientSecret: clientSecret ?? "")
             }
         } catch {
-            switch error {
-            case .unavailable(let why), .addressRefused(let why):  // the providers' URLs are the server's own: never refused
-                onUnavailable?(kind, why)
-                throw .unreachable(reason: why)
-            case .invalidToken(let why):
-                throw .invalidToken(reason: why, clientDetail: nil)
-            case .rejected(let why):
-                throw .rejected(reason: why)
-            }
+            if let why = error.unreachableReason { onUnavailable?(kind, why) }
+            throw error.failure
         }
         return identity.external
     }

@@ -242,4 +242,23 @@ extension ProviderError {
         guard case .invalidToken(let reason) = self, reason.hasPrefix(ProviderVerifier.providerPinPrefix) else { return nil }
         return reason
     }
+
+    /// The domain's view of this failure: a token that does not verify → `invalidToken` (with
+    /// ``clientDetail``), a request the provider refuses → `rejected`, a provider that cannot be
+    /// reached (or an address refused, which a provider's own URL never is) → `unreachable`.
+    public var failure: ProviderFailure {
+        switch self {
+        case .unavailable(let why), .addressRefused(let why): .unreachable(reason: why)
+        case .invalidToken(let why): .invalidToken(reason: why, clientDetail: clientDetail)
+        case .rejected(let why): .rejected(reason: why)
+        }
+    }
+
+    /// Why the provider could not be reached, for the log; nil for the other failures.
+    public var unreachableReason: String? {
+        switch self {
+        case .unavailable(let why), .addressRefused(let why): why
+        case .invalidToken, .rejected: nil
+        }
+    }
 }

@@ -90,13 +90,8 @@ public struct TenantWebFlow: TenantWebFlows {
     }
 
     private func failure(_ error: ProviderError, _ provider: AppSettings.OIDCProvider) -> ProviderFailure {
-        switch error {
-        case .unavailable(let why), .addressRefused(let why):
-            onUnavailable?(provider, why)
-            return .unreachable(reason: why)
-        case .invalidToken(let why): return .invalidToken(reason: why, clientDetail: nil)
-        case .rejected(let why): return .rejected(reason: why)
-        }
+        if let why = error.unreachableReason { onUnavailable?(provider, why) }
+        return error.failure
     }
 }
 
