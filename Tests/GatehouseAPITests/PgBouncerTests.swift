@@ -20,12 +20,17 @@ struct PgBouncerUnavailable: Error, CustomStringConvertible {
 struct PgBouncerTests {
     /// The base URL of the test PgBouncer: `GATEHOUSE_TEST_PGBOUNCER_URL` (scripts/test sets it),
     /// else the one scripts/pgbouncer-test-server starts now (idempotent).
-    static func pgbouncerURL() throws -> String {
-        if let url = ProcessInfo.processInfo.environment["GATEHOUSE_TEST_PGBOUNCER_URL"], !url.isEmpty { return url }
+    /// `scram`: the second PgBouncer, which keeps the file's SCRAM authentication (its URL carries
+    /// the test role's password), always started by the script.
+    static func pgbouncerURL(scram: Bool = false) throws -> String {
+        if !scram, let url = ProcessInfo.processInfo.environment["GATEHOUSE_TEST_PGBOUNCER_URL"], !url.isEmpty { return url }
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let process = Process()
         process.executableURL = root.appendingPathComponent("scripts/pgbouncer-test-server")
         process.currentDirectoryURL = root
+        if scram {
+            process.environment = ProcessInfo.processInfo.environment.merging(["GATEHOUSE_PGBOUNCER_AUTH": "scram"]) { $1 }
+        }
         let output = Pipe()
         process.standardOutput = output
         try process.run()
@@ -152,6 +157,50 @@ struct PgBouncerTests {
         defer { direct.close() }
         let sessions = try direct.query("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = \(pair.databaseName)").first?.int64("n")
         #expect(sessions.map { $0 <= Int64(Self.serverConnections) } == true, "PostgreSQL sessions on the database: \(String(describing: sessions))")
+    }
+
+    /// SCRAM between a node and PgBouncer, installed as operations.md says (`auth_type =
+    /// scram-sha-256`, the role's secret from `pg_authid` in the auth file): a node works through it;
+    /// a node with a wrong password does not start, and its error does not carry the password.
+    @Test func aNodeAuthenticatesToPgBouncerWithSCRAM() throws {
+        guard TestDatabase.kinds.contains(.postgres) else { return }
+        let bouncer = try #require(URLComponents(string: try Self.pgbouncerURL(scram: true)))
+        let database = try TestDatabase.make(.postgres)
+        guard case .postgres(let direct) = database.configuration else {
+            database.drop()
+            Issue.record("not a PostgreSQL test database")
+            return
+        }
+        var url = bouncer
+        url.path = try #require(URLComponents(string: direct)).path
+        let pooled = try #require(url.string)
+        let node = try TestServer(database: database) { configuration in
+            configuration.database = .postgres(url: pooled)
+            configuration.databasePooler = .transaction
+        }
+        defer { node.stop() }
+        let app = try node.createApp(Self.roomy)
+        let signedUp = try node.signUp(app)
+        let refreshToken = try #require(signedUp["refresh_token"]?.stringValue)
+        let refreshed = try node.request("POST", "/v1/auth/refresh", appKey: app.appKey, json: ["refresh_token": .string(refreshToken)])
+        #expect(refreshed.status == 200, "\(refreshed.text)")
+        let sessionUser = try node.gatehouse.database.transaction { db in
+            try db.query("SELECT current_user AS name").first?.string("name")
+        }
+        #expect(sessionUser == bouncer.user, "the node's statements run as \(String(describing: sessionUser))")
+
+        var wrong = url
+        wrong.password = "not-the-password-7f3a"
+        var configuration = node.gatehouse.configuration
+        configuration.database = .postgres(url: try #require(wrong.string))
+        do {
+            try Gatehouse.open(configuration: configuration, log: Log(enabled: false)).close()
+            Issue.record("a node with a wrong password started")
+        } catch {
+            let text = String(describing: error)
+            #expect(text.contains("SASL authentication failed"), "\(text)")
+            #expect(!text.contains("not-the-password-7f3a") && !text.contains(bouncer.password ?? "-"), "\(text)")
+        }
     }
 
     /// Each node's statement timeout holds in each of its transactions, whichever server
