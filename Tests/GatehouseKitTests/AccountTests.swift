@@ -152,7 +152,7 @@ struct AccountTests {
         }
         #expect(asked.value == 1)
         #expect(Set(identities.map(\.provider)) == [.password, .google])
-        #expect(Set(try await client.identities().map(\.provider)) == [.password, .google])
+        #expect(Set(try await client.getIdentities().map(\.provider)) == [.password, .google])
         // No second reauthentication while the login is recent.
         let unlinked = try await client.withRecentLogin({ try await client.unlink(.google) }, reauthenticate: { asked.update { $0 += 1 } })
         #expect(asked.value == 1 && unlinked.map(\.provider) == [.password])
