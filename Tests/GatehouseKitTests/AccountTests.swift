@@ -76,7 +76,7 @@ struct AccountTests {
         guard case .server(let problem)? = tooLong else { Issue.record("expected a problem"); return }
         #expect(problem.code == .validationFailed && problem.fieldErrors.map(\.field) == ["first_name"])
 
-        let withPhoto = try await client.uploadPhoto(Data(KitWorld.png), contentType: "image/png", fileName: "me.png")
+        let withPhoto = try await client.uploadPhoto(Data(KitWorld.png), contentType: "image/png", filename: "me.png")
         let photoURL = try #require(withPhoto.photoURL)
         #expect(photoURL.absoluteString.hasPrefix(TestServer.publicURL))
         let notAnImage = await kitError { try await client.uploadPhoto(Data("plain text".utf8), contentType: "image/png") }

@@ -197,7 +197,7 @@ test('the names the SDKs once differed in stay as deprecated aliases of the shar
     ['link(provider:idToken:nonce:)', 'linkProvider(_:idToken:nonce:)'], ['signIn(passkey:)', 'signInWithPasskey(_:)'],
     ['signInWithFirebase(idToken:provider:)', 'signInWithFirebase(provider:idToken:)'],
     ['startWebSignIn(provider:redirectURI:)', 'startWebFlow(provider:redirectURI:)'], ['completeWebSignIn(_:callbackURL:)', 'finishWebFlow(_:callbackURL:)'],
-    ['completeAppleWebSignIn(_:callbackURL:)', 'finishWebFlow(_:callbackURL:)'],
+    ['completeAppleWebSignIn(_:callbackURL:)', 'finishWebFlow(_:callbackURL:)'], ['uploadPhoto(_:contentType:fileName:)', 'uploadPhoto(_:contentType:filename:)'],
   ];
   for (const [old, renamed] of swiftRenamed) {
     const [, base, labels] = /^(\w+)\((.*)\)$/.exec(old);

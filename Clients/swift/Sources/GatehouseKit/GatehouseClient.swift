@@ -454,13 +454,18 @@ public final class GatehouseClient: Sendable {
     }
 
     /// `POST /v1/me/photo`: a JPEG, PNG, WebP or GIF (checked by its content on the server).
-    public func uploadPhoto(_ data: Data, contentType: String, fileName: String = "photo") async throws -> User {
+    public func uploadPhoto(_ data: Data, contentType: String, filename: String = "photo") async throws -> User {
         let boundary = "gatehousekit-" + SecureRandom.token(byteCount: 12)
-        let safeName = String(fileName.filter { $0 != "\"" && $0 != "\r" && $0 != "\n" })
+        let safeName = String(filename.filter { $0 != "\"" && $0 != "\r" && $0 != "\n" })
         var body = Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"photo\"; filename=\"\(safeName)\"\r\nContent-Type: \(contentType)\r\n\r\n".utf8)
         body.append(data)
         body.append(Data("\r\n--\(boundary)--\r\n".utf8))
         return try await userAnswer(try await authorized("POST", "/v1/me/photo", body: .multipart(body, boundary: boundary)))
+    }
+
+    @available(*, deprecated, renamed: "uploadPhoto(_:contentType:filename:)")
+    public func uploadPhoto(_ data: Data, contentType: String, fileName: String) async throws -> User {
+        try await uploadPhoto(data, contentType: contentType, filename: fileName)
     }
 
     /// `DELETE /v1/me/photo`.
