@@ -321,7 +321,13 @@ export declare class Gatehouse {
   /** A new anonymous account and its session (the app's `allow_anonymous`); upgrade it later in place. */
   signInAnonymously(input?: { locale?: string }): Promise<Session>;
   signIn(input: { email: string; password: string }): Promise<Session>;
+  /** Mails a 6-digit sign-in code (answered the same whether or not the address has an account). */
+  sendSignInCode(email: string): Promise<void>;
+  /** Signs in (or up: `isNewUser`) with the mailed code. */
+  verifySignInCode(input: { email: string; code: string }): Promise<Session>;
+  /** @deprecated Renamed `sendSignInCode`. */
   sendEmailCode(email: string): Promise<void>;
+  /** @deprecated Renamed `verifySignInCode`. */
   verifyEmailCode(input: { email: string; code: string }): Promise<Session>;
   sendPasswordReset(email: string): Promise<void>;
   confirmPasswordReset(input: { email: string; code: string; password: string }): Promise<void>;
@@ -341,11 +347,11 @@ export declare class Gatehouse {
   isWebFlowReturn(url?: string): boolean;
   /** Checks the state against this tab's flow, then exchanges the login code with the PKCE verifier. */
   finishWebFlow(url?: string): Promise<Session>;
-  /** `startWebFlow({ provider: 'apple', … })`. */
+  /** @deprecated Use `startWebFlow({ provider: 'apple', … })`. */
   startAppleWebFlow(input: { redirectURI: string; redirect?: boolean }): Promise<string>;
-  /** `isWebFlowReturn(url)`. */
+  /** @deprecated Use `isWebFlowReturn(url)`. */
   isAppleWebFlowReturn(url?: string): boolean;
-  /** `finishWebFlow(url)`. */
+  /** @deprecated Use `finishWebFlow(url)`. */
   finishAppleWebFlow(url?: string): Promise<Session>;
 
   getApp(): Promise<AppInfo>;

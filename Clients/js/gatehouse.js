@@ -898,13 +898,19 @@ export class Gatehouse {
   }
 
   /** Mails a 6-digit sign-in code (202 whether or not the address has an account). */
-  async sendEmailCode(email) { await this.#send('POST', '/v1/auth/email-code/send', { json: { email } }); }
+  async sendSignInCode(email) { await this.#send('POST', '/v1/auth/email-code/send', { json: { email } }); }
 
   /** Signs in (or up: `isNewUser`) with the mailed code. */
-  async verifyEmailCode({ email, code }) {
+  async verifySignInCode({ email, code }) {
     const { data } = await this.#send('POST', '/v1/auth/email-code/verify', { json: { email, code } });
     return this.#signedIn(data);
   }
+
+  /** @deprecated Renamed `sendSignInCode(email)` (the name GatehouseKit and the API use). */
+  async sendEmailCode(email) { return this.sendSignInCode(email); }
+
+  /** @deprecated Renamed `verifySignInCode({ email, code })` (the name GatehouseKit and the API use). */
+  async verifyEmailCode(input) { return this.verifySignInCode(input); }
 
   async sendPasswordReset(email) { await this.#send('POST', '/v1/auth/password-reset/send', { json: { email } }); }
 
@@ -1006,15 +1012,15 @@ export class Gatehouse {
     return this.#signedIn(data);
   }
 
-  /** `startWebFlow({provider: 'apple', …})`. */
+  /** @deprecated Use `startWebFlow({ provider: 'apple', … })`. */
   async startAppleWebFlow({ redirectURI, redirect = true } = {}) {
     return this.startWebFlow({ provider: 'apple', redirectURI, redirect });
   }
 
-  /** `isWebFlowReturn(url)`. */
+  /** @deprecated Use `isWebFlowReturn(url)`. */
   isAppleWebFlowReturn(url = globalThis.location?.href) { return this.isWebFlowReturn(url); }
 
-  /** `finishWebFlow(url)`: finishes the tab's web flow (started by `startAppleWebFlow` or `startWebFlow`). */
+  /** @deprecated Use `finishWebFlow(url)`, which finishes the tab's web flow (started by `startAppleWebFlow` or `startWebFlow`). */
   async finishAppleWebFlow(url = globalThis.location.href) { return this.finishWebFlow(url); }
 
   get #flowKey() { return `gatehouse:${this.appKey}:web-flow`; }

@@ -76,7 +76,7 @@ struct AccountTests {
         guard case .server(let problem)? = tooLong else { Issue.record("expected a problem"); return }
         #expect(problem.code == .validationFailed && problem.fieldErrors.map(\.field) == ["first_name"])
 
-        let withPhoto = try await client.uploadPhoto(Data(KitWorld.png), contentType: "image/png", fileName: "me.png")
+        let withPhoto = try await client.uploadPhoto(Data(KitWorld.png), contentType: "image/png", filename: "me.png")
         let photoURL = try #require(withPhoto.photoURL)
         #expect(photoURL.absoluteString.hasPrefix(TestServer.publicURL))
         let notAnImage = await kitError { try await client.uploadPhoto(Data("plain text".utf8), contentType: "image/png") }
@@ -152,7 +152,7 @@ struct AccountTests {
         }
         #expect(asked.value == 1)
         #expect(Set(identities.map(\.provider)) == [.password, .google])
-        #expect(Set(try await client.identities().map(\.provider)) == [.password, .google])
+        #expect(Set(try await client.getIdentities().map(\.provider)) == [.password, .google])
         // No second reauthentication while the login is recent.
         let unlinked = try await client.withRecentLogin({ try await client.unlink(.google) }, reauthenticate: { asked.update { $0 += 1 } })
         #expect(asked.value == 1 && unlinked.map(\.provider) == [.password])

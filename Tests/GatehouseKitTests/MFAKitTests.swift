@@ -27,7 +27,7 @@ struct MFAKitTests {
         defer { world.stop() }
         let client = world.client()
         let user = try await client.signUp(email: "ada@example.com", password: "correct horse battery").user
-        let before = try await client.factors()
+        let before = try await client.listFactors()
         #expect(before.policy == .optional && before.factors.isEmpty && before.passkeys == 0)
 
         let enrolment = try await client.enrollTOTP(name: "Phone")
@@ -40,7 +40,7 @@ struct MFAKitTests {
         let recoveryCodes = try await client.confirmTOTP(id: enrolment.id, code: TOTP.code(secret: enrolment.secret, at: world.seconds))
         #expect(recoveryCodes.count == 10 && Set(recoveryCodes).count == 10)
         #expect(recoveryCodes.allSatisfy { $0.count == 11 && $0.split(separator: "-").map(\.count) == [5, 5] }, "\(recoveryCodes)")
-        let enrolled = try await client.factors()
+        let enrolled = try await client.listFactors()
         #expect(enrolled.factors.map(\.id) == [enrolment.id] && enrolled.factors[0].type == "totp" && enrolled.factors[0].name == "Phone")
         #expect(enrolled.recoveryCodesLeft == 10)
         try await client.signOut()
@@ -69,7 +69,7 @@ struct MFAKitTests {
         let laptop = world.client()
         let second = try await Self.challenge { try await laptop.signIn(email: "ada@example.com", password: "correct horse battery") }
         _ = try await laptop.verifyMFA(second, recoveryCode: recoveryCodes[0])
-        #expect(try await laptop.factors().recoveryCodesLeft == 9)
+        #expect(try await laptop.listFactors().recoveryCodesLeft == 9)
         let third = try await Self.challenge { try await world.client().signIn(email: "ada@example.com", password: "correct horse battery") }
         #expect(await kitError { try await world.client().verifyMFA(third, recoveryCode: recoveryCodes[0]) }?.code == .invalidCode, "a used recovery code")
 
@@ -83,7 +83,7 @@ struct MFAKitTests {
         let fourth = try await Self.challenge { try await fresh.signIn(email: "ada@example.com", password: "correct horse battery") }
         _ = try await fresh.verifyMFA(fourth, recoveryCode: recoveryCodes[1])
         try await fresh.removeTOTP(id: enrolment.id)
-        #expect(try await fresh.factors().factors.isEmpty)
+        #expect(try await fresh.listFactors().factors.isEmpty)
         let plain = try await world.client().signIn(email: "ada@example.com", password: "correct horse battery")
         #expect(plain.user.id == user.id)
     }
@@ -112,7 +112,7 @@ struct MFAKitTests {
         let viaCode = world.client()
         try await viaCode.sendSignInCode(to: "gus@gmail.com")
         let code = try world.code(to: "gus@gmail.com")
-        let byCode = try await Self.challenge { try await viaCode.signIn(email: "gus@gmail.com", code: code) }
+        let byCode = try await Self.challenge { try await viaCode.verifySignInCode(email: "gus@gmail.com", code: code) }
         #expect(byCode.methods.contains(.totp) && byCode.mfaToken != challenge.mfaToken)
     }
 
@@ -129,7 +129,7 @@ struct MFAKitTests {
         #expect(codes.count == 10)
         let finished = try await client.finishMFAEnrollment(challenge)
         #expect(finished.isNewUser && finished.user.email == "grace@example.com")
-        #expect(try await client.factors().factors.map(\.id) == [enrolment.id])
+        #expect(try await client.listFactors().factors.map(\.id) == [enrolment.id])
 
         // From now on the sign-in asks for the factor.
         let next = try await Self.challenge { try await world.client().signIn(email: "grace@example.com", password: "correct horse battery") }
@@ -158,7 +158,7 @@ struct MFAKitTests {
         #expect(creation.userID != Data(user.id.utf8), "the user handle is not the user id")
         #expect(creation.algorithms.contains(-7) && creation.algorithms.contains(-257) && creation.excludedCredentialIDs.isEmpty)
         #expect(creation.challenge != signIn.challenge)
-        #expect(try await client.passkeys().isEmpty)
+        #expect(try await client.listPasskeys().isEmpty)
         #expect(try await client.passkeyRegistrationOptions().userID == creation.userID, "one user handle per user")
     }
 

@@ -51,8 +51,8 @@ struct PasskeyKitTests {
         let creation = try await client.passkeyRegistrationOptions()
         let passkey = try await client.registerPasskey(try Self.registration(authenticator, creation), name: "Soft key")
         #expect(passkey.name == "Soft key" && !passkey.backedUp && passkey.lastUsedAt == nil)
-        #expect(try await client.passkeys().map(\.id) == [passkey.id])
-        #expect(try await client.factors().passkeys == 1)
+        #expect(try await client.listPasskeys().map(\.id) == [passkey.id])
+        #expect(try await client.listFactors().passkeys == 1)
         #expect(try await client.passkeyRegistrationOptions().excludedCredentialIDs == [Data(authenticator.credentialID)])
 
         // Without an email: the passkey says who it is; two factors in one.
@@ -60,11 +60,11 @@ struct PasskeyKitTests {
         let options = try await phone.passkeySignInOptions()
         #expect(options.allowedCredentialIDs.isEmpty)
         let assertion = try Self.assertion(authenticator, options)
-        let signedIn = try await phone.signIn(passkey: assertion)
+        let signedIn = try await phone.signInWithPasskey(assertion)
         #expect(signedIn.user.id == user.id && !signedIn.isNewUser)
         #expect(try await Self.amr(phone) == ["hwk", "mfa"])
         #expect(try await phone.getSessions().first { $0.current }?.method == "passkey")
-        #expect(await kitError { try await world.client().signIn(passkey: assertion) }?.code == .invalidCredential, "a replayed assertion")
+        #expect(await kitError { try await world.client().signInWithPasskey(assertion) }?.code == .invalidCredential, "a replayed assertion")
 
         // As the second step of a password sign-in.
         let laptop = world.client()
@@ -82,9 +82,9 @@ struct PasskeyKitTests {
         let again = try await laptop.passkeyReauthenticationOptions()
         try await laptop.reauthenticate(passkey: try Self.assertion(authenticator, again))
         try await laptop.removePasskey(id: passkey.id)
-        #expect(try await laptop.passkeys().isEmpty)
+        #expect(try await laptop.listPasskeys().isEmpty)
         let refused = try Self.assertion(authenticator, try await world.client().passkeySignInOptions())
-        #expect(await kitError { try await world.client().signIn(passkey: refused) }?.code == .invalidCredential, "a removed passkey")
+        #expect(await kitError { try await world.client().signInWithPasskey(refused) }?.code == .invalidCredential, "a removed passkey")
     }
 
     @Test
@@ -101,6 +101,6 @@ struct PasskeyKitTests {
         _ = try await client.registerPasskey(try Self.registration(authenticator, creation), during: challenge)
         let finished = try await client.finishMFAEnrollment(challenge)
         #expect(finished.isNewUser)
-        #expect(try await client.passkeys().count == 1)
+        #expect(try await client.listPasskeys().count == 1)
     }
 }

@@ -15,7 +15,7 @@ struct SignInTests {
         let client = world.client()
         let events = EventLog(client)
 
-        let app = try await client.app()
+        let app = try await client.getApp()
         #expect(app.name == "Kit" && app.signInMethods.contains(.emailCode) && app.passwordMinLength == 8)
 
         let created = try await client.signUp(email: "Ada@Example.com", password: "correct horse battery", firstName: "Ada", lastName: "Lovelace")
@@ -48,13 +48,13 @@ struct SignInTests {
         let closed = try KitWorld()
         let refused = await kitError { try await closed.client().signInAnonymously() }
         #expect(refused?.code == .signInMethodDisabled)
-        #expect(try await closed.client().app().allowAnonymous == false)
+        #expect(try await closed.client().getApp().allowAnonymous == false)
         closed.stop()
 
         let world = try KitWorld(settings: ["allow_anonymous": true])
         defer { world.stop() }
         let client = world.client()
-        #expect(try await client.app().allowAnonymous)
+        #expect(try await client.getApp().allowAnonymous)
         let guest = try await client.signInAnonymously(locale: "ja")
         #expect(guest.isNewUser && guest.user.isAnonymous && guest.user.email == nil && guest.user.identities == [] && guest.user.locale == "ja")
         let claims = try KitWorld.claims(try await client.accessToken())
@@ -77,9 +77,9 @@ struct SignInTests {
         defer { world.stop() }
         let client = world.client()
         try await client.sendSignInCode(to: "grace@example.com")
-        let created = try await client.signIn(email: "grace@example.com", code: try world.code(to: "grace@example.com"))
+        let created = try await client.verifySignInCode(email: "grace@example.com", code: try world.code(to: "grace@example.com"))
         #expect(created.isNewUser && created.user.emailVerified && created.user.identities == [])
-        let wrongCode = await kitError { try await world.client().signIn(email: "grace@example.com", code: "000000") }
+        let wrongCode = await kitError { try await world.client().verifySignInCode(email: "grace@example.com", code: "000000") }
         #expect(wrongCode?.code == .invalidCode)
 
         // A password account verifies its address with the code mailed at sign-up; the client
@@ -104,7 +104,7 @@ struct SignInTests {
         _ = try await client.signUp(email: "reset@example.com", password: "correct horse battery")
         _ = try world.code(to: "reset@example.com")  // the verification mail
         try await client.sendPasswordReset(to: "reset@example.com")
-        try await client.resetPassword(email: "reset@example.com", code: try world.code(to: "reset@example.com"), newPassword: "a brand new password")
+        try await client.confirmPasswordReset(email: "reset@example.com", code: try world.code(to: "reset@example.com"), password: "a brand new password")
         #expect(await kitError { try await client.getUser() }?.code == .sessionRevoked)
         #expect(client.currentUser == nil)
         #expect(await events.first(2).last == .signedOut(.sessionEnded(.sessionRevoked)))
@@ -136,7 +136,7 @@ struct SignInTests {
         #expect(await kitError { try await world.client().signInWithApple(identityToken: token, nonce: nonce) }?.code == .invalidCredential)
         // Through Firebase, the same Apple user is the same account.
         let firebaseToken = world.firebase.mintIDToken(projectID: KitWorld.project, signInProvider: "apple.com", providerSubject: user.sub, email: user.email)
-        let viaFirebase = try await world.client().signInWithFirebase(idToken: firebaseToken, provider: .apple)
+        let viaFirebase = try await world.client().signInWithFirebase(provider: .apple, idToken: firebaseToken)
         #expect(!viaFirebase.isNewUser && viaFirebase.user.id == created.user.id)
         #expect(world.apple.errors.isEmpty)
     }
@@ -154,17 +154,17 @@ struct SignInTests {
         defer { world.stop() }
         // Tokens dated by the world's clock (manual: it does not move while the test runs).
         let token = kakao.mintIDToken(sub: "k-kit-1", aud: "kit-kakao-key", nonce: "kakao-nonce-1", issuedAt: world.clock.nowSeconds)
-        let created = try await world.client().signIn(provider: "kakao", idToken: token, nonce: "kakao-nonce-1")
+        let created = try await world.client().signInWithProvider("kakao", idToken: token, nonce: "kakao-nonce-1")
         #expect(created.isNewUser && created.user.identities == [SignInProvider(rawValue: "kakao")])
         let wrongApp = await kitError {
-            try await world.client().signIn(provider: "kakao", idToken: kakao.mintIDToken(sub: "k-kit-1", aud: "other-key", nonce: "n2", issuedAt: world.clock.nowSeconds), nonce: "n2")
+            try await world.client().signInWithProvider("kakao", idToken: kakao.mintIDToken(sub: "k-kit-1", aud: "other-key", nonce: "n2", issuedAt: world.clock.nowSeconds), nonce: "n2")
         }
         guard case .server(let problem)? = wrongApp else { Issue.record("expected a problem"); return }
         #expect(problem.code == .invalidCredential && problem.status == 401)
 
         let client = world.client()
         _ = try await client.signUp(email: "kim@example.com", password: "correct horse battery")
-        let linked = try await client.link(provider: "kakao", idToken: kakao.mintIDToken(sub: "k-kit-2", aud: "kit-kakao-key", nonce: "n3", issuedAt: world.clock.nowSeconds), nonce: "n3")
+        let linked = try await client.linkProvider("kakao", idToken: kakao.mintIDToken(sub: "k-kit-2", aud: "kit-kakao-key", nonce: "n3", issuedAt: world.clock.nowSeconds), nonce: "n3")
         #expect(Set(linked.map(\.provider.rawValue)) == ["password", "kakao"])
         try await client.reauthenticate(provider: "kakao", idToken: kakao.mintIDToken(sub: "k-kit-2", aud: "kit-kakao-key", nonce: "n4", issuedAt: world.clock.nowSeconds), nonce: "n4")
         #expect(try await client.unlink(SignInProvider(rawValue: "kakao")).map(\.provider) == [.password])
@@ -179,10 +179,10 @@ struct SignInTests {
         #expect(created.isNewUser && created.user.identities == [.google] && created.user.email == "gus@gmail.com")
         let firebaseToken = world.firebase.mintIDToken(
             uid: "fb-uid-2", projectID: KitWorld.project, signInProvider: "google.com", providerSubject: "g-kit-1", email: "gus@gmail.com")
-        let viaFirebase = try await world.client().signInWithFirebase(idToken: firebaseToken, provider: .google)
+        let viaFirebase = try await world.client().signInWithFirebase(provider: .google, idToken: firebaseToken)
         #expect(!viaFirebase.isNewUser && viaFirebase.user.id == created.user.id)
         // A Google-minted Firebase token at the Apple endpoint is refused.
-        let wrongEndpoint = await kitError { try await world.client().signInWithFirebase(idToken: firebaseToken, provider: .apple) }
+        let wrongEndpoint = await kitError { try await world.client().signInWithFirebase(provider: .apple, idToken: firebaseToken) }
         guard case .server(let problem)? = wrongEndpoint else { Issue.record("expected a problem"); return }
         #expect(problem.code == .invalidCredential && problem.status == 401)
     }
@@ -195,7 +195,7 @@ struct SignInTests {
         let world = try KitWorld()
         defer { world.stop() }
         let client = world.client()
-        let flow = client.startAppleWebSignIn(redirectURI: KitWorld.redirect)
+        let flow = client.startWebFlow(provider: "apple", redirectURI: KitWorld.redirect)
         let query = URLComponents(url: flow.authorizeURL, resolvingAgainstBaseURL: false)?.queryItems ?? []
         func item(_ name: String) -> String? { query.first { $0.name == name }?.value }
         #expect(flow.authorizeURL.absoluteString.hasPrefix(world.server.baseURL + "/v1/auth/oauth/apple/authorize?"))
@@ -203,7 +203,7 @@ struct SignInTests {
         #expect(item("code_challenge_method") == "S256")
         #expect(item("code_challenge") == Base64URL.encode(Digest.sha256(Array(flow.pkce.verifier.utf8))), "S256 as OpenSSL computes it")
 
-        func browse(_ flow: AppleWebSignIn) throws -> String {
+        func browse(_ flow: GatehouseKit.WebFlow) throws -> String {
             let authorize = try TestHTTPClient.send("GET", flow.authorizeURL.absoluteString)
             guard authorize.status == 302, let location = authorize.header("Location"), let cookie = authorize.header("Set-Cookie"),
                 let appleQuery = URLComponents(string: location)?.queryItems
@@ -224,20 +224,20 @@ struct SignInTests {
         let target = try browse(flow)
         #expect(target.hasPrefix(KitWorld.redirect + "?"))
         // A redirect of another flow (its state) is refused before any exchange; so is an error redirect.
-        let stranger = client.startAppleWebSignIn(redirectURI: KitWorld.redirect)
-        #expect(await kitError { try await client.completeAppleWebSignIn(stranger, callbackURL: URL(string: target)!) } == .webSignInFailed(error: "state_mismatch"))
+        let stranger = client.startWebFlow(provider: "apple", redirectURI: KitWorld.redirect)
+        #expect(await kitError { try await client.finishWebFlow(stranger, callbackURL: URL(string: target)!) } == .webSignInFailed(error: "state_mismatch"))
         let denied = URL(string: "\(KitWorld.redirect)?error=access_denied&state=\(flow.state)")!
-        #expect(await kitError { try await client.completeAppleWebSignIn(flow, callbackURL: denied) } == .webSignInFailed(error: "access_denied"))
+        #expect(await kitError { try await client.finishWebFlow(flow, callbackURL: denied) } == .webSignInFailed(error: "access_denied"))
         let elsewhere = URL(string: target.replacingOccurrences(of: "app.example.com", with: "evil.example.com"))!
-        #expect(await kitError { try await client.completeAppleWebSignIn(flow, callbackURL: elsewhere) } == .webSignInFailed(error: "state_mismatch"))
+        #expect(await kitError { try await client.finishWebFlow(flow, callbackURL: elsewhere) } == .webSignInFailed(error: "state_mismatch"))
 
-        let created = try await client.completeAppleWebSignIn(flow, callbackURL: URL(string: target)!)
+        let created = try await client.finishWebFlow(flow, callbackURL: URL(string: target)!)
         #expect(created.isNewUser && created.user.identities == [.apple] && created.user.email == "web@example.com")
         #expect(try await client.getUser().id == created.user.id)
         // The login code was used once: the same redirect again is refused by the server.
-        #expect(await kitError { try await world.client().completeAppleWebSignIn(flow, callbackURL: URL(string: target)!) }?.code == .invalidLoginCode)
+        #expect(await kitError { try await world.client().finishWebFlow(flow, callbackURL: URL(string: target)!) }?.code == .invalidLoginCode)
         // A verifier that is not the flow's is refused too.
-        let second = client.startAppleWebSignIn(redirectURI: KitWorld.redirect)
+        let second = client.startWebFlow(provider: "apple", redirectURI: KitWorld.redirect)
         let secondTarget = try browse(second)
         let loginCode = URLComponents(string: secondTarget)?.queryItems?.first { $0.name == "login_code" }?.value ?? ""
         #expect(await kitError { try await world.client().exchange(loginCode: loginCode, codeVerifier: PKCE().verifier) }?.code == .invalidLoginCode)
@@ -264,12 +264,12 @@ struct SignInTests {
             configure: { $0.allowPrivateOutbound = true })  // the issuer is on 127.0.0.1
         defer { world.stop() }
         let client = world.client()
-        let flow = client.startWebSignIn(provider: "corp", redirectURI: KitWorld.redirect)
+        let flow = client.startWebFlow(provider: "corp", redirectURI: KitWorld.redirect)
         #expect(flow.provider == "corp")
         #expect(flow.authorizeURL.absoluteString.hasPrefix(world.server.baseURL + "/v1/auth/oidc/corp/authorize?"))
 
         /// Gatehouse → the provider (the user signs in there) → Gatehouse's callback: where the browser lands.
-        func browse(_ flow: WebSignIn, sub: String) throws -> String {
+        func browse(_ flow: GatehouseKit.WebFlow, sub: String) throws -> String {
             let authorize = try TestHTTPClient.send("GET", flow.authorizeURL.absoluteString)
             guard authorize.status == 302, let location = authorize.header("Location"), let cookie = authorize.header("Set-Cookie"),
                 let asked = URLComponents(string: location)
@@ -297,18 +297,18 @@ struct SignInTests {
         let target = try browse(flow, sub: "corp-kit-1")
         #expect(target.hasPrefix(KitWorld.redirect + "?"))
         // Another flow's redirect is refused before any exchange.
-        let stranger = client.startWebSignIn(provider: "corp", redirectURI: KitWorld.redirect)
-        #expect(await kitError { try await client.completeWebSignIn(stranger, callbackURL: URL(string: target)!) } == .webSignInFailed(error: "state_mismatch"))
+        let stranger = client.startWebFlow(provider: "corp", redirectURI: KitWorld.redirect)
+        #expect(await kitError { try await client.finishWebFlow(stranger, callbackURL: URL(string: target)!) } == .webSignInFailed(error: "state_mismatch"))
 
-        let created = try await client.completeWebSignIn(flow, callbackURL: URL(string: target)!)
+        let created = try await client.finishWebFlow(flow, callbackURL: URL(string: target)!)
         #expect(created.isNewUser && created.user.identities == [SignInProvider(rawValue: "corp")] && created.user.email == "corp-kit-1@corp.example")
         #expect(try await client.getUser().id == created.user.id)
         #expect(corp.tokenRequests == 1, "Gatehouse redeemed the provider's code once")
         // The login code is single-use.
-        #expect(await kitError { try await world.client().completeWebSignIn(flow, callbackURL: URL(string: target)!) }?.code == .invalidLoginCode)
+        #expect(await kitError { try await world.client().finishWebFlow(flow, callbackURL: URL(string: target)!) }?.code == .invalidLoginCode)
         // The same provider user again: the same account.
-        let second = client.startWebSignIn(provider: "corp", redirectURI: KitWorld.redirect)
-        let again = try await world.client().completeWebSignIn(second, callbackURL: URL(string: try browse(second, sub: "corp-kit-1"))!)
+        let second = client.startWebFlow(provider: "corp", redirectURI: KitWorld.redirect)
+        let again = try await world.client().finishWebFlow(second, callbackURL: URL(string: try browse(second, sub: "corp-kit-1"))!)
         #expect(!again.isNewUser && again.user.id == created.user.id)
         #expect(corp.errors.isEmpty)
     }

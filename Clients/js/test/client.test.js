@@ -110,10 +110,10 @@ test('GET /v1/app, and a typed error for an unknown app key', async () => {
 test('emailed code: send, then verify signs up a new address; a wrong code is typed', async () => {
   const email = unique('code');
   const web = client();
-  await web.sendEmailCode(email);
+  await web.sendSignInCode(email);
   const code = await env.smtp.code(email);
-  await rejects(web.verifyEmailCode({ email, code: code === '000000' ? '111111' : '000000' }), 'auth/invalid-code', 400);
-  const session = await web.verifyEmailCode({ email, code });
+  await rejects(web.verifySignInCode({ email, code: code === '000000' ? '111111' : '000000' }), 'auth/invalid-code', 400);
+  const session = await web.verifySignInCode({ email, code });
   assert.equal(session.isNewUser, true);
   assert.equal(session.user.emailVerified, true);
   assert.equal((await web.getSessions())[0].method, 'email_code');

@@ -23,8 +23,15 @@ async function main(): Promise<void> {
   await gatehouse.signInWithFirebase({ provider: 'apple', firebaseIdToken: 'x' });
   const pkce = await createPKCE();
   const method: 'S256' = pkce.method;
+  // The deprecated aliases still type-check (an app on an earlier version still builds).
   const url: string = await gatehouse.startAppleWebFlow({ redirectURI: 'https://app.example.com/cb', redirect: false });
   if (gatehouse.isAppleWebFlowReturn(url)) await gatehouse.finishAppleWebFlow(url);
+  await gatehouse.sendEmailCode('grace@example.com');
+  const viaOldName: Session = await gatehouse.verifyEmailCode({ email: 'grace@example.com', code: '123456' });
+  await gatehouse.sendSignInCode('grace@example.com');
+  const viaCode: Session = await gatehouse.verifySignInCode({ email: 'grace@example.com', code: '123456' });
+  console.log(viaOldName.isNewUser, viaCode.isNewUser);
+  await gatehouse.confirmPasswordReset({ email: 'grace@example.com', code: '123456', password: 'a new password' });
   const provider: WebFlowProvider = 'github';
   const viaGitHub: string = await gatehouse.startWebFlow({ provider, redirectURI: 'https://app.example.com/cb', redirect: false });
   await gatehouse.startWebFlow({ provider: 'apple', redirectURI: 'https://app.example.com/cb' });

@@ -45,7 +45,7 @@ public struct AccountExport: Decodable, Sendable, Equatable {
     /// The user object, as ``GatehouseClient/getUser()`` answers it.
     public let profile: User
     public let identities: [Identity]
-    /// The live sessions, as ``GatehouseClient/sessions()`` lists them.
+    /// The live sessions, as ``GatehouseClient/getSessions()`` lists them.
     public let sessions: [DeviceSession]
     /// Every file of the user, newest first.
     public let files: [File]

@@ -149,9 +149,12 @@ public final class GatehouseClient: Sendable {
     // MARK: - App
 
     /// `GET /v1/app`: the app's public settings.
-    public func app() async throws -> AppInfo {
+    public func getApp() async throws -> AppInfo {
         try Transport.decode(AppInfo.self, from: try await transport.send("GET", "/v1/app"))
     }
+
+    @available(*, deprecated, renamed: "getApp()")
+    public func app() async throws -> AppInfo { try await getApp() }
 
     // MARK: - Email and password
 
@@ -189,19 +192,28 @@ public final class GatehouseClient: Sendable {
     }
 
     /// `POST /v1/auth/email-code/verify`: signs in (or up) with the mailed code.
-    public func signIn(email: String, code: String) async throws -> SignInResult {
+    public func verifySignInCode(email: String, code: String) async throws -> SignInResult {
         try await signIn("/v1/auth/email-code/verify", ["email": .string(email), "code": .string(code)])
     }
+
+    @available(*, deprecated, renamed: "verifySignInCode(email:code:)")
+    public func signIn(email: String, code: String) async throws -> SignInResult { try await verifySignInCode(email: email, code: code) }
 
     /// `POST /v1/auth/password-reset/send`: mails a reset code.
     public func sendPasswordReset(to email: String) async throws {
         try Transport.check(try await transport.send("POST", "/v1/auth/password-reset/send", body: .json(["email": .string(email)])))
     }
 
-    /// `POST /v1/auth/password-reset/confirm`: sets a new password; every session of the user ends.
-    public func resetPassword(email: String, code: String, newPassword: String) async throws {
-        let body: [String: JSONValue] = ["email": .string(email), "code": .string(code), "password": .string(newPassword)]
+    /// `POST /v1/auth/password-reset/confirm`: sets the new `password` with the mailed code; every
+    /// session of the user ends.
+    public func confirmPasswordReset(email: String, code: String, password: String) async throws {
+        let body: [String: JSONValue] = ["email": .string(email), "code": .string(code), "password": .string(password)]
         try Transport.check(try await transport.send("POST", "/v1/auth/password-reset/confirm", body: .json(body)))
+    }
+
+    @available(*, deprecated, renamed: "confirmPasswordReset(email:code:password:)")
+    public func resetPassword(email: String, code: String, newPassword: String) async throws {
+        try await confirmPasswordReset(email: email, code: code, password: newPassword)
     }
 
     // MARK: - Apple, Google, Firebase
@@ -229,13 +241,23 @@ public final class GatehouseClient: Sendable {
 
     /// `POST /v1/auth/oidc/{id}` with an ID token of one of the app's own providers (its
     /// `oidc_providers` id: kinds oidc, kakao, line, microsoft) and the raw nonce it carries.
-    public func signIn(provider id: String, idToken: String, nonce: String) async throws -> SignInResult {
+    public func signInWithProvider(_ id: String, idToken: String, nonce: String) async throws -> SignInResult {
         try await signIn("/v1/auth/oidc/\(pathSegment(id))", ["id_token": .string(idToken), "nonce": .string(nonce)])
     }
 
     /// `POST /v1/auth/oidc/{id}` with an access token of one of the app's own providers of kind naver or github.
-    public func signIn(provider id: String, accessToken: String) async throws -> SignInResult {
+    public func signInWithProvider(_ id: String, accessToken: String) async throws -> SignInResult {
         try await signIn("/v1/auth/oidc/\(pathSegment(id))", ["access_token": .string(accessToken)])
+    }
+
+    @available(*, deprecated, renamed: "signInWithProvider(_:idToken:nonce:)")
+    public func signIn(provider id: String, idToken: String, nonce: String) async throws -> SignInResult {
+        try await signInWithProvider(id, idToken: idToken, nonce: nonce)
+    }
+
+    @available(*, deprecated, renamed: "signInWithProvider(_:accessToken:)")
+    public func signIn(provider id: String, accessToken: String) async throws -> SignInResult {
+        try await signInWithProvider(id, accessToken: accessToken)
     }
 
     /// The providers whose Firebase ID tokens Gatehouse takes.
@@ -249,18 +271,23 @@ public final class GatehouseClient: Sendable {
     /// A Firebase ID token (for apps whose clients sign in to Firebase first), posted to the
     /// endpoint of the provider the user signed in to Firebase with; Gatehouse refuses a token of
     /// another provider (401 `auth/invalid-credential`).
-    public func signInWithFirebase(idToken: String, provider: FirebaseProvider) async throws -> SignInResult {
+    public func signInWithFirebase(provider: FirebaseProvider, idToken: String) async throws -> SignInResult {
         try await signIn("/v1/auth/oauth/\(provider.rawValue)", ["firebase_id_token": .string(idToken)])
+    }
+
+    @available(*, deprecated, renamed: "signInWithFirebase(provider:idToken:)")
+    public func signInWithFirebase(idToken: String, provider: FirebaseProvider) async throws -> SignInResult {
+        try await signInWithFirebase(provider: provider, idToken: idToken)
     }
 
     // MARK: - The web flow
 
     /// A web sign-in to start with `provider`: `"apple"` (Sign in with Apple) or the `id` of one of
-    /// the app's `oidc_providers`, whatever its kind. Open ``WebSignIn/authorizeURL`` in a browser
+    /// the app's `oidc_providers`, whatever its kind. Open ``WebFlow/authorizeURL`` in a browser
     /// (`ASWebAuthenticationSession` on Apple platforms); Gatehouse sends it to the provider and back
     /// to `redirectURI` (one of the app's `redirect_uris`). The state and PKCE verifier stay here,
-    /// in the returned value; finish with ``completeWebSignIn(_:callbackURL:)``.
-    public func startWebSignIn(provider: String, redirectURI: String) -> WebSignIn {
+    /// in the returned value; finish with ``finishWebFlow(_:callbackURL:)``.
+    public func startWebFlow(provider: String, redirectURI: String) -> WebFlow {
         let state = SecureRandom.token(byteCount: 16)
         let pkce = PKCE()
         let path = provider == "apple" ? "/v1/auth/oauth/apple/authorize" : "/v1/auth/oidc/\(pathSegment(provider))/authorize"
@@ -271,13 +298,23 @@ public final class GatehouseClient: Sendable {
                 URLQueryItem(name: "state", value: state), URLQueryItem(name: "code_challenge", value: pkce.challenge),
                 URLQueryItem(name: "code_challenge_method", value: pkce.method),
             ])
-        return WebSignIn(provider: provider, authorizeURL: url, redirectURI: redirectURI, state: state, pkce: pkce)
+        return WebFlow(provider: provider, authorizeURL: url, redirectURI: redirectURI, state: state, pkce: pkce)
+    }
+
+    /// Whether `url` is a web flow coming back: it carries a `state` with a `login_code` or an
+    /// `error`, as gatehouse-js's `isWebFlowReturn` reads it (for an app that receives its
+    /// redirect through `onOpenURL` or a universal link).
+    /// Whether it is *this* flow's is checked by ``finishWebFlow(_:callbackURL:)``.
+    public func isWebFlowReturn(_ url: URL) -> Bool {
+        let items = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        func has(_ name: String) -> Bool { items.contains { $0.name == name } }
+        return has("state") && (has("login_code") || has("error"))
     }
 
     /// Finishes a web sign-in with the URL the browser came back to: checks it is this flow's
     /// redirect (its address and state), then trades the login code and the PKCE verifier for a
     /// session. An `error` in the redirect throws ``GatehouseError/webSignInFailed(error:)``.
-    public func completeWebSignIn(_ flow: WebSignIn, callbackURL: URL) async throws -> SignInResult {
+    public func finishWebFlow(_ flow: WebFlow, callbackURL: URL) async throws -> SignInResult {
         guard let components = URLComponents(url: callbackURL, resolvingAgainstBaseURL: false),
             let expected = URLComponents(string: flow.redirectURI),
             components.scheme?.lowercased() == expected.scheme?.lowercased(), components.host?.lowercased() == expected.host?.lowercased(),
@@ -291,14 +328,24 @@ public final class GatehouseClient: Sendable {
         return try await exchange(loginCode: loginCode, codeVerifier: flow.pkce.verifier)
     }
 
-    /// ``startWebSignIn(provider:redirectURI:)`` with `"apple"`.
-    public func startAppleWebSignIn(redirectURI: String) -> AppleWebSignIn {
-        startWebSignIn(provider: "apple", redirectURI: redirectURI)
+    @available(*, deprecated, renamed: "startWebFlow(provider:redirectURI:)")
+    public func startWebSignIn(provider: String, redirectURI: String) -> WebFlow {
+        startWebFlow(provider: provider, redirectURI: redirectURI)
     }
 
-    /// ``completeWebSignIn(_:callbackURL:)``.
-    public func completeAppleWebSignIn(_ flow: AppleWebSignIn, callbackURL: URL) async throws -> SignInResult {
-        try await completeWebSignIn(flow, callbackURL: callbackURL)
+    @available(*, deprecated, renamed: "finishWebFlow(_:callbackURL:)")
+    public func completeWebSignIn(_ flow: WebFlow, callbackURL: URL) async throws -> SignInResult {
+        try await finishWebFlow(flow, callbackURL: callbackURL)
+    }
+
+    @available(*, deprecated, message: "use startWebFlow(provider: \"apple\", redirectURI:)")
+    public func startAppleWebSignIn(redirectURI: String) -> WebFlow {
+        startWebFlow(provider: "apple", redirectURI: redirectURI)
+    }
+
+    @available(*, deprecated, renamed: "finishWebFlow(_:callbackURL:)")
+    public func completeAppleWebSignIn(_ flow: WebFlow, callbackURL: URL) async throws -> SignInResult {
+        try await finishWebFlow(flow, callbackURL: callbackURL)
     }
 
     /// `POST /v1/auth/exchange`: a web flow's one-time login code (and its PKCE verifier) for a session.
@@ -407,13 +454,18 @@ public final class GatehouseClient: Sendable {
     }
 
     /// `POST /v1/me/photo`: a JPEG, PNG, WebP or GIF (checked by its content on the server).
-    public func uploadPhoto(_ data: Data, contentType: String, fileName: String = "photo") async throws -> User {
+    public func uploadPhoto(_ data: Data, contentType: String, filename: String = "photo") async throws -> User {
         let boundary = "gatehousekit-" + SecureRandom.token(byteCount: 12)
-        let safeName = String(fileName.filter { $0 != "\"" && $0 != "\r" && $0 != "\n" })
+        let safeName = String(filename.filter { $0 != "\"" && $0 != "\r" && $0 != "\n" })
         var body = Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"photo\"; filename=\"\(safeName)\"\r\nContent-Type: \(contentType)\r\n\r\n".utf8)
         body.append(data)
         body.append(Data("\r\n--\(boundary)--\r\n".utf8))
         return try await userAnswer(try await authorized("POST", "/v1/me/photo", body: .multipart(body, boundary: boundary)))
+    }
+
+    @available(*, deprecated, renamed: "uploadPhoto(_:contentType:filename:)")
+    public func uploadPhoto(_ data: Data, contentType: String, fileName: String) async throws -> User {
+        try await uploadPhoto(data, contentType: contentType, filename: fileName)
     }
 
     /// `DELETE /v1/me/photo`.
@@ -452,10 +504,13 @@ public final class GatehouseClient: Sendable {
 
     // MARK: - Sign-in methods
 
-    /// `GET /v1/me/identities`.
-    public func identities() async throws -> [Identity] {
+    /// `GET /v1/me/identities`: the user's sign-in methods, every page.
+    public func getIdentities() async throws -> [Identity] {
         try await allPages(Identity.self, "/v1/me/identities")
     }
+
+    @available(*, deprecated, renamed: "getIdentities()")
+    public func identities() async throws -> [Identity] { try await getIdentities() }
 
     /// `POST /v1/me/identities/password`: adds a password to an account without one. An anonymous
     /// account gives its `email` with it (it has none) and is upgraded in place, the same user id.
@@ -479,10 +534,24 @@ public final class GatehouseClient: Sendable {
         return try Transport.decode([Identity].self, from: try await authorized("POST", "/v1/me/identities/google", body: .json(body)))
     }
 
-    /// Links one of the app's own providers (its id; recent login) with an ID token and its nonce.
+    /// `POST /v1/me/identities/{id}` (recent login): links one of the app's own providers (its
+    /// `oidc_providers` id) with an ID token and its raw nonce.
+    public func linkProvider(_ id: String, idToken: String, nonce: String) async throws -> [Identity] {
+        try await linkProvider(id, ["id_token": .string(idToken), "nonce": .string(nonce)])
+    }
+
+    /// Links one of the app's own providers of kind naver or github with an access token (recent login).
+    public func linkProvider(_ id: String, accessToken: String) async throws -> [Identity] {
+        try await linkProvider(id, ["access_token": .string(accessToken)])
+    }
+
+    private func linkProvider(_ id: String, _ body: [String: JSONValue]) async throws -> [Identity] {
+        try Transport.decode([Identity].self, from: try await authorized("POST", "/v1/me/identities/\(pathSegment(id))", body: .json(body)))
+    }
+
+    @available(*, deprecated, renamed: "linkProvider(_:idToken:nonce:)")
     public func link(provider id: String, idToken: String, nonce: String) async throws -> [Identity] {
-        let body: [String: JSONValue] = ["id_token": .string(idToken), "nonce": .string(nonce)]
-        return try Transport.decode([Identity].self, from: try await authorized("POST", "/v1/me/identities/\(pathSegment(id))", body: .json(body)))
+        try await linkProvider(id, idToken: idToken, nonce: nonce)
     }
 
     /// `DELETE /v1/me/identities/{provider}` (recent login).
@@ -572,12 +641,14 @@ public final class GatehouseClient: Sendable {
 
     /// Sends a call with the session's access token: refreshed first when about to expire, and
     /// once more after `auth/token-expired`; an ended session (`auth/session-revoked`) is forgotten.
-    func authorized(_ method: String, _ path: String, query: [URLQueryItem] = [], body: RequestBody? = nil) async throws -> HTTPAnswer {
+    func authorized(
+        _ method: String, _ path: String, query: [URLQueryItem] = [], body: RequestBody? = nil, headers: [String: String] = [:]
+    ) async throws -> HTTPAnswer {
         let token = try await manager.validAccessToken()
-        var answer = try await transport.send(method, path, query: query, body: body, bearer: token)
+        var answer = try await transport.send(method, path, query: query, body: body, bearer: token, headers: headers)
         if answer.status == 401, Transport.problem(answer).code == .tokenExpired {
             let fresh = try await manager.accessToken(afterRejecting: token)
-            answer = try await transport.send(method, path, query: query, body: body, bearer: fresh)
+            answer = try await transport.send(method, path, query: query, body: body, bearer: fresh, headers: headers)
         }
         if answer.status == 401, Transport.problem(answer).code == .sessionRevoked {
             await manager.end(.sessionEnded(.sessionRevoked))
@@ -613,9 +684,9 @@ private struct ListPage<Item: Decodable>: Decodable {
     let next_cursor: String?
 }
 
-/// A web sign-in in progress; see ``GatehouseClient/startWebSignIn(provider:redirectURI:)``.
+/// A web sign-in in progress; see ``GatehouseClient/startWebFlow(provider:redirectURI:)``.
 /// Printed, it shows neither its state nor its PKCE verifier.
-public struct WebSignIn: Sendable, Equatable, CustomStringConvertible {
+public struct WebFlow: Sendable, Equatable, CustomStringConvertible {
     /// `"apple"` or the id of one of the app's `oidc_providers`.
     public let provider: String
     /// Where to send the browser.
@@ -627,11 +698,15 @@ public struct WebSignIn: Sendable, Equatable, CustomStringConvertible {
     /// The PKCE pair: the challenge went out in ``authorizeURL``, the verifier goes to `/v1/auth/exchange`.
     public let pkce: PKCE
 
-    public var description: String { "WebSignIn(provider: \(provider), redirectURI: \(redirectURI), state: <redacted>, pkce: <redacted>)" }
+    public var description: String { "WebFlow(provider: \(provider), redirectURI: \(redirectURI), state: <redacted>, pkce: <redacted>)" }
 }
 
-/// The Apple web sign-in of earlier versions: a ``WebSignIn`` whose provider is `"apple"`.
-public typealias AppleWebSignIn = WebSignIn
+@available(*, deprecated, renamed: "WebFlow")
+public typealias WebSignIn = WebFlow
+
+/// The Apple web sign-in of earlier versions: a ``WebFlow`` whose provider is `"apple"`.
+@available(*, deprecated, renamed: "WebFlow")
+public typealias AppleWebSignIn = WebFlow
 
 /// Compares without stopping at the first difference.
 func constantTimeEqual(_ a: String, _ b: String) -> Bool {

@@ -130,7 +130,7 @@ public struct MFAStatus: Decodable, Sendable, Equatable {
     public let policy: MFAPolicy
     /// The TOTP factors.
     public let factors: [MFAFactor]
-    /// How many passkeys the user has (``GatehouseClient/passkeys()`` lists them).
+    /// How many passkeys the user has (``GatehouseClient/listPasskeys()`` lists them).
     public let passkeys: Int
     /// How many unused recovery codes are left.
     public let recoveryCodesLeft: Int
@@ -145,9 +145,12 @@ extension GatehouseClient {
     // MARK: - Second factors
 
     /// `GET /v1/me/mfa`: the app's policy and the user's factors (no secrets).
-    public func factors() async throws -> MFAStatus {
+    public func listFactors() async throws -> MFAStatus {
         try Transport.decode(MFAStatus.self, from: try await authorized("GET", "/v1/me/mfa"))
     }
+
+    @available(*, deprecated, renamed: "listFactors()")
+    public func factors() async throws -> MFAStatus { try await listFactors() }
 
     /// `POST /v1/me/mfa/totp` (recent login): starts a TOTP enrolment. During a sign-in that must
     /// enrol first (``MFAChallenge/enroll``), pass the challenge as `during`: its token

@@ -162,7 +162,7 @@ public struct PasskeyRegistration: Sendable, Equatable, Encodable {
 }
 
 /// A passkey's answer to a challenge (what `ASAuthorizationPlatformPublicKeyCredentialAssertion`
-/// gives), for ``GatehouseClient/signIn(passkey:)``, ``GatehouseClient/verifyMFA(_:passkey:)`` and
+/// gives), for ``GatehouseClient/signInWithPasskey(_:)``, ``GatehouseClient/verifyMFA(_:passkey:)`` and
 /// ``GatehouseClient/reauthenticate(passkey:)``. Encoded, it is WebAuthn's
 /// `AuthenticationResponseJSON`.
 public struct PasskeyAssertion: Sendable, Equatable, Encodable {
@@ -266,9 +266,12 @@ extension GatehouseClient {
     }
 
     /// `GET /v1/me/passkeys`.
-    public func passkeys() async throws -> [Passkey] {
+    public func listPasskeys() async throws -> [Passkey] {
         try Transport.decode([Passkey].self, from: try await authorized("GET", "/v1/me/passkeys"))
     }
+
+    @available(*, deprecated, renamed: "listPasskeys()")
+    public func passkeys() async throws -> [Passkey] { try await listPasskeys() }
 
     /// `PATCH /v1/me/passkeys/{id}`.
     public func renamePasskey(id: String, name: String) async throws -> Passkey {
@@ -292,9 +295,12 @@ extension GatehouseClient {
     /// `POST /v1/auth/passkey/verify`: signs in with a passkey's assertion of
     /// ``passkeySignInOptions(for:)`` (without a challenge). A passkey is two factors in one: no
     /// second step follows.
-    public func signIn(passkey: PasskeyAssertion) async throws -> SignInResult {
-        try await signIn("/v1/auth/passkey/verify", ["credential": passkey.jsonValue])
+    public func signInWithPasskey(_ assertion: PasskeyAssertion) async throws -> SignInResult {
+        try await signIn("/v1/auth/passkey/verify", ["credential": assertion.jsonValue])
     }
+
+    @available(*, deprecated, renamed: "signInWithPasskey(_:)")
+    public func signIn(passkey: PasskeyAssertion) async throws -> SignInResult { try await signInWithPasskey(passkey) }
 
     /// `POST /v1/auth/passkey/options` as the signed-in user: a reauthentication challenge for
     /// ``reauthenticate(passkey:)``.

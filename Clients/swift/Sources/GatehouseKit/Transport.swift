@@ -39,6 +39,8 @@ struct HTTPAnswer: Sendable {
     let body: Data
     let retryAfterHeader: String?
     let requestID: String?
+    /// `Content-Type`, for a file's content.
+    var contentType: String? = nil
 }
 
 /// HTTP to Gatehouse over URLSession: the app key on every call, the bearer when given, JSON in
@@ -72,11 +74,15 @@ struct Transport: Sendable {
         return components.url!
     }
 
-    func send(_ method: String, _ path: String, query: [URLQueryItem] = [], body: RequestBody? = nil, bearer: String? = nil) async throws -> HTTPAnswer {
+    /// `headers`: set last (a file's content asks `Accept: */*` and maybe a `Range`).
+    func send(
+        _ method: String, _ path: String, query: [URLQueryItem] = [], body: RequestBody? = nil, bearer: String? = nil, headers: [String: String] = [:]
+    ) async throws -> HTTPAnswer {
         var request = URLRequest(url: url(path, query: query))
         request.httpMethod = method
         request.setValue(appKey, forHTTPHeaderField: "X-App-Key")
         request.setValue("application/json", forHTTPHeaderField: "Accept")
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
         switch body {
         case .json(let object)?:
@@ -102,7 +108,7 @@ struct Transport: Sendable {
         guard let http = response as? HTTPURLResponse else { throw GatehouseError.unexpectedResponse(status: 0) }
         return HTTPAnswer(
             status: http.statusCode, body: data, retryAfterHeader: http.value(forHTTPHeaderField: "Retry-After"),
-            requestID: http.value(forHTTPHeaderField: "X-Request-Id"))
+            requestID: http.value(forHTTPHeaderField: "X-Request-Id"), contentType: http.value(forHTTPHeaderField: "Content-Type"))
     }
 
     // MARK: - Decoding

@@ -50,7 +50,7 @@ func requiredEnrolmentSnippet(_ client: GatehouseClient, email: String, password
 }
 
 func factorsSnippet(_ client: GatehouseClient) async throws {
-    let status = try await client.factors()  // policy, factors, passkeys, recoveryCodesLeft
+    let status = try await client.listFactors()  // policy, factors, passkeys, recoveryCodesLeft
     for factor in status.factors { print(factor.name ?? "Authenticator", factor.lastUsedAt ?? factor.createdAt) }
     try await client.removeTOTP(id: status.factors[0].id)  // recent login
 }
@@ -62,13 +62,13 @@ func passkeyCallsSnippet(_ client: GatehouseClient, registration: PasskeyRegistr
 
     // Signing in without an email; the same assertion types answer a second step or a reauthentication.
     let request = try await client.passkeySignInOptions()
-    let signedIn = try await client.signIn(passkey: assertion)
+    let signedIn = try await client.signInWithPasskey(assertion)
     let forSecondStep = try await client.passkeySignInOptions(for: challenge)
     _ = try await client.verifyMFA(challenge, passkey: assertion)
     let forReauthentication = try await client.passkeyReauthenticationOptions()
     try await client.reauthenticate(passkey: assertion)
 
-    let passkeys = try await client.passkeys()
+    let passkeys = try await client.listPasskeys()
     _ = try await client.renamePasskey(id: passkey.id, name: "Work iPhone")
     try await client.removePasskey(id: passkey.id)  // recent login
     _ = (creation, request, signedIn, forSecondStep, forReauthentication, passkeys)
@@ -100,7 +100,7 @@ final class PasskeySheet: NSObject, @preconcurrency ASAuthorizationControllerDel
             if let registration = PasskeyRegistration(authorization) {
                 _ = try await client.registerPasskey(registration, name: "iPhone")
             } else if let assertion = PasskeyAssertion(authorization) {
-                _ = try await client.signIn(passkey: assertion)
+                _ = try await client.signInWithPasskey(assertion)
             }
         }
     }

@@ -35,7 +35,7 @@ func passwordSnippet(_ client: GatehouseClient) async throws {
 func emailCodeSnippet(_ client: GatehouseClient, code: String) async throws {
     try await client.sendSignInCode(to: "ada@example.com")
     // … the user types the 6-digit code from the mail
-    let session = try await client.signIn(email: "ada@example.com", code: code)
+    let session = try await client.verifySignInCode(email: "ada@example.com", code: code)
     _ = session
 }
 
@@ -54,19 +54,19 @@ func appleSnippet(_ client: GatehouseClient, identityToken: String, authorizatio
 
 func googleSnippet(_ client: GatehouseClient, googleIDToken: String, googleNonce: String, firebaseIDToken: String) async throws {
     let viaGoogle = try await client.signInWithGoogle(idToken: googleIDToken, nonce: googleNonce)
-    let viaFirebase = try await client.signInWithFirebase(idToken: firebaseIDToken, provider: .apple)
+    let viaFirebase = try await client.signInWithFirebase(provider: .apple, idToken: firebaseIDToken)
     _ = (viaGoogle, viaFirebase)
 }
 
 func providerSnippet(_ client: GatehouseClient, kakaoIDToken: String, kakaoNonce: String) async throws {
-    let viaKakao = try await client.signIn(provider: "kakao", idToken: kakaoIDToken, nonce: kakaoNonce)
+    let viaKakao = try await client.signInWithProvider("kakao", idToken: kakaoIDToken, nonce: kakaoNonce)
     _ = viaKakao
 }
 
 func webFlowSnippet(_ client: GatehouseClient, callbackURL: URL) async throws {
-    let flow = client.startWebSignIn(provider: "github", redirectURI: "com.example.app:/auth/callback")
+    let flow = client.startWebFlow(provider: "github", redirectURI: "com.example.app:/auth/callback")
     // Open flow.authorizeURL with ASWebAuthenticationSession; it hands back callbackURL.
-    let signedIn = try await client.completeWebSignIn(flow, callbackURL: callbackURL)
+    let signedIn = try await client.finishWebFlow(flow, callbackURL: callbackURL)
     _ = signedIn
 }
 
@@ -102,6 +102,17 @@ func eventsSnippet(_ client: GatehouseClient) {
             if case .signedOut(.sessionEnded(let code)) = event { showSignInScreen(reason: code) }
         }
     }
+}
+
+func filesSnippet(_ client: GatehouseClient, pdfData: Data, pngData: Data) async throws {
+    let report = try await client.uploadFile(pdfData, filename: "report.pdf")
+    let avatar = try await client.uploadFile(pngData, filename: "avatar.png", visibility: .public)
+    print(avatar.url!)  // served byte for byte, no key needed
+    let page = try await client.listFiles(limit: 20)  // page.files, newest first; page.nextCursor
+    let content = try await client.getFileContent(id: report.id)  // content.data, content.contentType
+    let head = try await client.getFileContent(id: report.id, range: ByteRange(start: 0, end: 1023))
+    try await client.deleteFile(id: report.id)
+    _ = (page, content, head)
 }
 
 func storeSnippet() {

@@ -226,7 +226,7 @@ struct MFARequestTests {
         _ = try await client.passkeySignInOptions(for: MFAChallenge(mfaToken: "mfa_two", methods: [.passkey], enroll: false, expiresIn: 300))
         let assertion = PasskeyAssertion(
             credentialID: Data([1]), rawClientDataJSON: Data("{}".utf8), rawAuthenticatorData: Data([2]), signature: Data([3]), userID: nil)
-        _ = try await client.signIn(passkey: assertion)
+        _ = try await client.signInWithPasskey(assertion)
         let registration = PasskeyRegistration(credentialID: Data([9]), rawClientDataJSON: Data("{}".utf8), rawAttestationObject: Data([0xA0]))
         let passkey = try await client.registerPasskey(registration, name: "iPhone")
         #expect(passkey.backedUp && passkey.name == "iPhone")

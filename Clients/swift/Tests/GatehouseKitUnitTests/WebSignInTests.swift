@@ -73,7 +73,7 @@ struct WebSignInTests {
         ("a/b?c#d e", "/v1/auth/oidc/a%2Fb%3Fc%23d%20e/authorize"),
     ])
     func theAuthorizeURLNamesTheProvidersPath(provider: String, path: String) throws {
-        let flow = client().startWebSignIn(provider: provider, redirectURI: Self.redirect)
+        let flow = client().startWebFlow(provider: provider, redirectURI: Self.redirect)
         #expect(flow.provider == provider)
         let components = try #require(URLComponents(url: flow.authorizeURL, resolvingAgainstBaseURL: false))
         #expect(components.scheme == "https" && components.host == "auth.example.test")
@@ -89,36 +89,45 @@ struct WebSignInTests {
 
     @Test
     func aBaseURLWithAPathKeepsIt() throws {
-        let flow = client(baseURL: "https://example.test/gatehouse/").startWebSignIn(provider: "line", redirectURI: Self.redirect)
+        let flow = client(baseURL: "https://example.test/gatehouse/").startWebFlow(provider: "line", redirectURI: Self.redirect)
         #expect(URLComponents(url: flow.authorizeURL, resolvingAgainstBaseURL: false)?.percentEncodedPath == "/gatehouse/v1/auth/oidc/line/authorize")
     }
 
     @Test
     func eachFlowHasItsOwnStateAndVerifier() {
         let client = client()
-        let flows = (0..<50).map { _ in client.startWebSignIn(provider: "github", redirectURI: Self.redirect) }
+        let flows = (0..<50).map { _ in client.startWebFlow(provider: "github", redirectURI: Self.redirect) }
         #expect(Set(flows.map(\.state)).count == 50 && Set(flows.map(\.pkce.verifier)).count == 50)
         #expect(flows[0] != flows[1])
     }
 
     @Test
-    func theAppleFunctionsAreTheGenericOnesForApple() async throws {
+    func anAppleFlowIsTheGenericOneWithApple() async throws {
         let client = client()
-        let flow: AppleWebSignIn = client.startAppleWebSignIn(redirectURI: Self.redirect)
+        let flow = client.startWebFlow(provider: "apple", redirectURI: Self.redirect)
         #expect(flow.provider == "apple")
         #expect(URLComponents(url: flow.authorizeURL, resolvingAgainstBaseURL: false)?.path == "/v1/auth/oauth/apple/authorize")
-        let generic: WebSignIn = flow
-        _ = try await client.completeWebSignIn(generic, callbackURL: callback(["login_code": "lc_a", "state": flow.state]))
-        let other = client.startWebSignIn(provider: "apple", redirectURI: Self.redirect)
-        _ = try await client.completeAppleWebSignIn(other, callbackURL: callback(["login_code": "lc_b", "state": other.state]))
+        _ = try await client.finishWebFlow(flow, callbackURL: callback(["login_code": "lc_a", "state": flow.state]))
+        let other = client.startWebFlow(provider: "apple", redirectURI: Self.redirect)
+        _ = try await client.finishWebFlow(other, callbackURL: callback(["login_code": "lc_b", "state": other.state]))
         let codes = try Recorder.seen.withLock { $0 }.map { try JSONSerialization.jsonObject(with: $0.body) as? [String: String] }
         #expect(codes == [["login_code": "lc_a", "code_verifier": flow.pkce.verifier], ["login_code": "lc_b", "code_verifier": other.pkce.verifier]])
     }
 
     @Test
+    func aWebFlowReturnCarriesAStateWithALoginCodeOrAnError() {
+        let client = client()
+        #expect(client.isWebFlowReturn(callback(["login_code": "lc_1", "state": "s"])))
+        #expect(client.isWebFlowReturn(callback(["error": "access_denied", "state": "s"])))
+        #expect(!client.isWebFlowReturn(callback(["login_code": "lc_1"])), "no state")
+        #expect(!client.isWebFlowReturn(callback(["state": "s"])), "neither a code nor an error")
+        #expect(!client.isWebFlowReturn(URL(string: "com.example.app:/settings")!))
+    }
+
+    @Test
     func aRedirectThatIsNotThisFlowsIsRefusedBeforeAnyRequest() async throws {
         let client = client()
-        let flow = client.startWebSignIn(provider: "kakao", redirectURI: Self.redirect)
+        let flow = client.startWebFlow(provider: "kakao", redirectURI: Self.redirect)
         let refused: [(URL, String)] = [
             (callback(["login_code": "lc_1", "state": "forged"]), "state_mismatch"),
             (callback(["login_code": "lc_1"]), "state_mismatch"),
@@ -132,7 +141,7 @@ struct WebSignInTests {
             (callback(["error": "access_denied", "state": "forged"]), "state_mismatch"),
         ]
         for (url, expected) in refused {
-            let error = await #expect(throws: GatehouseError.self) { try await client.completeWebSignIn(flow, callbackURL: url) }
+            let error = await #expect(throws: GatehouseError.self) { try await client.finishWebFlow(flow, callbackURL: url) }
             guard case .webSignInFailed(let reason)? = error else {
                 Issue.record("\(url): expected webSignInFailed, got \(String(describing: error))")
                 continue
@@ -146,9 +155,9 @@ struct WebSignInTests {
     @Test
     func theRedirectsLoginCodeAndTheFlowsVerifierAreExchangedForASession() async throws {
         let client = client()
-        let flow = client.startWebSignIn(provider: "github", redirectURI: Self.redirect)
+        let flow = client.startWebFlow(provider: "github", redirectURI: Self.redirect)
         // The redirect URI's scheme and host compare without case, as URLs do.
-        let result = try await client.completeWebSignIn(flow, callbackURL: callback(["login_code": "lc_1", "state": flow.state], to: "COM.Example.App:/auth/callback"))
+        let result = try await client.finishWebFlow(flow, callbackURL: callback(["login_code": "lc_1", "state": flow.state], to: "COM.Example.App:/auth/callback"))
         #expect(result.isNewUser && result.user.id == "usr_1")
         #expect(try await client.accessToken() == "eyJ.access.sig", "the session is kept as a sign-in keeps it")
         let sent = try #require(Recorder.seen.withLock { $0 }.last)
@@ -159,7 +168,7 @@ struct WebSignInTests {
 
     @Test
     func aFlowPrintsNeitherItsStateNorItsVerifier() {
-        let flow = client().startWebSignIn(provider: "naver", redirectURI: Self.redirect)
+        let flow = client().startWebFlow(provider: "naver", redirectURI: Self.redirect)
         let printed = "\(flow)"
         #expect(printed.contains("naver") && printed.contains(Self.redirect))
         #expect(!printed.contains(flow.state) && !printed.contains(flow.pkce.verifier) && !printed.contains(flow.pkce.challenge))
