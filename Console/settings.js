@@ -280,7 +280,7 @@ export async function settingsPage() {
     advanced.id = 'settings-advanced';
 
     return [general, accounts, appleForm, googleForm, emailForm, emailTestForm(email), mfaForm, passkeyForm, limitsForm, filesForm,
-      webhooksForm(s.webhooks ?? []), webhookTestPart(s.webhooks ?? []), advanced];
+      webhooksForm(s.webhooks ?? []), ...webhookTestPart(s.webhooks ?? []), advanced];
   }
 
   /**

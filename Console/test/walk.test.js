@@ -50,9 +50,9 @@ after(async () => {
 });
 
 /** The page's accessibility check passes, and the page is kept as a screenshot. */
-async function checkpoint(tab, name) {
+async function checkpoint(tab, name, selector) {
   assert.deepEqual(await tab.accessibilityProblems(), [], `${name}: accessibility`);
-  await tab.screenshot(name);
+  await tab.screenshot(name, selector);
   shots.push(name);
 }
 
@@ -64,6 +64,13 @@ async function publicCall(appKey, pathname, body, bearer) {
   });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : null };
+}
+
+/** Whether a delivery's `webhook-signature` holds the Standard Webhooks signature made with `secret`. */
+function signedWith(delivery, secret) {
+  const signed = `${delivery.headers['webhook-id']}.${delivery.headers['webhook-timestamp']}.${delivery.body}`;
+  const expected = crypto.createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64')).update(signed).digest('base64');
+  return (delivery.headers['webhook-signature'] ?? '').split(' ').includes(`v1,${expected}`);
 }
 
 const announced = (text) => `document.getElementById('status').textContent.includes(${JSON.stringify(text)})`;
@@ -251,7 +258,7 @@ test('the console walk: operator, then the app\'s admin', async () => {
   assert.match(refusal, /^Not sent \(recipient\): /);
   assert.ok(!refusal.includes('sink-password-1'), 'no password in the answer');
   sink.mode('accept');
-  await checkpoint(tab, '06a-settings-email-test.png');
+  await checkpoint(tab, '06a-settings-email-test.png', '#settings-email');
   // Limits: out of range refused in place, then saved.
   await tab.type('#settings-limits [name=limit_auth_per_minute_per_ip]', '0');
   await tab.activate('#settings-limits button[type=submit]');
@@ -284,9 +291,8 @@ test('the console walk: operator, then the app\'s admin', async () => {
   for (let i = 0; i < 100 && !deliveries.some((d) => JSON.parse(d.body).type === 'webhook.test'); i++) await new Promise((r) => setTimeout(r, 100));
   const testDelivery = deliveries.find((d) => JSON.parse(d.body).type === 'webhook.test');
   assert.ok(testDelivery, 'the receiver got the test delivery');
-  const signed = `${testDelivery.headers['webhook-id']}.${testDelivery.headers['webhook-timestamp']}.${testDelivery.body}`;
-  const expected = crypto.createHmac('sha256', Buffer.from(hookSecret.slice('whsec_'.length), 'base64')).update(signed).digest('base64');
-  assert.ok(testDelivery.headers['webhook-signature'].split(' ').includes(`v1,${expected}`), 'signed with the webhook secret');
+  assert.ok(signedWith(testDelivery, hookSecret), 'signed with the webhook secret');
+  assert.ok(!signedWith(testDelivery, `whsec_${Buffer.alloc(32, 7).toString('base64')}`), 'the check can fail');
   assert.equal(JSON.parse(testDelivery.body).app_id, app.id);
   let listed;
   for (let i = 0; i < 50; i++) {
@@ -301,7 +307,7 @@ test('the console walk: operator, then the app\'s admin', async () => {
   const api = (await server.admin('GET', '/v1/admin/webhooks/deliveries?event_type=webhook.test', undefined, secretKey)).data;
   assert.deepEqual(api.map((d) => [d.url, d.state, d.last_status]), [[hookURL, 'delivered', 204]]);
   assert.ok(!JSON.stringify(api).includes(hookSecret.slice('whsec_'.length)), 'no secret in the list');
-  await checkpoint(tab, '06b-settings-webhook-deliveries.png');
+  await checkpoint(tab, '06b-settings-webhook-deliveries.png', '#settings-webhooks');
 
   // A user made through the public API, with a session.
   const email = 'ada.walk@example.com';
@@ -348,6 +354,9 @@ test('the console walk: operator, then the app\'s admin', async () => {
   assert.equal(signIn.body.code, 'auth/user-disabled');
   assert.equal(signIn.body.sanction_code, 'spam');
   await checkpoint(tab, '09-user-banned.png');
+  for (let i = 0; i < 100 && !deliveries.some((d) => JSON.parse(d.body).type === 'user.banned'); i++) await new Promise((r) => setTimeout(r, 100));
+  const banned = deliveries.find((d) => JSON.parse(d.body).type === 'user.banned');
+  assert.ok(banned && signedWith(banned, hookSecret) && JSON.parse(banned.body).data.user.id === userID, 'the receiver got user.banned, signed');
   await tab.activate('#lift-ban');
   await tab.waitFor("document.querySelector('#user-ban [name=sanction_code]')", 'the ban lifted');
   signIn = await publicCall(appKey, '/v1/auth/signin', { email, password });
