@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import Synchronization
 import GatehouseTesting
 import Testing
 
@@ -79,6 +80,38 @@ struct AdminChecksAPITests {
         #expect(failed.status == 502, "\(failed.text)")
         #expect(failed.json?["reason"] == "connection", "\(failed.text)")
         #expect(try sink.messages().isEmpty)
+    }
+
+    /// A server that never greets: the test gives up at its time limit and says so, and meanwhile
+    /// a second test of the app is refused at once instead of waiting on another thread.
+    @Test
+    func aSilentServerTimesOutAndOneTestOfAnAppRunsAtATime() throws {
+        let sink = try SMTPSink(credentials: ("tester", Self.password))
+        defer { sink.stop() }
+        let server = try server(.sqlite)
+        defer { server.stop() }
+        let app = try mailApp(server, sink)
+        try sink.setMode(.hang)
+        let first = Mutex<TestResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let started = ContinuousClock.now
+        Thread.detachNewThread {
+            let answer = try? self.test(server, app, to: "admin@example.com")
+            first.withLock { $0 = answer }
+            done.signal()
+        }
+        // The first is waiting for the greeting (the sink counts its connection).
+        for _ in 0..<100 where sink.connectionCount == 0 { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(sink.connectionCount == 1)
+        let second = try test(server, app, to: "admin@example.com")
+        #expect(second.status == 429 && second.problemCode == "auth/too-many-requests", "\(second.text)")
+        #expect(second.json?["detail"]?.stringValue?.contains("being sent") == true, "\(second.text)")
+        done.wait()
+        let answer = try #require(first.withLock { $0 })
+        #expect(answer.status == 502 && answer.json?["reason"] == "timeout", "\(answer.text)")
+        #expect(ContinuousClock.now - started < .seconds(25), "bounded by the mailer's limits")
+        try sink.setMode(.accept)
+        #expect(try test(server, app, to: "admin@example.com").status == 200, "the next test runs once the first is over")
     }
 
     @Test(arguments: TestDatabase.kinds)
