@@ -74,6 +74,12 @@ struct AdminChecksAPITests {
         #expect(failed.json?["reason"] == "authentication", "\(failed.text)")
         #expect(!failed.text.contains(wrong) && !failed.text.contains("tester"), "\(failed.text)")
 
+        // TLS from the first byte to a server that speaks plain SMTP: the handshake fails.
+        let tls = try server.createApp(["name": "TLS", "email": ["smtp_url": .string(sink.url.replacingOccurrences(of: "smtp://", with: "smtps://"))]])
+        failed = try test(server, tls, to: "admin@example.com")
+        #expect(failed.status == 502, "\(failed.text)")
+        #expect(failed.json?["reason"] == "tls", "\(failed.text)")
+
         // Nothing listens at the address.
         let closed = try server.createApp(["name": "Closed", "email": ["smtp_url": .string("smtp://127.0.0.1:\(try Self.closedPort())")]])
         failed = try test(server, closed, to: "admin@example.com")
