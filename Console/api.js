@@ -23,6 +23,8 @@ export class APIError extends Error {
     this.code = problem?.code ?? null;
     this.fields = Array.isArray(problem?.errors) ? problem.errors : [];
     this.requestID = problem?.request_id ?? null;
+    /** The whole problem (its extensions, such as a failed test message's `reason`). */
+    this.problem = problem ?? null;
   }
 }
 

@@ -1,7 +1,7 @@
 // The console's shell: sign-in, the section list and a router on the fragment (#/users/usr_…),
 // which names a page and never a credential.
 import { call, credential, forget, remember } from './api.js';
-import { el, field, form, announce } from './ui.js';
+import { el, field, form, announce, nextRender, isCurrentRender } from './ui.js';
 import { settingsPage } from './settings.js';
 import { usersPage, userPage } from './users.js';
 import { auditPage, outboxPage, keysPage } from './activity.js';
@@ -69,12 +69,10 @@ function signInPage() {
   ];
 }
 
-// Each render's number: an answer that arrives after a newer render began (another page, a
+// Each render's number (ui.js): an answer that arrives after a newer render began (another page, a
 // sign-out) is dropped, so nothing fetched with the previous key is drawn afterwards.
-let renders = 0;
-
 export async function render() {
-  const mine = ++renders;
+  const mine = nextRender();
   const who = credential();
   const nav = document.getElementById('nav');
   const signOut = document.getElementById('sign-out');
@@ -99,10 +97,10 @@ export async function render() {
   root.replaceChildren(el('p', { class: 'hint' }, 'Loading…'));
   try {
     const content = await page();
-    if (mine !== renders) return;
+    if (!isCurrentRender(mine)) return;
     root.replaceChildren(...[content].flat());
   } catch (error) {
-    if (mine !== renders) return;
+    if (!isCurrentRender(mine)) return;
     root.replaceChildren(el('h1', {}, section.label), el('div', { class: 'alert', role: 'alert' }, error.message));
   }
   document.title = `${root.querySelector('h1')?.textContent ?? section.label} · Gatehouse console`;

@@ -1,7 +1,7 @@
 // App settings (GET and PATCH /v1/admin/app): a form per section, each saving only its own fields
 // as a merge patch; the server's field errors are shown beside the fields they name.
 import { call } from './api.js';
-import { el, field, form, announce, lines } from './ui.js';
+import { el, field, form, announce, lines, table, when } from './ui.js';
 
 const BUILT_IN_METHODS = [
   { value: 'password', label: 'Password' }, { value: 'email_code', label: 'Emailed code' },
@@ -279,7 +279,90 @@ export async function settingsPage() {
     });
     advanced.id = 'settings-advanced';
 
-    return [general, accounts, appleForm, googleForm, emailForm, mfaForm, passkeyForm, limitsForm, filesForm, webhooksForm(s.webhooks ?? []), advanced];
+    return [general, accounts, appleForm, googleForm, emailForm, emailTestForm(email), mfaForm, passkeyForm, limitsForm, filesForm,
+      webhooksForm(s.webhooks ?? []), ...webhookTestPart(s.webhooks ?? []), advanced];
+  }
+
+  /**
+   * A test message through the app's own SMTP server as saved (POST /v1/admin/app/email/test):
+   * the server's answer shown in place, the reason of a failure with it.
+   */
+  function emailTestForm(email) {
+    const result = el('p', { id: 'email-test-result', role: 'status' });
+    const node = form({
+      title: 'Send a test message',
+      submit: 'Send test',
+      className: 'card test',
+      children: [
+        el('p', { class: 'hint' }, email.smtp_url
+          ? 'Sends a short fixed message through the SMTP server saved above (save changes first). At most 10 a minute.'
+          : 'The app has no SMTP server of its own: its mail goes through the platform’s. Save an SMTP server URL above to test it.'),
+        field({ label: 'Send to', name: 'email_test_to', field: 'to', type: 'email', autocomplete: 'email', hint: 'Any address you can read, such as your own.' }),
+        result,
+      ],
+      onsubmit: async (formNode) => {
+        result.textContent = 'Sending…';
+        result.className = '';
+        try {
+          await call('POST', '/v1/admin/app/email/test', { body: { to: value(formNode, 'email_test_to').value.trim() } });
+          result.textContent = 'Sent: the SMTP server took the test message.';
+          result.className = 'good';
+        } catch (error) {
+          result.textContent = error.code === 'email/test-failed'
+            ? `Not sent (${error.problem?.reason ?? 'other'}): ${error.message}` : '';
+          result.className = 'bad';
+          if (error.code !== 'email/test-failed') throw error;
+        }
+      },
+    });
+    node.id = 'email-test';
+    return node;
+  }
+
+  /** A test delivery (POST /v1/admin/app/webhooks/test) and the recent deliveries (GET /v1/admin/webhooks/deliveries). */
+  function webhookTestPart(hooks) {
+    const list = el('div', { id: 'webhook-deliveries' }, el('p', { class: 'hint' }, 'Loading…'));
+    const load = async () => {
+      try {
+        const answer = await call('GET', '/v1/admin/webhooks/deliveries', { query: { limit: 20 } });
+        list.replaceChildren(table('Recent deliveries, newest first', [
+          { label: 'Created', cell: (d) => when(d.created_at) },
+          { label: 'Event', cell: (d) => el('code', {}, d.event_type ?? '—') },
+          { label: 'URL', cell: (d) => d.url ?? '—' },
+          { label: 'State', cell: (d) => el('span', { class: `badge ${d.state === 'delivered' ? 'good' : d.state === 'dead' ? 'bad' : ''}` }, d.state) },
+          { label: 'Attempts', cell: (d) => String(d.attempts) },
+          { label: 'Last status', cell: (d) => (d.last_status == null ? '—' : String(d.last_status)) },
+          { label: 'Last error', cell: (d) => d.last_error ?? '—' },
+          { label: 'Next attempt', cell: (d) => when(d.next_attempt_at) },
+          { label: 'Delivered', cell: (d) => when(d.delivered_at) },
+        ], answer.data, 'No deliveries yet (delivered ones are kept 7 days).'));
+      } catch (error) {
+        list.replaceChildren(el('p', { class: 'alert', role: 'alert' }, error.message));
+      }
+    };
+    const refresh = el('button', { type: 'button', class: 'quiet', id: 'webhook-deliveries-refresh', onclick: () => load() }, 'Refresh the deliveries');
+    const node = form({
+      title: 'Test deliveries',
+      submit: 'Send test delivery',
+      className: 'card test',
+      children: [
+        el('p', { class: 'hint' }, hooks.length
+          ? 'Queues a signed webhook.test event to the chosen webhook (as saved), delivered like every event. At most 10 a minute.'
+          : 'Add and save a webhook first.'),
+        field({ label: 'Webhook', name: 'webhook_test_url', field: 'url', type: 'select', value: '',
+          options: [{ value: '', label: 'Every webhook' }, ...hooks.map((h) => ({ value: h.url, label: h.url }))] }),
+      ],
+      onsubmit: async (formNode) => {
+        const url = value(formNode, 'webhook_test_url').value;
+        const { data } = await call('POST', '/v1/admin/app/webhooks/test', { body: url ? { url } : {} });
+        announce(`Test delivery queued (${data.deliveries.length}).`);
+        await load();
+      },
+    });
+    node.id = 'webhook-test';
+    load();
+    return [node, el('section', { class: 'card', id: 'webhook-deliveries-part' }, el('h2', {}, 'Recent deliveries'), list,
+      el('div', { class: 'actions' }, refresh))];
   }
 
   /** The webhooks: each hook's URL, events and secret (kept, or a new one made in the browser and shown once). */

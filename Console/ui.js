@@ -24,6 +24,12 @@ function append(node, children) {
   }
 }
 
+// Each render's number (console.js, and a page drawn anew in place): an answer that arrives after
+// a newer render began (another page, a sign-out, a newer redraw) is dropped.
+let renders = 0;
+export const nextRender = () => ++renders;
+export const isCurrentRender = (number) => number === renders;
+
 export const uid = (prefix) => `${prefix}-${++nextID}`;
 
 /**

@@ -1,7 +1,7 @@
 // Users: search, and one user's detail with their identities, factors and recent events (sign-ins,
 // sessions); ban and lift, sign out everywhere, delete (GET/POST/DELETE /v1/admin/users…).
 import { call, download } from './api.js';
-import { el, field, form, announce, table, when } from './ui.js';
+import { el, field, form, announce, table, when, nextRender, isCurrentRender } from './ui.js';
 
 const name = (u) => [u.first_name, u.last_name].filter(Boolean).join(' ') || u.display_name || '—';
 const banBadge = (u) => (u.ban ? el('span', { class: 'badge bad' }, u.ban.suspended_until ? `suspended until ${when(u.ban.suspended_until)}` : 'banned') : el('span', { class: 'badge good' }, 'active'));
@@ -94,10 +94,14 @@ export async function userPage(id) {
   const { data: user } = await call('GET', `/v1/admin/users/${encodeURIComponent(id)}`);
   const { data: events } = await call('GET', '/v1/admin/events', { query: { user_id: user.id, limit: 20 } });
   const { data: sessions } = await call('GET', `/v1/admin/users/${encodeURIComponent(user.id)}/sessions`, { query: { limit: 50 } });
-  // The page is drawn anew before the change is announced: what is announced is on screen.
+  // The page is drawn anew before the change is announced: what is announced is on screen. A
+  // redraw is a render: its answer is dropped when another began after it (a newer redraw,
+  // another page, a sign-out), as the shell drops a page's (console.js).
   const refresh = async (message) => {
-    const main = document.getElementById('main');
-    main.replaceChildren(...await userPage(id));
+    const mine = nextRender();
+    const content = await userPage(id);
+    if (!isCurrentRender(mine)) return;
+    document.getElementById('main').replaceChildren(...content);
     announce(message);
   };
 

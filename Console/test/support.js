@@ -99,12 +99,18 @@ export class Driver {
     await this.page.send('DOM.setFileInputFiles', { files: [file], objectId: result.objectId });
   }
 
-  /** The whole page as a PNG under .build/test-artifacts/console/. */
-  async screenshot(name) {
+  /**
+   * The whole page as a PNG under .build/test-artifacts/console/ (its first 6000 px); with
+   * `selector`, the part of the page from that element's top (a part further down a long page).
+   */
+  async screenshot(name, selector) {
     const { cssContentSize } = await this.page.send('Page.getLayoutMetrics');
-    const height = Math.min(Math.ceil(cssContentSize.height), 6000);
+    const top = selector
+      ? Math.max(0, Math.floor(await this.evaluate(`document.querySelector(${JSON.stringify(selector)}).getBoundingClientRect().top + scrollY - 16`)))
+      : 0;
+    const height = Math.min(Math.ceil(cssContentSize.height) - top, 6000);
     const { data } = await this.page.send('Page.captureScreenshot', {
-      format: 'png', captureBeyondViewport: true, clip: { x: 0, y: 0, width: 1280, height: Math.max(height, 900), scale: 1 },
+      format: 'png', captureBeyondViewport: true, clip: { x: 0, y: top, width: 1280, height: Math.max(height, 900), scale: 1 },
     });
     fs.mkdirSync(artifacts, { recursive: true });
     const file = path.join(artifacts, name);

@@ -50,9 +50,9 @@ after(async () => {
 });
 
 /** The page's accessibility check passes, and the page is kept as a screenshot. */
-async function checkpoint(tab, name) {
+async function checkpoint(tab, name, selector) {
   assert.deepEqual(await tab.accessibilityProblems(), [], `${name}: accessibility`);
-  await tab.screenshot(name);
+  await tab.screenshot(name, selector);
   shots.push(name);
 }
 
@@ -64,6 +64,13 @@ async function publicCall(appKey, pathname, body, bearer) {
   });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : null };
+}
+
+/** Whether a delivery's `webhook-signature` holds the Standard Webhooks signature made with `secret`. */
+function signedWith(delivery, secret) {
+  const signed = `${delivery.headers['webhook-id']}.${delivery.headers['webhook-timestamp']}.${delivery.body}`;
+  const expected = crypto.createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64')).update(signed).digest('base64');
+  return (delivery.headers['webhook-signature'] ?? '').split(' ').includes(`v1,${expected}`);
 }
 
 const announced = (text) => `document.getElementById('status').textContent.includes(${JSON.stringify(text)})`;
@@ -145,9 +152,9 @@ test('the console walk: operator, then the app\'s admin', async () => {
   // Every settings form saved as loaded changes nothing: the forms carry each value back as it was.
   const unchanged = (await server.admin('GET', '/v1/admin/app', undefined, secretKey)).data;
   const formIDs = await tab.evaluate("[...document.querySelectorAll('main form')].map((f) => f.id)");
-  assert.deepEqual(formIDs, ['settings-general', 'settings-accounts', 'settings-apple', 'settings-google', 'settings-email', 'settings-mfa',
-    'settings-passkeys', 'settings-limits', 'settings-files', 'settings-webhooks', 'settings-advanced']);
-  for (const id of formIDs) {
+  assert.deepEqual(formIDs, ['settings-general', 'settings-accounts', 'settings-apple', 'settings-google', 'settings-email', 'email-test',
+    'settings-mfa', 'settings-passkeys', 'settings-limits', 'settings-files', 'settings-webhooks', 'webhook-test', 'settings-advanced']);
+  for (const id of formIDs.filter((f) => f.startsWith('settings-'))) {
     await tab.evaluate("document.getElementById('status').textContent = ''");
     await tab.activate(`#${id} button[type=submit]`);
     await tab.waitFor(`document.getElementById('status').textContent.endsWith('saved.') || document.querySelector('#${id} .alert')?.textContent`, `${id} saved`);
@@ -212,6 +219,12 @@ test('the console walk: operator, then the app\'s admin', async () => {
   assert.deepEqual(settings.google.client_ids, ['1234-walk.apps.googleusercontent.com']);
   assert.equal(settings.firebase.project_id, 'walk-project');
 
+  // No SMTP server of the app's own yet: a test is refused by the server, in place.
+  await tab.type('#email-test [name=email_test_to]', 'walk.admin@example.com');
+  await tab.activate('#email-test button[type=submit]');
+  await tab.waitFor("document.querySelector('#email-test .alert').textContent", 'the test refused');
+  assert.match(await tab.evaluate("document.querySelector('#email-test .alert').textContent"), /smtp_url|SMTP/);
+
   // SMTP: an http URL is refused in place; then the sink, with a user name and password.
   await tab.type('#settings-email [name=smtp_url]', 'http://mail.example.com');
   await tab.activate('#settings-email button[type=submit]');
@@ -227,6 +240,25 @@ test('the console walk: operator, then the app\'s admin', async () => {
   assert.equal(settings.email.smtp_username, 'walk');
   assert.deepEqual(settings.email.smtp_password, { set: true });
   assert.equal(settings.email.from, 'Console Walk <walk@example.com>');
+
+  // A test message through the sink: a bad address refused in place, then sent and received.
+  await tab.type('#email-test [name=email_test_to]', 'not an address');
+  await tab.activate('#email-test button[type=submit]');
+  await tab.waitFor("document.querySelector('#email-test [name=email_test_to]').getAttribute('aria-invalid') === 'true'", 'the address error');
+  await tab.type('#email-test [name=email_test_to]', 'walk.admin@example.com');
+  await tab.activate('#email-test button[type=submit]');
+  await tab.waitFor("document.getElementById('email-test-result').className === 'good'", 'the test sent');
+  assert.equal(await tab.evaluate("document.getElementById('email-test-result').textContent"), 'Sent: the SMTP server took the test message.');
+  assert.ok(sink.envelopes().some((e) => e.rcpt_tos.includes('walk.admin@example.com') && e.mail_from === 'walk@example.com'), 'the sink has the test message');
+  // The sink refuses every recipient: the reason is shown in place, and nothing secret.
+  sink.mode('refuse-permanently');
+  await tab.activate('#email-test button[type=submit]');
+  await tab.waitFor("document.getElementById('email-test-result').className === 'bad'", 'the test refused by the server');
+  const refusal = await tab.evaluate("document.getElementById('email-test-result').textContent");
+  assert.match(refusal, /^Not sent \(recipient\): /);
+  assert.ok(!refusal.includes('sink-password-1'), 'no password in the answer');
+  sink.mode('accept');
+  await checkpoint(tab, '06a-settings-email-test.png', '#settings-email');
   // Limits: out of range refused in place, then saved.
   await tab.type('#settings-limits [name=limit_auth_per_minute_per_ip]', '0');
   await tab.activate('#settings-limits button[type=submit]');
@@ -251,6 +283,31 @@ test('the console walk: operator, then the app\'s admin', async () => {
   settings = (await server.admin('GET', '/v1/admin/app', undefined, secretKey)).data;
   assert.deepEqual(settings.webhooks.map((h) => [h.url, [...h.events].sort(), h.secret]), [[hookURL, ['user.banned', 'user.created', 'user.deleted'], { set: true }]]);
   await checkpoint(tab, '06-settings-saved.png');
+
+  // A test delivery to the receiver: signed with the secret shown once, listed as delivered with the receiver's 204.
+  await tab.evaluate(`document.querySelector('#webhook-test [name=webhook_test_url]').value = ${JSON.stringify(hookURL)}`);
+  await tab.activate('#webhook-test button[type=submit]');
+  await tab.waitFor(announced('Test delivery queued (1).'), 'the test queued');
+  for (let i = 0; i < 100 && !deliveries.some((d) => JSON.parse(d.body).type === 'webhook.test'); i++) await new Promise((r) => setTimeout(r, 100));
+  const testDelivery = deliveries.find((d) => JSON.parse(d.body).type === 'webhook.test');
+  assert.ok(testDelivery, 'the receiver got the test delivery');
+  assert.ok(signedWith(testDelivery, hookSecret), 'signed with the webhook secret');
+  assert.ok(!signedWith(testDelivery, `whsec_${Buffer.alloc(32, 7).toString('base64')}`), 'the check can fail');
+  assert.equal(JSON.parse(testDelivery.body).app_id, app.id);
+  let listed;
+  for (let i = 0; i < 50; i++) {
+    await tab.activate('#webhook-deliveries-refresh');
+    await new Promise((r) => setTimeout(r, 100));
+    listed = await tab.evaluate("[...document.querySelectorAll('#webhook-deliveries tbody tr')].map((tr) => [...tr.children].map((td) => td.textContent))");
+    if (listed.some((row) => row[1] === 'webhook.test' && row[3] === 'delivered')) break;
+  }
+  const row = listed.find((r) => r[1] === 'webhook.test');
+  assert.ok(row, `the test delivery listed: ${JSON.stringify(listed)}`);
+  assert.deepEqual([row[2], row[3], row[4], row[5]], [hookURL, 'delivered', '1', '204']);
+  const api = (await server.admin('GET', '/v1/admin/webhooks/deliveries?event_type=webhook.test', undefined, secretKey)).data;
+  assert.deepEqual(api.map((d) => [d.url, d.state, d.last_status]), [[hookURL, 'delivered', 204]]);
+  assert.ok(!JSON.stringify(api).includes(hookSecret.slice('whsec_'.length)), 'no secret in the list');
+  await checkpoint(tab, '06b-settings-webhook-deliveries.png', '#settings-webhooks');
 
   // A user made through the public API, with a session.
   const email = 'ada.walk@example.com';
@@ -297,6 +354,9 @@ test('the console walk: operator, then the app\'s admin', async () => {
   assert.equal(signIn.body.code, 'auth/user-disabled');
   assert.equal(signIn.body.sanction_code, 'spam');
   await checkpoint(tab, '09-user-banned.png');
+  for (let i = 0; i < 100 && !deliveries.some((d) => JSON.parse(d.body).type === 'user.banned'); i++) await new Promise((r) => setTimeout(r, 100));
+  const banned = deliveries.find((d) => JSON.parse(d.body).type === 'user.banned');
+  assert.ok(banned && signedWith(banned, hookSecret) && JSON.parse(banned.body).data.user.id === userID, 'the receiver got user.banned, signed');
   await tab.activate('#lift-ban');
   await tab.waitFor("document.querySelector('#user-ban [name=sanction_code]')", 'the ban lifted');
   signIn = await publicCall(appKey, '/v1/auth/signin', { email, password });

@@ -30,6 +30,10 @@ public enum API {
         public var userImport: UserImport
         /// Exports of users (`GET /v1/admin/users/export`).
         public var userExport: UserExport
+        /// An admin's test message through the app's SMTP server (ADR 0035).
+        public var testMail: TestMail
+        /// An admin's test webhook delivery and the list of deliveries (ADR 0035).
+        public var webhookTest: WebhookTest
         public var metrics: any RequestMetrics
         public var clock: any Clock
 
@@ -37,8 +41,10 @@ public enum API {
             store: any Store, directory: AppDirectory, apps: AppService, tokens: TokenService, units: UnitOfWork, accounts: AccountService,
             sessions: SessionService, passwords: PasswordService, emailFlows: EmailFlowService, providerSignIn: ProviderSignInService, deletion: AccountDeletion,
             appleNotifications: AppleNotifications, files: FilesService, mfa: MFAService, passkeys: PasskeyService, anonymous: AnonymousUsers, userImport: UserImport, userExport: UserExport,
-            metrics: any RequestMetrics, clock: any Clock
+            testMail: TestMail, webhookTest: WebhookTest, metrics: any RequestMetrics, clock: any Clock
         ) {
+            self.testMail = testMail
+            self.webhookTest = webhookTest
             self.anonymous = anonymous
             self.mfa = mfa
             self.store = store
@@ -74,7 +80,7 @@ public enum API {
             auth: auth, apps: s.apps, auditLog: AuditLog(store: s.store), users: AdminUsers(store: s.store, units: s.units, clock: s.clock),
             exports: s.userExport,
             deletion: s.deletion, deadLetters: DeadLetters(store: s.store, units: s.units, clock: s.clock), mfa: s.mfa, userImport: s.userImport,
-            sessions: s.sessions, clock: s.clock
+            sessions: s.sessions, testMail: s.testMail, webhookTest: s.webhookTest, clock: s.clock
         ).register(&routes)
         let authController = AuthController(
             auth: auth, passwords: s.passwords, sessions: s.sessions, providers: s.providerSignIn, emailFlows: s.emailFlows, passkeys: s.passkeys, anonymous: s.anonymous,

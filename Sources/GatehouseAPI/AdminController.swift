@@ -14,6 +14,8 @@ struct AdminController {
     let mfa: MFAService
     let userImport: UserImport
     let sessions: SessionService
+    let testMail: TestMail
+    let webhookTest: WebhookTest
     let clock: any Clock
 
     func register(_ routes: inout Routes) {
@@ -25,6 +27,11 @@ struct AdminController {
         routes.patch("/v1/admin/app", updateSettings)
         routes.post("/v1/admin/app/signing-keys/rotate", body: .none, rotateSigningKey)
         routes.post("/v1/admin/app/secret-keys", body: .none, rotateSecretKey)
+        // Waits for the app's SMTP server (20 s at most): on the network offload threads, as a
+        // provider call, never on an HTTP worker.
+        routes.post("/v1/admin/app/email/test", callsProvider: true, testEmail)
+        routes.post("/v1/admin/app/webhooks/test", testWebhook)
+        routes.get("/v1/admin/webhooks/deliveries", webhookDeliveries)
         routes.get("/v1/admin/events", events)
         routes.get("/v1/admin/users", listUsers)
         // Not for a HEAD: an export is recorded (users.exported). It reads the whole table, a page
@@ -52,6 +59,38 @@ struct AdminController {
         guard let body = request.spooledBody else { throw GatehouseError(.malformedRequest, "Send the users as an application/x-ndjson body.") }
         let report = try userImport.run(app: try apps.latest(app), path: body.path, maxLines: UserImport.maxRequestLines, source: .api)
         return HTTPResponse.data(report.json).noStore()
+    }
+
+    /// `{"to"}`: a test message through the app's own SMTP server; 200 once the server took it,
+    /// 502 `email/test-failed` with its `reason` when not (ADR 0035).
+    func testEmail(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminApp(request)
+        var body = try Body(request)
+        let to = body.required("to", maxLength: 320)
+        try body.finish()
+        try testMail.send(app: try apps.latest(app), to: to)
+        return HTTPResponse.data(["sent": true]).noStore()
+    }
+
+    /// `{"url"}` (optional): queues a `webhook.test` delivery to that webhook, else to each; 202.
+    func testWebhook(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminApp(request)
+        var body = try Body(request, allowEmpty: true)
+        let url = body.optional("url", maxLength: 2048)
+        try body.finish()
+        let queued = try webhookTest.send(app: try apps.latest(app), url: url)
+        return HTTPResponse.data(
+            ["deliveries": .array(queued.map { ["id": .string($0.id), "url": .string($0.url), "webhook_id": .string($0.eventID)] })], status: 202
+        ).noStore()
+    }
+
+    /// The app's webhook deliveries, newest first (`state`, `event_type`, `limit`, `cursor`).
+    func webhookDeliveries(_ request: Request) throws -> HTTPResponse {
+        let app = try auth.adminApp(request)
+        let query = try DeliveriesQuery.parse(request)
+        let (items, next) = try webhookTest.deliveries(app: app, state: query.state, eventType: query.eventType, after: query.after, limit: query.limit)
+        return HTTPResponse.json(["data": .array(items.map(\.deliveryJSON)), "next_cursor": next.map { .string(DeliveriesQuery.cursor($0)) } ?? .null])
+            .noStore()
     }
 
     /// Dead outbox items, newest first: an app's own (secret key) or every app's (platform token).

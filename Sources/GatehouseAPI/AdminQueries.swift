@@ -98,6 +98,36 @@ enum OutboxQuery {
     static func json(_ item: OutboxItemRecord) -> JSON { item.adminJSON }
 }
 
+/// `GET /v1/admin/webhooks/deliveries` query: `state` (`queued`, `delivered` or `dead`),
+/// `event_type` (a webhook type such as `user.created`, or `webhook.test`), `limit` (1–100,
+/// default 50) and a keyset `cursor`.
+enum DeliveriesQuery {
+    static func parse(_ request: Request) throws(GatehouseError) -> (state: WebhookDeliveryState?, eventType: String?, after: DeadLetterPosition?, limit: Int) {
+        var errors: [FieldError] = []
+        var state: WebhookDeliveryState?
+        if let text = request.http.queryValue("state") {
+            if let value = WebhookDeliveryState(rawValue: text) { state = value } else { errors.append(FieldError("state", "One of queued, delivered, dead.")) }
+        }
+        var eventType: String?
+        if let text = request.http.queryValue("event_type") {
+            let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+            if text.utf8.count <= 64, parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F } }) {
+                eventType = text
+            } else {
+                errors.append(FieldError("event_type", "Not a webhook type, such as user.created or webhook.test."))
+            }
+        }
+        let limit = Page.limit(request, errors: &errors)
+        let after = KeysetCursor.read(request, tag: "w", errors: &errors) { DeadLetters.isItemID($0) ? String($0) : nil }.map {
+            DeadLetterPosition(createdAt: $0.millis, id: $0.id)
+        }
+        if !errors.isEmpty { throw .validation(errors) }
+        return (state, eventType, after, limit)
+    }
+
+    static func cursor(_ position: DeadLetterPosition) -> String { KeysetCursor.make(tag: "w", millis: position.createdAt, id: position.id) }
+}
+
 /// A keyset cursor: a place in a list ordered by time and id (`<tag>:<ms>:<id>`, base64url), so
 /// pages neither repeat nor skip while items are added. The tag keeps one list's cursor from
 /// being taken by another.

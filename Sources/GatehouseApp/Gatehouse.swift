@@ -278,7 +278,15 @@ public final class Gatehouse: Sendable {
             store: store, directory: directory, apps: apps, tokens: tokens, units: units, accounts: accounts, sessions: sessions, passwords: passwords,
             emailFlows: emailFlows, providerSignIn: providerSignIn,
             deletion: deletion, appleNotifications: appleNotifications, files: files, mfa: mfa, passkeys: passkeys, anonymous: anonymous, userImport: userImport,
-            userExport: userExport, metrics: requestMetrics, clock: clock), console: configuration.console)
+            userExport: userExport,
+            testMail: TestMail(
+                store: store,
+                sender: SMTPTestSender(
+                    platformSender: try (try? MailAddress(configuration.platformSenderAddress)) ?? MailAddress("no-reply@localhost"),
+                    allowPrivateOutbound: configuration.allowPrivateOutbound, clock: clock),
+                clock: clock),
+            webhookTest: WebhookTest(store: store, units: units, sealer: sealer, clock: clock),
+            metrics: requestMetrics, clock: clock), console: configuration.console)
     }
 
     /// A bucket that is missing or refuses the credentials stops the start (uploads could only

@@ -85,6 +85,12 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
     /// A retry of a dead item whose sealed payload was erased (30 days after it died).
     public static let outboxPayloadErased = ErrorCode("outbox/payload-erased", 410, "Outbox item payload erased")
 
+    // MARK: email/
+    /// An admin's test message (`POST /v1/admin/app/email/test`) that the app's SMTP server did
+    /// not take; the problem's `reason` says why (connection, tls, authentication, sender,
+    /// recipient, timeout, refused_address, other).
+    public static let emailTestFailed = ErrorCode("email/test-failed", 502, "Test message not sent")
+
     // MARK: server/
     public static let internalError = ErrorCode("server/internal", 500, "Internal server error")
     public static let unavailable = ErrorCode("server/unavailable", 503, "Service unavailable")
@@ -98,7 +104,7 @@ public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
         requiresRecentLogin, tooManyRequests, signInMethodDisabled, credentialAlreadyInUse, accountExistsWithDifferentCredential,
         providerNotConfigured, lastSignInMethod, providerUnavailable, invalidRedirectURI, invalidFlow, invalidLoginCode,
         invalidCode, codeExpired, tooManyAttempts, userDisabled, emailNotVerified, mfaRequired, invalidMFAToken, anonymousUser, unsupportedFileType, quotaExceeded,
-        outboxItemNotDead, outboxPayloadErased, internalError, unavailable, busy,
+        outboxItemNotDead, outboxPayloadErased, emailTestFailed, internalError, unavailable, busy,
     ]
 }
 

@@ -82,6 +82,16 @@ extension SQLAppScopedStore {
         try database.withConnection { db in try selectDeadOutboxItems(db, app: appID, after: after, limit: limit) }
     }
 
+    func itemID(idempotencyKey: String) throws -> String? {
+        try database.withConnection { db in try outboxItemID(db, app: appID, idempotencyKey: idempotencyKey) }
+    }
+
+    func webhookDeliveries(state: WebhookDeliveryState?, eventType: String?, after: DeadLetterPosition?, limit: Int) throws -> [OutboxItemRecord] {
+        try database.withConnection { db in
+            try selectWebhookDeliveries(db, app: appID, state: state, eventType: eventType, after: after, limit: limit)
+        }
+    }
+
     func requeueDead(_ id: String, now: Int64) throws -> Bool {
         let queued = try database.withConnection { db in try requeueDeadOutboxItem(db, app: appID, id: id, now: now) }
         // The worker is woken after the commit, as for an item queued.

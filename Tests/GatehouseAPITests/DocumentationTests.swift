@@ -349,6 +349,20 @@ struct DocumentationTests {
         try call("POST", "/v1/admin/outbox/{id}/retry", "/v1/admin/outbox/\(dead.id)/retry", bearer: platform)
         try call("POST", "/v1/admin/outbox/{id}/retry", "/v1/admin/outbox/obx_00/retry", bearer: secret)
 
+        // The admin's checks (ADR 0035): a test message (its SMTP server: nothing listens, so 502),
+        // a test delivery and the deliveries.
+        try call("PATCH", "/v1/admin/app", bearer: secret, json: ["email": ["smtp_url": "smtp://127.0.0.1:9"]])
+        try call("POST", "/v1/admin/app/email/test", bearer: secret, json: ["to": "not an address"])
+        try call("POST", "/v1/admin/app/email/test", bearer: secret, json: ["to": "admin@example.com"])
+        try call("PATCH", "/v1/admin/app", bearer: secret, json: ["email": ["smtp_url": .null]])
+        try call("POST", "/v1/admin/app/webhooks/test", bearer: secret, json: [:])
+        try call("PATCH", "/v1/admin/app", bearer: secret, json: [
+            "webhooks": [["url": "https://hooks.example.com/gatehouse", "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "events": ["user.created"]]],
+        ])
+        try call("POST", "/v1/admin/app/webhooks/test", bearer: secret, json: ["url": "https://hooks.example.com/gatehouse"])
+        try call("GET", "/v1/admin/webhooks/deliveries", "/v1/admin/webhooks/deliveries?event_type=webhook.test&limit=5", bearer: secret)
+        try call("GET", "/v1/admin/webhooks/deliveries", "/v1/admin/webhooks/deliveries?state=lost", bearer: secret)
+
         let problems = try OpenAPIConformance.problems(document: Self.root.appendingPathComponent("docs/openapi.json"), exchanges)
         #expect(problems == [])
         // Every documented operation was called: the walk above keeps up with the document.
@@ -356,11 +370,13 @@ struct DocumentationTests {
         let routed = Set(server.gatehouse.operations.map { "\($0.method) \($0.pattern)" }).subtracting(Self.consoleRoutes)
         #expect(routed.subtracting(called).sorted() == [])
         // And answered with success, but for the provider operations (their successes need the
-        // fake providers, and are checked in ProvidersAPITests, OIDCProvidersAPITests and AppleNotificationsTests).
+        // fake providers, and are checked in ProvidersAPITests, OIDCProvidersAPITests and AppleNotificationsTests)
+        // and the test message (its success needs an app's SMTP server on an address this server,
+        // without GATEHOUSE_ALLOW_PRIVATE_OUTBOUND, may reach: checked in AdminChecksAPITests).
         let succeeded = Set(exchanges.filter { $0.response.status < 400 }.map { "\($0.method) \($0.pathTemplate)" })
         #expect(routed.subtracting(succeeded).sorted() == [
             "DELETE /v1/me/identities/{provider}", "GET /v1/auth/oauth/apple/authorize", "GET /v1/auth/oidc/{id}/authorize",
-            "GET /v1/auth/oidc/{id}/callback", "POST /v1/apps/{app_id}/apple/notifications", "POST /v1/auth/exchange", "POST /v1/auth/oauth/apple",
+            "GET /v1/auth/oidc/{id}/callback", "POST /v1/admin/app/email/test", "POST /v1/apps/{app_id}/apple/notifications", "POST /v1/auth/exchange", "POST /v1/auth/oauth/apple",
             "POST /v1/auth/oauth/apple/callback", "POST /v1/auth/oauth/google", "POST /v1/auth/oidc/{id}", "POST /v1/auth/oidc/{id}/callback",
             "POST /v1/me/identities/apple",
             "POST /v1/me/identities/google", "POST /v1/me/identities/{provider}",

@@ -355,6 +355,12 @@ import Testing
         #expect(try f.a.outbox.enqueue(item, now: TwoApps.now))
         // B's scope queues nothing of A's, and withdraws nothing of A's.
         #expect(throws: InternalError.self) { try f.b.outbox.enqueue(NewOutboxItem(appID: f.a.appID, kind: .webhook, idempotencyKey: "webhook/app_a/2", payload: "{}", sealed: false), now: TwoApps.now) }
+        // Nor names or lists A's webhook deliveries (the admin's list, ADR 0035).
+        let id = try #require(try f.a.outbox.itemID(idempotencyKey: item.idempotencyKey))
+        #expect(try f.b.outbox.itemID(idempotencyKey: item.idempotencyKey) == nil)
+        #expect(try f.a.outbox.webhookDeliveries(state: nil, eventType: nil, after: nil, limit: 10).map(\.id) == [id])
+        #expect(try f.b.outbox.webhookDeliveries(state: nil, eventType: nil, after: nil, limit: 10).isEmpty)
+        #expect(try f.b.outbox.webhookDeliveries(state: .queued, eventType: nil, after: nil, limit: 10).isEmpty)
         #expect(try f.b.outbox.withdraw(idempotencyKey: item.idempotencyKey) == false)
         #expect(try f.a.outbox.withdraw(idempotencyKey: item.idempotencyKey))
     }

@@ -140,7 +140,8 @@ class Walk:
                                                   patch_me, remove_totp_factor, rename_passkey, request_email_change, unlink_identity, upload_photo)
         from gatehouse_client.api.admin import (ban_user, create_app, delete_user, disable_app, enable_app, end_user_sessions, export_users, list_user_sessions, get_app_settings,
                                                 get_user, import_users, list_apps, update_user, list_dead_outbox_items, list_events, list_users, patch_app_settings, remove_user_factor, rotate_secret_key,
-                                                retry_outbox_item, rotate_signing_key, unban_user)
+                                                retry_outbox_item, rotate_signing_key, unban_user, send_test_email, send_test_webhook,
+                                                list_webhook_deliveries)
         from gatehouse_client.api.apps import get_app, get_authorization_server_metadata, get_discovery, get_jwks
         from gatehouse_client.api.auth import (passkey_request_options, reauthenticate, refresh, sign_in, sign_in_anonymously, sign_in_with_passkey,
                                                sign_out, sign_up, verify_mfa)
@@ -365,6 +366,17 @@ class Walk:
         self.call("listEvents", list_events, 200, client=self.tenant_admin(), type_="user.signed_in", limit=5)
         self.call("listDeadOutboxItems", list_dead_outbox_items, 200, client=self.tenant_admin(), state="dead", limit=5)
         self.call("retryOutboxItem", retry_outbox_item, 404, "obx_0123456789abcdef", client=self.platform())
+        # The admin's checks (ADR 0035): the app has no SMTP server of its own (the log: mailer is
+        # the platform's), so a test message is refused; a test delivery to a webhook, listed.
+        self.call("sendTestEmail", send_test_email, 400, client=self.tenant_admin(), body=m.EmailTestRequest(to="admin@example.com"))
+        hook = "https://hooks.example.com/gatehouse"
+        self.call("patchAppSettings", patch_app_settings, 200, client=self.tenant_admin(), body=m.AppSettingsPatch.from_dict({
+            "webhooks": [{"url": hook, "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "events": ["user.banned"]}]}))
+        queued = self.call("sendTestWebhook", send_test_webhook, 202, client=self.tenant_admin(), body=m.WebhookTestRequest(url=hook)).parsed.data
+        listed = self.call("listWebhookDeliveries", list_webhook_deliveries, 200, client=self.tenant_admin(), event_type="webhook.test", limit=5).parsed.data
+        if [d.id for d in listed] != [queued.deliveries[0].id] or listed[0].url != hook:
+            raise SystemExit(f"listWebhookDeliveries: {[d.to_dict() for d in listed]!r}")
+        self.call("patchAppSettings", patch_app_settings, 200, client=self.tenant_admin(), body=m.AppSettingsPatch.from_dict({"webhooks": []}))
         lines = b'{"email": "imported@example.com", "password_hash": {"algorithm": "bcrypt", "hash": "$2b$05$CCCCCCCCCCCCCCCCCCCCC.VGOzA784oUp/Z0DY336zx7pLYAy0lwK"}}\n{"email": "not an email"}\n'
         report = self.call("importUsers", import_users, 200, client=self.tenant_admin(),
                            body=File(payload=io.BytesIO(lines), file_name="users.ndjson", mime_type="application/x-ndjson")).parsed.data

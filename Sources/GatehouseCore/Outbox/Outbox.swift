@@ -29,10 +29,17 @@ public struct NewOutboxItem: Sendable, Equatable {
     /// Where it goes (``OutboxDestination``), when the producer knows: its items are then not
     /// claimed while that destination is paused, even before a first attempt.
     public var destination: String?
+    /// What the admin's list of deliveries shows once the payload is erased (webhooks): the event
+    /// type and the endpoint's URL, never a secret.
+    public var eventType: String?
+    public var targetURL: String?
 
     public init(
-        appID: AppID?, kind: OutboxKind, idempotencyKey: String, payload: String, sealed: Bool, dueAt: Int64? = nil, destination: String? = nil
+        appID: AppID?, kind: OutboxKind, idempotencyKey: String, payload: String, sealed: Bool, dueAt: Int64? = nil, destination: String? = nil,
+        eventType: String? = nil, targetURL: String? = nil
     ) {
+        self.eventType = eventType
+        self.targetURL = targetURL
         self.appID = appID
         self.kind = kind
         self.idempotencyKey = idempotencyKey
@@ -92,6 +99,18 @@ public enum OutboxDelivery: Sendable, Equatable {
     case dead(reason: String)
 }
 
+/// One attempt as the worker records it: what the handler made of it, and the HTTP status the
+/// destination answered, when it is an HTTP endpoint that answered (webhooks).
+public struct OutboxAttempt: Sendable, Equatable {
+    public var outcome: OutboxDelivery
+    public var status: Int?
+
+    public init(_ outcome: OutboxDelivery, status: Int? = nil) {
+        self.outcome = outcome
+        self.status = status
+    }
+}
+
 /// Delivers the items of one kind. Knows nothing of leases, back-off or metrics: the worker does.
 /// A reason must never hold a secret (it is stored and logged).
 public protocol OutboxHandler: Sendable {
@@ -103,10 +122,13 @@ public protocol OutboxHandler: Sendable {
     /// network); nil when it cannot be told, and then no breaker guards it.
     func destination(of item: OutboxItem) -> String?
     func deliver(_ item: OutboxItem) -> OutboxDelivery
+    /// ``deliver(_:)`` with the destination's HTTP status, for a handler that has one to tell.
+    func attempt(_ item: OutboxItem) -> OutboxAttempt
 }
 
 extension OutboxHandler {
     public var giveUpAfterMillis: Int64? { nil }
+    public func attempt(_ item: OutboxItem) -> OutboxAttempt { OutboxAttempt(deliver(item)) }
     public func destination(of item: OutboxItem) -> String? { item.destination }
 }
 
@@ -237,12 +259,14 @@ public protocol OutboxStore: Sendable {
     /// until the app is enabled again), and items whose destination is paused. Each item is this node's alone. nil when there is none.
     func claimNext(kind: OutboxKind, after: AppID?, excluding: Set<AppID>, leaseMillis: Int64, node: String, now: Int64) throws -> OutboxItem?
     /// Records the delivery; a success also closes the breaker of the item's app and `destination`.
-    func markDelivered(_ id: String, node: String, now: Int64, destination: String?) throws
+    /// `status`: the HTTP status the destination answered, when it is an HTTP one (webhooks).
+    func markDelivered(_ id: String, node: String, now: Int64, destination: String?, status: Int?) throws
     /// Counts the attempt and schedules the next at `nextAttemptAt`. With `breaker`, the failure
     /// also counts against the app's `destination`; returns until when it is paused, if it now is.
     @discardableResult
     func markRetry(
-        _ id: String, node: String, nextAttemptAt: Int64, error: String, now: Int64, destination: String?, breaker: OutboxBreakerPolicy?
+        _ id: String, node: String, nextAttemptAt: Int64, error: String, now: Int64, destination: String?, breaker: OutboxBreakerPolicy?,
+        status: Int?
     ) throws -> Int64?
     /// Gives a claimed item back without an attempt, due when its paused `destination` resumes.
     func postpone(_ id: String, node: String, destination: String, until: Int64) throws
@@ -251,7 +275,7 @@ public protocol OutboxStore: Sendable {
     /// Counts the attempt and dead-letters the item, its payload kept (sealed) to be retried; false
     /// when the lease was no longer this node's. With `event`, the app's audit event of the dead
     /// letter is recorded in the same transaction.
-    func markDead(_ id: String, node: String, error: String, now: Int64, event: (app: AppID, event: Event)?) throws -> Bool
+    func markDead(_ id: String, node: String, error: String, now: Int64, event: (app: AppID, event: Event)?, status: Int?) throws -> Bool
     /// Gives back items leased and not attempted (at shutdown), due at once for any node.
     func release(_ ids: [String], node: String) throws
     func statistics(now: Int64) throws -> OutboxStatistics
@@ -281,11 +305,23 @@ public struct OutboxItemRecord: Sendable, Equatable {
     /// Its payload is still there: a dead item can be queued again. False for a sealed payload
     /// erased (delivered, or dead for more than 30 days).
     public var payloadKept: Bool
+    /// When the next attempt is due (queued items).
+    public var nextAttemptAt: Int64?
+    /// A webhook delivery's event type and endpoint URL (``NewOutboxItem/eventType``).
+    public var eventType: String?
+    public var targetURL: String?
+    /// The HTTP status of the last attempt that got an answer (webhooks).
+    public var lastStatus: Int?
 
     public init(
         id: String, appID: AppID?, kind: OutboxKind, attempts: Int, lastError: String?, createdAt: Int64, deliveredAt: Int64?, deadAt: Int64?,
-        retriedAt: Int64?, destination: String?, sealed: Bool, payloadKept: Bool
+        retriedAt: Int64?, destination: String?, sealed: Bool, payloadKept: Bool, nextAttemptAt: Int64? = nil, eventType: String? = nil,
+        targetURL: String? = nil, lastStatus: Int? = nil
     ) {
+        self.nextAttemptAt = nextAttemptAt
+        self.eventType = eventType
+        self.targetURL = targetURL
+        self.lastStatus = lastStatus
         self.id = id
         self.appID = appID
         self.kind = kind
@@ -323,11 +359,26 @@ extension OutboxStore {
     }
 
     public func markDelivered(_ id: String, node: String, now: Int64) throws {
-        try markDelivered(id, node: node, now: now, destination: nil)
+        try markDelivered(id, node: node, now: now, destination: nil, status: nil)
+    }
+
+    public func markDelivered(_ id: String, node: String, now: Int64, destination: String?) throws {
+        try markDelivered(id, node: node, now: now, destination: destination, status: nil)
     }
 
     public func markRetry(_ id: String, node: String, nextAttemptAt: Int64, error: String, now: Int64) throws {
-        try markRetry(id, node: node, nextAttemptAt: nextAttemptAt, error: error, now: now, destination: nil, breaker: nil)
+        try markRetry(id, node: node, nextAttemptAt: nextAttemptAt, error: error, now: now, destination: nil, breaker: nil, status: nil)
+    }
+
+    @discardableResult
+    public func markRetry(
+        _ id: String, node: String, nextAttemptAt: Int64, error: String, now: Int64, destination: String?, breaker: OutboxBreakerPolicy?
+    ) throws -> Int64? {
+        try markRetry(id, node: node, nextAttemptAt: nextAttemptAt, error: error, now: now, destination: destination, breaker: breaker, status: nil)
+    }
+
+    public func markDead(_ id: String, node: String, error: String, now: Int64, event: (app: AppID, event: Event)?) throws -> Bool {
+        try markDead(id, node: node, error: error, now: now, event: event, status: nil)
     }
 }
 

@@ -14,4 +14,18 @@ public protocol OutboxQueue: Sendable {
     /// from 0, its give-up window from `now` (``OutboxItem/retriedAt``). False (nothing changed)
     /// when there is no such dead item of the app, or its payload was erased.
     func requeueDead(_ id: String, now: Int64) throws -> Bool
+    /// The id of the app's item queued under `idempotencyKey`; nil when there is none.
+    func itemID(idempotencyKey: String) throws -> String?
+    /// The app's webhook deliveries, newest first (by creation, then id), after `after`, at most
+    /// `limit`; only those in `state` and of `eventType` when given.
+    func webhookDeliveries(state: WebhookDeliveryState?, eventType: String?, after: DeadLetterPosition?, limit: Int) throws -> [OutboxItemRecord]
+}
+
+/// Where a webhook delivery stands, as the admin's list filters it.
+public enum WebhookDeliveryState: String, Sendable, CaseIterable {
+    /// Not delivered yet: due, in flight, or waiting for its next attempt.
+    case queued
+    case delivered
+    /// Given up on (kept to be retried by hand).
+    case dead
 }

@@ -168,37 +168,41 @@ public final class OutboxWorker: Sendable {
     }
 
     private func deliver(_ item: OutboxItem, handler: any OutboxHandler, destination: String?) throws {
-        let outcome = handler.deliver(item)
+        let result = handler.attempt(item)
+        let status = result.status
         let now = clock.nowMillis()
         let attempt = item.attempts + 1
-        switch outcome {
+        switch result.outcome {
         case .delivered:
-            try outbox.markDelivered(item.id, node: node, now: now, destination: destination)
+            try outbox.markDelivered(item.id, node: node, now: now, destination: destination, status: status)
             delivered.add(1, ordering: .relaxed)
             log.debug("outbox item delivered", ["id": .string(item.id), "kind": .string(item.kind.rawValue), "attempt": .int(Int64(attempt))])
         case .retry(let reason, let notBefore):
-            try retry(item, reason: reason, notBefore: notBefore, destination: destination, countsAgainstDestination: false, handler: handler, now: now)
+            try retry(
+                item, reason: reason, notBefore: notBefore, destination: destination, countsAgainstDestination: false, handler: handler, now: now,
+                status: status)
         case .unreachable(let reason):
-            try retry(item, reason: reason, notBefore: nil, destination: destination, countsAgainstDestination: true, handler: handler, now: now)
+            try retry(
+                item, reason: reason, notBefore: nil, destination: destination, countsAgainstDestination: true, handler: handler, now: now, status: status)
         case .dead(let reason):
-            try deadLetter(item, reason: reason, now: now)
+            try deadLetter(item, reason: reason, now: now, status: status)
         }
     }
 
     private func retry(
         _ item: OutboxItem, reason: String, notBefore: Int64?, destination: String?, countsAgainstDestination: Bool, handler: any OutboxHandler,
-        now: Int64
+        now: Int64, status: Int?
     ) throws {
         let attempt = item.attempts + 1
         let next = max(policy.nextAttempt(afterFailure: attempt, now: now), notBefore ?? 0)
         // From its last retry by hand, if any: a dead item queued again gets a whole window anew.
         if policy.hasGivenUp(createdAt: item.giveUpWindowStart, nextAttemptAt: next, after: handler.giveUpAfterMillis) {
-            try deadLetter(item, reason: "gave up after \(attempt) attempts: \(reason)", now: now)
+            try deadLetter(item, reason: "gave up after \(attempt) attempts: \(reason)", now: now, status: status)
             return
         }
         let pausedUntil = try outbox.markRetry(
             item.id, node: node, nextAttemptAt: next, error: reason, now: now, destination: destination,
-            breaker: countsAgainstDestination ? breaker : nil)
+            breaker: countsAgainstDestination ? breaker : nil, status: status)
         retried.add(1, ordering: .relaxed)
         log.warning("outbox delivery failed", ["id": .string(item.id), "kind": .string(item.kind.rawValue), "attempt": .int(Int64(attempt)), "reason": .string(reason)])
         if let pausedUntil, let destination {
@@ -212,13 +216,13 @@ public final class OutboxWorker: Sendable {
         }
     }
 
-    private func deadLetter(_ item: OutboxItem, reason: String, now: Int64) throws {
+    private func deadLetter(_ item: OutboxItem, reason: String, now: Int64, status: Int? = nil) throws {
         let event = item.appID.map { app in
             (app: app, event: Event(
                 type: .outboxDeadLettered, userID: nil, sessionID: nil, ip: nil, userAgent: nil,
                 data: ["item_id": .string(item.id), "kind": .string(item.kind.rawValue), "reason": .string(reason)], createdAt: now))
         }
-        guard try outbox.markDead(item.id, node: node, error: reason, now: now, event: event) else { return }
+        guard try outbox.markDead(item.id, node: node, error: reason, now: now, event: event, status: status) else { return }
         deadLettered.add(1, ordering: .relaxed)
         log.error("outbox item dead-lettered", ["id": .string(item.id), "kind": .string(item.kind.rawValue), "reason": .string(reason)])
     }

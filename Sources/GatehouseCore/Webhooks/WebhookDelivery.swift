@@ -21,13 +21,14 @@ public struct WebhookDelivery: Sendable, Equatable {
 
     /// The outbox item that delivers this for `app`, keyed by event and endpoint (a repeated
     /// queuing of one event to one URL is one delivery).
-    public func outboxItem(app: AppID, sealer: SecretSealer) -> NewOutboxItem {
+    /// `type`: the webhook type, shown in the admin's list of deliveries.
+    public func outboxItem(app: AppID, type: String? = nil, sealer: SecretSealer) -> NewOutboxItem {
         let json: JSON = ["url": .string(url), "id": .string(eventID), "body": .string(body)]
         let endpoint = Digest.hex(Digest.sha256(Array(url.utf8))).prefix(16)
         return NewOutboxItem(
             appID: app, kind: .webhook, idempotencyKey: "webhook:\(eventID):\(endpoint)",
             payload: sealer.seal(json.serializedString, app: app, field: Self.sealedField), sealed: true,
-            destination: OutboxDestination.of(url: url))
+            destination: OutboxDestination.of(url: url), eventType: type, targetURL: url)
     }
 
     /// Opens an item's payload; nil when it cannot be opened (another master key) or read.

@@ -31,7 +31,7 @@ public struct WebhookFanOut: EventFanOut {
             "created_at": .string(rfc3339(millis: event.createdAt)), "data": ["user": try user(event.userID, store: store)],
         ]
         let text = body.serializedString
-        return hooks.map { WebhookDelivery(url: $0.url, eventID: event.id.rawValue, body: text).outboxItem(app: app, sealer: sealer) }
+        return hooks.map { WebhookDelivery(url: $0.url, eventID: event.id.rawValue, body: text).outboxItem(app: app, type: hookType.rawValue, sealer: sealer) }
     }
 
     /// The user object as the event's transaction sees it; `{"id"}` alone when the row is gone

@@ -38,22 +38,25 @@ public struct WebhookOutboxHandler: OutboxHandler {
         item.destination ?? WebhookDelivery.open(item, sealer: sealer).flatMap { OutboxDestination.of(url: $0.url) }
     }
 
-    public func deliver(_ item: OutboxItem) -> OutboxDelivery {
-        guard let appID = item.appID else { return .dead(reason: "a webhook item names no app") }
+    public func deliver(_ item: OutboxItem) -> OutboxDelivery { attempt(item).outcome }
+
+    /// The delivery, and the status the endpoint answered (kept as the item's `last_status`).
+    public func attempt(_ item: OutboxItem) -> OutboxAttempt {
+        guard let appID = item.appID else { return OutboxAttempt(.dead(reason: "a webhook item names no app")) }
         guard let delivery = WebhookDelivery.open(item, sealer: sealer) else {
-            return .dead(reason: "the payload cannot be opened with this master key")
+            return OutboxAttempt(.dead(reason: "the payload cannot be opened with this master key"))
         }
         let app: AppContext
         do {
-            guard let found = try directory.app(id: appID) else { return .dead(reason: "the app no longer exists") }
+            guard let found = try directory.app(id: appID) else { return OutboxAttempt(.dead(reason: "the app no longer exists")) }
             app = found
         } catch {
-            return .retry(reason: "the app's settings cannot be read now")
+            return OutboxAttempt(.retry(reason: "the app's settings cannot be read now"))
         }
         // The secret as set now: a rotated secret signs the retries of earlier events too, and for
         // 24 hours after a change the replaced one signs as well (two `v1,` signatures).
         guard let hook = app.settings.webhooks.first(where: { $0.url == delivery.url }) else {
-            return .dead(reason: "the webhook is no longer in the app's settings")
+            return OutboxAttempt(.dead(reason: "the webhook is no longer in the app's settings"))
         }
         let body = Array(delivery.body.utf8)
         let now = clock.nowMillis()
@@ -63,11 +66,11 @@ public struct WebhookOutboxHandler: OutboxHandler {
             ("webhook-signature", WebhookSignature.sign(keys: hook.signingKeys(now: now), id: delivery.eventID, timestamp: timestamp, body: body)),
         ]
         switch transport.post(delivery.url, body: body, headers: headers) {
-        case .answered(let status) where (200...299).contains(status): return .delivered
-        case .answered(let status) where (300...399).contains(status): return .unreachable(reason: "the endpoint answered \(status), a redirect (not followed)")
-        case .answered(let status): return .unreachable(reason: "the endpoint answered \(status)")
-        case .refused(let reason): return .dead(reason: reason)
-        case .failed(let reason): return .unreachable(reason: reason)
+        case .answered(let status) where (200...299).contains(status): return OutboxAttempt(.delivered, status: status)
+        case .answered(let status) where (300...399).contains(status): return OutboxAttempt(.unreachable(reason: "the endpoint answered \(status), a redirect (not followed)"), status: status)
+        case .answered(let status): return OutboxAttempt(.unreachable(reason: "the endpoint answered \(status)"), status: status)
+        case .refused(let reason): return OutboxAttempt(.dead(reason: reason))
+        case .failed(let reason): return OutboxAttempt(.unreachable(reason: reason))
         }
     }
 }

@@ -69,10 +69,11 @@ struct SQLOutbox: OutboxStore {
             """).first.map(outboxItem)
     }
 
-    func markDelivered(_ id: String, node: String, now: Int64, destination: String?) throws {
+    func markDelivered(_ id: String, node: String, now: Int64, destination: String?, status: Int?) throws {
         try database.transaction { db in
             guard try db.execute("""
                 UPDATE outbox SET delivered_at = \(now), attempts = attempts + 1, last_error = NULL, lease_until = NULL, leased_by = NULL,
+                                  last_status = COALESCE(\(status.map(Int64.init)), last_status),
                                   payload = CASE WHEN sealed = 1 THEN '' ELSE payload END, destination = COALESCE(\(destination), destination)
                 WHERE id = \(id) AND leased_by = \(node)
                 """) == 1, let destination
@@ -86,14 +87,16 @@ struct SQLOutbox: OutboxStore {
     }
 
     func markRetry(
-        _ id: String, node: String, nextAttemptAt: Int64, error: String, now: Int64, destination: String?, breaker: OutboxBreakerPolicy?
+        _ id: String, node: String, nextAttemptAt: Int64, error: String, now: Int64, destination: String?, breaker: OutboxBreakerPolicy?,
+        status: Int?
     ) throws -> Int64? {
         try database.transaction { db in
             // A node whose lease ran out changes nothing, the breaker included: the item's new
             // holder reports its own attempt.
             guard try db.execute("""
                 UPDATE outbox SET attempts = attempts + 1, next_attempt_at = \(nextAttemptAt), last_error = \(String(error.prefix(1000))),
-                                  lease_until = NULL, leased_by = NULL, destination = COALESCE(\(destination), destination)
+                                  lease_until = NULL, leased_by = NULL, destination = COALESCE(\(destination), destination),
+                                  last_status = \(status.map(Int64.init))
                 WHERE id = \(id) AND leased_by = \(node)
                 """) == 1, let breaker, let destination
             else { return nil }
@@ -135,11 +138,11 @@ struct SQLOutbox: OutboxStore {
     }
 
     /// The payload stays, sealed, to be retried by hand: the maintenance job erases it 30 days on.
-    func markDead(_ id: String, node: String, error: String, now: Int64, event: (app: AppID, event: Event)?) throws -> Bool {
+    func markDead(_ id: String, node: String, error: String, now: Int64, event: (app: AppID, event: Event)?, status: Int?) throws -> Bool {
         try database.transaction { db in
             guard try db.execute("""
                 UPDATE outbox SET attempts = attempts + 1, dead_at = \(now), last_error = \(String(error.prefix(1000))), lease_until = NULL,
-                                  leased_by = NULL
+                                  leased_by = NULL, last_status = COALESCE(\(status.map(Int64.init)), last_status)
                 WHERE id = \(id) AND leased_by = \(node) AND dead_at IS NULL
                 """) == 1
             else { return false }
@@ -229,11 +232,35 @@ extension SQLOutbox {
 /// the change that causes it, or not at all. False when its idempotency key is queued already.
 func insertOutboxItem(_ db: any SQLConnection, _ item: NewOutboxItem, now: Int64) throws -> Bool {
     try db.execute("""
-        INSERT INTO outbox (id, app_id, kind, idempotency_key, payload, sealed, attempts, next_attempt_at, created_at, destination)
+        INSERT INTO outbox (id, app_id, kind, idempotency_key, payload, sealed, attempts, next_attempt_at, created_at, destination, event_type, target_url)
         VALUES (\("obx_" + Digest.hex(SecureRandom.bytes(15))), \(item.appID), \(item.kind.rawValue), \(item.idempotencyKey), \(item.payload),
-                \(item.sealed), 0, \(item.dueAt ?? now), \(now), \(item.destination))
+                \(item.sealed), 0, \(item.dueAt ?? now), \(now), \(item.destination), \(item.eventType), \(item.targetURL))
         ON CONFLICT (idempotency_key) DO NOTHING
         """) == 1
+}
+
+/// `app`'s item queued under `idempotencyKey`, if any (the id of what was just queued).
+func outboxItemID(_ db: any SQLConnection, app: AppID, idempotencyKey: String) throws -> String? {
+    try db.query("SELECT id FROM outbox WHERE app_id = \(app) AND idempotency_key = \(idempotencyKey)").first?.string("id")
+}
+
+/// `app`'s webhook deliveries, newest first (creation, then id), after `after`, at most `limit`;
+/// only those in `state` (`queued`, `delivered`, `dead`) and of `eventType` when given.
+func selectWebhookDeliveries(
+    _ db: any SQLConnection, app: AppID, state: WebhookDeliveryState?, eventType: String?, after: DeadLetterPosition?, limit: Int
+) throws -> [OutboxItemRecord] {
+    let stateFilter: SQL = switch state {
+    case nil: ""
+    case .queued: " AND delivered_at IS NULL AND dead_at IS NULL"
+    case .delivered: " AND delivered_at IS NOT NULL"
+    case .dead: " AND dead_at IS NOT NULL"
+    }
+    let typeFilter: SQL = eventType.map { " AND event_type = \($0)" } ?? ""
+    let page: SQL = after.map { " AND (created_at < \($0.createdAt) OR (created_at = \($0.createdAt) AND id < \($0.id)))" } ?? ""
+    return try db.query("""
+        SELECT \(outboxRecordColumns) FROM outbox WHERE app_id = \(app) AND kind = \(OutboxKind.webhook.rawValue)\(stateFilter)\(typeFilter)\(page)
+        ORDER BY created_at DESC, id DESC LIMIT \(Int64(limit))
+        """).map(outboxItemRecord)
 }
 
 /// Removes an item no worker has attempted or holds; whether there was one.
@@ -245,8 +272,8 @@ func withdrawOutboxItem(_ db: any SQLConnection, app: AppID, idempotencyKey: Str
 
 /// What an admin may see of an item: never the payload, only whether it is still there.
 let outboxRecordColumns: SQL = """
-    id, app_id, kind, attempts, last_error, created_at, delivered_at, dead_at, retried_at, destination, sealed,
-    CASE WHEN sealed = 1 AND payload = '' THEN 0 ELSE 1 END AS payload_kept
+    id, app_id, kind, attempts, last_error, created_at, delivered_at, dead_at, retried_at, destination, sealed, next_attempt_at, event_type,
+    target_url, last_status, CASE WHEN sealed = 1 AND payload = '' THEN 0 ELSE 1 END AS payload_kept
     """
 
 /// Dead items, newest first (death, then id), of `app` or of every app when nil.
@@ -272,7 +299,9 @@ func outboxItemRecord(_ row: SQLRow) throws -> OutboxItemRecord {
         id: try row.string("id"), appID: try row.optionalString("app_id").map(AppID.init(unchecked:)), kind: OutboxKind(rawValue: try row.string("kind")),
         attempts: Int(try row.int64("attempts")), lastError: try row.optionalString("last_error"), createdAt: try row.int64("created_at"),
         deliveredAt: try row.optionalInt64("delivered_at"), deadAt: try row.optionalInt64("dead_at"), retriedAt: try row.optionalInt64("retried_at"),
-        destination: try row.optionalString("destination"), sealed: try row.bool("sealed"), payloadKept: try row.bool("payload_kept"))
+        destination: try row.optionalString("destination"), sealed: try row.bool("sealed"), payloadKept: try row.bool("payload_kept"),
+        nextAttemptAt: try row.optionalInt64("next_attempt_at"), eventType: try row.optionalString("event_type"), targetURL: try row.optionalString("target_url"),
+        lastStatus: try row.optionalInt64("last_status").map(Int.init))
 }
 
 private func outboxItem(_ row: SQLRow) throws -> OutboxItem {
