@@ -127,6 +127,10 @@ public final class Gatehouse: Sendable {
         // policy, with the same time and size bounds, into bounded caches.
         // A discovery document or key set is a few KiB: 64 KiB, and 20 keys a set, bound what a
         // tenant's issuer can make every node hold (1,024 URLs of each cache).
+        // Calls to servers tenants chose (their own issuers, their SMTP server's test message), all
+        // apps together: three quarters of the provider threads, so that two or three tenants whose
+        // servers hang still leave Apple, Google and the fixed kinds a quarter.
+        let tenantCalls = TenantCallBudget(limit: configuration.providerThreads * 3 / 4)
         let tenantOutbound = OutboundHTTPClient(maxResponseBytes: 64 * 1024, addressPolicy: .forTenantURLs(allowPrivate: configuration.allowPrivateOutbound))
         let oidc = OIDCVerifier(
             // Microsoft's discovery URL carries the tenant a tenant admin names: bounded too.
@@ -135,9 +139,8 @@ public final class Gatehouse: Sendable {
                 client: tenantOutbound, clock: clock, httpsOnly: !configuration.allowPrivateOutbound, maxURLs: 1024, maxKeysPerSet: 20),
             providerURLs: configuration.providerURLs,
             // Half the threads that run provider calls: an app whose issuer hangs leaves the rest to
-            // the others; and three quarters for all apps' own issuers together, so that two such
-            // apps still leave Apple, Google and the fixed kinds a quarter.
-            maxInFlightPerApp: configuration.providerThreads / 2, maxInFlightTenantIssuers: configuration.providerThreads * 3 / 4)
+            // the others; and the tenants' calls' budget for all apps' own issuers together.
+            maxInFlightPerApp: configuration.providerThreads / 2, tenantCalls: tenantCalls)
         let providers = ProviderAdapter(verifier: verifier, apple: apple, oidc: oidc, log: log)
         let appleRevocation = AppleRevocationHandler(
             directory: directory, sealer: sealer, providers: providers, outbox: store.outbox, clock: clock,
@@ -284,7 +287,7 @@ public final class Gatehouse: Sendable {
                 sender: SMTPTestSender(
                     platformSender: try (try? MailAddress(configuration.platformSenderAddress)) ?? MailAddress("no-reply@localhost"),
                     allowPrivateOutbound: configuration.allowPrivateOutbound, clock: clock),
-                clock: clock),
+                tenantCalls: tenantCalls, clock: clock),
             webhookTest: WebhookTest(store: store, units: units, sealer: sealer, clock: clock),
             metrics: requestMetrics, clock: clock), console: configuration.console)
     }

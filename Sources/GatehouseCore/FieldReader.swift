@@ -30,6 +30,12 @@ public struct FieldReader {
         return v
     }
 
+    /// The raw value without marking the key as known; `nil` when absent or JSON null.
+    public func peek(_ key: String) -> JSON? {
+        guard let v = object[key], v != .null else { return nil }
+        return v
+    }
+
     public func has(_ key: String) -> Bool { object[key] != nil && object[key] != .null }
 
     /// True when the key is in the object, even with a null value.

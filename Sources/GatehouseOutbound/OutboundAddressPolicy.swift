@@ -137,7 +137,9 @@ public enum AddressClass: String, Sendable {
 public final class CurlAddressGuard {
     /// The policy every socket of the transfer is checked against.
     public let policy: OutboundAddressPolicy
-    /// The first refused address and its class, e.g. `"127.0.0.1 (loopback)"`.
+    /// The class of the first refused address, e.g. `"loopback"`: not the address itself, which
+    /// would map a name a tenant chose to the operator's internal addresses in the tenant's own
+    /// listings and error details.
     public private(set) var refused: String?
 
     /// A guard for one transfer; ``install(on:)`` puts it on the handle.
@@ -174,18 +176,10 @@ public final class CurlAddressGuard {
             bytes = []  // not an IP socket (a Unix socket): classified reserved
         }
         if let refusal = policy.refusal(of: bytes) {
-            if refused == nil { refused = "\(Self.text(bytes)) (\(refusal.rawValue))" }
+            if refused == nil { refused = refusal.rawValue }
             return CURL_SOCKET_BAD
         }
         return socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
-    }
-
-    private static func text(_ bytes: [UInt8]) -> String {
-        guard bytes.count == 4 || bytes.count == 16 else { return "a non-IP address" }
-        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-        let family = bytes.count == 4 ? AF_INET : AF_INET6
-        guard bytes.withUnsafeBytes({ inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count)) }) != nil else { return "?" }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 

@@ -158,8 +158,9 @@ public final class OutboundHTTPClient: Sendable {
         guard setup == CURLE_OK else { throw .unavailable("curl setup failed: \(Self.message(setup))") }
 
         let code = curl_easy_perform(handle)
-        if let refused = addressGuard.refused {
-            throw .addressRefused("\(Self.origin(url)) resolved to \(refused), which this request may not reach")
+        // A refused address fails the call only if no other address of the name answered.
+        if code != CURLE_OK, let refused = addressGuard.refused {
+            throw .addressRefused("\(Self.origin(url)) resolved to an address (\(refused)) which this request may not reach")
         }
         if collector.oversized || code == CURLE_FILESIZE_EXCEEDED {
             throw .unavailable("response from \(Self.origin(url)) exceeds \(maxResponseBytes) bytes")

@@ -41,27 +41,26 @@ public final class OIDCVerifier: Sendable {
     private let fixedKinds: Source
     private let tenantIssuers: Source
     private let providerURLs: [String: String]
-    private struct InFlight {
-        var perApp: [AppID: Int] = [:]
-        var tenantIssuers = 0
-    }
-    private let inFlight = Mutex(InFlight())
+    private let inFlight = Mutex<[AppID: Int]>([:])
     /// Calls for one app running at once, past which they are refused (`unavailable`).
     let maxInFlightPerApp: Int
-    /// Calls to `oidc` issuers running at once, whatever their apps.
-    let maxInFlightTenantIssuers: Int
+    /// Calls to servers tenants chose (`oidc` issuers, and the test messages of ``TestMail``)
+    /// running at once, whatever their apps.
+    let tenantCalls: TenantCallBudget
+    var maxInFlightTenantIssuers: Int { tenantCalls.limit }
 
     /// `checks` supplies the claim checks shared with Apple and Google (its clock and leeway);
     /// `fixedKinds` fetches for `kakao`, `line` and `microsoft` from `providerURLs` (by kind,
     /// ``Configuration/providerURLs``); `tenantIssuers` for `oidc` issuers. `maxInFlightPerApp`:
     /// less than the threads that run provider calls, so that other apps keep some;
-    /// `maxInFlightTenantIssuers` (default the same): the bound on all apps' `oidc` issuers together.
+    /// `tenantCalls` (default: a budget of `maxInFlightPerApp`): the bound on all apps' `oidc`
+    /// issuers together, shared with the other calls to servers tenants chose.
     public init(
         checks: ProviderVerifier, fixedKinds: Source, tenantIssuers: Source, providerURLs: [String: String], maxInFlightPerApp: Int,
-        maxInFlightTenantIssuers: Int? = nil
+        tenantCalls: TenantCallBudget? = nil
     ) {
         self.maxInFlightPerApp = max(1, maxInFlightPerApp)
-        self.maxInFlightTenantIssuers = max(1, maxInFlightTenantIssuers ?? maxInFlightPerApp)
+        self.tenantCalls = tenantCalls ?? TenantCallBudget(limit: maxInFlightPerApp)
         self.checks = checks
         self.fixedKinds = fixedKinds
         self.tenantIssuers = tenantIssuers
@@ -90,18 +89,17 @@ public final class OIDCVerifier: Sendable {
         // whose issuers hang to hold all of it, not two.
         let perApp = tenantIssuer ? min(maxInFlightPerApp, max(2, maxInFlightTenantIssuers / 3)) : maxInFlightPerApp
         let admitted = inFlight.withLock { counts in
-            guard counts.perApp[app, default: 0] < perApp, !tenantIssuer || counts.tenantIssuers < maxInFlightTenantIssuers else { return false }
-            counts.perApp[app, default: 0] += 1
-            if tenantIssuer { counts.tenantIssuers += 1 }
+            guard counts[app, default: 0] < perApp, !tenantIssuer || tenantCalls.acquire() else { return false }
+            counts[app, default: 0] += 1
             return true
         }
         guard admitted else { throw .unavailable("too many calls to tenants' providers at once") }
         defer {
             inFlight.withLock { counts in
-                let left = counts.perApp[app, default: 1] - 1
-                counts.perApp[app] = left > 0 ? left : nil
-                if tenantIssuer { counts.tenantIssuers -= 1 }
+                let left = counts[app, default: 1] - 1
+                counts[app] = left > 0 ? left : nil
             }
+            if tenantIssuer { tenantCalls.release() }
         }
         return try body()
     }

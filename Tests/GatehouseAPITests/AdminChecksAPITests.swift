@@ -120,6 +120,37 @@ struct AdminChecksAPITests {
         #expect(try test(server, app, to: "admin@example.com").status == 200, "the next test runs once the first is over")
     }
 
+    /// Test messages count against the node's budget of calls to servers tenants chose, with the
+    /// apps' own issuers: with 2 provider threads (a budget of 1), one app's test to a server that
+    /// never answers leaves another app's test refused at once (503 `server/busy`), not waiting
+    /// for a thread, until it is over.
+    @Test
+    func testsOfEveryAppShareTheNodesBudgetOfTenantCalls() throws {
+        let sink = try SMTPSink(credentials: ("tester", Self.password))
+        defer { sink.stop() }
+        let server = try TestServer(.sqlite) { configuration in
+            configuration.allowPrivateOutbound = true
+            configuration.providerThreads = 2
+        }
+        defer { server.stop() }
+        let hanging = try mailApp(server, sink)
+        let other = try mailApp(server, sink)
+        try sink.setMode(.hang)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            _ = try? self.test(server, hanging, to: "admin@example.com")
+            done.signal()
+        }
+        for _ in 0..<100 where sink.connectionCount == 0 { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(sink.connectionCount == 1)
+        let refused = try test(server, other, to: "admin@example.com")
+        #expect(refused.status == 503 && refused.problemCode == "server/busy" && refused.header("Retry-After") != nil, "\(refused.text)")
+        #expect(sink.connectionCount == 1, "the refused test opened no connection")
+        done.wait()
+        try sink.setMode(.accept)
+        #expect(try test(server, other, to: "admin@example.com").status == 200, "once the first is over")
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func badRequestsAreProblemsAndAnAppWithoutItsOwnServerHasNothingToTest(_ kind: TestDatabaseKind) throws {
         let server = try server(kind)
@@ -128,8 +159,10 @@ struct AdminChecksAPITests {
         var answer = try test(server, plain, to: "admin@example.com")
         #expect(answer.status == 400 && answer.problemCode == "request/validation-failed", "\(answer.text)")
         #expect(answer.json?["errors"]?.arrayValue?.first?["field"] == "email.smtp_url", "\(answer.text)")
-        answer = try test(server, plain, to: "not an address")
-        #expect(answer.status == 400 && answer.json?["errors"]?.arrayValue?.first?["field"] == "to", "\(answer.text)")
+        for address in ["not an address", "a<b@example.com", "a,b@example.com", "a\"b@example.com"] {
+            answer = try test(server, plain, to: address)
+            #expect(answer.status == 400 && answer.json?["errors"]?.arrayValue?.first?["field"] == "to", "\(address): \(answer.text)")
+        }
         answer = try server.request("POST", "/v1/admin/app/email/test", bearer: plain.secretKey, json: ["to": "a@example.com", "cc": "b@example.com"])
         #expect(answer.status == 400 && answer.header("Content-Type") == "application/problem+json", "\(answer.text)")
         answer = try server.request("POST", "/v1/admin/app/email/test", json: ["to": "a@example.com"])
@@ -209,7 +242,15 @@ struct AdminChecksAPITests {
         item = try #require(try server.request("GET", "/v1/admin/webhooks/deliveries?state=queued", bearer: app.secretKey).json?["data"]?.arrayValue?.first)
         #expect(item["state"] == "queued" && item["attempts"] == 1 && item["last_status"] == 503, "\(item)")
         #expect(item["last_error"]?.stringValue?.contains("503") == true)
+        // A later attempt that got no answer at all (a connection failure) keeps the last status seen.
         clock.advance(seconds: 10)
+        let outbox = server.gatehouse.store.outbox
+        let claimed = try outbox.claim(kinds: [OutboxKind.webhook], limit: 10, leaseMillis: 60_000, node: "test", now: clock.nowMillis())
+        #expect(claimed.map(\.id) == [id])
+        try outbox.markRetry(
+            id, node: "test", nextAttemptAt: clock.nowMillis(), error: "connection refused", now: clock.nowMillis(), destination: nil, breaker: nil, status: nil)
+        item = try #require(try server.request("GET", "/v1/admin/webhooks/deliveries?state=queued", bearer: app.secretKey).json?["data"]?.arrayValue?.first)
+        #expect(item["attempts"] == 2 && item["last_status"] == 503 && item["last_error"] == "connection refused", "\(item)")
         #expect(try worker.runOnce() == 1)
 
         let delivered = try #require(hooks.deliveries.last)
@@ -226,7 +267,7 @@ struct AdminChecksAPITests {
         let items = try #require(listed.json?["data"]?.arrayValue)
         #expect(items.count == 1)
         item = items[0]
-        #expect(item["state"] == "delivered" && item["attempts"] == 2 && item["last_status"] == 204 && item["last_error"] == .null)
+        #expect(item["state"] == "delivered" && item["attempts"] == 3 && item["last_status"] == 204 && item["last_error"] == .null)
         #expect(item["url"]?.stringValue == hooks.url("b") && item["delivered_at"]?.stringValue != nil && item["next_attempt_at"] == .null)
         #expect(!listed.text.contains("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"), "never the secret")
         #expect(try server.request("GET", "/v1/admin/webhooks/deliveries?state=dead", bearer: app.secretKey).json?["data"]?.arrayValue?.isEmpty == true)

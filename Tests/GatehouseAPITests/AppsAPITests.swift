@@ -98,6 +98,35 @@ struct AppsAPITests {
         #expect(publicView.data?["name"] == "Shop 2")
     }
 
+    /// The stored SMTP password goes only to the server it was stored for: a PATCH that points
+    /// `smtp_url` at another host or port must send the password again (or null); the same server
+    /// under another field's change keeps it.
+    @Test(arguments: TestDatabase.kinds)
+    func theStoredSMTPPasswordIsNotKeptForAnotherServer(_ kind: TestDatabaseKind) throws {
+        let server = try TestServer(kind)
+        defer { server.stop() }
+        let app = try server.createApp([
+            "name": "Mailer", "email": ["smtp_url": "smtp://mail.example.com:587", "smtp_username": "shop", "smtp_password": "stored-smtp-password"],
+        ])
+        let kept = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["email": ["smtp_url": "smtp://MAIL.example.com:587", "from": "Shop <shop@example.com>"]])
+        #expect(kept.status == 200 && kept.data?["email"]?["smtp_password"] == ["set": true], "\(kept.text)")
+
+        for url in ["smtp://attacker.example.net:587", "smtp://mail.example.com:2525", "smtps://mail.example.com"] {
+            for body: JSON in [["email": ["smtp_url": .string(url)]], ["email": ["smtp_url": .string(url), "smtp_password": ["set": true]]]] {
+                let moved = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: body)
+                #expect(moved.status == 400 && moved.text.contains("email.smtp_password"), "\(url): \(moved.text)")
+            }
+        }
+        let stored = try server.request("GET", "/v1/admin/app", bearer: app.secretKey)
+        #expect(stored.data?["email"]?["smtp_url"] == "smtp://MAIL.example.com:587" && stored.data?["email"]?["smtp_password"] == ["set": true])
+
+        let resent = try server.request(
+            "PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["email": ["smtp_url": "smtp://relay.example.net:587", "smtp_password": "new-smtp-password"]])
+        #expect(resent.status == 200 && resent.data?["email"]?["smtp_password"] == ["set": true], "\(resent.text)")
+        let cleared = try server.request("PATCH", "/v1/admin/app", bearer: app.secretKey, json: ["email": ["smtp_url": "smtp://other.example.net", "smtp_password": nil]])
+        #expect(cleared.status == 200 && cleared.data?["email"]?["smtp_password"] == .null, "\(cleared.text)")
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func secretsAreSealedInTheDatabase(_ kind: TestDatabaseKind) throws {
         let server = try TestServer(kind)

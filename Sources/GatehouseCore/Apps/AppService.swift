@@ -119,8 +119,9 @@ public final class AppService: Sendable {
         for _ in 0..<8 {
             let current = try latest(app)
             // A null removes a field; naming one the settings do not have is an unknown field.
-            let merged = current.settings.json(secrets: .plain).merging(patch: .object(patchObject))
-                .keepingRemovals(of: .object(patchObject))
+            let merged = AppSettings.Email.keepingPasswordOnlyAsNamed(
+                current.settings.json(secrets: .plain).merging(patch: .object(patchObject)).keepingRemovals(of: .object(patchObject)),
+                patch: patchObject)
             let settings = try AppSettings.decode(merged, source: .admin(current: current.settings), caps: caps, allowPrivateOutbound: allowPrivateOutbound)
                 .keepingReplacedWebhookSecrets(of: current.settings, now: clock.nowMillis())
             if let problem = caps.problem(with: settings, before: current.settings) { throw GatehouseError.validation([problem]) }

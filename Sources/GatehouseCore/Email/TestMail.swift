@@ -6,6 +6,8 @@ import Synchronization
 public protocol TestMailSending: Sendable {
     /// Nil when the server took the message; else why not (never a password or username).
     func sendTest(app: AppContext, to: String) -> TestMailFailure?
+    /// Whether `address` can be written as a recipient (checked before anything is spent on it).
+    func acceptsRecipient(_ address: String) -> Bool
 }
 
 /// Why a test message was not sent, sorted as an admin fixes it.
@@ -47,7 +49,9 @@ public struct TestMailFailure: Sendable, Equatable, Error {
 /// of the app's to test, and the platform's server is not lent for it), with a fixed subject and
 /// text naming the app, to any address: it is the admin's own test, and what could be abused
 /// is bounded. At most one test at a time per app on a node, and ``perMinute`` a minute per app
-/// across the nodes, each bounded in time by the mailer (10 s to connect, 20 s in all).
+/// across the nodes, each bounded in time by the mailer (10 s to connect, 20 s in all); and every
+/// test counts against the node's ``TenantCallBudget`` with the apps' own issuers, since it runs
+/// on the same threads as every app's provider calls.
 public final class TestMail: Sendable {
     /// Test sends an app may make in a minute.
     public static let perMinute: Int64 = 10
@@ -55,16 +59,21 @@ public final class TestMail: Sendable {
     private let sender: any TestMailSending
     private let limiter: RateLimiter
     private let inFlight = Mutex<Set<AppID>>([])
+    private let tenantCalls: TenantCallBudget
 
-    public init(store: any Store, sender: any TestMailSending, clock: any Clock) {
+    public init(store: any Store, sender: any TestMailSending, tenantCalls: TenantCallBudget, clock: any Clock) {
         self.store = store
         self.sender = sender
+        self.tenantCalls = tenantCalls
         self.limiter = RateLimiter(clock: clock)
     }
 
     /// Sends the test message to `to`; throws the failure as a `502 email/test-failed`.
     public func send(app: AppContext, to raw: String) throws {
         let to = try InputRules.email(raw, field: "to")
+        guard sender.acceptsRecipient(to) else {
+            throw GatehouseError.validation("to", "Must be an email address a message can be sent to.")
+        }
         guard app.settings.email.smtpURL != nil else {
             throw GatehouseError.validation(
                 "email.smtp_url", "The app has no SMTP server of its own to test: set email.smtp_url (its mail goes through the platform's server).")
@@ -73,6 +82,10 @@ public final class TestMail: Sendable {
             throw GatehouseError(.tooManyRequests, "A test message of this app is being sent; wait for its answer.", retryAfter: 5)
         }
         defer { _ = inFlight.withLock { $0.remove(app.id) } }
+        guard tenantCalls.acquire() else {
+            throw GatehouseError(.busy, "Too many calls to servers apps set are running on this node; try again shortly.", retryAfter: 5)
+        }
+        defer { tenantCalls.release() }
         try limiter.hit(store.app(app.id), bucket: "email_test", subject: "app", limit: Self.perMinute)
         if let failure = sender.sendTest(app: app, to: to) {
             var error = GatehouseError(.emailTestFailed, failure.detail)

@@ -177,8 +177,9 @@ public final class SMTPMailer: Mailer {
         }
 
         if response == -1 { throw .permanent("\(url): curl setup failed: \(Self.message(code))") }
-        if let refused = addressGuard.refused {
-            throw .permanent("\(url) resolved to \(refused), which this mailer may not reach")
+        // A refused address fails the send only if no other address of the name took the mail.
+        if code != CURLE_OK, let refused = addressGuard.refused {
+            throw .permanent("\(url) resolved to an address (\(refused)) which this mailer may not reach")
         }
         if conversation.stoppedWithoutSMTPUTF8 {
             // The address itself stays out of the reason (it is read in admin listings and logs).

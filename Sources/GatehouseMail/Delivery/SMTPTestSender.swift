@@ -21,6 +21,10 @@ public struct SMTPTestSender: TestMailSending {
         self.timeout = timeout
     }
 
+    public func acceptsRecipient(_ address: String) -> Bool {
+        (try? MailAddress(address)) != nil
+    }
+
     public func sendTest(app: AppContext, to: String) -> TestMailFailure? {
         guard let url = app.settings.email.smtpURL else { return TestMailFailure(.other, "The app has no SMTP server of its own.") }
         let message: MailMessage

@@ -96,7 +96,7 @@ struct SQLOutbox: OutboxStore {
             guard try db.execute("""
                 UPDATE outbox SET attempts = attempts + 1, next_attempt_at = \(nextAttemptAt), last_error = \(String(error.prefix(1000))),
                                   lease_until = NULL, leased_by = NULL, destination = COALESCE(\(destination), destination),
-                                  last_status = \(status.map(Int64.init))
+                                  last_status = COALESCE(\(status.map(Int64.init)), last_status)
                 WHERE id = \(id) AND leased_by = \(node)
                 """) == 1, let breaker, let destination
             else { return nil }

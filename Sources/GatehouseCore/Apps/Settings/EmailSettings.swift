@@ -27,7 +27,18 @@ extension AppSettings.Email {
             }
         }
         if let v = f.string("smtp_username", maxLength: 255) { email.smtpUsername = v }
-        email.smtpPassword = context.secret(&f, "smtp_password", current: context.current?.email.smtpPassword, allowFile: false)
+        // The stored password is kept (`{"set": true}`) only for the same server (host and port):
+        // else the password, which no read shows, could be sent to a server the writer chose.
+        let current = context.current?.email
+        let sameServer = Self.server(of: current?.smtpURL) == Self.server(of: email.smtpURL)
+        if !sameServer, current?.smtpPassword != nil, f.peek("smtp_password") == ["set": true] {
+            _ = f.raw("smtp_password")
+            f.fail(
+                "smtp_password",
+                "Send the password again (or null): smtp_url now names another server than the one it was stored for, and a stored password is not sent to another server.")
+        } else {
+            email.smtpPassword = context.secret(&f, "smtp_password", current: sameServer ? current?.smtpPassword : nil, allowFile: false)
+        }
         if let v = f.string("from", maxLength: 320) {
             // Stored by an earlier version under a looser rule: kept (the mailer dead-letters
             // what it cannot write), so the app still loads; the next save must fix it.
@@ -44,6 +55,25 @@ extension AppSettings.Email {
             }
         }
         return email
+    }
+
+    /// A patch applies to the stored settings with their secrets in the clear: one that sets
+    /// `email.smtp_url` without naming `email.smtp_password` would carry the stored password along
+    /// as if it had been sent. It reaches the decoder as "keep" (`{"set": true}`) instead, which
+    /// holds only for the same server.
+    static func keepingPasswordOnlyAsNamed(_ merged: JSON, patch: [String: JSON]) -> JSON {
+        guard case .object(let email)? = patch["email"], email["smtp_url"] != nil, email["smtp_password"] == nil,
+            case .object(var settings) = merged, case .object(var mergedEmail)? = settings["email"], case .string? = mergedEmail["smtp_password"]
+        else { return merged }
+        mergedEmail["smtp_password"] = ["set": true]
+        settings["email"] = .object(mergedEmail)
+        return .object(settings)
+    }
+
+    /// The host (lowercased) and port (else the scheme's) an `smtp_url` names.
+    static func server(of url: String?) -> String? {
+        guard let url, let c = URLComponents(string: url), let host = c.host?.lowercased(), !host.isEmpty else { return nil }
+        return "\(host):\(c.port ?? (c.scheme == "smtps" ? 465 : 25))"
     }
 
     func json(secrets: SecretRendering) -> JSON {
