@@ -14,8 +14,8 @@ public struct SQLError: Error, Sendable, CustomStringConvertible {
         case connection
         /// The commit took effect on the server it reached, but was not confirmed durable as the
         /// server is configured to confirm it: its wait for a synchronous standby was cancelled
-        /// (by the statement timeout; PostgreSQL then commits locally and only warns). Whoever
-        /// asked must not be told it succeeded; a failover now would lose it.
+        /// (`pg_cancel_backend`, a cancel request; PostgreSQL then keeps the commit locally and
+        /// only warns). Whoever asked must not be told it succeeded; a failover now would lose it.
         case commitUnconfirmed
         /// Lock contention, serialization failure or an exhausted pool: retrying may succeed.
         case busy

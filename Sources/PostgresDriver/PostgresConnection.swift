@@ -135,6 +135,7 @@ final class PostgresConnection: PooledConnection, SQLConnection {
     }
 
     func executeScript(_ script: String) throws(SQLError) {
+        try checkNotGivenUp()
         notices.unconfirmedCommit = false
         let result = commits(script) ? try bounded { PQsendQuery(handle, script) } : PQexec(handle, script)
         defer { PQclear(result) }
@@ -145,6 +146,7 @@ final class PostgresConnection: PooledConnection, SQLConnection {
     // MARK: - Statements
 
     private func run(_ sql: SQL) throws(SQLError) -> OpaquePointer {
+        try checkNotGivenUp()
         notices.unconfirmedCommit = false
         let result = try runStatement(sql)
         if let unconfirmed = unconfirmedCommit() {
@@ -154,6 +156,14 @@ final class PostgresConnection: PooledConnection, SQLConnection {
         return result
     }
 
+    /// Nothing more is sent on a connection given up: one whose commit went unanswered still has
+    /// that statement in flight, and libpq would wait for its result (unbounded) before sending the
+    /// next (the `ROLLBACK` a failed transaction sends, say).
+    private func checkNotGivenUp() throws(SQLError) {
+        guard discarded else { return }
+        throw SQLError(kind: .connection, message: "the connection was given up after an earlier failure")
+    }
+
     /// A statement that ended outside a transaction block committed (a `COMMIT`, or a statement
     /// run on its own). If the server warned meanwhile that it stopped waiting for a synchronous
     /// standby (``Notices/unconfirmedCommit``), the commit is on this server only: not a success.
@@ -161,7 +171,7 @@ final class PostgresConnection: PooledConnection, SQLConnection {
         guard notices.unconfirmedCommit, PQtransactionStatus(handle) == PQTRANS_IDLE else { return nil }
         return SQLError(
             kind: .commitUnconfirmed,
-            message: "the commit was not confirmed by a synchronous standby (the wait was cancelled, by the statement timeout or an operator); it holds on the primary only")
+            message: "the commit was not confirmed by a synchronous standby (its wait was cancelled); it holds on the primary only")
     }
 
     private func runStatement(_ sql: SQL) throws(SQLError) -> OpaquePointer {
@@ -247,7 +257,8 @@ final class PostgresConnection: PooledConnection, SQLConnection {
 
     /// Sends a statement with `send` (a `PQsendQuery…`) and collects its result as `PQexec` does,
     /// waiting at most ``commitDeadlineMillis``. Past it the connection is given up (the pool
-    /// closes it; PostgreSQL then commits locally and ends the session's wait) and the statement
+    /// closes it; the server's session, its commit already written, goes on waiting for the
+    /// standby and makes it visible when the wait ends) and the statement
     /// fails as ``SQLError/Kind/connection``: it may or may not have taken effect, and no one is
     /// told it did.
     private func bounded(_ send: () -> Int32) throws(SQLError) -> OpaquePointer? {
