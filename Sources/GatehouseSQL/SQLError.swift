@@ -8,8 +8,15 @@ public struct SQLError: Error, Sendable, CustomStringConvertible {
         case foreignKeyViolation
         /// A `CHECK` (or `NOT NULL`) constraint rejected the row.
         case checkViolation
-        /// The database could not be reached or the connection broke.
+        /// The database could not be reached, the connection broke, or the server it reached
+        /// cannot take writes (a standby: `25006`, read-only transaction). A statement or `COMMIT`
+        /// whose answer was lost this way may or may not have taken effect.
         case connection
+        /// The commit took effect on the server it reached, but was not confirmed durable as the
+        /// server is configured to confirm it: its wait for a synchronous standby was cancelled
+        /// (`pg_cancel_backend`, a cancel request; PostgreSQL then keeps the commit locally and
+        /// only warns). Whoever asked must not be told it succeeded; a failover now would lose it.
+        case commitUnconfirmed
         /// Lock contention, serialization failure or an exhausted pool: retrying may succeed.
         case busy
         /// A row could not be decoded into the requested Swift type.

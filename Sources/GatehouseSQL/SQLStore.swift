@@ -102,7 +102,7 @@ struct SQLAppScopedStore: AppScopedStore {
 }
 
 extension SQLError: StoreFailure {
-    /// Unreachable or busy: worth a retry.
-    public var isUnavailable: Bool { kind == .connection || kind == .busy }
+    /// Unreachable, busy, or a commit not confirmed durable: worth a retry.
+    public var isUnavailable: Bool { kind == .connection || kind == .busy || kind == .commitUnconfirmed }
     public var isInvalidValue: Bool { kind == .invalidValue }
 }

@@ -13,6 +13,15 @@ final class PostgresConnection: PooledConnection, SQLConnection {
     let dialect = SQLDialect.postgres
     private let handle: OpaquePointer
     private let secret: Secret
+    /// What the server warned of during the statement under way (libpq's notice receiver writes it).
+    private let notices: Notices
+    /// Set when an error showed this connection is of no more use (it broke, or it reached a
+    /// server that cannot take writes): the pool closes it instead of lending it again, and the
+    /// next connection libpq opens follows the URL's hosts afresh.
+    private var discarded = false
+    /// How long a statement that commits may go unanswered (the statement timeout and 2 s more;
+    /// nil without a statement timeout): see ``commits(_:)``.
+    private let commitDeadlineMillis: Int?
     /// Statements this connection has prepared, by text and parameter types: the server parses
     /// and plans each once per connection instead of on every execution. Bounded, since a
     /// statement's text may vary (optional clauses); past the bound statements run unprepared.
@@ -56,6 +65,9 @@ final class PostgresConnection: PooledConnection, SQLConnection {
     /// own setting (the role's, docs/operations.md).
     init(url: String, secret: Secret, connectTimeoutSeconds: Int = 5, statementTimeoutMillis: Int = 0, transactionPooling: Bool = false) throws(SQLError) {
         self.secret = secret
+        let notices = Notices()
+        self.notices = notices
+        commitDeadlineMillis = statementTimeoutMillis > 0 ? statementTimeoutMillis + 2_000 : nil
         preparesStatements = !transactionPooling
         begin = transactionPooling && statementTimeoutMillis > 0 ? "BEGIN; SET LOCAL statement_timeout = \(statementTimeoutMillis)" : "BEGIN"
         // Later entries win; the URL comes last so its own settings, if any, are kept.
@@ -75,8 +87,10 @@ final class PostgresConnection: PooledConnection, SQLConnection {
             PQfinish(connection)
             throw SQLError(kind: .connection, message: "cannot connect to PostgreSQL: \(message.trimmed)")
         }
-        // libpq prints NOTICEs ("drop cascades to …") to stderr by default; a server's log is not the place.
-        PQsetNoticeProcessor(connection, ignoreNotice, nil)
+        // libpq prints NOTICEs ("drop cascades to …") to stderr by default; a server's log is not
+        // the place. The receiver only notes the warning that says a commit was not confirmed.
+        // `notices` lives as long as this connection, which finishes the handle before it goes.
+        PQsetNoticeReceiver(connection, receiveNotice, Unmanaged.passUnretained(notices).toOpaque())
         handle = connection
         if statementTimeoutMillis > 0, !transactionPooling {
             // A session setting, not a startup option: poolers such as PgBouncer refuse `options`.
@@ -95,7 +109,7 @@ final class PostgresConnection: PooledConnection, SQLConnection {
     /// a connection is dropped before it is lent, so the first request after a restart does not
     /// fail on it.
     var isReusable: Bool {
-        guard PQstatus(handle) == CONNECTION_OK, PQtransactionStatus(handle) == PQTRANS_IDLE else { return false }
+        guard !discarded, PQstatus(handle) == CONNECTION_OK, PQtransactionStatus(handle) == PQTRANS_IDLE else { return false }
         var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
         return poll(&descriptor, 1, 0) == 0
     }
@@ -121,14 +135,46 @@ final class PostgresConnection: PooledConnection, SQLConnection {
     }
 
     func executeScript(_ script: String) throws(SQLError) {
-        let result = PQexec(handle, script)
+        try checkNotGivenUp()
+        notices.unconfirmedCommit = false
+        let result = commits(script) ? try bounded { PQsendQuery(handle, script) } : PQexec(handle, script)
         defer { PQclear(result) }
         try check(result)
+        if let unconfirmed = unconfirmedCommit() { throw unconfirmed }
     }
 
     // MARK: - Statements
 
     private func run(_ sql: SQL) throws(SQLError) -> OpaquePointer {
+        try checkNotGivenUp()
+        notices.unconfirmedCommit = false
+        let result = try runStatement(sql)
+        if let unconfirmed = unconfirmedCommit() {
+            PQclear(result)
+            throw unconfirmed
+        }
+        return result
+    }
+
+    /// Nothing more is sent on a connection given up: one whose commit went unanswered still has
+    /// that statement in flight, and libpq would wait for its result (unbounded) before sending the
+    /// next (the `ROLLBACK` a failed transaction sends, say).
+    private func checkNotGivenUp() throws(SQLError) {
+        guard discarded else { return }
+        throw SQLError(kind: .connection, message: "the connection was given up after an earlier failure")
+    }
+
+    /// A statement that ended outside a transaction block committed (a `COMMIT`, or a statement
+    /// run on its own). If the server warned meanwhile that it stopped waiting for a synchronous
+    /// standby (``Notices/unconfirmedCommit``), the commit is on this server only: not a success.
+    private func unconfirmedCommit() -> SQLError? {
+        guard notices.unconfirmedCommit, PQtransactionStatus(handle) == PQTRANS_IDLE else { return nil }
+        return SQLError(
+            kind: .commitUnconfirmed,
+            message: "the commit was not confirmed by a synchronous standby (its wait was cancelled); it holds on the primary only")
+    }
+
+    private func runStatement(_ sql: SQL) throws(SQLError) -> OpaquePointer {
         let (text, binds) = sql.render(.postgres)
         var values: [UnsafeMutablePointer<CChar>?] = []
         var lengths: [Int32] = []
@@ -159,19 +205,23 @@ final class PostgresConnection: PooledConnection, SQLConnection {
             }
         }
         let key = PreparedKey(text: text, types: types)
-        func execute(prepared name: String?) -> OpaquePointer? {
-            values.withUnsafeBufferPointer { valuePointers in
-                valuePointers.withMemoryRebound(to: UnsafePointer<CChar>?.self) { valuePointers in
-                    if let name {
-                        PQexecPrepared(handle, name, Int32(binds.count), valuePointers.baseAddress, lengths, formats, 0)
-                    } else {
-                        PQexecParams(handle, text, Int32(binds.count), types, valuePointers.baseAddress, lengths, formats, 0)
+        let committing = commits(nil)
+        func execute(prepared name: String?) throws(SQLError) -> OpaquePointer? {
+            try values.withUnsafeBufferPointer { (valuePointers) throws(SQLError) in
+                try valuePointers.withMemoryRebound(to: UnsafePointer<CChar>?.self) { (valuePointers) throws(SQLError) in
+                    switch (name, committing) {
+                    case (let name?, false): PQexecPrepared(handle, name, Int32(binds.count), valuePointers.baseAddress, lengths, formats, 0)
+                    case (nil, false): PQexecParams(handle, text, Int32(binds.count), types, valuePointers.baseAddress, lengths, formats, 0)
+                    case (let name?, true):
+                        try bounded { PQsendQueryPrepared(handle, name, Int32(binds.count), valuePointers.baseAddress, lengths, formats, 0) }
+                    case (nil, true):
+                        try bounded { PQsendQueryParams(handle, text, Int32(binds.count), types, valuePointers.baseAddress, lengths, formats, 0) }
                     }
                 }
             }
         }
         let name = try preparedName(for: key)
-        guard let result = execute(prepared: name) else { throw noResultError() }
+        guard let result = try execute(prepared: name) else { throw noResultError() }
         do {
             try check(result)
         } catch {
@@ -182,7 +232,7 @@ final class PostgresConnection: PooledConnection, SQLConnection {
             guard let name, error.state == "0A000" || error.state == "26000" else { throw error }
             prepared[key] = nil
             PQclear(PQexec(handle, "DEALLOCATE \(name)"))
-            guard PQtransactionStatus(handle) == PQTRANS_IDLE, let retry = execute(prepared: nil) else { throw error }
+            guard PQtransactionStatus(handle) == PQTRANS_IDLE, let retry = try execute(prepared: nil) else { throw error }
             do {
                 try check(retry)
             } catch {
@@ -192,6 +242,56 @@ final class PostgresConnection: PooledConnection, SQLConnection {
             return retry
         }
         return result
+    }
+
+    // MARK: - Commits
+
+    /// Whether the statement about to be sent (`script`, or a statement when nil) commits: a
+    /// `COMMIT`, or anything sent outside a transaction block. PostgreSQL's statement timeout
+    /// stops before a commit begins, so it bounds neither the commit's flush nor its wait for a
+    /// synchronous standby, which lasts as long as the standby is away: these are bounded here.
+    private func commits(_ script: String?) -> Bool {
+        guard commitDeadlineMillis != nil else { return false }
+        return script == "COMMIT" || PQtransactionStatus(handle) == PQTRANS_IDLE
+    }
+
+    /// Sends a statement with `send` (a `PQsendQuery…`) and collects its result as `PQexec` does,
+    /// waiting at most ``commitDeadlineMillis``. Past it the connection is given up (the pool
+    /// closes it; the server's session, its commit already written, goes on waiting for the
+    /// standby and makes it visible when the wait ends) and the statement
+    /// fails as ``SQLError/Kind/connection``: it may or may not have taken effect, and no one is
+    /// told it did.
+    private func bounded(_ send: () -> Int32) throws(SQLError) -> OpaquePointer? {
+        guard let limit = commitDeadlineMillis, send() == 1 else { return nil }
+        let deadline = ContinuousClock.now + .milliseconds(limit)
+        var kept: OpaquePointer?
+        while true {
+            while PQisBusy(handle) == 1 {
+                let left = deadline - ContinuousClock.now
+                let millis = Int32(clamping: max(0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
+                var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+                let ready = millis > 0 ? poll(&descriptor, 1, millis) : 0
+                if ready == 0 {
+                    PQclear(kept)
+                    discarded = true
+                    throw SQLError(
+                        kind: .connection,
+                        message: "no answer to a commit within \(limit) ms (the statement timeout and 2 s): waiting for a synchronous standby, or the server is gone; the connection is dropped")
+                }
+                if ready < 0, errno == EINTR { continue }
+                // Read what came; on a broken socket PQgetResult below reports the error.
+                if PQconsumeInput(handle) == 0 { break }
+            }
+            guard let next = PQgetResult(handle) else { break }
+            // As PQexec: the first error is kept; otherwise the last result.
+            if let previous = kept, PQresultStatus(previous) == PGRES_FATAL_ERROR {
+                PQclear(next)
+            } else {
+                PQclear(kept)
+                kept = next
+            }
+        }
+        return kept
     }
 
     /// The name of the prepared statement for `key`, preparing it first if needed; `nil` once the
@@ -276,7 +376,8 @@ final class PostgresConnection: PooledConnection, SQLConnection {
 
     /// libpq returns no result when the connection is gone or memory ran out.
     private func noResultError() -> SQLError {
-        SQLError(kind: .connection, message: secret.scrub(String(cString: PQerrorMessage(handle))).trimmed)
+        discarded = true
+        return SQLError(kind: .connection, message: secret.scrub(String(cString: PQerrorMessage(handle))).trimmed)
     }
 
     private func error(from result: OpaquePointer) -> SQLError {
@@ -294,10 +395,16 @@ final class PostgresConnection: PooledConnection, SQLConnection {
         case "23514", "23502": kind = .checkViolation
         // 57014: cancelled, by the statement timeout among others.
         case "40001", "40P01", "55P03", "57014": kind = .busy
-        case "57P01", "57P02", "57P03": kind = .connection
+        // 57P01–57P05: the server is shutting down, crashed, not yet accepting, or ended this session.
+        case _ where state.hasPrefix("57P"): kind = .connection
         case _ where state.hasPrefix("08"): kind = .connection
+        // A write refused as read-only: this connection reached a standby (a URL without
+        // `target_session_attrs=read-write`, or an old primary that came back as a standby).
+        // Unavailable, and the connection is not lent again: a new one looks for the primary.
+        case "25006": kind = .connection
         default: kind = PQstatus(handle) == CONNECTION_OK ? .other : .connection
         }
+        if kind == .connection { discarded = true }
         return SQLError(kind: kind, message: message, constraint: constraint, state: state)
     }
 }
@@ -315,5 +422,24 @@ private func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<Uns
     }
 }
 
-/// Drops server NOTICE messages (a `@convention(c)` function: libpq calls it on the connection's thread).
-private let ignoreNotice: PQnoticeProcessor = { _, _ in }
+/// What the server warned of during one statement. A class, so libpq's receiver can reach it
+/// through a pointer; touched only by the thread that holds the connection (libpq calls the
+/// receiver on that thread, inside `PQexec`…).
+private final class Notices {
+    /// A `WARNING` with the generic SQLSTATE `01000` arrived: in a statement that commits, that
+    /// is PostgreSQL's "canceling wait for synchronous replication" (the transaction "has already
+    /// committed locally, but might not have been replicated to the standby"). The text is
+    /// translated with the server's `lc_messages`, so the severity and SQLSTATE are what is read.
+    var unconfirmedCommit = false
+}
+
+/// Notes the warning that says a commit was not confirmed; drops every other notice (a
+/// `@convention(c)` function: libpq calls it on the connection's thread).
+private let receiveNotice: PQnoticeReceiver = { context, result in
+    guard let context, let result,
+        let severity = PQresultErrorField(result, Int32(UInt8(ascii: "V"))), let state = PQresultErrorField(result, Int32(UInt8(ascii: "C")))
+    else { return }
+    if String(cString: severity) == "WARNING", String(cString: state) == "01000" {
+        Unmanaged<Notices>.fromOpaque(context).takeUnretainedValue().unconfirmedCommit = true
+    }
+}

@@ -42,7 +42,10 @@ public final class PostgresDatabase: SQLDatabase {
 
     /// `BEGIN` … `COMMIT` (read committed); `ROLLBACK` and rethrow when `body` throws.
     /// Throws when a statement inside failed and `body` swallowed the error, because
-    /// PostgreSQL would silently turn that `COMMIT` into a rollback.
+    /// PostgreSQL would silently turn that `COMMIT` into a rollback. Throws, never returns, when
+    /// the `COMMIT`'s answer was lost (``SQLError/Kind/connection``: it may or may not have taken
+    /// effect) or when it committed without the synchronous standby's confirmation
+    /// (``SQLError/Kind/commitUnconfirmed``); so does a statement run on its own (``withConnection``).
     public func transaction<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         try pool.withConnection { connection in
             try connection.executeScript(connection.begin)

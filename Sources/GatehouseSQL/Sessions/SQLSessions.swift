@@ -157,7 +157,15 @@ extension SQLAppScopedStore: SessionStore {
             SELECT 1 AS current FROM refresh_tokens
             WHERE token_hash = \(successorHash) AND app_id = \(appID) AND session_id = \(session.id) AND rotated_at IS NULL
             """).isEmpty
-        if successorIsCurrent && now - rotation <= graceMillis { return .retried(session) }
+        if successorIsCurrent && now - rotation <= graceMillis {
+            // The same pair again, read, not written: but the rotation read may be one whose commit
+            // was not confirmed by a synchronous standby (its client was answered 503 and retries
+            // now). An id for this transaction makes its COMMIT wait for the standby like a write's,
+            // and the standby that confirms it holds every commit before it: the pair is answered
+            // only once a failover would keep it.
+            if db.dialect == .postgres { _ = try db.query("SELECT txid_current() AS xid") }
+            return .retried(session)
+        }
         let endedNow = try db.execute("""
             UPDATE sessions SET ended_at = \(now), ended_db_at = \(db.dialect.nowMillis), end_reason = \(SessionEndReason.refreshReused.rawValue)
             WHERE app_id = \(appID) AND id = \(session.id) AND ended_at IS NULL
