@@ -7,7 +7,7 @@ import PostgresDriver
 import Synchronization
 import Testing
 
-/// What the driver says when PostgreSQL fails over (ADR 0035): a write that reached a read-only
+/// What the driver says when PostgreSQL fails over (ADR 0036): a write that reached a read-only
 /// server, a commit whose answer was lost, and a commit a synchronous standby did not confirm are
 /// all "unavailable" (503 above), never a success; and no commit waits without bound.
 @Suite struct PostgresFailoverDriverTests {
