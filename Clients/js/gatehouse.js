@@ -15,7 +15,7 @@ export const SERVER_ERROR_CODES = Object.freeze([
   'auth/invalid-redirect-uri', 'auth/invalid-flow', 'auth/invalid-login-code', 'provider/unavailable',
   'auth/requires-recent-login', 'auth/invalid-code', 'auth/code-expired', 'auth/user-disabled',
   'auth/email-not-verified', 'auth/mfa-required', 'auth/invalid-mfa-token', 'auth/anonymous-user', 'auth/too-many-attempts', 'auth/too-many-requests', 'files/unsupported-type',
-  'files/quota-exceeded', 'outbox/not-dead', 'outbox/payload-erased', 'server/internal', 'server/unavailable', 'server/busy',
+  'files/quota-exceeded', 'outbox/not-dead', 'outbox/payload-erased', 'email/test-failed', 'server/internal', 'server/unavailable', 'server/busy',
 ]);
 
 /** Codes the client itself raises (never sent by the server). */

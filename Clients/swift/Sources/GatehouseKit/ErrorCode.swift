@@ -95,6 +95,8 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
     case outboxItemNotDead
     /// `outbox/payload-erased`
     case outboxPayloadErased
+    /// `email/test-failed`: an admin's test message was not taken by the app's SMTP server.
+    case emailTestFailed
     /// `server/internal`
     case serverInternal
     /// `server/unavailable`
@@ -150,6 +152,7 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
         .quotaExceeded,
         .outboxItemNotDead,
         .outboxPayloadErased,
+        .emailTestFailed,
         .serverInternal,
         .serverUnavailable,
         .serverBusy,
@@ -204,6 +207,7 @@ public enum ErrorCode: Sendable, Hashable, CustomStringConvertible {
         case .quotaExceeded: "files/quota-exceeded"
         case .outboxItemNotDead: "outbox/not-dead"
         case .outboxPayloadErased: "outbox/payload-erased"
+        case .emailTestFailed: "email/test-failed"
         case .serverInternal: "server/internal"
         case .serverUnavailable: "server/unavailable"
         case .serverBusy: "server/busy"
