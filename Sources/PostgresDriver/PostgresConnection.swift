@@ -1,6 +1,7 @@
 import CPostgres
 import Foundation
 import GatehouseSQL
+import Synchronization
 
 /// One libpq connection.
 ///
@@ -251,14 +252,14 @@ final class PostgresConnection: PooledConnection, SQLConnection {
     /// stops before a commit begins, so it bounds neither the commit's flush nor its wait for a
     /// synchronous standby, which lasts as long as the standby is away: these are bounded here.
     private func commits(_ script: String?) -> Bool {
-        guard commitDeadlineMillis != nil else { return false }
+        guard commitDeadlineMillis != nil, script != begin else { return false }
         return script == "COMMIT" || PQtransactionStatus(handle) == PQTRANS_IDLE
     }
 
     /// Sends a statement with `send` (a `PQsendQuery…`) and collects its result as `PQexec` does,
     /// waiting at most ``commitDeadlineMillis``. Past it the connection is given up (the pool
-    /// closes it; the server's session, its commit already written, goes on waiting for the
-    /// standby and makes it visible when the wait ends) and the statement
+    /// closes it; the server's session, its commit already written, is sent a cancel, which ends
+    /// its wait for the standby and makes the commit visible) and the statement
     /// fails as ``SQLError/Kind/connection``: it may or may not have taken effect, and no one is
     /// told it did.
     private func bounded(_ send: () -> Int32) throws(SQLError) -> OpaquePointer? {
@@ -274,6 +275,11 @@ final class PostgresConnection: PooledConnection, SQLConnection {
                 if ready == 0 {
                     PQclear(kept)
                     discarded = true
+                    // The server's session would go on waiting for the standby, holding its locks
+                    // and a connection slot, while the pool opens another in its place: every
+                    // given-up commit would leave one until max_connections is reached. A cancel
+                    // ends the wait (the commit stays, as it was: local, not confirmed).
+                    PostgresCanceller.shared.cancel(handle)
                     throw SQLError(
                         kind: .connection,
                         message: "no answer to a commit within \(limit) ms (the statement timeout and 2 s): waiting for a synchronous standby, or the server is gone; the connection is dropped")
@@ -441,5 +447,41 @@ private let receiveNotice: PQnoticeReceiver = { context, result in
     else { return }
     if String(cString: severity) == "WARNING", String(cString: state) == "01000" {
         Unmanaged<Notices>.fromOpaque(context).takeUnretainedValue().unconfirmedCommit = true
+    }
+}
+
+/// Sends cancel requests for given-up statements, one at a time on a thread of its own: a cancel
+/// opens a connection to the server without a time limit (libpq 15's `PQcancel`), which must not
+/// hold a request's thread when the server is unreachable. At most ``maxPending`` wait; past that a
+/// cancel is skipped (the server's session then waits for its standby as it would have).
+final class PostgresCanceller: Sendable {
+    static let shared = PostgresCanceller()
+    static let maxPending = 64
+
+    private struct Request: @unchecked Sendable {  // a PGcancel is independent of its connection
+        let cancel: OpaquePointer
+    }
+    private let queue = DispatchQueue(label: "gatehouse-postgres-cancel")
+    private let pending = Mutex(0)
+
+    /// Queues a cancel of what `connection` runs now. Call before the connection is closed.
+    func cancel(_ connection: OpaquePointer) {
+        let queued = pending.withLock { count in
+            guard count < Self.maxPending else { return false }
+            count += 1
+            return true
+        }
+        guard queued else { return }
+        guard let cancel = PQgetCancel(connection) else {
+            pending.withLock { $0 -= 1 }
+            return
+        }
+        let request = Request(cancel: cancel)
+        queue.async { [self] in
+            var error = [CChar](repeating: 0, count: 256)
+            _ = PQcancel(request.cancel, &error, Int32(error.count))
+            PQfreeCancel(request.cancel)
+            pending.withLock { $0 -= 1 }
+        }
     }
 }

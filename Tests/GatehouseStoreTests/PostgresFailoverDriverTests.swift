@@ -78,6 +78,15 @@ import Testing
             #expect(error?.kind == .connection && error?.isUnavailable == true, "\(String(describing: error))")
             #expect(waited >= .milliseconds(2_200) && waited < .seconds(5), "waited \(waited)")
         }
+        // The server's sessions of the given-up commits were cancelled: none still waits for the
+        // standby, holding its locks and a connection slot while the pool opens new ones.
+        var waiting: Int64 = -1
+        for _ in 0..<50 {
+            waiting = try admin.query("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event = 'SyncRep'").first!.int64("n")
+            if waiting == 0 { break }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        #expect(waiting == 0, "\(waiting) sessions still wait for the standby")
 
         // Cancelled (by an operator here; the server then commits locally and only warns): the
         // commit happened on this server, but it is not reported as a success.
@@ -102,5 +111,37 @@ import Testing
         let error = outcome.withLock { $0 }
         #expect(error?.kind == .commitUnconfirmed && error?.isUnavailable == true, "\(String(describing: error))")
         #expect(try admin.query("SELECT count(*) AS n FROM t WHERE id = 3").first!.int64("n") == 1, "committed on this server only")
+    }
+
+    /// A refresh retried within the grace window gets the same pair only once a synchronous standby
+    /// has confirmed it (its first answer may have been a 503 for an unconfirmed rotation): on a
+    /// primary whose standby never confirms, the retry waits as a rotation's commit does, and fails.
+    @Test(.enabled(if: TestDatabase.kinds.contains(.postgres)))
+    func aRefreshRetriedWithinGraceWaitsForTheStandbyLikeARotation() throws {
+        let postgres = try OwnPostgres()
+        defer { postgres.destroy() }
+        let admin = try PostgresDatabase(url: postgres.url, poolSize: 1)
+        defer { admin.close() }
+        try admin.execute("ALTER SYSTEM SET synchronous_commit = on")
+        _ = try admin.query("SELECT pg_reload_conf() AS ok")
+        let database = try PostgresDatabase(url: postgres.url, poolSize: 2, statementTimeoutMillis: 300)
+        defer { database.close() }
+        let fixture = try MaintenanceTests.Fixture(database)
+        let now = MaintenanceTests.now, minute = MaintenanceTests.minute
+        let (_, tokens) = try fixture.session(createdAt: now, expiresAt: now + MaintenanceTests.day, refreshes: 1)
+        // No standby to wait for yet: the retry is answered with the same pair.
+        guard case .retried = try fixture.refresh(tokens[0], tokens[1], at: now + minute + 1_000) else {
+            Issue.record("a retry within grace was not answered with the same pair")
+            return
+        }
+
+        try admin.execute("ALTER SYSTEM SET synchronous_standby_names = 'nobody'")
+        _ = try admin.query("SELECT pg_reload_conf() AS ok")
+        Thread.sleep(forTimeInterval: 0.5)
+        let start = ContinuousClock.now
+        let error = sqlError { _ = try fixture.refresh(tokens[0], tokens[1], at: now + minute + 2_000) }
+        let waited = ContinuousClock.now - start
+        #expect(error?.isUnavailable == true, "\(String(describing: error))")
+        #expect(waited >= .milliseconds(2_200) && waited < .seconds(5), "waited \(waited)")
     }
 }

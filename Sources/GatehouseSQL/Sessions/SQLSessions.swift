@@ -160,10 +160,13 @@ extension SQLAppScopedStore: SessionStore {
         if successorIsCurrent && now - rotation <= graceMillis {
             // The same pair again, read, not written: but the rotation read may be one whose commit
             // was not confirmed by a synchronous standby (its client was answered 503 and retries
-            // now). An id for this transaction makes its COMMIT wait for the standby like a write's,
-            // and the standby that confirms it holds every commit before it: the pair is answered
-            // only once a failover would keep it.
-            if db.dialect == .postgres { _ = try db.query("SELECT txid_current() AS xid") }
+            // now). A write of no change (WAL-logged all the same; a transaction id alone writes no
+            // WAL, and its commit would not wait) makes this statement's commit wait for the standby
+            // like a rotation's, and the standby that confirms it holds every commit before it: the
+            // pair is answered only once a failover would keep it.
+            if db.dialect == .postgres {
+                try db.execute("UPDATE refresh_tokens SET rotated_at = rotated_at WHERE token_hash = \(successorHash) AND app_id = \(appID)")
+            }
             return .retried(session)
         }
         let endedNow = try db.execute("""
