@@ -19,6 +19,7 @@ def _not_counted(case, response, why):
 # The 5xx answers docs/errors.md defines, by problem code: a provider the app has not configured, a
 # provider that failed, a busy or unreachable database. Anything else at 5xx is a fault.
 DOCUMENTED_5XX = {
+    502: {"email/test-failed"},
     503: {"auth/provider-not-configured", "provider/unavailable", "server/busy", "server/unavailable"},
 }
 
@@ -68,8 +69,13 @@ OUTSIDE_FACT_FIELDS = [
 # which JSON Schema cannot state), and the anonymous users' rules: an email with a password only
 # for an account that has none, anonymous users only without a required second step, and a
 # reauthentication's provider and a sign_in_methods entry, which must name a provider the app
-# defines (a rule across fields): known by their messages.
-OUTSIDE_FACT_MESSAGES = ("No value is set to keep", "Must be at least access_token_ttl_seconds", "Read-only.",
+# defines (a rule across fields), and the admin checks, which need what the app's settings hold
+# (an SMTP server of its own to test, the webhook URL to send a test delivery to), and a stored SMTP
+# password kept only for the server it was stored for (a rule across fields and the stored state): known by their
+# messages.
+OUTSIDE_FACT_MESSAGES = ("The app has no SMTP server of its own to test", "Not one of the app's webhooks",
+                         "The app has no webhook to test", "Send the password again",
+                         "No value is set to keep", "Must be at least access_token_ttl_seconds", "Read-only.",
                          "This is the account's address already.", "Must not contain U+0000.",
                          "Must be at most 4096 bytes as JSON.", "Must not nest objects and arrays more than 5 levels deep.",
                          "The account has an email address already", "Must be false while mfa.policy is required",
