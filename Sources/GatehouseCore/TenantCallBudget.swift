@@ -26,7 +26,4 @@ public final class TenantCallBudget: Sendable {
     public func release() {
         running.withLock { $0 = max(0, $0 - 1) }
     }
-
-    /// Calls running now.
-    public var inUse: Int { running.withLock { $0 } }
 }

@@ -92,15 +92,17 @@ public final class DeadLetters: Sendable {
 }
 
 extension OutboxItemRecord {
+    /// Where the item stands: dead, delivered, or queued (due, in flight or waiting).
+    public var state: WebhookDeliveryState { deadAt != nil ? .dead : deliveredAt != nil ? .delivered : .queued }
+
     /// The item as an admin sees it (the API's list and retry, the command line): what it is,
     /// where it stands, whether it can be retried; never its payload.
     public var adminJSON: JSON {
-        let state = deadAt != nil ? "dead" : deliveredAt != nil ? "delivered" : "queued"
         // A sealed payload is erased 30 days after the item died; an unsealed one is kept.
         let keptUntil = sealed && payloadKept ? deadAt.map { $0 + MaintenancePolicy.deadOutboxPayloadRetention } : nil
         func time(_ millis: Int64?) -> JSON { millis.map { .string(rfc3339(millis: $0)) } ?? .null }
         return [
-            "id": .string(id), "kind": .string(kind.rawValue), "app_id": .optional(appID?.rawValue), "state": .string(state),
+            "id": .string(id), "kind": .string(kind.rawValue), "app_id": .optional(appID?.rawValue), "state": .string(state.rawValue),
             "attempts": .int(Int64(attempts)), "last_error": .optional(lastError), "destination": .optional(destination),
             "created_at": .string(rfc3339(millis: createdAt)), "dead_at": time(deadAt), "retried_at": time(retriedAt),
             "retryable": .bool(deadAt != nil && payloadKept), "payload_kept_until": time(keptUntil),

@@ -69,12 +69,11 @@ public final class WebhookTest: Sendable {
 extension OutboxItemRecord {
     /// A webhook delivery as the admin's list shows it: never the payload nor a secret.
     public var deliveryJSON: JSON {
-        let state = deadAt != nil ? "dead" : deliveredAt != nil ? "delivered" : "queued"
         func time(_ millis: Int64?) -> JSON { millis.map { .string(rfc3339(millis: $0)) } ?? .null }
         return [
-            "id": .string(id), "event_type": .optional(eventType), "url": .optional(targetURL), "state": .string(state),
+            "id": .string(id), "event_type": .optional(eventType), "url": .optional(targetURL), "state": .string(state.rawValue),
             "attempts": .int(Int64(attempts)), "last_status": lastStatus.map { .int(Int64($0)) } ?? .null, "last_error": .optional(lastError),
-            "created_at": .string(rfc3339(millis: createdAt)), "next_attempt_at": state == "queued" ? time(nextAttemptAt) : .null,
+            "created_at": .string(rfc3339(millis: createdAt)), "next_attempt_at": state == .queued ? time(nextAttemptAt) : .null,
             "delivered_at": time(deliveredAt), "dead_at": time(deadAt), "retryable": .bool(deadAt != nil && payloadKept),
         ]
     }
