@@ -31,12 +31,13 @@ let package = Package(
         system("CSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
         system("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: "libmicrohttpd-dev"),
         system("CArgon2", pkgConfig: "libargon2", apt: "libargon2-dev"),
-        system("CVips", pkgConfig: "vips", apt: "libvips-dev"),
         system("CCbor", pkgConfig: "libcbor", apt: "libcbor-dev"),
         // bcrypt of imported password hashes through libxcrypt's crypt_rn (ADR 0030).
         system("CCrypt", pkgConfig: "libcrypt", apt: "libcrypt-dev"),
 
         .target(name: "GatehouseCrypto", dependencies: ["COpenSSL", "CArgon2", "CCrypt"], swiftSettings: strict),
+        // libvips, opened at the first photo (dlopen) rather than linked (ADR 0025).
+        .target(name: "CVips", linkerSettings: [.linkedLibrary("dl")]),
         // Photos decoded and encoded anew (ADR 0025).
         .target(name: "GatehouseImaging", dependencies: ["CVips"], swiftSettings: strict),
         // WebAuthn (passkeys): CBOR decoded by libcbor, keys and signatures by OpenSSL (ADR 0028).

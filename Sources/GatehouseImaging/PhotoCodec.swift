@@ -30,28 +30,38 @@ public enum PhotoCodec {
     /// The longest side of a stored photo.
     public static let maxSide = 1024
 
-    /// libvips started once per process (``gh_vips_start``): no cache, one thread per pipeline,
-    /// only the photo loaders.
-    private static let started: Bool = gh_vips_start() == 0
+    /// The library opened at the first photo (ADR 0025): Debian's `libvips42`.
+    static let library = "libvips.so.42"
+
+    /// libvips opened and started once per process (``gh_vips_load``): no cache, one thread per
+    /// pipeline, only the photo loaders. nil once started, or why it could not be.
+    private static let loadFailure: String? = load(library)
+
+    /// Opens `library` and starts libvips (once a process); nil on success, or the reason it failed.
+    static func load(_ library: String) -> String? {
+        var error = [CChar](repeating: 0, count: 512)
+        guard gh_vips_load(library, &error, error.count) != 0 else { return nil }
+        return String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 
     /// The photo re-encoded, and its content type.
     public static func normalise(_ bytes: [UInt8], maxPixels: Int = maxPixels, maxSide: Int = maxSide) throws(PhotoCodecError) -> (bytes: [UInt8], contentType: String) {
-        guard started else { throw .failed("vips_init failed") }
-        defer { vips_error_clear() }
+        if let loadFailure { throw .failed(loadFailure) }
+        defer { gh_vips_error_clear() }
         let outcome: Result<(bytes: [UInt8], contentType: String), PhotoCodecError> = bytes.withUnsafeBytes { raw in
             guard let base = raw.baseAddress, raw.count > 0 else { return .failure(.unreadable) }
             // The header alone: libvips decodes lazily, so nothing past it is read here.
             guard let header = gh_vips_header(base, raw.count) else { return .failure(.unreadable) }
-            let width = Int(vips_image_get_width(header)), height = Int(vips_image_get_height(header))
-            let loader = loaderName(header)
-            g_object_unref(header)
+            let width = Int(gh_vips_width(header)), height = Int(gh_vips_height(header))
+            let loader = gh_vips_loader(header).map { String(cString: $0) } ?? ""
+            gh_vips_unref(header)
             guard width > 0, height > 0, width.multipliedReportingOverflow(by: height).partialValue <= maxPixels, width <= maxPixels, height <= maxPixels else {
                 return .failure(.tooManyPixels(width: width, height: height))
             }
             guard let encoder = Encoder(loader: loader) else { return .failure(.unreadable) }
             guard let image = gh_vips_thumbnail(base, raw.count, Int32(maxSide)) else { return .failure(.unreadable) }
-            defer { g_object_unref(image) }
-            let outWidth = Int(vips_image_get_width(image)), outHeight = Int(vips_image_get_height(image))
+            defer { gh_vips_unref(image) }
+            let outWidth = Int(gh_vips_width(image)), outHeight = Int(gh_vips_height(image))
             guard outWidth <= maxSide, outHeight <= maxSide else { return .failure(.tooManyPixels(width: outWidth, height: outHeight)) }
             var buffer: UnsafeMutableRawPointer?
             var length = 0
@@ -61,7 +71,7 @@ public enum PhotoCodec {
             case .png: gh_vips_pngsave(image, &buffer, &length)
             case .webp: gh_vips_webpsave(image, &buffer, &length)
             }
-            defer { g_free(buffer) }
+            defer { gh_vips_free(buffer) }
             guard status == 0, let buffer, length > 0 else { return .failure(.unreadable) }
             return .success((Array(UnsafeRawBufferPointer(start: buffer, count: length)), encoder.contentType))
         }
@@ -70,20 +80,20 @@ public enum PhotoCodec {
 
     /// The size an image's header declares, without decoding it; nil when libvips cannot read it.
     public static func dimensions(_ bytes: [UInt8]) -> (width: Int, height: Int)? {
-        guard started else { return nil }
-        defer { vips_error_clear() }
+        guard loadFailure == nil else { return nil }
+        defer { gh_vips_error_clear() }
         return bytes.withUnsafeBytes { raw in
             guard let base = raw.baseAddress, let header = gh_vips_header(base, raw.count) else { return nil }
-            defer { g_object_unref(header) }
-            return (Int(vips_image_get_width(header)), Int(vips_image_get_height(header)))
+            defer { gh_vips_unref(header) }
+            return (Int(gh_vips_width(header)), Int(gh_vips_height(header)))
         }
     }
 
     /// Test support: a real image of `width` × `height` in `format` (`image/jpeg`, `image/png` or
     /// `image/webp`), made by libvips.
     public static func sample(width: Int, height: Int, format: String) -> [UInt8]? {
-        guard started else { return nil }
-        defer { vips_error_clear() }
+        guard loadFailure == nil else { return nil }
+        defer { gh_vips_error_clear() }
         let code: Int32 = switch format {
         case "image/jpeg": 0
         case "image/png": 1
@@ -94,7 +104,7 @@ public enum PhotoCodec {
         var buffer: UnsafeMutableRawPointer?
         var length = 0
         guard gh_vips_make_test_image(Int32(width), Int32(height), code, &buffer, &length) == 0, let buffer else { return nil }
-        defer { g_free(buffer) }
+        defer { gh_vips_free(buffer) }
         return Array(UnsafeRawBufferPointer(start: buffer, count: length))
     }
 
@@ -118,11 +128,5 @@ public enum PhotoCodec {
             case .webp: "image/webp"
             }
         }
-    }
-
-    private static func loaderName(_ image: UnsafeMutablePointer<VipsImage>) -> String {
-        var name: UnsafePointer<CChar>?
-        guard vips_image_get_string(image, "vips-loader", &name) == 0, let name else { return "" }
-        return String(cString: name)
     }
 }

@@ -72,6 +72,60 @@ struct ExecutableTests {
         #expect((try? TestHTTPClient.send("GET", base + "/healthz", timeoutSeconds: 1)) == nil)
     }
 
+    /// libvips and the libraries only it needs are opened at the first photo (ADR 0025): a server
+    /// that is sent none does not map them.
+    @Test
+    func loadsLibvipsAtTheFirstPhotoOnly() throws {
+        let folder = NSTemporaryDirectory() + "gatehouse-exe-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let port = freePort()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve"]
+        process.environment = [
+            "GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/gatehouse.db", "GATEHOUSE_LISTEN": "127.0.0.1:\(port)",
+            "GATEHOUSE_TENANTS_DIR": Self.root.appendingPathComponent("Tenants").path, "GATEHOUSE_ACCESS_LOG": "off",
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+
+        let base = "http://127.0.0.1:\(port)"
+        var ready = false
+        for _ in 0..<100 where !ready {
+            ready = (try? TestHTTPClient.send("GET", base + "/readyz", timeoutSeconds: 1))?.status == 200
+            if !ready { usleep(100_000) }
+        }
+        try #require(ready)
+        // What the process has mapped; read to its end (procfs files declare no size).
+        func mapsLibvips() throws -> Bool {
+            let file = try #require(FileHandle(forReadingAtPath: "/proc/\(process.processIdentifier)/maps"))
+            defer { try? file.close() }
+            let maps = String(decoding: file.readDataToEndOfFile(), as: UTF8.self)
+            try #require(maps.contains("/libcrypto.so") && maps.contains("/libmicrohttpd.so"), "the maps were read")
+            return maps.contains("/libvips.so.42")
+        }
+        let appKey = ("X-App-Key", "pk_demo_gatehouse_local_only")
+        let signUp = try TestHTTPClient.send(
+            "POST", base + "/v1/auth/signup", headers: [appKey, ("Content-Type", "application/json")],
+            body: Array(#"{"email":"photo@example.com","password":"a long and unguessed passphrase 7"}"#.utf8))
+        try #require(signUp.status == 201)
+        let token = try #require(signUp.data?["access_token"]?.stringValue)
+        let bearer = ("Authorization", "Bearer \(token)")
+        #expect(try TestHTTPClient.send("GET", base + "/v1/me", headers: [appKey, bearer]).status == 200)
+        #expect(try !mapsLibvips(), "signed up and served without a photo: libvips is not loaded")
+
+        let photo = TinyImages.image(width: 32, height: 24, type: "image/png")
+        let uploaded = try TestHTTPClient.send(
+            "POST", base + "/v1/me/photo",
+            headers: [appKey, bearer, ("Content-Type", "multipart/form-data; boundary=\(FilesAPITests.boundary)")],
+            body: FilesAPITests.multipart(files: [("photo", "me.png", photo)]))
+        #expect(uploaded.status == 200)
+        #expect(uploaded.data?["photo_url"]?.stringValue != nil)
+        #expect(try mapsLibvips(), "the first photo loaded libvips")
+    }
+
     @Test
     func badConfigurationIsReportedAllAtOnceAndExits1() throws {
         let process = Process()
