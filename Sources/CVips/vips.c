@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 #include <stdio.h>
-#include <string.h>
 
 // From libvips' headers (8.14, soname libvips.so.42): VipsAccess and VipsSize.
 enum { GH_VIPS_ACCESS_SEQUENTIAL = 1, GH_VIPS_SIZE_DOWN = 2 };
