@@ -37,7 +37,7 @@ let package = Package(
 
         .target(name: "GatehouseCrypto", dependencies: ["COpenSSL", "CArgon2", "CCrypt"], swiftSettings: strict),
         // libvips, opened at the first photo (dlopen) rather than linked (ADR 0025).
-        .target(name: "CVips", linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "CVips", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
         // Photos decoded and encoded anew (ADR 0025).
         .target(name: "GatehouseImaging", dependencies: ["CVips"], swiftSettings: strict),
         // WebAuthn (passkeys): CBOR decoded by libcbor, keys and signatures by OpenSSL (ADR 0028).
@@ -95,7 +95,7 @@ let package = Package(
             swiftSettings: strict),
 
         // The domain's services in process, below HTTP, on both databases (GatehouseTesting's CoreWorld).
-        .testTarget(name: "GatehouseCoreTests", dependencies: ["GatehouseCore", "GatehouseTesting"], swiftSettings: strict),
+        .testTarget(name: "GatehouseCoreTests", dependencies: ["GatehouseCore", "GatehouseImaging", "GatehouseTesting"], swiftSettings: strict),
         .testTarget(name: "GatehouseCryptoTests", dependencies: ["GatehouseCrypto", "CArgon2"], swiftSettings: strict),
         .testTarget(name: "GatehouseWebAuthnTests", dependencies: ["GatehouseWebAuthn", "GatehouseCrypto", "GatehouseTesting"], swiftSettings: strict),
         .testTarget(

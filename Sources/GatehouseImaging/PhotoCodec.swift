@@ -33,20 +33,28 @@ public enum PhotoCodec {
     /// The library opened at the first photo (ADR 0025): Debian's `libvips42`.
     static let library = "libvips.so.42"
 
-    /// libvips opened and started once per process (``gh_vips_load``): no cache, one thread per
-    /// pipeline, only the photo loaders. nil once started, or why it could not be.
-    private static let loadFailure: String? = load(library)
+    /// Opens libvips and starts it, the first time (``gh_vips_start``): no cache, one thread per
+    /// pipeline, only the photo loaders. nil once started, or why it could not be: a library that
+    /// could not be opened is tried again at the next photo.
+    static func start() -> String? {
+        reason { gh_vips_start(library, $0, $1) }
+    }
 
-    /// Opens `library` and starts libvips (once a process); nil on success, or the reason it failed.
-    static func load(_ library: String) -> String? {
+    /// Test support: whether `library` opens and has libvips' functions; nil, or why not.
+    static func check(_ library: String) -> String? {
+        reason { gh_vips_check(library, $0, $1) }
+    }
+
+    private static func reason(_ call: (UnsafeMutablePointer<CChar>, Int) -> Int32) -> String? {
         var error = [CChar](repeating: 0, count: 512)
-        guard gh_vips_load(library, &error, error.count) != 0 else { return nil }
+        let status = error.withUnsafeMutableBufferPointer { call($0.baseAddress!, $0.count) }
+        guard status != 0 else { return nil }
         return String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The photo re-encoded, and its content type.
     public static func normalise(_ bytes: [UInt8], maxPixels: Int = maxPixels, maxSide: Int = maxSide) throws(PhotoCodecError) -> (bytes: [UInt8], contentType: String) {
-        if let loadFailure { throw .failed(loadFailure) }
+        if let failure = start() { throw .failed(failure) }
         defer { gh_vips_error_clear() }
         let outcome: Result<(bytes: [UInt8], contentType: String), PhotoCodecError> = bytes.withUnsafeBytes { raw in
             guard let base = raw.baseAddress, raw.count > 0 else { return .failure(.unreadable) }
@@ -80,7 +88,7 @@ public enum PhotoCodec {
 
     /// The size an image's header declares, without decoding it; nil when libvips cannot read it.
     public static func dimensions(_ bytes: [UInt8]) -> (width: Int, height: Int)? {
-        guard loadFailure == nil else { return nil }
+        guard start() == nil else { return nil }
         defer { gh_vips_error_clear() }
         return bytes.withUnsafeBytes { raw in
             guard let base = raw.baseAddress, let header = gh_vips_header(base, raw.count) else { return nil }
@@ -92,7 +100,7 @@ public enum PhotoCodec {
     /// Test support: a real image of `width` × `height` in `format` (`image/jpeg`, `image/png` or
     /// `image/webp`), made by libvips.
     public static func sample(width: Int, height: Int, format: String) -> [UInt8]? {
-        guard loadFailure == nil else { return nil }
+        guard start() == nil else { return nil }
         defer { gh_vips_error_clear() }
         let code: Int32 = switch format {
         case "image/jpeg": 0

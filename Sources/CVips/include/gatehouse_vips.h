@@ -3,24 +3,33 @@
 
 #include <stddef.h>
 
-// libvips, loaded at the first photo rather than linked (ADR 0025): libvips and the ~60 libraries
-// only it needs stay out of a server that is never sent a photo, about 10 MiB of its memory.
-// libvips' headers are not included: a VipsImage is opaque here, and the few enumeration values
-// used are fixed by libvips' ABI (soname libvips.so.42).
+// libvips, opened at the first photo rather than linked (ADR 0025): libvips and the ~70 libraries
+// it needs stay out of a server that is never sent a photo. libvips' headers are not included: a
+// VipsImage is opaque here, and the few enumeration values used are fixed by libvips' ABI (soname
+// libvips.so.42).
+//
+// libvips' plug-in modules (ImageMagick, PDF, HEIF, JPEG XL, OpenSlide) are never loaded: at
+// process start, before any thread, `VIPSHOME` is set to /dev/null, so the folder libvips loads
+// them from cannot exist. Their loaders would be blocked anyway; this keeps their code out of the
+// process, and libvips no longer sets `VIPSHOME` itself at its start (a setenv while other threads
+// may read the environment).
 
 typedef struct GhVipsImage GhVipsImage;
 
-// Opens `library` (a soname, such as "libvips.so.42") and resolves every function used below; on
-// success, starts libvips once for the process: no operation cache, one worker thread per
-// pipeline, and only the loaders of the photo types (JPEG, PNG, WebP, GIF) — every other loader,
-// the untrusted ones (ImageMagick, PDF, SVG, …) first, is blocked. Returns 0, or -1 with the reason
-// in `error` (NUL-terminated, at most `capacity` bytes); a library that cannot be opened or lacks a
-// function is closed again. Not thread-safe: PhotoCodec calls it once, from a Swift global's
-// initialiser. After a success, a later call only checks that `library` opens and has those
-// functions; libvips is not started again.
-int gh_vips_load(const char *library, char *error, size_t capacity);
+// Opens `library` (a soname, such as "libvips.so.42"), resolves every function used below and
+// starts libvips: no operation cache, one worker thread per pipeline, and only the loaders of the
+// photo types (JPEG, PNG, WebP, GIF) — every other loader, the untrusted ones first, is blocked.
+// Thread-safe; once started, later calls return 0 at once. Returns 0, or -1 with the reason in
+// `error` (NUL-terminated, at most `capacity` bytes). A library that cannot be opened or lacks a
+// function is closed again and tried anew by the next call; a failed vips_init is final (libvips
+// cannot be started twice), and later calls give its reason again.
+int gh_vips_start(const char *library, char *error, size_t capacity);
 
-// Everything below requires a successful gh_vips_load.
+// Test support: opens `library` and resolves those functions, then closes it; starts nothing.
+// 0, or -1 with the reason in `error`.
+int gh_vips_check(const char *library, char *error, size_t capacity);
+
+// Everything below requires a successful gh_vips_start.
 
 // The header only (libvips decodes lazily): no pixel is decoded. NULL on failure.
 GhVipsImage *gh_vips_header(const void *buf, size_t len);
@@ -43,7 +52,7 @@ int gh_vips_pngsave(GhVipsImage *in, void **buf, size_t *len);
 int gh_vips_webpsave(GhVipsImage *in, void **buf, size_t *len);
 void gh_vips_free(void *buf);
 
-// libvips' error buffer, per thread, emptied.
+// Empties libvips' error buffer (one for the process): PhotoCodec reports its own errors.
 void gh_vips_error_clear(void);
 
 // Test support: a uniform image of `width` × `height` (three bands) in `format`
