@@ -14,8 +14,6 @@ enum { GH_VIPS_ACCESS_SEQUENTIAL = 1, GH_VIPS_SIZE_DOWN = 2 };
 // glib's gboolean.
 enum { GH_TRUE = 1, GH_FALSE = 0 };
 
-#define GH_SENTINEL __attribute__((sentinel))
-
 // The functions resolved from the library, with libvips' prototypes; variadic ones are called
 // through variadic pointers, which is how C calls them when linked.
 struct gh_vips_functions {
@@ -26,16 +24,16 @@ struct gh_vips_functions {
     void (*cache_set_max_files)(int max_files);
     void (*block_untrusted_set)(int state);
     void (*operation_block_set)(const char *name, int state);
-    GhVipsImage *(*image_new_from_buffer)(const void *buf, size_t len, const char *option_string, ...) GH_SENTINEL;
-    int (*thumbnail_buffer)(void *buf, size_t len, GhVipsImage **out, int width, ...) GH_SENTINEL;
+    GhVipsImage *(*image_new_from_buffer)(const void *buf, size_t len, const char *option_string, ...);
+    int (*thumbnail_buffer)(void *buf, size_t len, GhVipsImage **out, int width, ...);
     int (*image_get_width)(const GhVipsImage *image);
     int (*image_get_height)(const GhVipsImage *image);
     int (*image_get_string)(const GhVipsImage *image, const char *name, const char **out);
-    int (*jpegsave_buffer)(GhVipsImage *in, void **buf, size_t *len, ...) GH_SENTINEL;
-    int (*pngsave_buffer)(GhVipsImage *in, void **buf, size_t *len, ...) GH_SENTINEL;
-    int (*webpsave_buffer)(GhVipsImage *in, void **buf, size_t *len, ...) GH_SENTINEL;
-    int (*black)(GhVipsImage **out, int width, int height, ...) GH_SENTINEL;
-    int (*linear)(GhVipsImage *in, GhVipsImage **out, const double *a, const double *b, int n, ...) GH_SENTINEL;
+    int (*jpegsave_buffer)(GhVipsImage *in, void **buf, size_t *len, ...);
+    int (*pngsave_buffer)(GhVipsImage *in, void **buf, size_t *len, ...);
+    int (*webpsave_buffer)(GhVipsImage *in, void **buf, size_t *len, ...);
+    int (*black)(GhVipsImage **out, int width, int height, ...);
+    int (*linear)(GhVipsImage *in, GhVipsImage **out, const double *a, const double *b, int n, ...);
     const char *(*error_buffer)(void);
     void (*error_clear)(void);
     void (*object_unref)(void *object);
