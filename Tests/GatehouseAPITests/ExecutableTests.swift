@@ -31,11 +31,9 @@ struct ExecutableTests {
         return UInt16(bigEndian: address.sin_port)
     }
 
-    @Test
-    func servesTheDemoAppAndStopsGracefullyOnSIGTERM() throws {
-        let folder = NSTemporaryDirectory() + "gatehouse-exe-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let port = freePort()
+    /// `gatehouse serve` on an embedded database in `folder` with the demo app of Tenants/, on
+    /// `port`; its log goes to `output` (a Pipe or a FileHandle).
+    func serveDemo(folder: String, port: UInt16, output: Any) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["serve"]
@@ -43,19 +41,32 @@ struct ExecutableTests {
             "GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/gatehouse.db", "GATEHOUSE_LISTEN": "127.0.0.1:\(port)",
             "GATEHOUSE_TENANTS_DIR": Self.root.appendingPathComponent("Tenants").path, "GATEHOUSE_ACCESS_LOG": "off",
         ]
-        let output = Pipe()
         process.standardOutput = output
         process.standardError = output
         try process.run()
+        return process
+    }
+
+    /// Whether `base` answers `/readyz` 200 within about 10 s.
+    func becomesReady(_ base: String) -> Bool {
+        for _ in 0..<100 {
+            if (try? TestHTTPClient.send("GET", base + "/readyz", timeoutSeconds: 1))?.status == 200 { return true }
+            usleep(100_000)
+        }
+        return false
+    }
+
+    @Test
+    func servesTheDemoAppAndStopsGracefullyOnSIGTERM() throws {
+        let folder = NSTemporaryDirectory() + "gatehouse-exe-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let port = freePort()
+        let output = Pipe()
+        let process = try serveDemo(folder: folder, port: port, output: output)
         defer { if process.isRunning { process.terminate() } }
 
         let base = "http://127.0.0.1:\(port)"
-        var ready = false
-        for _ in 0..<100 where !ready {
-            ready = (try? TestHTTPClient.send("GET", base + "/readyz", timeoutSeconds: 1))?.status == 200
-            if !ready { usleep(100_000) }
-        }
-        #expect(ready)
+        #expect(becomesReady(base))
         let app = try TestHTTPClient.send("GET", base + "/v1/app", headers: [("X-App-Key", "pk_demo_gatehouse_local_only")])
         #expect(app.status == 200)
         #expect(app.data?["name"] == "Gatehouse Demo")
@@ -79,25 +90,11 @@ struct ExecutableTests {
         let folder = NSTemporaryDirectory() + "gatehouse-exe-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let port = freePort()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve"]
-        process.environment = [
-            "GATEHOUSE_DATABASE_URL": "sqlite://\(folder)/gatehouse.db", "GATEHOUSE_LISTEN": "127.0.0.1:\(port)",
-            "GATEHOUSE_TENANTS_DIR": Self.root.appendingPathComponent("Tenants").path, "GATEHOUSE_ACCESS_LOG": "off",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try serveDemo(folder: folder, port: port, output: FileHandle.nullDevice)
         defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
 
         let base = "http://127.0.0.1:\(port)"
-        var ready = false
-        for _ in 0..<100 where !ready {
-            ready = (try? TestHTTPClient.send("GET", base + "/readyz", timeoutSeconds: 1))?.status == 200
-            if !ready { usleep(100_000) }
-        }
-        try #require(ready)
+        try #require(becomesReady(base))
         // What the process has mapped; read to its end (procfs files declare no size).
         func mapsLibvips() throws -> Bool {
             let file = try #require(FileHandle(forReadingAtPath: "/proc/\(process.processIdentifier)/maps"))
